@@ -1,0 +1,203 @@
+# dra-cpu: one non-recursive build. Every output lands in build/ (or build/san/ with SAN=1).
+#
+#   make            driver, CLIs, BPF objects           make test    deps + everything + all tests
+#   make check      unit tests + fuzz corpus replay     make demo    end-to-end run on this machine
+#   make bench      benchmarks (figures and ratios)     make fuzz    libFuzzer, FUZZ_SECONDS each
+#   make vmlinux    regenerate vmlinux/<arch>/ from the running kernel's BTF
+#   SAN=1           ASan+UBSan build            V=1  show commands        CC=clang  also builds
+
+CC      ?= cc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+PROTOC_C ?= protoc-c
+PYTHON  := /usr/bin/python3
+
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/')
+# Each build flavour has its own directory so objects never mix.
+ifeq ($(SAN),1)
+B := build/san
+else ifneq ($(findstring clang,$(CC)),)
+B := build/clang
+else
+B := build
+endif
+
+PKGS := libbpf libelf zlib hwloc libcurl json-c yaml-0.1 libprotobuf-c libnghttp2 libevent cmocka
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wformat=2 -Wshadow -Wmissing-prototypes -Wno-unused-parameter \
+	-Wstrict-prototypes -Wpointer-arith -Wvla
+ifneq ($(NOWERROR),1)
+WARN += -Werror
+endif
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -MMD -MP \
+	-Iuser -Iinclude -I$(B) -I$(B)/gen $(PKG_CFLAGS)
+LDLIBS := $(PKG_LIBS) -lm
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' '$(1)' '$(2)';
+endif
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+.PHONY: all deps check test demo bench fuzz vmlinux clean format lint
+
+# ---- sources -------------------------------------------------------------------------------
+# Every user/*.c is a module of the core library except the files with a main().
+MAINS    := user/main.c user/alloc_main.c user/bpf_verify.c
+LIB_SRCS := $(filter-out $(MAINS),$(wildcard user/*.c))
+PROTOS   := $(wildcard proto/*.proto)
+PB_SRCS  := $(patsubst proto/%.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS    := $(patsubst bpf/%.bpf.c,$(B)/%.skel.h,$(BPF_SRCS))
+GEN_HDRS := $(SKELS) $(PB_SRCS:.c=.h)
+
+LIB_OBJS := $(patsubst user/%.c,$(B)/obj/%.o,$(LIB_SRCS)) $(PB_SRCS:.c=.o)
+LIB      := $(B)/libdracpu.a
+
+BINS := $(B)/dra-cpu-driver $(if $(wildcard user/alloc_main.c),$(B)/dra-cpu-alloc) \
+	$(if $(wildcard user/bpf_verify.c),$(B)/bpf-verify)
+
+TEST_SRCS  := $(wildcard test/*_test.c)
+TEST_BINS  := $(patsubst test/%_test.c,$(B)/test/%_test,$(TEST_SRCS))
+FUZZ_SRCS  := $(wildcard test/fuzz/*_fuzz.c)
+FUZZ_REPLAY := $(patsubst test/fuzz/%_fuzz.c,$(B)/fuzz/%_replay,$(FUZZ_SRCS))
+FUZZ_LIBF  := $(patsubst test/fuzz/%_fuzz.c,build/fuzz-lf/%_fuzz,$(FUZZ_SRCS))
+
+all: $(BINS) $(BPF_OBJS)
+
+deps:
+	$(Q)sh tools/deps.sh
+
+# ---- BPF: .bpf.c -> .bpf.o -> skeleton ----------------------------------------------------
+VMLINUX_DIR := vmlinux/$(ARCH)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(VMLINUX_DIR) -Iinclude -Ibpf \
+	-Wall -Werror -Wno-unused-function
+
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@.tmp && \
+		$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(B)/%.skel.h: $(B)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+vmlinux:
+	$(Q)mkdir -p $(VMLINUX_DIR)
+	$(Q)kver=$$(uname -r); \
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX_DIR)/vmlinux_$$kver.h && \
+	ln -sf vmlinux_$$kver.h $(VMLINUX_DIR)/vmlinux.h && echo "vmlinux: $(VMLINUX_DIR)/vmlinux_$$kver.h"
+
+# ---- protobuf-c ---------------------------------------------------------------------------
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: proto/%.proto | $(B)/gen
+	$(call msg,PROTOC,$<)
+	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(B)/gen $<
+
+$(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
+
+# ---- C ------------------------------------------------------------------------------------
+$(B)/obj/%.o: user/%.c | $(B)/obj $(GEN_HDRS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/dra-cpu-driver: $(B)/obj/main.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(B)/dra-cpu-alloc: $(B)/obj/alloc_main.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(B)/bpf-verify: $(B)/obj/bpf_verify.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Unit tests: test/<module>_test.c, cmocka, linked against the library. A test may name
+# functions to wrap in a first-line comment: /* wrap: open read */
+$(B)/test/%_test: test/%_test.c $(LIB) | $(B)/test $(GEN_HDRS)
+	$(call msg,TEST,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
+		$(patsubst %,-Wl$(comma)--wrap=%,$(shell sed -n '1s|^/\* wrap: \(.*\) \*/|\1|p' $<)) -o $@
+
+comma := ,
+
+# Fuzz targets: a replay main (any compiler) and libFuzzer binaries (clang only).
+$(B)/fuzz/%_replay: test/fuzz/%_fuzz.c test/fuzz/replay_main.c $(LIB) | $(B)/fuzz $(GEN_HDRS)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< test/fuzz/replay_main.c \
+		$(LIB) $(LDLIBS) -o $@
+
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+build/fuzz-lf/lib/%.o: user/%.c | build/fuzz-lf/lib $(SKELS) $(PB_SRCS:.c=.h)
+	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -MF $@.d -c $< -o $@
+build/fuzz-lf/lib/%.pb-c.o: $(B)/gen/%.pb-c.c | build/fuzz-lf/lib
+	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) -Wno-missing-prototypes -O1 -g -fsanitize=fuzzer-no-link,address,undefined -MF $@.d -c $< -o $@
+FUZZ_LIB_OBJS := $(patsubst user/%.c,build/fuzz-lf/lib/%.o,$(LIB_SRCS)) \
+	$(patsubst $(B)/gen/%.pb-c.c,build/fuzz-lf/lib/%.pb-c.o,$(PB_SRCS))
+build/fuzz-lf/%_fuzz: test/fuzz/%_fuzz.c $(FUZZ_LIB_OBJS) | build/fuzz-lf
+	$(call msg,LIBFUZZ,$@)
+	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) -Wno-missing-prototypes $(FUZZ_CFLAGS) -MF $@.d \
+		$< $(FUZZ_LIB_OBJS) $(LDLIBS) -o $@
+
+FUZZ_SECONDS ?= 60
+fuzz: $(FUZZ_LIBF)
+	$(Q)for f in $(FUZZ_LIBF); do \
+		n=$$(basename $$f _fuzz); mkdir -p build/fuzz-lf/corpus-$$n; \
+		echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			build/fuzz-lf/corpus-$$n test/fuzz/corpus/$$n 2>&1 | \
+			grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' ; \
+		test $${PIPESTATUS:-0} -eq 0 || exit 1; \
+	done
+
+$(B)/bpf $(B)/gen $(B)/obj $(B)/test $(B)/fuzz build/fuzz-lf build/fuzz-lf/lib:
+	$(Q)mkdir -p $@
+
+# ---- tests, demo, bench -------------------------------------------------------------------
+# check: unit tests and fuzz corpus replay. test: check + integration + kernel tests.
+check: $(TEST_BINS) $(FUZZ_REPLAY) all
+	$(Q)B=$(B) bash test/run.sh unit
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS) $(FUZZ_REPLAY)
+	$(Q)B=$(B) PYTHON=$(PYTHON) bash test/run.sh all
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)B=$(B) sh tools/demo.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)B=$(B) PYTHON=$(PYTHON) sh test/bench/run.sh
+
+format:
+	$(Q)clang-format -i user/*.[ch] test/*.c test/fuzz/*.c bpf/*.c include/*.h
+
+lint:
+	$(Q)! grep -nE '\b(strcpy|sprintf|atoi|strtok)\s*\(' user/*.c user/*.h && echo "lint: no banned calls"
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		-Iuser -Iinclude user/
+
+clean:
+	rm -rf build
+
+-include $(wildcard $(B)/obj/*.d $(B)/bpf/*.d $(B)/test/*.d $(B)/fuzz/*.d build/fuzz-lf/*.d build/fuzz-lf/lib/*.d)

@@ -1,0 +1,77 @@
+#!/bin/bash
+# Runs dra-cpu's tests and ends with one line: "N passed, N failed[, N skipped]".
+#   test/run.sh unit   cmocka unit tests + fuzz corpus replay
+#   test/run.sh all    unit + integration (pytest, the real binaries) + kernel tests
+# B selects the build dir (build or build/san). Exit status 1 if anything failed.
+set -u
+B=${B:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
+what=${1:-all}
+passed=0 failed=0 skipped=0
+failures=()
+log=$(mktemp -d /tmp/dra-cpu-test.XXXXXX)
+
+tally_tap() { # name file
+	local p f s
+	p=$(grep -c '^ok ' "$2")
+	f=$(grep -c '^not ok ' "$2")
+	s=$(grep -c '^ok .*# SKIP' "$2")
+	passed=$((passed + p - s)) failed=$((failed + f)) skipped=$((skipped + s))
+	[ "$f" -eq 0 ] || failures+=("$1: $(grep '^not ok ' "$2" | head -3 | tr '\n' ' ')")
+}
+
+run_unit() {
+	local t name
+	for t in "$B"/test/*_test; do
+		[ -x "$t" ] || continue
+		name=$(basename "$t")
+		CMOCKA_MESSAGE_OUTPUT=TAP TOPO_DIR=../shared/testdata/topologies \
+			"$t" >"$log/$name.tap" 2>"$log/$name.err"
+		rc=$?
+		tally_tap "$name" "$log/$name.tap"
+		if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log/$name.tap"; then
+			failed=$((failed + 1))
+			failures+=("$name: exit $rc: $(tail -3 "$log/$name.err" | tr '\n' ' ')")
+		fi
+	done
+	for t in "$B"/fuzz/*_replay; do
+		[ -x "$t" ] || continue
+		name=$(basename "$t" _replay)
+		if "$t" test/fuzz/corpus/"$name" >"$log/fuzz-$name.out" 2>&1; then
+			passed=$((passed + 1))
+		else
+			failed=$((failed + 1))
+			failures+=("fuzz replay $name: $(tail -2 "$log/fuzz-$name.out" | tr '\n' ' ')")
+		fi
+	done
+}
+
+run_pytest() {
+	local junit=$log/pytest.xml
+	[ -d test/integration ] || return 0
+	B=$B "$PYTHON" -m pytest -q -p no:cacheprovider --junitxml="$junit" test/integration \
+		>"$log/pytest.out" 2>&1
+	if [ ! -s "$junit" ]; then
+		failed=$((failed + 1))
+		failures+=("pytest did not run: $(tail -5 "$log/pytest.out" | tr '\n' ' ')")
+		return
+	fi
+	read -r t f e s < <("$PYTHON" - "$junit" <<'PY'
+import sys, xml.etree.ElementTree as ET
+r = ET.parse(sys.argv[1]).getroot()
+suites = [r] if r.tag == "testsuite" else list(r)
+g = lambda k: sum(int(x.get(k, 0)) for x in suites)
+print(g("tests"), g("failures"), g("errors"), g("skipped"))
+PY
+)
+	passed=$((passed + t - f - e - s)) failed=$((failed + f + e)) skipped=$((skipped + s))
+	[ $((f + e)) -eq 0 ] || failures+=("pytest: $(grep -E '^(FAILED|ERROR) ' "$log/pytest.out" | head -10 | tr '\n' ' ')")
+}
+
+run_unit
+[ "$what" = unit ] || run_pytest
+
+for f in "${failures[@]+"${failures[@]}"}"; do echo "FAIL $f"; done
+[ "$failed" -eq 0 ] && rm -rf "$log" || echo "logs: $log"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,301 @@
+/* CPU bitmap and the Linux cpulist format. See cpuset.h for the contract. */
+#include "cpuset.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cpuset_zero(struct cpuset *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void cpuset_set(struct cpuset *s, int cpu)
+{
+	assert(cpu >= 0 && cpu < CPUSET_MAX);
+	s->w[cpu / 64] |= UINT64_C(1) << (cpu % 64);
+}
+
+void cpuset_clear(struct cpuset *s, int cpu)
+{
+	if (cpu < 0 || cpu >= CPUSET_MAX)
+		return;
+	s->w[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
+}
+
+void cpuset_set_range(struct cpuset *s, int lo, int hi)
+{
+	assert(lo >= 0 && lo <= hi && hi < CPUSET_MAX);
+	for (int w = lo / 64; w <= hi / 64; w++) {
+		int a = w == lo / 64 ? lo % 64 : 0;
+		int b = w == hi / 64 ? hi % 64 : 63;
+		uint64_t mask = (b == 63 ? ~UINT64_C(0) : (UINT64_C(1) << (b + 1)) - 1) &
+				~((UINT64_C(1) << a) - 1);
+
+		s->w[w] |= mask;
+	}
+}
+
+bool cpuset_has(const struct cpuset *s, int cpu)
+{
+	if (cpu < 0 || cpu >= CPUSET_MAX)
+		return false;
+	return s->w[cpu / 64] >> (cpu % 64) & 1;
+}
+
+int cpuset_count(const struct cpuset *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		n += __builtin_popcountll(s->w[i]);
+	return n;
+}
+
+bool cpuset_is_empty(const struct cpuset *s)
+{
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		if (s->w[i])
+			return false;
+	return true;
+}
+
+bool cpuset_equal(const struct cpuset *a, const struct cpuset *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+bool cpuset_is_subset(const struct cpuset *a, const struct cpuset *b)
+{
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		if (a->w[i] & ~b->w[i])
+			return false;
+	return true;
+}
+
+bool cpuset_intersects(const struct cpuset *a, const struct cpuset *b)
+{
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		if (a->w[i] & b->w[i])
+			return true;
+	return false;
+}
+
+void cpuset_and(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b)
+{
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		dst->w[i] = a->w[i] & b->w[i];
+}
+
+void cpuset_or(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b)
+{
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		dst->w[i] = a->w[i] | b->w[i];
+}
+
+void cpuset_andnot(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b)
+{
+	for (int i = 0; i < CPUSET_WORDS; i++)
+		dst->w[i] = a->w[i] & ~b->w[i];
+}
+
+int cpuset_next(const struct cpuset *s, int cpu)
+{
+	int start = cpu + 1;
+
+	if (start < 0)
+		start = 0;
+	if (start >= CPUSET_MAX)
+		return -1;
+	int w = start / 64;
+	uint64_t word = s->w[w] & (~UINT64_C(0) << (start % 64));
+
+	for (;;) {
+		if (word)
+			return w * 64 + __builtin_ctzll(word);
+		if (++w >= CPUSET_WORDS)
+			return -1;
+		word = s->w[w];
+	}
+}
+
+int cpuset_first(const struct cpuset *s)
+{
+	return cpuset_next(s, -1);
+}
+
+int cpuset_last(const struct cpuset *s)
+{
+	for (int w = CPUSET_WORDS - 1; w >= 0; w--)
+		if (s->w[w])
+			return w * 64 + 63 - __builtin_clzll(s->w[w]);
+	return -1;
+}
+
+int cpuset_nth(const struct cpuset *s, int n)
+{
+	if (n < 0)
+		return -1;
+	for (int w = 0; w < CPUSET_WORDS; w++) {
+		int c = __builtin_popcountll(s->w[w]);
+		uint64_t word = s->w[w];
+
+		if (n >= c) {
+			n -= c;
+			continue;
+		}
+		while (n--)
+			word &= word - 1;
+		return w * 64 + __builtin_ctzll(word);
+	}
+	return -1;
+}
+
+static int parse_fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int parse_fail(char *why, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why) {
+		va_start(ap, fmt);
+		(void)vsnprintf(why, CPUSET_ERR_MAX, fmt, ap);
+		va_end(ap);
+	}
+	return r;
+}
+
+/* Names the unexpected byte at s[i]. */
+static int bad_char(const char *s, size_t i, char *why)
+{
+	unsigned char c = (unsigned char)s[i];
+
+	if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+		return parse_fail(why, -EINVAL, "whitespace at offset %zu", i);
+	if (c >= 0x20 && c < 0x7f)
+		return parse_fail(why, -EINVAL, "invalid character '%c' at offset %zu", c, i);
+	return parse_fail(why, -EINVAL, "invalid byte 0x%02x at offset %zu", c, i);
+}
+
+/* Reads a decimal id at s[*i], advancing *i. Digits only, value < CPUSET_MAX. */
+static int parse_id(const char *s, size_t len, size_t *i, int *ret, char *why)
+{
+	size_t start = *i;
+	long v = 0;
+
+	if (*i >= len || s[*i] == ',')
+		return parse_fail(why, -EINVAL, "empty item at offset %zu", start);
+	if (s[*i] < '0' || s[*i] > '9')
+		return bad_char(s, *i, why);
+	while (*i < len && s[*i] >= '0' && s[*i] <= '9') {
+		v = v * 10 + (s[*i] - '0');
+		if (v >= CPUSET_MAX)
+			return parse_fail(why, -ERANGE, "CPU id at offset %zu exceeds the limit %d",
+					  start, CPUSET_MAX - 1);
+		(*i)++;
+	}
+	*ret = (int)v;
+	return 0;
+}
+
+int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, char *why)
+{
+	struct cpuset out;
+	size_t i = 0;
+	int r;
+
+	/* sysfs framing: NUL padding, then at most one trailing newline. */
+	while (len > 0 && s[len - 1] == '\0')
+		len--;
+	if (len > 0 && s[len - 1] == '\n')
+		len--;
+
+	cpuset_zero(&out);
+	while (i < len) {
+		size_t item = i;
+		int lo, hi;
+
+		r = parse_id(s, len, &i, &lo, why);
+		if (r < 0)
+			return r;
+		hi = lo;
+		if (i < len && s[i] == '-') {
+			i++;
+			r = parse_id(s, len, &i, &hi, why);
+			if (r < 0)
+				return r;
+			if (hi < lo)
+				return parse_fail(why, -EINVAL, "reversed range %d-%d at offset %zu",
+						  lo, hi, item);
+		}
+		cpuset_set_range(&out, lo, hi);
+		if (i == len)
+			break;
+		if (s[i] != ',')
+			return bad_char(s, i, why);
+		i++;
+		if (i == len)
+			return parse_fail(why, -EINVAL, "empty item at offset %zu", i);
+	}
+	*ret = out;
+	return 0;
+}
+
+int cpuset_parse(const char *s, struct cpuset *ret, char *why)
+{
+	return cpuset_parse_n(s, strlen(s), ret, why);
+}
+
+int cpuset_format(const struct cpuset *s, char *buf, size_t size)
+{
+	size_t o = 0;
+	bool full = false;
+	int cpu = cpuset_first(s);
+
+	if (size == 0)
+		return -ENOSPC;
+	buf[0] = 0;
+	while (cpu >= 0) {
+		int end = cpu, n;
+
+		while (cpuset_has(s, end + 1))
+			end++;
+		if (end == cpu)
+			n = snprintf(buf + o, size - o, "%s%d", o ? "," : "", cpu);
+		else
+			n = snprintf(buf + o, size - o, "%s%d-%d", o ? "," : "", cpu, end);
+		if (n < 0 || (size_t)n >= size - o) {
+			full = true;
+			break;
+		}
+		o += (size_t)n;
+		cpu = cpuset_next(s, end);
+	}
+	if (full) {
+		buf[o] = 0;
+		return -ENOSPC;
+	}
+	return (int)o;
+}
+
+char *cpuset_to_string(const struct cpuset *s)
+{
+	/* Worst case: every other CPU, "NNNN," each. */
+	size_t size = 64;
+
+	for (;;) {
+		char *buf = malloc(size);
+		int r;
+
+		if (!buf)
+			return NULL;
+		r = cpuset_format(s, buf, size);
+		if (r >= 0)
+			return buf;
+		free(buf);
+		size *= 4;
+	}
+}

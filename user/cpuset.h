@@ -1,0 +1,75 @@
+/* CPU sets: a fixed-size bitmap of CPU ids 0..CPUSET_MAX-1 and the Linux list
+ * format ("0-3,8,10-11") that sysfs, cgroups, kubelet and the CDI env speak.
+ *
+ * A struct cpuset is a plain value (1 KiB): copy it with '=', no allocation, no
+ * cleanup. Every operation is total on valid sets; only parsing can fail.
+ * CPUSET_MAX bounds what any input may name: a list naming CPU 8192 or above is
+ * rejected, never truncated.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CPUSET_MAX 8192
+#define CPUSET_WORDS (CPUSET_MAX / 64)
+
+struct cpuset {
+	uint64_t w[CPUSET_WORDS];
+};
+
+/* Room for the error text of cpuset_parse(). */
+#define CPUSET_ERR_MAX 96
+
+void cpuset_zero(struct cpuset *s);
+/* cpu must be < CPUSET_MAX (our bug otherwise: asserted). */
+void cpuset_set(struct cpuset *s, int cpu);
+void cpuset_clear(struct cpuset *s, int cpu);
+/* Sets [lo, hi], both < CPUSET_MAX and lo <= hi. */
+void cpuset_set_range(struct cpuset *s, int lo, int hi);
+/* False for ids outside 0..CPUSET_MAX-1. */
+bool cpuset_has(const struct cpuset *s, int cpu);
+
+int cpuset_count(const struct cpuset *s);
+bool cpuset_is_empty(const struct cpuset *s);
+bool cpuset_equal(const struct cpuset *a, const struct cpuset *b);
+/* a is a subset of b. */
+bool cpuset_is_subset(const struct cpuset *a, const struct cpuset *b);
+bool cpuset_intersects(const struct cpuset *a, const struct cpuset *b);
+
+/* dst may alias a or b. */
+void cpuset_and(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b);
+void cpuset_or(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b);
+/* dst = a minus b. */
+void cpuset_andnot(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b);
+
+/* Lowest member, or -1 when empty. */
+int cpuset_first(const struct cpuset *s);
+/* Lowest member > cpu, or -1. */
+int cpuset_next(const struct cpuset *s, int cpu);
+/* Highest member, or -1 when empty. */
+int cpuset_last(const struct cpuset *s);
+/* The n-th lowest member (0-based), or -1. */
+int cpuset_nth(const struct cpuset *s, int n);
+
+#define CPUSET_FOREACH(cpu, s) \
+	for (int cpu = cpuset_first(s); cpu >= 0; cpu = cpuset_next((s), cpu))
+
+/* Parse exactly len bytes of s in the Linux list format into *ret.
+ * Accepted: "" (empty set), items "N" and "N-M" separated by single commas,
+ * optionally followed by one newline and/or NUL padding (sysfs files end with
+ * "\n", some ARM kernels pad with NUL). Rejected with -EINVAL: junk, empty
+ * items, whitespace inside, reversed ranges; with -ERANGE: ids >= CPUSET_MAX.
+ * On error *ret is untouched and why (when not NULL, CPUSET_ERR_MAX bytes) says
+ * what and where, e.g. "reversed range 7-3 at offset 2". */
+int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, char *why);
+/* Same over a NUL-terminated string. */
+int cpuset_parse(const char *s, struct cpuset *ret, char *why);
+
+/* Canonical list form (ascending, maximal ranges, "" when empty) into buf.
+ * Returns the length without the NUL, or -ENOSPC if size is too small (buf then
+ * holds a truncated, NUL-terminated prefix). */
+int cpuset_format(const struct cpuset *s, char *buf, size_t size);
+/* Same, allocated; caller frees. NULL only on ENOMEM. */
+char *cpuset_to_string(const struct cpuset *s);
