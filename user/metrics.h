@@ -1,0 +1,63 @@
+/* A small Prometheus registry: counter, gauge and histogram families with
+ * optional labels, rendered in text format 0.0.4 for /metrics.
+ *
+ * Families are registered once at start (names are static strings, borrowed
+ * forever); series are created on first use of a label combination and live
+ * as long as the registry, so hot paths keep the series handle:
+ *
+ *	struct metric *f = metrics_counter(m, "dra_cpu_prepare_claims_total",
+ *					   "NodePrepareResources claims.", "result");
+ *	struct metric_series *ok = metric_with(f, "success", NULL);
+ *	metric_series_add(ok, 1);
+ *
+ * Values that live elsewhere (BPF maps, state) are pulled by collectors, run
+ * just before each render. Label values are escaped on output. Single-threaded
+ * (the loop), no locks.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "cleanup.h"
+
+struct metrics;
+struct metric;
+struct metric_series;
+struct evbuffer;
+
+int metrics_new(struct metrics **ret);
+struct metrics *metrics_free(struct metrics *m);
+DEFINE_FREEP(metrics, metrics_free)
+
+/* label_names: NULL or a comma-separated list ("cpu,kind"). Returns the family,
+ * or NULL on ENOMEM or a bad name (our bug: logged). Registering a name twice
+ * returns the existing family. */
+struct metric *metrics_counter(struct metrics *m, const char *name, const char *help,
+			       const char *label_names);
+struct metric *metrics_gauge(struct metrics *m, const char *name, const char *help,
+			     const char *label_names);
+/* bounds: ascending upper bounds (without +Inf), copied. */
+struct metric *metrics_histogram(struct metrics *m, const char *name, const char *help,
+				 const char *label_names, const double *bounds, int n_bounds);
+
+/* The series of a label combination: exactly one value per label name, then
+ * NULL. Created on first use. NULL on ENOMEM or a wrong count. */
+struct metric_series *metric_with(struct metric *f, ...) __attribute__((sentinel));
+
+void metric_series_add(struct metric_series *s, double v);
+void metric_series_set(struct metric_series *s, double v);
+void metric_series_observe(struct metric_series *s, double v);
+/* Drops every series of a family (for gauges rebuilt by a collector). */
+void metric_reset(struct metric *f);
+
+/* Shortcuts for families without labels (NULL-safe, like the series calls). */
+void metric_add(struct metric *f, double v);
+void metric_set(struct metric *f, double v);
+void metric_observe(struct metric *f, double v);
+
+/* Called before each render, in registration order. */
+typedef void (*metrics_collect_fn)(struct metrics *m, void *userdata);
+int metrics_add_collector(struct metrics *m, metrics_collect_fn fn, void *userdata);
+
+/* Runs the collectors and appends the text exposition to out. */
+int metrics_render(struct metrics *m, struct evbuffer *out);
