@@ -21,7 +21,7 @@ static char dir[64];
 
 static int setup(void **st)
 {
-	snprintf(dir, sizeof(dir), "/tmp/cdi-test.XXXXXX");
+	snprintf(dir, sizeof(dir), "/dev/shm/cdi-test.XXXXXX");
 	return mkdtemp(dir) ? 0 : -1;
 }
 

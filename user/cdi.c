@@ -3,18 +3,17 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 
 #define FILE_PREFIX "dra.k8s.io-cpu_claim-"
 #define FILE_SUFFIX ".json"
@@ -61,47 +60,25 @@ int cdi_spec_path(const char *dir, const char *uid, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* write(2) all of buf. */
-static int write_all(int fd, const char *buf, size_t len)
+/* The file name of uid's spec (without the directory). */
+static int spec_name(const char *uid, char *buf, size_t size)
 {
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
+	int n = snprintf(buf, size, "%s%s%s", FILE_PREFIX, uid, FILE_SUFFIX);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int fsync_dir(const char *dir)
-{
-	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0 || fsync(fd) < 0)
-		return -errno;
-	return 0;
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
 int cdi_spec_write(const char *dir, const char *uid, const struct cpuset *cpus)
 {
 	_cleanup_free_ char *list = NULL, *json = NULL;
-	_cleanup_close_ int fd = -1;
-	char path[4096], tmp[4096];
+	char name[256];
 	int n, r;
 
 	if (cdi_uid_valid(uid) < 0)
 		return -EINVAL;
-	r = cdi_spec_path(dir, uid, path, sizeof(path));
+	r = spec_name(uid, name, sizeof(name));
 	if (r < 0)
 		return r;
-	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.tmp", dir, FILE_PREFIX, uid);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return -ENAMETOOLONG;
 	list = cpuset_to_string(cpus);
 	if (!list)
 		return -ENOMEM;
@@ -115,36 +92,19 @@ int cdi_spec_write(const char *dir, const char *uid, const struct cpuset *cpus)
 	}
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	/* The dot-name keeps a half-written file invisible to CDI scanners,
-	 * which only read *.json. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, json, (size_t)n);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		(void)unlink(tmp);
-		return r;
-	}
-	return fsync_dir(dir);
+	/* The temp file is dot-named: CDI scanners only read *.json. */
+	return fileio_write_atomic(dir, name, json, (size_t)n, 0644);
 }
 
 int cdi_spec_remove(const char *dir, const char *uid)
 {
-	char path[4096];
+	char name[256];
 	int r;
 
 	if (cdi_uid_valid(uid) < 0)
 		return -EINVAL;
-	r = cdi_spec_path(dir, uid, path, sizeof(path));
-	if (r < 0)
-		return r;
-	if (unlink(path) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return fsync_dir(dir);
+	r = spec_name(uid, name, sizeof(name));
+	return r < 0 ? r : fileio_remove(dir, name);
 }
 
 static void json_putp(struct json_object **o)
@@ -223,42 +183,6 @@ int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cp
 	return 0;
 }
 
-/* Reads a whole regular file of at most max bytes. Caller frees *ret. */
-static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	size_t len = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((size_t)st.st_size > max)
-		return -E2BIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = 0;
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 {
 	DIR *d = opendir(dir);
@@ -280,7 +204,7 @@ int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
-		k = read_file(path, CDI_FILE_MAX, &buf, &len);
+		k = fileio_read(path, CDI_FILE_MAX, &buf, &len);
 		if (k < 0) {
 			if (bad)
 				bad(ud, path, k == -E2BIG ? "file too large" : strerror(-k));
