@@ -204,3 +204,10 @@ clean:
 	rm -rf build
 
 -include $(wildcard $(B)/obj/*.d $(B)/bpf/*.d $(B)/test/*.d $(B)/fuzz/*.d build/fuzz-lf/*.d build/fuzz-lf/lib/*.d)
+
+# ---- grpc: echo/stand-in plugin server for test/integration/test_grpc.py -----------------
+GRPC_ECHO := $(B)/test/grpc_echo
+$(GRPC_ECHO): test/grpc_echo.c $(LIB) | $(B)/test $(GEN_HDRS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+all: $(GRPC_ECHO)
