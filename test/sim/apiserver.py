@@ -742,6 +742,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         raw = self.request
+        # like Go's net/http: no Nagle, or header and body writes stall on delayed ACKs
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.conns_lock:
             self.server.conns.add(raw)
         if self.server.ssl_ctx is not None:
@@ -802,6 +804,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise ApiError(413, "Request entity too large: limit is %d" % MAX_BODY)
         return self.rfile.read(n) if n else b""
 
+    log_entry = None
+
+    def send_response(self, code, message=None):
+        # recorded before anything reaches the client, so a test that just got
+        # its answer always finds it in the log and counters
+        self.server.sim._note_code(self.log_entry, code)
+        super().send_response(code, message)
+
     def send_json(self, code, obj, headers=()):
         data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
         self.send_response(code)
@@ -824,6 +834,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def drop(self):
         """Close without any response, like a crashed or unreachable server."""
+        self.server.sim._note_code(self.log_entry, -1)
+        self.log_entry = None
         self.close_connection = True
         try:
             self.request.shutdown(socket.SHUT_RDWR)
@@ -1242,6 +1254,13 @@ class ApiServer:
                 raise TimeoutError("timed out after %.1fs waiting for %s" % (timeout, what))
             time.sleep(interval)
 
+    def _note_code(self, entry, code):
+        if entry is None or entry.get("code") is not None:
+            return
+        with self.stats_lock:
+            entry["code"] = code
+            self.codes[code] += 1
+
     def _note_conn_error(self, exc):
         with self.stats_lock:
             self.conn_errors += 1
@@ -1257,12 +1276,13 @@ class ApiServer:
             return self._serve_control(h, method, path, query)
         verb, resource, name, ns = classify(method, path, query)
         entry = {"method": method, "path": h.path, "verb": verb, "resource": resource, "name": name,
-                 "user_agent": h.headers.get("User-Agent", ""), "time": time.time()}
+                 "user_agent": h.headers.get("User-Agent", ""), "time": time.time(),
+                 "code": None, "fault": None}
         with self.stats_lock:
             self.counts["%s %s" % (verb, resource)] += 1
             entry["seq"] = len(self.requests_log)
             self.requests_log.append(entry)
-        code, fault = 0, None
+        h.log_entry = entry
         try:
             try:
                 body = h.read_body()
@@ -1270,14 +1290,11 @@ class ApiServer:
                 raise
             except (ValueError, OSError):
                 h.drop()
-                code = -1
                 return
             if path in ("/healthz", "/readyz", "/livez"):
                 h.send_text(200, "ok")
-                code = 200
                 return
             if path == "/version":
-                code = 200
                 h.send_json(200, {"major": "1", "minor": "36", "gitVersion": "v1.36.3-dra-cpu-sim",
                                   "platform": "linux/amd64"})
                 return
@@ -1286,12 +1303,11 @@ class ApiServer:
                 raise ApiError(401, "Unauthorized")
             delay, rule = self.faults.pick(verb, resource)
             if delay:
-                fault = "delay"
+                entry["fault"] = "delay"
                 time.sleep(delay)
             if rule is not None:
-                fault = rule["action"]
+                entry["fault"] = rule["action"]
                 if rule["action"] == "drop":
-                    code = -1
                     h.drop()
                     return
                 if rule["action"] == "throttle":
@@ -1305,17 +1321,15 @@ class ApiServer:
             if accept and not any(a.split(";")[0].strip() in ("application/json", "*/*", "application/*")
                                   for a in accept.split(",")):
                 raise ApiError(406, "only the following media types are accepted: application/json")
-            code = self._dispatch(h, method, path, query, verb, resource, name, ns, body)
+            self._dispatch(h, method, path, query, verb, resource, name, ns, body)
         except ApiError as e:
-            code = e.code
             h.send_json(e.code, e.status, e.headers)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
-            code = -1
             h.close_connection = True
+            self._note_code(entry, -1)
         finally:
-            entry.update(code=code, fault=fault, duration=round(time.monotonic() - t0, 4))
-            with self.stats_lock:
-                self.codes[code] += 1
+            h.log_entry = None
+            entry["duration"] = round(time.monotonic() - t0, 4)
 
     def _dispatch(self, h, method, path, query, verb, resource, name, ns, body):
         if path.rstrip("/") == "/apis/resource.k8s.io/v1" and method == "GET":
@@ -1746,6 +1760,12 @@ class ApiServer:
             send({"type": "BOOKMARK", "object": {"kind": "ResourceSlice", "apiVersion": API_VERSION,
                                                  "metadata": meta}})
 
+        def end():
+            # unregister first: once the client sees the end, the watch is gone
+            with self.store.lock:
+                self.store.watches.discard(w)
+            h.wfile.write(b"0\r\n\r\n")
+
         def caught_up_bookmark():
             # Events are queued under the store lock, so an empty queue means
             # every event up to the current rv has already been written.
@@ -1767,7 +1787,7 @@ class ApiServer:
                     if time.monotonic() >= deadline:
                         if bookmarks:  # the real server bookmarks shortly before it ends a watch
                             caught_up_bookmark()
-                        h.wfile.write(b"0\r\n\r\n")
+                        end()
                         return
                     if bookmarks and time.monotonic() >= next_bm:
                         caught_up_bookmark()
@@ -1786,13 +1806,17 @@ class ApiServer:
                         caught_up_bookmark()
                         next_bm = time.monotonic() + self.bookmark_interval
                 elif kind == "error":
+                    with self.store.lock:
+                        self.store.watches.discard(w)
                     send({"type": "ERROR", "object": item[1]})
-                    h.wfile.write(b"0\r\n\r\n")
+                    end()
                     return
                 elif kind == "close":
-                    h.wfile.write(b"0\r\n\r\n")
+                    end()
                     return
                 else:  # abort: cut the stream mid-way, no final chunk
+                    with self.store.lock:
+                        self.store.watches.discard(w)
                     h.drop()
                     return
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
@@ -1956,6 +1980,72 @@ class Watch:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ------------------------------------------------- simulator as a process
+
+
+class SimProcess:
+    """A standalone simulator process (see main()); control it over HTTP."""
+
+    def __init__(self, proc, info):
+        self.proc, self.info = proc, info
+        self.url, self.ca, self.token = info["url"], info["ca"], info["token"]
+        self.kubeconfig, self.control_url = info["kubeconfig"], info["control_url"]
+
+    def _control(self, method, name, body=None):
+        u = urllib.parse.urlsplit(self.control_url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            conn.request(method, "/_sim/" + name, body=data,
+                         headers={"Content-Type": "application/json"} if data else {})
+            r = conn.getresponse()
+            out = json.loads(r.read() or b"null")
+            if r.status != 200:
+                raise RuntimeError("control %s %s: %d %s" % (method, name, r.status, out))
+            return out
+        finally:
+            conn.close()
+
+    def call(self, name, **kwargs):
+        """POST /_sim/<name> with kwargs as the JSON body (ApiServer.CONTROL_METHODS)."""
+        return self._control("POST", name, kwargs)
+
+    def get(self, name):
+        """GET /_sim/<name>: stats, log, slices, faults, info, gates."""
+        return self._control("GET", name)
+
+    def client(self, **kw):
+        return SimClient(self.url, self.ca, self.token, **kw)
+
+    def stop(self, timeout=10):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start_process(directory, *args, python="/usr/bin/python3", timeout=20):
+    """Run this file as a separate process in directory; waits until it serves."""
+    os.makedirs(directory, exist_ok=True)
+    proc = subprocess.Popen([python, os.path.abspath(__file__), "--dir", str(directory)] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < end:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith("{"):
+            return SimProcess(proc, json.loads(line))
+    proc.kill()
+    raise RuntimeError("simulator did not start: %s %s" % ("".join(lines), proc.stderr.read()))
 
 
 # --------------------------------------------------------------------- CLI
