@@ -9,9 +9,10 @@ import copy
 import http.client
 import json
 import re
+import shutil
 import socket
 import ssl
-import threading
+import subprocess
 import time
 import urllib.request
 
@@ -292,7 +293,7 @@ def test_unknown_fields_are_dropped_with_a_warning(kube):
 def test_fields_of_disabled_gates_are_dropped_silently(apiserver, kube):
     apiserver.set_gates(DRAConsumableCapacity=False)
     obj = make_slice(name="s1")
-    r = kube.post(SLICES, _mutate(lambda o: None) if False else obj)
+    r = kube.post(SLICES, obj)
     # requestPolicy and allowMultipleAllocations vanish without a warning
     assert r.status == 201 and r.warnings() == []
     dev = r.json["spec"]["devices"][0]
@@ -456,6 +457,10 @@ def test_expire_watches_ends_open_watches_with_410(apiserver, kube):
         evs = list(w)
     assert [(e["type"], e["object"]["code"]) for e in evs] == [("ERROR", 410)]
     assert apiserver.open_watches() == 0
+    with kube.watch(SLICES, {"resourceVersion": apiserver.resource_version}) as w:
+        apiserver.wait_for(lambda: apiserver.open_watches() == 1, what="watch open")
+        apiserver.expire_watches(reason="Gone")
+        assert w.next()["object"]["reason"] == "Gone"
 
 
 def test_watch_timeout_seconds_ends_the_stream_cleanly(kube):
@@ -543,6 +548,10 @@ def test_error_faults_fail_the_next_n_requests(apiserver, kube):
     assert_status(kube.get(SLICES), 500, "InternalError")
     assert_status(kube.get(SLICES), 500, "InternalError")
     assert kube.get(SLICES).status == 200
+    apiserver.add_fault(action="error", code=409, count=1, verb="update", resource="resourceslices")
+    v1 = create(kube, make_slice(name="s1"))
+    assert_status(kube.put(SLICES + "/s1", v1), 409, "Conflict")
+    assert kube.put(SLICES + "/s1", v1).status == 200
     apiserver.set_faults([{"action": "error", "code": 503, "percent": 50}])
     codes = [kube.get(SLICES).status for _ in range(40)]
     assert 5 < codes.count(503) < 35 and codes.count(200) == 40 - codes.count(503)
@@ -651,3 +660,24 @@ def test_standalone_process_writes_a_kubeconfig_and_serves(apiserver_process):
     assert [s["metadata"]["name"] for s in p.get("slices")] == ["s1"]
     assert p.get("stats")["counts"]["create resourceslices"] == 1
     assert p.stop() == 0
+
+
+def test_a_watch_whose_client_left_is_unregistered(apiserver, kube):
+    w = kube.watch(SLICES, {"resourceVersion": apiserver.resource_version})
+    apiserver.wait_for(lambda: apiserver.open_watches() == 1, what="watch open")
+    w.close()
+    apiserver.wait_for(lambda: apiserver.open_watches() == 0, timeout=3, what="watch gone")
+
+
+@pytest.mark.skipif(not shutil.which("curl"), reason="curl not installed")
+def test_libcurl_lists_and_watches_over_one_tls_connection(apiserver, kube):
+    create(kube, make_slice(name="s1"))
+    auth = ["-H", "Authorization: Bearer " + apiserver.token, "--cacert", apiserver.ca]
+    r = subprocess.run(["curl", "-sS", "-v", "-N"] + auth +
+                       [apiserver.url + SLICES, apiserver.url + SLICES + "?watch=1&timeoutSeconds=1"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert json.loads(lines[0])["kind"] == "ResourceSliceList"
+    assert json.loads(lines[1])["type"] == "ADDED"
+    assert "Re-using existing connection" in r.stderr and "server accepted http/1.1" in r.stderr

@@ -40,6 +40,7 @@ import queue
 import random
 import re
 import secrets
+import select
 import signal
 import socket
 import ssl
@@ -49,7 +50,6 @@ import threading
 import time
 import urllib.parse
 import uuid
-from fractions import Fraction
 
 # ------------------------------------------------------- shared validator
 
@@ -1105,14 +1105,18 @@ class ApiServer:
             self.store.compact()
             return {"floor": str(self.store.floor)}
 
-    def expire_watches(self):
-        """Compact and end every open watch with an ERROR 410 Expired event [s9]."""
+    def expire_watches(self, reason="Expired"):
+        """Compact and end every open watch with an ERROR 410 event [s9]
+        (reason Expired, or Gone which clients must treat the same)."""
+        if reason not in ("Expired", "Gone"):
+            raise ValueError("reason must be Expired or Gone")
         with self.store.lock:
             self.store.compact()
+            n = len(self.store.watches)
             for w in list(self.store.watches):
                 w.q.put(("error", status_obj(410, "too old resource version: %d (%d)"
-                                             % (w.last_rv, self.store.floor), "Expired")))
-            return {"expired": len(self.store.watches), "floor": str(self.store.floor)}
+                                             % (w.last_rv, self.store.floor), reason)))
+            return {"expired": n, "floor": str(self.store.floor)}
 
     def close_watches(self, abrupt=False):
         """End open watches: cleanly (final chunk, like a server timeout) or abruptly (cut)."""
@@ -1315,7 +1319,9 @@ class ApiServer:
                     raise ApiError(429, rule.get("message", "Too many requests, please try again later."),
                                    details={"retryAfterSeconds": ra}, headers=[("Retry-After", str(ra))])
                 c = int(rule.get("code", 500))
-                raise ApiError(c, rule.get("message", "Internal error occurred: injected fault"),
+                default = "Internal error occurred: injected fault" if c == 500 else \
+                    "injected fault (%s)" % REASONS.get(c, c)
+                raise ApiError(c, rule.get("message", default), rule.get("reason"),
                                details={"causes": [{"message": "injected by the simulator"}]} if c == 500 else None)
             accept = h.headers.get("Accept", "")
             if accept and not any(a.split(";")[0].strip() in ("application/json", "*/*", "application/*")
@@ -1775,14 +1781,29 @@ class ApiServer:
                 w.last_rv = rv
                 bookmark(rv)
 
+        def peer_gone():
+            # An HTTP/1.1 client sends nothing while it reads a watch (libcurl
+            # does not pipeline), so a readable socket means EOF or a reset.
+            try:
+                return bool(select.select([h.connection], [], [], 0)[0])
+            except (OSError, ValueError):
+                return True
+
         next_bm = time.monotonic() + self.bookmark_interval
         try:
             while True:
                 wake = min(deadline, next_bm) if bookmarks else deadline
                 try:
-                    item = w.q.get(timeout=max(0.0, wake - time.monotonic()))
+                    item = w.q.get(timeout=min(0.2, max(0.0, wake - time.monotonic())))
                 except queue.Empty:
                     item = None
+                    if peer_gone():
+                        with self.store.lock:
+                            self.store.watches.discard(w)
+                        h.close_connection = True
+                        return
+                    if time.monotonic() < min(wake, deadline):
+                        continue
                 if item is None:
                     if time.monotonic() >= deadline:
                         if bookmarks:  # the real server bookmarks shortly before it ends a watch
