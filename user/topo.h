@@ -61,11 +61,24 @@ struct topo {
 int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
 	       struct topo **ret, char *why);
 
+/* All loaders: 0 and a new topology in *ret (caller frees with topo_free()), or
+ * -errno with a one-line reason in why (TOPO_ERR_MAX bytes, may be NULL). */
+
 /* Discovers the topology with hwloc. sysfs_root NULL = the live machine;
  * otherwise a directory holding sys/ (and proc/) of a capture, read with the
  * linux component only so the host's CPUID never leaks in. Disallowed CPUs are
- * included (the whole machine). Errors name the file or step that failed. */
+ * included (the whole machine). Offline = present (or cpuN/) CPUs that are not
+ * online. P/E cores come from sys/devices/cpu_atom/cpus, else from hwloc's
+ * CoreType cpukinds. The sysfs files hwloc would misread silently (cpu/online,
+ * core_id, package ids, sibling masks, L3 ids, node cpulists) are checked:
+ * -EINVAL for garbage, -ENOENT for a missing required file, why naming it.
+ * Sets and restores HWLOC_* environment variables: not thread-safe. */
 int topo_load_hwloc(const char *sysfs_root, struct topo **ret, char *why);
+
+/* Same from an x86 CPUID dump directory (pu0, pu1, ... as written by
+ * hwloc-gather-cpuid), with hwloc's x86 backend alone: for tests and for
+ * looking at another machine's dump. NUMA nodes only from AMD topoext. */
+int topo_load_cpuid_dump(const char *dir, struct topo **ret, char *why);
 
 /* Parses the topology JSON (the --print-topology format; summary fields are
  * optional and recomputed; "uncore" is accepted for "l3"). */
