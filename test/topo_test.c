@@ -1,5 +1,6 @@
 /* topo: hwloc discovery against the real-machine captures of testdata/topologies
- * (every fact of expected.json) and corrupt captures.
+ * (every fact of expected.json), corrupt captures, the topology JSON (format,
+ * round trip, strictness).
  *
  * The captures are extracted once per run into a temporary directory (group
  * setup); tests that damage one undo it in their teardown. TOPO_DIR locates the
@@ -310,6 +311,18 @@ static void assert_matches_expected(const struct topo *t, struct json_object *e)
 	free(our_core);
 	free(exp_l3);
 	free(our_l3);
+}
+
+static char *write_to_string(const struct topo *t)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+
+	assert_non_null(f);
+	assert_int_equal(topo_write_json(t, f), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
 }
 
 /* ---- captures ------------------------------------------------------------------------ */
@@ -692,6 +705,264 @@ static void test_topo_load_cpuid_dump_rejects_missing_dump(void **state)
 	assert_null(t);
 }
 
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+static const struct topo_cpu small_rows[] = {
+	{.cpu = 0, .socket = 0, .numa = 0, .core = 0, .core_id = 0, .l3 = 0},
+	{.cpu = 1, .socket = 0, .numa = 0, .core = 1, .core_id = 4, .l3 = 0, .type = TOPO_CORE_E},
+	{.cpu = 4, .socket = 0, .numa = 0, .core = 0, .core_id = 0, .l3 = 0, .type = TOPO_CORE_P},
+	{.cpu = 3, .socket = 1, .numa = -1, .core = 2, .core_id = 0, .l3 = -1},
+};
+
+static void test_topo_write_json_prints_exact_format(void **state)
+{
+	struct cpuset off = cpus_of("2,5-6");
+	struct topo *t = NULL;
+	char *s;
+
+	assert_int_equal(topo_build(small_rows, 4, &off, &t, NULL), 0);
+	s = write_to_string(t);
+	assert_string_equal(
+		s, "{\"cpus\": ["
+		   "{\"cpu\": 0, \"socket\": 0, \"numa\": 0, \"core\": 0, \"coreId\": 0, \"l3\": 0, "
+		   "\"coreType\": \"standard\"}, "
+		   "{\"cpu\": 1, \"socket\": 0, \"numa\": 0, \"core\": 1, \"coreId\": 4, \"l3\": 0, "
+		   "\"coreType\": \"e-core\"}, "
+		   "{\"cpu\": 3, \"socket\": 1, \"numa\": -1, \"core\": 2, \"coreId\": 0, \"l3\": -1, "
+		   "\"coreType\": \"standard\"}, "
+		   "{\"cpu\": 4, \"socket\": 0, \"numa\": 0, \"core\": 0, \"coreId\": 0, \"l3\": 0, "
+		   "\"coreType\": \"p-core\"}], "
+		   "\"offline\": \"2,5-6\", \"sockets\": 2, \"numaNodes\": 1, \"cores\": 3, "
+		   "\"l3Caches\": 1, \"smtEnabled\": true}\n");
+	free(s);
+	topo_free(t);
+
+	assert_int_equal(topo_build(small_rows, 1, NULL, &t, NULL), 0);
+	s = write_to_string(t);
+	assert_non_null(strstr(s, "], \"offline\": \"\", \"sockets\": 1, \"numaNodes\": 1, "
+				  "\"cores\": 1, \"l3Caches\": 1, \"smtEnabled\": false}\n"));
+	free(s);
+	topo_free(t);
+}
+
+static void test_topo_write_json_reports_write_error(void **state)
+{
+	struct topo *t = NULL;
+	FILE *f = fopen("/dev/full", "w");
+
+	assert_non_null(f);
+	assert_int_equal(setvbuf(f, NULL, _IONBF, 0), 0);
+	assert_int_equal(topo_build(small_rows, 4, NULL, &t, NULL), 0);
+	assert_int_equal(topo_write_json(t, f), -EIO);
+	(void)fclose(f);
+	topo_free(t);
+}
+
+static void test_topo_parse_json_fills_optional_fields(void **state)
+{
+	static const char in[] =
+		"{\"cpus\": [{\"cpu\": 2, \"socket\": 0, \"numa\": 0, \"core\": 7, \"uncore\": 3},"
+		" {\"cpu\": 0, \"socket\": 0, \"numa\": 0, \"core\": 5, \"l3\": -1,"
+		"  \"coreType\": \"p-core\"}]}";
+	char why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	if (topo_parse_json(in, strlen(in), &t, why) < 0)
+		fail_msg("%s", why);
+	assert_int_equal(t->n_cpus, 2);
+	assert_int_equal(t->cpus[0].cpu, 0); /* sorted */
+	assert_int_equal(t->cpus[0].core_id, 5);
+	assert_int_equal(t->cpus[0].type, TOPO_CORE_P);
+	assert_int_equal(topo_cpu(t, 2)->l3, 3);
+	assert_int_equal(topo_cpu(t, 2)->core_id, 7);
+	assert_int_equal(topo_cpu(t, 2)->type, TOPO_CORE_STANDARD);
+	assert_true(cpuset_is_empty(&t->offline));
+	assert_int_equal(t->n_l3, 1);
+	assert_false(t->smt);
+	topo_free(t);
+}
+
+static void test_topo_json_round_trips_every_capture(void **state)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(captures); i++) {
+		struct json_object *e = expected_entry(captures[i]);
+		char root[PATH_MAX], why[TOPO_ERR_MAX] = "";
+		struct topo *t = NULL, *t2 = NULL;
+		char *a, *b;
+
+		capture_root(e, root, sizeof(root));
+		if (load_capture(e, root, &t, why) < 0)
+			fail_msg("%s: %s", captures[i], why);
+		a = write_to_string(t);
+		if (topo_parse_json(a, strlen(a), &t2, why) < 0)
+			fail_msg("%s: own JSON does not parse: %s\n%s", captures[i], why, a);
+		b = write_to_string(t2);
+		assert_string_equal(a, b);
+		assert_int_equal(t2->n_cpus, t->n_cpus);
+		assert_memory_equal(t2->cpus, t->cpus, sizeof(*t->cpus) * (size_t)t->n_cpus);
+		assert_true(cpuset_equal(&t2->offline, &t->offline));
+		free(a);
+		free(b);
+		topo_free(t);
+		topo_free(t2);
+	}
+}
+
+#define ROW(extra) "{\"cpu\": 0, \"socket\": 0, \"numa\": 0, \"core\": 0, \"l3\": 0" extra "}"
+#define DOC(rows, extra) "{\"cpus\": [" rows "]" extra "}"
+
+static void test_topo_parse_json_rejects_bad_input(void **state)
+{
+	static const struct {
+		const char *in;
+		int err;
+		const char *why;
+	} cases[] = {
+		{"", -EINVAL, "JSON ends early"},
+		{"{\"cpus\": [", -EINVAL, "JSON ends early"},
+		{"{\"cpus\": [}", -EINVAL, "JSON syntax error at offset 10"},
+		{DOC(ROW(""), "") " x", -EINVAL, "JSON syntax error"},
+		{"[]", -EINVAL, "top level must be an object"},
+		{"{}", -EINVAL, "missing \"cpus\""},
+		{"{\"cpus\": {}}", -EINVAL, "\"cpus\" must be an array"},
+		{"{\"cpus\": []}", -EINVAL, "\"cpus\" is empty"},
+		{"{\"cpus\": [1]}", -EINVAL, "cpus[0]: must be an object"},
+		{DOC(ROW(""), ", \"nodes\": 1"), -EINVAL, "unknown key \"nodes\""},
+		{DOC(ROW(", \"die\": 0"), ""), -EINVAL, "cpus[0] (CPU 0): unknown key \"die\""},
+		{DOC("{\"socket\": 0}", ""), -EINVAL, "cpus[0]: missing \"cpu\""},
+		{DOC("{\"cpu\": 3, \"numa\": 0, \"core\": 0, \"l3\": 0}", ""), -EINVAL,
+		 "cpus[0] (CPU 3): missing \"socket\""},
+		{DOC("{\"cpu\": 3, \"socket\": 0, \"core\": 0, \"l3\": 0}", ""), -EINVAL,
+		 "cpus[0] (CPU 3): missing \"numa\""},
+		{DOC("{\"cpu\": 3, \"socket\": 0, \"numa\": 0, \"l3\": 0}", ""), -EINVAL,
+		 "cpus[0] (CPU 3): missing \"core\""},
+		{DOC("{\"cpu\": 3, \"socket\": 0, \"numa\": 0, \"core\": 0}", ""), -EINVAL,
+		 "cpus[0] (CPU 3): missing \"l3\""},
+		{DOC("{\"cpu\": \"0\"}", ""), -EINVAL, "cpus[0]: \"cpu\" must be an integer"},
+		{DOC("{\"cpu\": 1.5}", ""), -EINVAL, "cpus[0]: \"cpu\" must be an integer"},
+		{DOC("{\"cpu\": 1e2}", ""), -EINVAL, "cpus[0]: \"cpu\" must be an integer"},
+		{DOC("{\"cpu\": NaN}", ""), -EINVAL, "cpus[0]: \"cpu\" must be an integer"},
+		{DOC("{\"cpu\": true}", ""), -EINVAL, "cpus[0]: \"cpu\" must be an integer"},
+		{DOC("{\"cpu\": 8192}", ""), -EINVAL, "cpus[0]: \"cpu\" 8192 out of range 0-8191"},
+		{DOC("{\"cpu\": -1}", ""), -EINVAL, "\"cpu\" -1 out of range"},
+		{DOC("{\"cpu\": 99999999999999999999}", ""), -EINVAL, "\"cpu\" 9223372036854775807 out"},
+		{DOC("{\"cpu\": 1, \"socket\": -2, \"numa\": 0, \"core\": 0, \"l3\": 0}", ""), -EINVAL,
+		 "cpus[0] (CPU 1): \"socket\" -2 out of range -1-2147483647"},
+		{DOC("{\"cpu\": 1, \"socket\": 0, \"numa\": 2147483648, \"core\": 0, \"l3\": 0}", ""),
+		 -EINVAL, "(CPU 1): \"numa\" 2147483648 out of range"},
+		{DOC("{\"cpu\": 1, \"socket\": 0, \"numa\": 0, \"core\": 8192, \"l3\": 0}", ""), -EINVAL,
+		 "(CPU 1): \"core\" 8192 out of range 0-8191"},
+		{DOC(ROW(", \"coreId\": -1"), ""), -EINVAL, "(CPU 0): \"coreId\" -1 out of range"},
+		{DOC(ROW(", \"coreId\": null"), ""), -EINVAL, "(CPU 0): \"coreId\" must be an integer"},
+		{DOC(ROW(", \"uncore\": 0"), ""), -EINVAL, "(CPU 0): both \"l3\" and its alias"},
+		{DOC(ROW(", \"coreType\": \"big\""), ""), -EINVAL, "(CPU 0): \"coreType\" must be"},
+		{DOC(ROW(", \"coreType\": 1"), ""), -EINVAL, "(CPU 0): \"coreType\" must be"},
+		{DOC(ROW("") "," ROW(""), ""), -EINVAL, "cpus[1]: CPU 0 listed twice"},
+		{DOC(ROW("") ", {\"cpu\": 1, \"socket\": 1, \"numa\": 0, \"core\": 0, \"l3\": 0}", ""),
+		 -EINVAL, "CPUs 0 and 1 share core 0 but not socket/NUMA node"},
+		{DOC(ROW(""), ", \"offline\": \"1-\""), -EINVAL, "\"offline\": "},
+		{DOC(ROW(""), ", \"offline\": \"8192\""), -E2BIG, "\"offline\": "},
+		{DOC(ROW(""), ", \"offline\": [1]"), -EINVAL, "\"offline\" must be a CPU list string"},
+		{DOC(ROW(""), ", \"offline\": \"0-1\""), -EINVAL, "both online and offline"},
+		{DOC(ROW(""), ", \"sockets\": 2"), -EINVAL, "\"sockets\" is 2 but the CPUs give 1"},
+		{DOC(ROW(""), ", \"numaNodes\": 0"), -EINVAL, "\"numaNodes\" is 0 but the CPUs give 1"},
+		{DOC(ROW(""), ", \"cores\": 2"), -EINVAL, "\"cores\" is 2 but the CPUs give 1"},
+		{DOC(ROW(""), ", \"l3Caches\": 0"), -EINVAL, "\"l3Caches\" is 0 but the CPUs give 1"},
+		{DOC(ROW(""), ", \"cores\": -1"), -EINVAL, "\"cores\" -1 out of range"},
+		{DOC(ROW(""), ", \"smtEnabled\": true"), -EINVAL,
+		 "\"smtEnabled\" is true but the CPUs give false"},
+		{DOC(ROW(""), ", \"smtEnabled\": 1"), -EINVAL, "\"smtEnabled\" must be true or false"},
+		{"{\"cpus\": [[[[[[[[1]]]]]]]]}", -E2BIG, "JSON nested deeper than 4 levels"},
+		{DOC("{\"cpu\": {\"a\": [1]}}", ""), -E2BIG, "JSON nested deeper than 4 levels"},
+		{DOC("{\"cpu\": {\"a\": 1}}", ""), -EINVAL, "\"cpu\" must be an integer"},
+		{"{\"cpus\": [{\"cpu\": \"\xff\"}]}", -EINVAL, "JSON syntax error"},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char why[TOPO_ERR_MAX] = "";
+		struct topo *t = NULL;
+		int r = topo_parse_json(cases[i].in, strlen(cases[i].in), &t, why);
+
+		if (r != cases[i].err || !strstr(why, cases[i].why))
+			fail_msg("case %zu %s: got %d '%s', want %d '%s'", i, cases[i].in, r, why,
+				 cases[i].err, cases[i].why);
+		assert_null(t);
+	}
+}
+
+static void test_topo_parse_json_rejects_nul_byte(void **state)
+{
+	static const char in[] = DOC(ROW(""), "") "\0";
+	char why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	assert_int_equal(topo_parse_json(in, sizeof(in) - 1, &t, why), -EINVAL);
+	assert_non_null(strstr(why, "NUL byte at offset"));
+	assert_null(t);
+}
+
+static void test_topo_parse_json_rejects_oversized_input(void **state)
+{
+	size_t len = (16u << 20) + 1;
+	char *big = malloc(len);
+	char why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	assert_non_null(big);
+	memset(big, ' ', len);
+	assert_int_equal(topo_parse_json(big, len, &t, why), -E2BIG);
+	assert_non_null(strstr(why, "more than 16777216"));
+	free(big);
+}
+
+static void test_topo_parse_json_rejects_more_than_8192_cpus(void **state)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	char why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	assert_non_null(f);
+	fputs("{\"cpus\": [", f);
+	for (int i = 0; i <= 8192; i++)
+		fprintf(f, "%s{\"cpu\": %d, \"socket\": 0, \"numa\": 0, \"core\": 0, \"l3\": 0}",
+			i ? ", " : "", i);
+	fputs("]}", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(topo_parse_json(buf, size, &t, why), -E2BIG);
+	assert_non_null(strstr(why, "\"cpus\" has 8193 entries, more than 8192"));
+	free(buf);
+}
+
+static void test_topo_load_json_file_names_the_file(void **state)
+{
+	char path[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	xsnprintf(path, sizeof(path), "%s/bad.json", base_dir);
+	write_file(path, "{\"cpus\": 1}", 11);
+	assert_int_equal(topo_load_json_file(path, &t, why), -EINVAL);
+	assert_non_null(strstr(why, "bad.json: \"cpus\" must be an array"));
+	xsnprintf(path, sizeof(path), "%s/none.json", base_dir);
+	assert_int_equal(topo_load_json_file(path, &t, why), -ENOENT);
+	assert_non_null(strstr(why, "none.json: No such file"));
+	assert_null(t);
+}
+
+static void test_topo_load_json_file_rejects_oversized_file(void **state)
+{
+	char path[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	xsnprintf(path, sizeof(path), "%s/huge.json", base_dir);
+	write_file(path, "", 0);
+	assert_int_equal(truncate(path, (16 << 20) + 1), 0);
+	assert_int_equal(topo_load_json_file(path, &t, why), -E2BIG);
+	assert_non_null(strstr(why, "huge.json: more than 16777216 bytes"));
+	assert_int_equal(unlink(path), 0);
+}
+
 /* ---- setup --------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -734,6 +1005,7 @@ int main(void)
 {
 	static const struct CMUnitTest others[] = {
 		cmocka_unit_test(test_topo_every_capture_is_tested),
+		cmocka_unit_test(test_topo_json_round_trips_every_capture),
 		cmocka_unit_test_teardown(test_topo_load_hwloc_reads_e_cores_from_cpu_atom, undo_mutations),
 		cmocka_unit_test(test_topo_load_hwloc_live_machine_has_cpus),
 		cmocka_unit_test(test_topo_load_hwloc_restores_environment),
@@ -753,6 +1025,15 @@ int main(void)
 		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_per_cpu_online, undo_mutations),
 		cmocka_unit_test(test_topo_load_hwloc_rejects_missing_root),
 		cmocka_unit_test(test_topo_load_cpuid_dump_rejects_missing_dump),
+		cmocka_unit_test(test_topo_write_json_prints_exact_format),
+		cmocka_unit_test(test_topo_write_json_reports_write_error),
+		cmocka_unit_test(test_topo_parse_json_fills_optional_fields),
+		cmocka_unit_test(test_topo_parse_json_rejects_bad_input),
+		cmocka_unit_test(test_topo_parse_json_rejects_nul_byte),
+		cmocka_unit_test(test_topo_parse_json_rejects_oversized_input),
+		cmocka_unit_test(test_topo_parse_json_rejects_more_than_8192_cpus),
+		cmocka_unit_test(test_topo_load_json_file_names_the_file),
+		cmocka_unit_test(test_topo_load_json_file_rejects_oversized_file),
 	};
 	enum { N_CAPTURES = ARRAY_SIZE(captures), N = N_CAPTURES + ARRAY_SIZE(others) };
 	static char names[N_CAPTURES][96];
