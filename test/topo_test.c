@@ -1,6 +1,6 @@
 /* topo: hwloc discovery against the real-machine captures of testdata/topologies
  * (every fact of expected.json), corrupt captures, the topology JSON (format,
- * round trip, strictness).
+ * round trip, strictness) and the synthetic fixtures of test/data/topo.
  *
  * The captures are extracted once per run into a temporary directory (group
  * setup); tests that damage one undo it in their teardown. TOPO_DIR locates the
@@ -27,6 +27,8 @@
 #include "topo.h"
 
 extern char **environ;
+
+#define TOPO_DATA "test/data/topo"
 
 /* Extracted captures and expected.json, shared by every test of the group. */
 static char base_dir[PATH_MAX];
@@ -963,6 +965,65 @@ static void test_topo_load_json_file_rejects_oversized_file(void **state)
 	assert_int_equal(unlink(path), 0);
 }
 
+/* test/data/topo/synthetic-1024.json: 4 sockets x 2 NUMA x 64 cores x 2
+ * threads, siblings N and N+512 (gen_topology.py). */
+static void test_topo_load_json_file_loads_1024_cpus(void **state)
+{
+	char why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+	char *a;
+
+	if (topo_load_json_file(TOPO_DATA "/synthetic-1024.json", &t, why) < 0)
+		fail_msg("%s", why);
+	assert_int_equal(t->n_cpus, 1024);
+	assert_int_equal(t->n_sockets, 4);
+	assert_int_equal(t->n_numa, 8);
+	assert_int_equal(t->n_cores, 512);
+	assert_int_equal(t->n_l3, 8);
+	assert_true(t->smt);
+	assert_true(cpuset_is_empty(&t->offline));
+	for (int cpu = 0; cpu < 512; cpu++) {
+		const struct topo_cpu *a0 = topo_cpu(t, cpu), *b0 = topo_cpu(t, cpu + 512);
+
+		assert_int_equal(a0->core, b0->core);
+		assert_int_equal(a0->socket, cpu / 128);
+		assert_int_equal(a0->numa, cpu / 64);
+		assert_int_equal(a0->core_id, cpu % 128);
+	}
+	/* The fixture is what we print. */
+	{
+		FILE *f = fopen(TOPO_DATA "/synthetic-1024.json", "r");
+		char *line = NULL;
+		size_t cap = 0;
+
+		assert_non_null(f);
+		assert_true(getline(&line, &cap, f) > 0);
+		a = write_to_string(t);
+		assert_string_equal(a, line);
+		free(a);
+		free(line);
+		(void)fclose(f);
+	}
+	topo_free(t);
+}
+
+static void test_topo_load_json_file_loads_384_cpus(void **state)
+{
+	char why[TOPO_ERR_MAX] = "";
+	struct topo *t = NULL;
+
+	if (topo_load_json_file(TOPO_DATA "/synthetic-384.json", &t, why) < 0)
+		fail_msg("%s", why);
+	assert_int_equal(t->n_cpus, 384);
+	assert_int_equal(t->n_sockets, 2);
+	assert_int_equal(t->n_numa, 2);
+	assert_int_equal(t->n_cores, 192);
+	assert_true(t->smt);
+	assert_int_equal(topo_cpu(t, 7)->core, topo_cpu(t, 7 + 192)->core);
+	assert_int_equal(topo_cpu(t, 96)->socket, 1);
+	topo_free(t);
+}
+
 /* ---- setup --------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1034,6 +1095,8 @@ int main(void)
 		cmocka_unit_test(test_topo_parse_json_rejects_more_than_8192_cpus),
 		cmocka_unit_test(test_topo_load_json_file_names_the_file),
 		cmocka_unit_test(test_topo_load_json_file_rejects_oversized_file),
+		cmocka_unit_test(test_topo_load_json_file_loads_1024_cpus),
+		cmocka_unit_test(test_topo_load_json_file_loads_384_cpus),
 	};
 	enum { N_CAPTURES = ARRAY_SIZE(captures), N = N_CAPTURES + ARRAY_SIZE(others) };
 	static char names[N_CAPTURES][96];
