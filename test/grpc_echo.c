@@ -252,7 +252,7 @@ static void on_observe(const char *path, enum grpc_status code, uint64_t duratio
 		e->by_code[code]++;
 }
 
-/* ---- stand-in DRA plugin ---------------------------------------------------------------------- */
+/* ---- stand-in DRA plugin -------------------------------------------------------------------- */
 
 static void on_get_info(struct grpc_call *call, const uint8_t *req, size_t len, void *userdata)
 {
@@ -455,7 +455,7 @@ static void on_watch(struct grpc_call *call, const uint8_t *req, size_t len, voi
 	arm_ms(p->timer, 0);
 }
 
-/* ---- main ------------------------------------------------------------------------------------- */
+/* ---- main ----------------------------------------------------------------------------------- */
 
 #define REG "/pluginregistration.Registration/"
 #define DRA_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"

@@ -142,7 +142,7 @@ static void test_status_name(void **state)
 	assert_string_equal(grpc_status_name((enum grpc_status)17), "UNKNOWN_CODE");
 }
 
-/* ---- server setup ----------------------------------------------------------------------------- */
+/* ---- server setup --------------------------------------------------------------------------- */
 
 struct fixture {
 	struct event_base *base;
@@ -183,7 +183,7 @@ static int teardown(void **state)
 
 static void test_add_method_rejects_bad_path_and_duplicates(void **state);
 
-/* ---- listener ----------------------------------------------------------------------------------- */
+/* ---- listener ------------------------------------------------------------------------------- */
 
 static void test_listen_unix_rejects_path_longer_than_sun_path(void **state)
 {
@@ -270,7 +270,7 @@ static void test_server_free_unlinks_only_its_own_socket(void **state)
 	assert_int_equal(access(q, F_OK), -1);
 }
 
-/* ---- a client session over a memory connection --------------------------------------------------- */
+/* ---- a client session over a memory connection ---------------------------------------------- */
 
 #define MAX_STREAMS 8
 
@@ -605,7 +605,7 @@ static void test_add_method_rejects_bad_path_and_duplicates(void **state)
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/X", NULL, NULL), -EINVAL);
 }
 
-/* ---- protocol behaviour ---------------------------------------------------------------------- */
+/* ---- protocol behaviour --------------------------------------------------------------------- */
 
 static void test_server_sends_settings_first(void **state)
 {
@@ -1014,7 +1014,7 @@ static void test_bad_frame_gets_goaway(void **state)
 	client_done(&cl);
 }
 
-/* ---- protos: field numbers against hand-encoded bytes (wire-protocols.md 2.2, 2.6) ------- */
+/* ---- protos: field numbers against hand-encoded bytes (wire-protocols.md 2.2, 2.6) ---------- */
 
 static void test_dra_v1_request_decodes_hand_encoded_example(void **state)
 {

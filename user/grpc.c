@@ -164,7 +164,7 @@ static bool warn_ratelimit(struct grpc_server *srv)
 	return true;
 }
 
-/* ---- framing helpers ----------------------------------------------------------------------- */
+/* ---- framing helpers ------------------------------------------------------------------------ */
 
 int grpc_prefix_parse(const uint8_t p[GRPC_PREFIX_LEN], bool *ret_compressed, uint32_t *ret_len)
 {
@@ -286,7 +286,7 @@ void grpc_limits_default(struct grpc_limits *l)
 	};
 }
 
-/* ---- connections: output ------------------------------------------------------------------- */
+/* ---- connections: output -------------------------------------------------------------------- */
 
 static void conn_flush(struct grpc_conn *c);
 
@@ -383,7 +383,7 @@ static void conn_flush(struct grpc_conn *c)
 	conn_update(c);
 }
 
-/* ---- calls --------------------------------------------------------------------------------- */
+/* ---- calls ---------------------------------------------------------------------------------- */
 
 static void call_release(struct grpc_call *call, uint8_t ref)
 {
@@ -713,7 +713,7 @@ void grpc_call_on_cancel(struct grpc_call *call, grpc_cancel_fn fn, void *userda
 	call->cancel_ud = userdata;
 }
 
-/* ---- nghttp2 callbacks --------------------------------------------------------------------- */
+/* ---- nghttp2 callbacks ---------------------------------------------------------------------- */
 
 static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
 				   size_t length, uint32_t *flags, nghttp2_data_source *source,
@@ -1046,7 +1046,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	return 0;
 }
 
-/* ---- connections: life --------------------------------------------------------------------- */
+/* ---- connections: life ---------------------------------------------------------------------- */
 
 static void conn_destroy(struct grpc_conn *c)
 {
@@ -1291,7 +1291,7 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 	(void)evtimer_add(l->retry, &tv);
 }
 
-/* ---- memory connections (test seam) -------------------------------------------------------- */
+/* ---- memory connections (test seam) --------------------------------------------------------- */
 
 int grpc_conn_new_memory(struct grpc_server *srv, struct grpc_conn **ret)
 {
@@ -1334,7 +1334,7 @@ struct grpc_conn *grpc_conn_free(struct grpc_conn *c)
 	return NULL;
 }
 
-/* ---- server -------------------------------------------------------------------------------- */
+/* ---- server --------------------------------------------------------------------------------- */
 
 int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 		    struct grpc_server **ret)

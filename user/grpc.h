@@ -141,7 +141,7 @@ int grpc_server_add_method(struct grpc_server *srv, const char *path, grpc_handl
 void grpc_server_set_observer(struct grpc_server *srv, grpc_observe_fn fn, void *userdata);
 void grpc_server_get_stats(const struct grpc_server *srv, struct grpc_stats *ret);
 
-/* ---- calls ------------------------------------------------------------------------------- */
+/* ---- calls ---------------------------------------------------------------------------------- */
 
 /* The :path of the call; valid until the call is completed. */
 const char *grpc_call_path(const struct grpc_call *call);
@@ -180,7 +180,7 @@ int grpc_call_fail(struct grpc_call *call, enum grpc_status code, const char *ms
 /* Completes a streaming call with status OK after its messages. */
 int grpc_call_end(struct grpc_call *call);
 
-/* ---- framing helpers (pure; exported for tests) -------------------------------------------- */
+/* ---- framing helpers (pure; exported for tests) --------------------------------------------- */
 
 #define GRPC_PREFIX_LEN 5
 #define GRPC_PATH_MAX 256	/* longest :path we route, NUL included */
