@@ -707,6 +707,7 @@ static void test_message_over_limit_is_refused_at_its_prefix(void **state)
 	uint8_t pfx[GRPC_PREFIX_LEN];
 	struct body b = { .data = pfx, .len = sizeof(pfx), .hold = true };
 	struct resp *r;
+	struct grpc_stats st;
 
 	grpc_prefix_write(pfx, 5 << 20); /* announced, never sent */
 	client_init(&cl, f->srv, 65535);
@@ -717,6 +718,8 @@ static void test_message_over_limit_is_refused_at_its_prefix(void **state)
 	assert_true(r->closed);
 	assert_int_equal(r->close_code, NGHTTP2_NO_ERROR);
 	assert_int_equal(handled, 0);
+	grpc_server_get_stats(f->srv, &st);
+	assert_true(st.messages_too_large == 1 && st.calls_rejected == 1);
 	client_done(&cl);
 }
 
@@ -964,6 +967,7 @@ static void test_send_refuses_when_client_does_not_read(void **state)
 	uint8_t buf[16], chunk[900];
 	struct body b = msg_body(buf, sizeof(buf), "");
 	struct resp *r;
+	struct grpc_stats st;
 	int r1, sent = 0;
 
 	memset(chunk, 'z', sizeof(chunk));
@@ -975,7 +979,27 @@ static void test_send_refuses_when_client_does_not_read(void **state)
 	assert_int_equal(sent, 4096 / (sizeof(chunk) + GRPC_PREFIX_LEN));
 	assert_int_equal(r->data_len, 0);
 	assert_int_equal(grpc_call_end(held[0]), 0);
+	grpc_server_get_stats(f->srv, &st);
+	assert_true(st.replies_dropped == 1);
 	client_done(&cl);
+}
+
+static void test_completion_on_a_closed_connection_reports_cancelled(void **state)
+{
+	struct fixture *f = *state;
+	struct client cl;
+	uint8_t buf[16];
+	struct body b = msg_body(buf, sizeof(buf), "x");
+	const uint8_t bad[] = { 0, 0, 1, NGHTTP2_DATA, 0, 0, 0, 0, 0, 'x' };
+
+	client_init(&cl, f->srv, 65535);
+	(void)client_call(&cl, "/t.S/Hold", &b, NULL);
+	(void)grpc_conn_feed(cl.conn, bad, sizeof(bad)); /* GOAWAY, then the connection is over */
+	client_pump(&cl);
+	assert_true(cl.got_goaway);
+	assert_int_equal(grpc_call_reply(held[0], (const uint8_t *)"x", 1), -ECANCELED);
+	client_done(&cl);
+	assert_int_equal(cancels, 0); /* completed before the connection was freed */
 }
 
 static void test_bad_preface_ends_connection(void **state)
@@ -1174,6 +1198,9 @@ int main(void)
 						setup_methods, teardown),
 		cmocka_unit_test_setup_teardown(test_send_refuses_when_client_does_not_read,
 						setup_methods, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_completion_on_a_closed_connection_reports_cancelled, setup_methods,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_bad_preface_ends_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_frame_gets_goaway, setup, teardown),
 		cmocka_unit_test(test_dra_v1_request_decodes_hand_encoded_example),

@@ -95,6 +95,8 @@ struct grpc_stats {
 	uint64_t calls_cancelled;	/* client went away before completion */
 	uint64_t calls_rejected;	/* answered by the server: unknown path, too big, bad request */
 	uint64_t calls_active;		/* held by handlers */
+	uint64_t messages_too_large;	/* over max_message (either way) or max_conn_buffered */
+	uint64_t replies_dropped;	/* -ENOBUFS: over max_conn_queued */
 };
 
 /* A method: called once per complete request (exactly one message). req is
