@@ -27,7 +27,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wformat=2 -Wshadow -Wmissing-prototypes -Wno-unused-parameter \
-	-Wstrict-prototypes -Wpointer-arith -Wvla
+	-Wstrict-prototypes -Wpointer-arith -Wvla -Wno-format-zero-length
 ifneq ($(NOWERROR),1)
 WARN += -Werror
 endif
@@ -118,6 +118,9 @@ $(B)/obj/%.o: user/%.c | $(B)/obj $(GEN_HDRS)
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(B)/obj/main.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
 
 $(B)/dra-cpu-driver: $(B)/obj/main.o $(LIB)
 	$(call msg,LD,$@)
