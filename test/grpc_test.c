@@ -511,18 +511,27 @@ static void h_echo(struct grpc_call *call, const uint8_t *req, size_t len, void 
 	assert_int_equal(grpc_call_reply(call, req, len), 0);
 }
 
+/* ud: NULL = forget the handle (it ends when we return), else complete it. */
 static void on_cancel(struct grpc_call *call, void *ud)
 {
 	cancels++;
 	assert_true(grpc_call_is_cancelled(call));
+	assert_int_equal(grpc_call_send(call, (const uint8_t *)"x", 1), -ECANCELED);
+	for (int i = 0; i < n_held; i++)
+		if (held[i] == call)
+			held[i] = NULL;
+	if (ud)
+		assert_int_equal(grpc_call_fail(call, GRPC_STATUS_CANCELLED, "bye"), -ECANCELED);
 }
 
+/* ud: NULL = no cancel callback; else the on_cancel mode + 1. */
 static void h_hold(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
 {
 	handled++;
 	assert_true(n_held < (int)ARRAY_SIZE(held));
 	held[n_held++] = call;
-	grpc_call_on_cancel(call, on_cancel, NULL);
+	if (ud)
+		grpc_call_on_cancel(call, on_cancel, (void *)((uintptr_t)ud - 1));
 }
 
 static void h_stream2(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
@@ -586,6 +595,8 @@ static int setup_methods(void **state)
 	handled = n_held = cancels = 0;
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Echo", h_echo, NULL), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Hold", h_hold, NULL), 0);
+	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/HoldCb", h_hold, (void *)1), 0);
+	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/HoldCbDone", h_hold, (void *)2), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Stream", h_stream2, NULL), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Fail", h_fail, NULL), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/TooBig", h_too_big, NULL), 0);
@@ -864,13 +875,39 @@ static void test_client_reset_cancels_held_call(void **state)
 	assert_int_equal(nghttp2_submit_rst_stream(cl.s, NGHTTP2_FLAG_NONE, r->id, NGHTTP2_CANCEL),
 			 0);
 	client_pump(&cl);
-	assert_int_equal(cancels, 1);
+	assert_int_equal(cancels, 0); /* none registered: the handle is still ours */
 	assert_true(grpc_call_is_cancelled(held[0]));
 	assert_int_equal(grpc_call_send(held[0], (const uint8_t *)"x", 1), -ECANCELED);
 	assert_int_equal(grpc_call_fail(held[0], GRPC_STATUS_INTERNAL, "too late"), -ECANCELED);
 	grpc_server_get_stats(f->srv, &st);
 	assert_true(st.calls_cancelled == 1 && st.calls_active == 0);
 	client_done(&cl);
+}
+
+static void test_cancel_callback_ends_the_handle(void **state)
+{
+	struct fixture *f = *state;
+	struct client cl;
+	uint8_t buf[16];
+	struct body b = msg_body(buf, sizeof(buf), "x");
+	struct resp *r;
+	struct grpc_stats st;
+
+	client_init(&cl, f->srv, 65535);
+	r = client_call(&cl, "/t.S/HoldCb", &b, NULL);
+	b.off = 0;
+	(void)client_call(&cl, "/t.S/HoldCbDone", &b, NULL);
+	assert_int_equal(n_held, 2);
+	assert_int_equal(nghttp2_submit_rst_stream(cl.s, NGHTTP2_FLAG_NONE, r->id, NGHTTP2_CANCEL),
+			 0);
+	client_pump(&cl);
+	assert_int_equal(cancels, 1);
+	assert_null(held[0]); /* forgotten in the callback, freed after it: no leak */
+	client_done(&cl);     /* the second one is cancelled and completed inside */
+	assert_int_equal(cancels, 2);
+	assert_null(held[1]);
+	grpc_server_get_stats(f->srv, &st);
+	assert_true(st.calls_cancelled == 2 && st.calls_active == 0);
 }
 
 static void test_conn_free_cancels_held_call(void **state)
@@ -883,7 +920,7 @@ static void test_conn_free_cancels_held_call(void **state)
 	client_init(&cl, f->srv, 65535);
 	(void)client_call(&cl, "/t.S/Hold", &b, NULL);
 	client_done(&cl);
-	assert_int_equal(cancels, 1);
+	assert_true(grpc_call_is_cancelled(held[0]));
 	assert_int_equal(grpc_call_reply(held[0], (const uint8_t *)"x", 1), -ECANCELED);
 }
 
@@ -896,9 +933,12 @@ static void test_server_free_cancels_held_call(void **state)
 
 	client_init(&cl, f->srv, 65535);
 	(void)client_call(&cl, "/t.S/Hold", &b, NULL);
+	b.off = 0;
+	(void)client_call(&cl, "/t.S/HoldCb", &b, NULL);
 	nghttp2_session_del(cl.s); /* the server frees the memory connection */
 	f->srv = grpc_server_free(f->srv);
 	assert_int_equal(cancels, 1);
+	assert_null(held[1]);
 	assert_int_equal(grpc_call_end(held[0]), -ECANCELED);
 }
 
@@ -1185,6 +1225,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_async_reply_after_handler_returns,
 						setup_methods, teardown),
 		cmocka_unit_test_setup_teardown(test_client_reset_cancels_held_call, setup_methods,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_callback_ends_the_handle, setup_methods,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_conn_free_cancels_held_call, setup_methods,
 						teardown),

@@ -13,8 +13,10 @@
  * everything else (handlers completing calls, nghttp2 callbacks) marks it DEAD
  * and activates the timer, so nothing is freed under a caller's feet.
  *
- * Call life: refs holds CALL_REF_STREAM while nghttp2 has the stream and
- * CALL_REF_HANDLER while a handler holds the handle; freed at zero. Byte
+ * Call life: refs holds CALL_REF_STREAM while nghttp2 has the stream,
+ * CALL_REF_HANDLER while a handler holds the handle, CALL_REF_CANCEL while
+ * its cancel callback runs (so completing inside it frees nothing under our
+ * feet); freed at zero. Byte
  * accounting (conn->buffered, conn->queued) covers what a call holds while
  * attached to its connection; detaching drops both buffers.
  */
@@ -102,7 +104,7 @@ struct grpc_conn {
 	bool read_paused;
 };
 
-enum { CALL_REF_STREAM = 1, CALL_REF_HANDLER = 2 };
+enum { CALL_REF_STREAM = 1, CALL_REF_HANDLER = 2, CALL_REF_CANCEL = 4 };
 
 struct grpc_call {
 	struct grpc_conn *conn; /* NULL once the stream is gone */
@@ -443,8 +445,15 @@ static void call_detach(struct grpc_call *call)
 	srv->stats.calls_cancelled++;
 	call_observe(call, srv, GRPC_STATUS_CANCELLED);
 	call_release(call, CALL_REF_STREAM); /* the handler's ref keeps it */
-	if (call->cancel_fn)
-		call->cancel_fn(call, call->cancel_ud); /* may complete and free it */
+	if (!call->cancel_fn)
+		return; /* the handler completes it when it gets round to it */
+	/* With a cancel callback the handle ends when the callback returns,
+	 * completed inside or not (grpc.h). */
+	call->refs |= CALL_REF_CANCEL;
+	call->cancel_fn(call, call->cancel_ud);
+	if (call->refs & CALL_REF_HANDLER)
+		call_release(call, CALL_REF_HANDLER);
+	call_release(call, CALL_REF_CANCEL);
 }
 
 static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,

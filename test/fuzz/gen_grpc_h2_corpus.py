@@ -60,6 +60,10 @@ def seeds():
     yield "gzip", start + h.grpc_request(1, "/f.S/Echo", b"x", [("grpc-encoding", "gzip")])
     yield "hold_then_rst", start + h.grpc_request(1, "/f.S/Hold", b"x") + \
         h.frame(h.RST_STREAM, 0, 1, struct.pack(">I", 8))
+    yield "hold_cb_then_rst", start + h.grpc_request(1, "/f.S/HoldCb", b"x") + \
+        h.grpc_request(3, "/f.S/HoldCb", b"y") + h.grpc_request(5, "/f.S/Hold", b"z") + \
+        h.frame(h.RST_STREAM, 0, 3, struct.pack(">I", 8)) + \
+        h.frame(h.RST_STREAM, 0, 1, struct.pack(">I", 8))
     yield "hold_many", start + b"".join(h.grpc_request(2 * i + 1, "/f.S/Hold", b"%d" % i)
                                         for i in range(10))
     yield "fail", start + h.grpc_request(1, "/f.S/Fail", "déjà\n100%".encode())

@@ -30,6 +30,20 @@ static void h_echo(struct grpc_call *call, const uint8_t *req, size_t len, void 
 	(void)grpc_call_reply(call, req, len);
 }
 
+/* The handle ends when this returns: forget it (odd slots) or complete it. */
+static void on_cancel(struct grpc_call *call, void *ud)
+{
+	for (int i = 0; i < n_held; i++) {
+		if (held[i] != call)
+			continue;
+		held[i] = NULL;
+		if (i % 2 == 0)
+			(void)grpc_call_fail(call, GRPC_STATUS_CANCELLED, "gone");
+	}
+}
+
+/* ud non-NULL: with a cancel callback; without one the handle outlives the
+ * stream until complete_held(). */
 static void h_hold(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
 {
 	if (n_held == MAX_HELD) {
@@ -37,6 +51,8 @@ static void h_hold(struct grpc_call *call, const uint8_t *req, size_t len, void 
 		return;
 	}
 	held[n_held++] = call;
+	if (ud)
+		grpc_call_on_cancel(call, on_cancel, NULL);
 }
 
 static void h_stream(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
@@ -77,6 +93,8 @@ static void complete_held(int keep)
 	while (n_held > keep) {
 		struct grpc_call *call = held[--n_held];
 
+		if (!call)
+			continue;
 		if (n_held % 2)
 			(void)grpc_call_reply(call, (const uint8_t *)"late", 4);
 		else
@@ -103,6 +121,7 @@ static struct grpc_server *server(void)
 	assert(grpc_server_new(base, &lim, &srv) == 0);
 	assert(grpc_server_add_method(srv, "/f.S/Echo", h_echo, NULL) == 0);
 	assert(grpc_server_add_method(srv, "/f.S/Hold", h_hold, NULL) == 0);
+	assert(grpc_server_add_method(srv, "/f.S/HoldCb", h_hold, srv) == 0);
 	assert(grpc_server_add_method(srv, "/f.S/Stream", h_stream, NULL) == 0);
 	assert(grpc_server_add_method(srv, "/f.S/Fail", h_fail, NULL) == 0);
 	assert(grpc_server_add_method(srv, "/f.S/Prepare", h_prepare, NULL) == 0);
