@@ -56,7 +56,10 @@ int quantity_parse_milli(const char *s, int64_t *ret_milli, bool *ret_exact)
 			frac++;
 		}
 	}
-	if (*p == 'e' || *p == 'E') {
+	/* "e3"/"E-2" are exponents; a bare "E" or "Ei" is a suffix (exa, exbi). */
+	if ((*p == 'e' || *p == 'E') &&
+	    ((p[1] >= '0' && p[1] <= '9') ||
+	     ((p[1] == '+' || p[1] == '-') && p[2] >= '0' && p[2] <= '9'))) {
 		int e = 0, sign = 1;
 
 		p++;
