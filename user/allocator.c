@@ -151,7 +151,6 @@ struct alloc_topo *alloc_topo_free(struct alloc_topo *t)
 	free(t);
 	return NULL;
 }
-DEFINE_FREEP(alloc_topo, alloc_topo_free)
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -509,12 +508,13 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 	return 0;
 }
 
-int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
+int alloc_topo_from_topo_header(const struct topo *t, const struct alloc_header *hdr,
+				struct alloc_topo **ret, char *why)
 {
 	_cleanup_free_ struct alloc_cpu *rows = NULL;
 
 	if (!t || t->n_cpus <= 0)
-		return -EINVAL;
+		return fail(why, -EINVAL, "no CPUs");
 	rows = malloc(sizeof(*rows) * (size_t)t->n_cpus);
 	if (!rows)
 		return -ENOMEM;
@@ -527,8 +527,13 @@ int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
 					      .numa = c->numa,
 					      .l3 = c->l3 };
 	}
-	/* header NULL: distinct counts after -1 became 0, so no package = one socket */
-	return alloc_topo_new(rows, t->n_cpus, NULL, ret, NULL);
+	/* no header: distinct counts after -1 became 0, so no package = one socket */
+	return alloc_topo_new(rows, t->n_cpus, hdr, ret, why);
+}
+
+int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
+{
+	return alloc_topo_from_topo_header(t, NULL, ret, NULL);
 }
 
 const struct alloc_header *alloc_topo_header(const struct alloc_topo *t)
