@@ -275,6 +275,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.node = d->node,
 			.kubelet_root = cfg->kubelet_root_dir,
 			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
+			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
 			.fetch = fetch_claim,
 			.fetch_ud = d,
