@@ -76,7 +76,8 @@ static int add_update(struct pol *p, struct nri_updates *upd)
 }
 
 static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
-		  const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd, char *err)
+		  const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
+		  char *err)
 {
 	struct pol *p = ud;
 
@@ -228,7 +229,8 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 		rt->reg_stream = rq->stream_id;
 		if (rt->reg_code < 0)
 			return 0;
-		return ttrpc_mux_reply(rt->m, rq->stream_id, rt->reg_code, "invalid plugin", NULL, 0);
+		return ttrpc_mux_reply(rt->m, rq->stream_id, rt->reg_code, "invalid plugin", NULL,
+				       0);
 	}
 	if (strcmp(rq->method, "UpdateContainers") == 0) {
 		Nri__UpdateContainersRequest *r =

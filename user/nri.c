@@ -314,7 +314,8 @@ struct nri_session {
 	char why[192];
 };
 
-static void set_why(struct nri_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_why(struct nri_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void set_why(struct nri_session *s, const char *fmt, ...)
 {
@@ -1005,8 +1006,8 @@ static int do_state_change(struct nri_session *s, const struct ttrpc_request *rq
 
 	if (!ev)
 		return -EPROTO;
-	if (ev->event == NRI__EVENT__POST_CREATE_CONTAINER || ev->event == NRI__EVENT__START_CONTAINER ||
-	    ev->event == NRI__EVENT__REMOVE_CONTAINER)
+	if (ev->event == NRI__EVENT__POST_CREATE_CONTAINER ||
+	    ev->event == NRI__EVENT__START_CONTAINER || ev->event == NRI__EVENT__REMOVE_CONTAINER)
 		notify(s, (int)ev->event, "StateChange", ev->pod, ev->container);
 	r = reply_empty(s, rq->stream_id);
 	nri__state_change_event__free_unpacked(ev, &a.base);
