@@ -201,3 +201,10 @@ clean:
 	rm -rf build
 
 -include $(wildcard $(B)/obj/*.d $(B)/bpf/*.d $(B)/test/*.d $(B)/fuzz/*.d build/fuzz-lf/*.d build/fuzz-lf/lib/*.d)
+
+# ---- NRI test plugin: user/nri.c with a trivial env-driven policy, run by
+# test/integration/test_nri_proto.py against the runtime simulator test/nri/nrisim.py.
+$(B)/test/nri_echo_plugin: test/nri_echo_plugin.c $(LIB) | $(B)/test $(GEN_HDRS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+all: $(B)/test/nri_echo_plugin
