@@ -242,6 +242,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* nri.h: a runtime closing under a write is EPIPE, not a signal. */
+	(void)signal(SIGPIPE, SIG_IGN);
 	e.base = event_base_new();
 	if (!e.base)
 		return 1;

@@ -23,6 +23,10 @@
  * error, which fails a CreateContainer. nri logs handler errors (once), so
  * handlers need not. Handlers must not call nri_free().
  *
+ * The process must ignore SIGPIPE: libevent writes the socket with writev(),
+ * so a runtime that goes away in the middle of a write would otherwise kill
+ * us instead of ending the connection with EPIPE.
+ *
  * Subscribed events follow the non-NULL handlers: create 4, post_create 5,
  * start 6, update 8, stop 10, remove 11. Methods of other events, and unknown
  * methods, are answered UNIMPLEMENTED (12), so a runtime falls back to
