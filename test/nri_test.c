@@ -932,6 +932,8 @@ static void test_nri_adjust_and_updates_reject_bad_cpusets(void **state)
 	memset(huge, '1', sizeof(huge) - 1);
 	assert_int_equal(nri_adjust_set_cpus(adj, ""), -EINVAL);
 	assert_int_equal(nri_adjust_set_cpus(adj, "1-"), -EINVAL);
+	assert_int_equal(nri_adjust_set_cpus(adj, "1\n"), -EINVAL);
+	assert_int_equal(nri_adjust_set_cpus(adj, " 1"), -EINVAL);
 	assert_int_equal(nri_adjust_set_cpus(adj, NULL), -EINVAL);
 	assert_int_equal(nri_adjust_set_cpus(adj, huge), -E2BIG);
 	assert_int_equal(nri_updates_add(upd, "c1", ""), -EINVAL);

@@ -114,7 +114,9 @@ struct nri_updates {
 	size_t cap;
 };
 
-/* A cpuset string we may send: a valid, non-empty CPU list of sane length. */
+/* A cpuset string we may send: a valid, non-empty CPU list of sane length,
+ * nothing but the list (the parser would also take sysfs's trailing newline,
+ * which must not reach the runtime). */
 static int check_cpus(const char *cpus)
 {
 	struct cpuset set;
@@ -125,7 +127,8 @@ static int check_cpus(const char *cpus)
 	len = strnlen(cpus, NRI_CPUS_MAX + 1);
 	if (len > NRI_CPUS_MAX)
 		return -E2BIG;
-	if (cpuset_parse_n(cpus, len, &set, NULL) < 0 || cpuset_is_empty(&set))
+	if (strspn(cpus, "0123456789,-") != len || cpuset_parse_n(cpus, len, &set, NULL) < 0 ||
+	    cpuset_is_empty(&set))
 		return -EINVAL;
 	return 0;
 }
@@ -503,7 +506,7 @@ static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t 
 	}
 	if (r < 0) {
 		if (r != -ECONNRESET)
-			log_warn_errno(r, "nri_push_failed", "action=resync_on_reconnect");
+			log_warn_errno(r, "nri_push_failed", "action=reported");
 		if (s->h.push_done)
 			s->h.push_done(s->ud, r, NULL, 0);
 		return;
@@ -525,10 +528,11 @@ static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t 
 			s->h.push_done(s->ud, -ENOMEM, NULL, 0);
 		return;
 	}
-	for (size_t i = 0; i < resp->n_failed; i++) {
+	for (size_t i = 0; i < resp->n_failed; i++)
 		ids[i] = resp->failed[i] ? str(resp->failed[i]->container_id) : "";
-		log_warn("nri_update_failed", "container=%s", log_quote(ids[i]));
-	}
+	if (resp->n_failed > 0) /* one line, however many */
+		log_warn("nri_update_failed", "n=%zu first=%s action=reported",
+			 resp->n_failed, log_quote(ids[0]));
 	s->st.updates_failed += resp->n_failed;
 	if (s->h.push_done)
 		s->h.push_done(s->ud, 0, ids, resp->n_failed);
@@ -623,10 +627,12 @@ static int reply_empty(struct nri_session *s, uint32_t sid)
 
 /* A handler's error becomes the runtime's error; logged here, once. */
 static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
-			const struct nri_container *c, int r, const char *err)
+			const struct nri_container *c, int r, char *err)
 {
-	const char *msg = *err ? err : strerror(r < 0 ? -r : EINVAL);
+	const char *msg;
 
+	err[NRI_ERR_MAX - 1] = 0; /* whatever the handler wrote */
+	msg = *err ? err : strerror(r < 0 ? -r : EINVAL);
 	s->st.handler_errors++;
 	if (c)
 		log_error("nri_handler_failed", "method=%s container=%s name=%s err=%s", method,
