@@ -30,7 +30,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "pinning.h"
-#include "task.bpf.h"
+#include "pinning.bpf.h"
 
 /* Knobs, set by user/bpfmon.c between open and load. */
 const volatile __u32 cgroup_mode = PINNING_CGROUP_V2;
@@ -213,20 +213,6 @@ static __always_inline void mark_enqueued(struct task_struct *t, bool shared, __
 	ts = bpf_task_storage_get(&enqueued_at, t, 0, 0);
 	if (ts)
 		*ts = 0;
-}
-
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
-
-	/* Branch-light binary search: 6 steps, verifier-friendly (no loop). */
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) { r += 1; }
-	return r;
 }
 
 SEC("tp_btf/sched_wakeup")

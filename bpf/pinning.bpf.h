@@ -1,5 +1,5 @@
-/* CO-RE shims for task_struct fields that moved between kernels, and the
- * cgroup ownership test shared by pinning.bpf.c and enforce.bpf.c.
+/* Helpers of pinning.bpf.c and enforce.bpf.c: CO-RE shims for task_struct
+ * fields that moved between kernels, and the cgroup ownership test.
  *
  * Everything here is a direct BTF read (tp_btf/lsm/fentry arguments are BTF
  * pointers): a plain load, no bpf_probe_read_kernel, except the one
@@ -93,4 +93,27 @@ static __always_inline bool cgroup_is_under(struct cgroup *cg, __u64 cgid,
 			return false;
 	}
 	return anc_id == o->cgroup_id;
+}
+
+/* floor(log2(v)), 0 for v = 0, branch-free: BPF has no clz/ctz and the
+ * verifier likes straight lines. */
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r, s;
+
+	r = (v > 0xffffffffULL) << 5;
+	v >>= r;
+	s = (v > 0xffff) << 4;
+	v >>= s;
+	r |= s;
+	s = (v > 0xff) << 3;
+	v >>= s;
+	r |= s;
+	s = (v > 0xf) << 2;
+	v >>= s;
+	r |= s;
+	s = (v > 0x3) << 1;
+	v >>= s;
+	r |= s;
+	return r | (__u32)(v >> 1);
 }
