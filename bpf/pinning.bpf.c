@@ -37,6 +37,9 @@ const volatile __u32 cgroup_mode = PINNING_CGROUP_V2;
 /* Token bucket per CPU: one event per interval, up to burst at once. */
 const volatile __u64 event_interval_ns = 10 * 1000 * 1000;
 const volatile __u32 event_burst = 16;
+/* 0 on kernels without BPF ring buffers (< 5.8): userspace turns `events`
+ * into a dummy array and the verifier prunes every use of it. */
+const volatile __u32 events_enabled = 1;
 
 /* max_entries of the per-CPU arrays is set to the number of possible CPUs
  * before load. */
@@ -170,7 +173,7 @@ static __noinline int check_switch(const struct pinning_owner *o, __u32 cpu,
 	st->foreign_since_ns = now;
 	st->foreign_kind = kind;
 	st->foreign_gen = o->gen;
-	if (kind != PINNING_KIND_KTHREAD)
+	if (kind != PINNING_KIND_KTHREAD && events_enabled)
 		send_event(st, now, cpu, next, cgid, o->cgroup_id, kind, task_flags);
 	return 0;
 }
