@@ -129,24 +129,26 @@ static __always_inline void send_event(struct pinning_cpu_stats *st, __u64 now, 
 }
 
 /* The slow path: this CPU is exclusive. */
-static __noinline int check_switch(const struct pinning_owner *o, __u32 cpu,
+static __always_inline int check_switch(const struct pinning_owner *o, __u32 cpu,
 				   struct task_struct *next)
 {
 	struct pinning_cpu_stats *st;
 	struct cgroup *cg;
 	__u32 zero = 0, kind, task_flags;
-	__u64 now, cgid;
+	__u64 now = 0, cgid;
 
 	st = bpf_map_lookup_elem(&cpu_stats, &zero);
 	if (!st)
 		return 0;
-	now = bpf_ktime_get_ns();
 	st->switches++;
 
 	/* prev is the task that switched in at foreign_since_ns: the switches
 	 * of one CPU are sequential. A different gen means the owner changed
 	 * meanwhile (or the CPU was not exclusive for a while): drop it. */
 	if (st->foreign_since_ns) {
+		/* The clock is read only here and for a violation: owner and
+		 * idle switches, the bulk on an exclusive CPU, go without it. */
+		now = bpf_ktime_get_ns();
 		kind = st->foreign_kind;
 		if (st->foreign_gen == o->gen && kind < PINNING_KIND_MAX)
 			st->foreign_ns[kind] += now - st->foreign_since_ns;
@@ -170,6 +172,8 @@ static __noinline int check_switch(const struct pinning_owner *o, __u32 cpu,
 	else
 		kind = PINNING_KIND_KTHREAD_UNBOUND;
 	st->violations[kind]++;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	st->foreign_since_ns = now;
 	st->foreign_kind = kind;
 	st->foreign_gen = o->gen;
@@ -218,17 +222,26 @@ static __always_inline void mark_enqueued(struct task_struct *t, bool shared, __
 		*ts = 0;
 }
 
+static __always_inline void mark_woken(struct task_struct *p)
+{
+	__u32 cpu = task_cpu(p);
+	bool shared = cpu_is_shared(cpu);
+
+	/* No clock read off the shared pool: it is the dearest part here. */
+	mark_enqueued(p, shared, shared ? bpf_ktime_get_ns() : 0);
+}
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_sched_wakeup, struct task_struct *p)
 {
-	mark_enqueued(p, cpu_is_shared(task_cpu(p)), bpf_ktime_get_ns());
+	mark_woken(p);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(handle_sched_wakeup_new, struct task_struct *p)
 {
-	mark_enqueued(p, cpu_is_shared(task_cpu(p)), bpf_ktime_get_ns());
+	mark_woken(p);
 	return 0;
 }
 
@@ -237,7 +250,7 @@ int BPF_PROG(handle_sched_switch_runq, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
 	bool shared = cpu_is_shared(bpf_get_smp_processor_id());
-	__u64 now = bpf_ktime_get_ns(), *ts, delta;
+	__u64 now = shared ? bpf_ktime_get_ns() : 0, *ts, delta;
 	struct pinning_hist *h;
 	__u32 zero = 0, slot;
 
