@@ -1074,6 +1074,36 @@ void bpfmon_read_actions(const struct bpfmon *m, struct bpfmon_actions *ret)
 	*ret = m->act;
 }
 
+static int prog_stats(const struct bpf_program *p, uint64_t *ret_runs, uint64_t *ret_ns)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_program__fd(p) < 0)
+		return -ENOENT;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) < 0)
+		return -errno;
+	*ret_runs = info.run_cnt;
+	*ret_ns = info.run_time_ns;
+	return 0;
+}
+
+int bpfmon_prog_stats(const struct bpfmon *m, const char *name, uint64_t *ret_runs,
+		      uint64_t *ret_ns)
+{
+	struct bpf_object *objs[2] = { m->skel ? m->skel->obj : NULL,
+				       m->enforce ? m->enforce->obj : NULL };
+
+	for (size_t i = 0; i < ARRAY_SIZE(objs); i++) {
+		struct bpf_program *p = objs[i] ? bpf_object__find_program_by_name(objs[i], name)
+						: NULL;
+
+		if (p && bpf_program__fd(p) >= 0)
+			return prog_stats(p, ret_runs, ret_ns);
+	}
+	return -ENOENT;
+}
+
 /* ---- counters ------------------------------------------------------------------------ */
 
 static int read_stats(struct bpfmon *m)
@@ -1195,14 +1225,13 @@ static void collect_schedstat(struct bpfmon *m)
 
 static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program *p)
 {
-	struct bpf_prog_info info = { 0 };
-	__u32 len = sizeof(info);
 	const char *name = bpf_program__name(p);
+	uint64_t runs, ns;
 
-	if (bpf_program__fd(p) < 0 || bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+	if (prog_stats(p, &runs, &ns) < 0)
 		return;
-	metric_series_set(metric_with(mt->prog_runs, name, NULL), (double)info.run_cnt);
-	metric_series_set(metric_with(mt->prog_seconds, name, NULL), (double)info.run_time_ns / 1e9);
+	metric_series_set(metric_with(mt->prog_runs, name, NULL), (double)runs);
+	metric_series_set(metric_with(mt->prog_seconds, name, NULL), (double)ns / 1e9);
 }
 
 static void collect(struct metrics *reg, void *userdata)

@@ -129,6 +129,11 @@ int bpfmon_read_counters(struct bpfmon *m, int cpu, struct bpfmon_counters *ret)
  * -ENODEV when the contention programs are not loaded. */
 int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint64_t *ret_sum_ns);
 void bpfmon_read_actions(const struct bpfmon *m, struct bpfmon_actions *ret);
+/* Self-cost of a loaded program by name (handle_sched_switch, ...): runs and
+ * ns spent, non-zero only while BPF stats are on (opts.self_stats or
+ * kernel.bpf_stats_enabled). -ENOENT when no such program is loaded. */
+int bpfmon_prog_stats(const struct bpfmon *m, const char *name, uint64_t *ret_runs,
+		      uint64_t *ret_ns);
 /* Handles what the ring buffer holds now (tests, CLIs without a loop).
  * Returns the number of records or -errno. */
 int bpfmon_drain(struct bpfmon *m);
