@@ -592,6 +592,17 @@ static void test_bpfmon_degrades_without_ringbuf_and_task_storage(void **st)
 	assert_int_equal(f->nseen, 0);
 }
 
+/* Deny needs the ring buffer and task storage even where BPF LSM is on. */
+static void test_bpfmon_deny_without_ring_buffer_falls_back(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .without = BPFMON_FEAT_RINGBUF, .enforcement = BPFMON_DENY };
+
+	start(f, &o);
+	assert_int_equal(bpfmon_enforcement(f->m), BPFMON_REMEDIATE);
+	assert_non_null(strstr(bpfmon_notes(f->m), "deny -> remediate: kernel lacks ring buffers"));
+}
+
 /* No tp_btf: nothing loads, the object still works and says why. Runs
  * without privileges too (the probe fails either way). */
 static void test_bpfmon_keeps_going_when_nothing_loads(void **st)
@@ -738,6 +749,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpfmon_deny_refuses_or_falls_back, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bpfmon_degrades_without_ringbuf_and_task_storage,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_deny_without_ring_buffer_falls_back,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpfmon_metrics_export_counters_and_histogram,
 						setup, teardown),

@@ -678,7 +678,8 @@ static void load_all(struct bpfmon *m)
 	if (m->opts.enforcement == BPFMON_DENY) {
 		if (!(m->features & BPFMON_FEAT_BPF_LSM))
 			note(m, "deny -> remediate: bpf is not an active LSM (lsm= boot parameter)");
-		else if (!(m->features & (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE)))
+		else if ((m->features & (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE)) !=
+			 (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE))
 			note(m, "deny -> remediate: kernel lacks ring buffers or task storage");
 		else if ((r = enforce_load(m, &m->enforce)) < 0)
 			note(m, "deny -> remediate: BPF LSM program did not load: %s", strerror(-r));
