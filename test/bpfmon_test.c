@@ -406,8 +406,16 @@ static void test_bpfmon_owner_and_descendant_are_not_violations(void **st)
 	struct bpfmon_opts o = { 0 };
 	struct bpfmon_counters c;
 	pid_t owner, desc;
+	char rel[PATH_MAX];
+	uint64_t id;
 
 	start(f, &o);
+	/* Hierarchy-relative names, as /proc/<pid>/cgroup gives them. */
+	snprintf(rel, sizeof(rel), "%s/A", f->root + strlen(f->mnt));
+	assert_int_equal(bpfmon_cgroup_id_of(f->m, rel, &id), 0);
+	assert_int_equal(id, f->id_a);
+	assert_int_equal(bpfmon_cgroup_id_of(f->m, "/", &id), 0);
+	assert_int_equal(bpfmon_cgroup_id_of(f->m, "/no-such-cgroup", &id), -ENOENT);
 	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
 	owner = spawn(f, f->a, EXCL_CPU, "dra-owner", 400);
 	desc = spawn(f, f->child, EXCL_CPU, "dra-owner-child", 400);

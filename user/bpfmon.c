@@ -337,6 +337,22 @@ int bpfmon_cgroup_id(const char *path, uint64_t *ret)
 	return 0;
 }
 
+int bpfmon_cgroup_id_of(const struct bpfmon *m, const char *rel, uint64_t *ret)
+{
+	struct stat st;
+
+	if (m->mnt_fd < 0)
+		return -ENOENT;
+	while (*rel == '/')
+		rel++;
+	if (*rel ? fstatat(m->mnt_fd, rel, &st, 0) : fstat(m->mnt_fd, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	*ret = (uint64_t)st.st_ino;
+	return 0;
+}
+
 static int path_depth(const char *p)
 {
 	int d = 0;

@@ -153,6 +153,10 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg);
 /* The id of a cgroup directory (absolute path): its inode number, which is
  * the kernfs id the BPF side sees. */
 int bpfmon_cgroup_id(const char *path, uint64_t *ret);
+/* Same for a path relative to the hierarchy m watches (v2, or v1 cpuset), as
+ * /proc/<pid>/cgroup and container runtimes name it ("/kubepods/pod1/c1").
+ * -ENOENT when m found no hierarchy mount. */
+int bpfmon_cgroup_id_of(const struct bpfmon *m, const char *rel, uint64_t *ret);
 
 /* Parsers, public for tests and fuzzing. */
 
