@@ -700,12 +700,12 @@ static void test_bpfmon_cgroup_v1_cpuset_owner(void **st)
 	n = getdelim(&buf, &cap, 0, mi);
 	fclose(mi);
 	assert_true(n > 0);
-	if (bpfmon_mountinfo_find(buf, (size_t)n, BPFMON_CGROUP_V1, &mnt, &root) < 0) {
-		free(buf);
+	n = bpfmon_mountinfo_find(buf, (size_t)n, BPFMON_CGROUP_V1, &mnt, &root);
+	free(buf);
+	if (n < 0) {
 		print_message("skipped: no cgroup v1 cpuset hierarchy\n");
 		skip();
 	}
-	free(buf);
 	free(root);
 	snprintf(name, sizeof(name), "dra-cpu-test-%d", (int)getpid());
 	cg_path(f->v1, mnt, name);

@@ -71,7 +71,6 @@ struct seen {
 };
 
 struct bpfmon_metrics {
-	struct metrics *reg;
 	struct metric *loaded, *enforcement, *switches, *violations, *violation_seconds;
 	struct metric *denials, *dropped, *ratelimited, *read_errors, *runq, *schedstat_wait;
 	struct metric *prog_runs, *prog_seconds;
@@ -511,12 +510,16 @@ static bool probe_tp_btf(void)
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	int id = libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP);
+	struct bpf_prog_load_opts po;
 	int fd;
 
 	if (id <= 0)
 		return false;
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_RAW_TP,
-		    .attach_btf_id = (__u32)id);
+	/* LIBBPF_OPTS() spelled out: cppcheck does not know the macro. */
+	memset(&po, 0, sizeof(po));
+	po.sz = sizeof(po);
+	po.expected_attach_type = BPF_TRACE_RAW_TP;
+	po.attach_btf_id = (__u32)id;
 	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns), &po);
 	if (fd < 0)
 		return false;
@@ -1224,6 +1227,18 @@ static int read_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
+/* metric_with() for one and two labels, with a typed sentinel (a bare NULL
+ * through "..." is not portable). */
+static struct metric_series *series1(struct metric *f, const char *a)
+{
+	return metric_with(f, a, (const char *)NULL);
+}
+
+static struct metric_series *series2(struct metric *f, const char *a, const char *b)
+{
+	return metric_with(f, a, b, (const char *)NULL);
+}
+
 static void collect_schedstat(struct bpfmon *m)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -1235,7 +1250,7 @@ static void collect_schedstat(struct bpfmon *m)
 		return;
 	for (int i = 0; i < m->ncpu; i++) {
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
-		metric_series_set(metric_with(m->met.schedstat_wait, cpu, NULL),
+		metric_series_set(series1(m->met.schedstat_wait, cpu),
 				  (double)m->met.schedstat_ns[i] / 1e9);
 	}
 }
@@ -1247,8 +1262,8 @@ static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program 
 
 	if (prog_stats(p, &runs, &ns) < 0)
 		return;
-	metric_series_set(metric_with(mt->prog_runs, name, NULL), (double)runs);
-	metric_series_set(metric_with(mt->prog_seconds, name, NULL), (double)ns / 1e9);
+	metric_series_set(series1(mt->prog_runs, name), (double)runs);
+	metric_series_set(series1(mt->prog_seconds, name), (double)ns / 1e9);
 }
 
 static void collect(struct metrics *reg, void *userdata)
@@ -1258,15 +1273,15 @@ static void collect(struct metrics *reg, void *userdata)
 	struct bpfmon_counters total = { 0 };
 	char cpu[16];
 
-	metric_series_set(metric_with(mt->loaded, "pinning", NULL), m->skel != NULL);
-	metric_series_set(metric_with(mt->loaded, "runqueue", NULL), m->contention);
-	metric_series_set(metric_with(mt->loaded, "enforce", NULL), m->enforce != NULL);
+	metric_series_set(series1(mt->loaded, "pinning"), m->skel != NULL);
+	metric_series_set(series1(mt->loaded, "runqueue"), m->contention);
+	metric_series_set(series1(mt->loaded, "enforce"), m->enforce != NULL);
 	metric_reset(mt->enforcement);
-	metric_series_set(metric_with(mt->enforcement, bpfmon_enforcement_name(m->effective),
-				      bpfmon_enforcement_name(m->opts.enforcement), NULL),
+	metric_series_set(series2(mt->enforcement, bpfmon_enforcement_name(m->effective),
+				  bpfmon_enforcement_name(m->opts.enforcement)),
 			  1);
-	metric_series_set(metric_with(mt->denials, "audit", NULL), (double)m->act.audited);
-	metric_series_set(metric_with(mt->denials, "remediate", NULL), (double)m->act.remediated);
+	metric_series_set(series1(mt->denials, "audit"), (double)m->act.audited);
+	metric_series_set(series1(mt->denials, "remediate"), (double)m->act.remediated);
 	metric_set(mt->read_errors, (double)m->act.read_errors);
 	if (mt->schedstat_wait)
 		collect_schedstat(m);
@@ -1281,15 +1296,15 @@ static void collect(struct metrics *reg, void *userdata)
 		if (!m->owners[i].id && !s->switches)
 			continue;
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
-		metric_series_set(metric_with(mt->switches, cpu, NULL), (double)s->switches);
+		metric_series_set(series1(mt->switches, cpu), (double)s->switches);
 		for (int k = 0; k < PINNING_KIND_MAX; k++) {
-			metric_series_set(metric_with(mt->violations, cpu, kind_names[k], NULL),
+			metric_series_set(series2(mt->violations, cpu, kind_names[k]),
 					  (double)s->violations[k]);
-			metric_series_set(metric_with(mt->violation_seconds, cpu, kind_names[k], NULL),
+			metric_series_set(series2(mt->violation_seconds, cpu, kind_names[k]),
 					  (double)s->foreign_ns[k] / 1e9);
 		}
 	}
-	metric_series_set(metric_with(mt->denials, "deny", NULL), (double)total.denials);
+	metric_series_set(series1(mt->denials, "deny"), (double)total.denials);
 	metric_set(mt->dropped, (double)total.events_dropped);
 	metric_set(mt->ratelimited, (double)total.events_ratelimited);
 
@@ -1300,17 +1315,16 @@ static void collect(struct metrics *reg, void *userdata)
 		if (bpfmon_read_runq(m, slots, &sum_ns) == 0) {
 			for (int s = 0; s < PINNING_HIST_SLOTS; s++)
 				counts[s] = slots[s];
-			metric_series_set_histogram(metric_with(mt->runq, "shared", NULL), counts,
+			metric_series_set_histogram(series1(mt->runq, "shared"), counts,
 						    (double)sum_ns / 1e9);
 		}
 	}
 	if (mt->prog_runs) {
-		struct bpf_program *p;
+		struct bpf_object *objs[2] = { m->skel->obj, m->enforce ? m->enforce->obj : NULL };
 
-		bpf_object__for_each_program(p, m->skel->obj)
-			collect_program(mt, p);
-		if (m->enforce)
-			bpf_object__for_each_program(p, m->enforce->obj)
+		for (size_t i = 0; i < ARRAY_SIZE(objs) && objs[i]; i++)
+			for (struct bpf_program *p = bpf_object__next_program(objs[i], NULL); p;
+			     p = bpf_object__next_program(objs[i], p))
 				collect_program(mt, p);
 	}
 }
@@ -1323,7 +1337,6 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 
 	for (int i = 0; i < PINNING_HIST_SLOTS - 1; i++)
 		bounds[i] = (double)(2ull << i) * 1e-6;
-	mt->reg = reg;
 	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_loaded",
 				   "1 when the BPF program is attached (pinning check, run-queue "
 				   "latency, enforcement).",

@@ -145,9 +145,10 @@ typedef void (*bpfmon_event_fn)(const struct pinning_event *e, const char *cgrou
 				const char *action, void *userdata);
 void bpfmon_set_event_fn(struct bpfmon *m, bpfmon_event_fn fn, void *userdata);
 
-/* Registers the dra_cpu_bpf_*, dra_cpu_pinning_*, dra_cpu_runqueue_* and
- * dra_cpu_schedstat_* families and a collector that refreshes them before
- * each render. reg must outlive m's use of it (the collector borrows m). */
+/* Registers (once) the dra_cpu_bpf_*, dra_cpu_pinning_*, dra_cpu_affinity_*,
+ * dra_cpu_runqueue_* and dra_cpu_schedstat_* families and a collector that
+ * refreshes them before each render. The collector borrows m: free reg
+ * before m, or never render after bpfmon_free(). */
 int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg);
 
 /* The id of a cgroup directory (absolute path): its inode number, which is

@@ -363,7 +363,8 @@ int main(int argc, char **argv)
 	printf("%-28s %10s %10s %7s %11s  %s\n", "program", "ns/rt none", "ns/rt prog", "ratio",
 	       "+ns/switch", "kernel-measured ns/run (bpf_stats)");
 	for (int m = 0; m < M_COUNT; m++) {
-		double ratio[100], delta[100], none[100], prog[100], per_run;
+		double ratio[100] = { 0 }, delta[100] = { 0 }, none[100] = { 0 }, prog[100] = { 0 };
+		double per_run;
 		char detail[160];
 
 		for (int i = 0; i < b.pairs; i++) {
