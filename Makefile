@@ -27,7 +27,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wformat=2 -Wshadow -Wmissing-prototypes -Wno-unused-parameter \
-	-Wstrict-prototypes -Wpointer-arith -Wvla
+	-Wstrict-prototypes -Wpointer-arith -Wvla -Wno-format-zero-length
 ifneq ($(NOWERROR),1)
 WARN += -Werror
 endif
@@ -119,6 +119,9 @@ $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(B)/obj/main.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
+
 $(B)/dra-cpu-driver: $(B)/obj/main.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -201,3 +204,10 @@ clean:
 	rm -rf build
 
 -include $(wildcard $(B)/obj/*.d $(B)/bpf/*.d $(B)/test/*.d $(B)/fuzz/*.d build/fuzz-lf/*.d build/fuzz-lf/lib/*.d)
+
+# ---- grpc: echo/stand-in plugin server for test/integration/test_grpc.py -----------------
+GRPC_ECHO := $(B)/test/grpc_echo
+$(GRPC_ECHO): test/grpc_echo.c $(LIB) | $(B)/test $(GEN_HDRS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+all: $(GRPC_ECHO)

@@ -1,6 +1,127 @@
+/* dra-cpu-driver: flags, topology, then one of the actions (run the daemon,
+ * print the topology, print the slices). Exit codes: 0 ok, 1 runtime failure,
+ * 2 bad flags or input. */
+#include <errno.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#define LOG_MOD "main"
+#include "cfg.h"
+#include "cleanup.h"
+#include "daemon.h"
+#include "devices.h"
+#include "log.h"
+#include "slices.h"
+#include "topo.h"
+
+#ifndef DRA_CPU_VERSION
+#define DRA_CPU_VERSION "unknown"
+#endif
+
+static int load_topology(const struct cfg *c, struct topo **ret)
 {
-	puts("dra-cpu-driver");
+	char why[TOPO_ERR_MAX] = "";
+	int r;
+
+	if (c->topology_file && *c->topology_file)
+		r = topo_load_json_file(c->topology_file, ret, why);
+	else
+		r = topo_load_hwloc(c->sysfs_root && *c->sysfs_root ? c->sysfs_root : NULL, ret,
+				    why);
+	if (r < 0)
+		fprintf(stderr, "dra-cpu-driver: topology: %s\n", why[0] ? why : strerror(-r));
+	return r;
+}
+
+/* --dry-run: {"apiVersion":"v1","kind":"List","items":[slices]} on stdout. */
+static int print_slices(const struct cfg *c, const struct topo *t)
+{
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct json_object *list, *items = NULL;
+	struct slices_opts o = { .generation = 1 };
+	char node[256];
+	int r;
+
+	r = cfg_node_name(c, node, sizeof(node));
+	if (r < 0)
+		return r;
+	o.node = node;
+	r = devices_build(t, &c->reserved, c->device_mode, c->group_by, &d);
+	if (r < 0)
+		return r;
+	r = slices_build(d, &o, &items);
+	if (r < 0)
+		return r;
+	list = json_object_new_object();
+	if (!list) {
+		json_object_put(items);
+		return -ENOMEM;
+	}
+	json_object_object_add(list, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(list, "kind", json_object_new_string("List"));
+	json_object_object_add(list, "items", items);
+	puts(json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY |
+							  JSON_C_TO_STRING_SPACED |
+							  JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(list);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	_cleanup_(topo_freep) struct topo *t = NULL;
+	char err[CFG_ERR_MAX];
+	struct cfg c;
+	int r;
+
+	r = cfg_parse(&c, argc, argv, err);
+	if (r < 0) {
+		fprintf(stderr, "dra-cpu-driver: %s\n", err);
+		cfg_done(&c);
+		return 2;
+	}
+	switch (c.action) {
+	case CFG_HELP:
+		cfg_usage(stdout);
+		cfg_done(&c);
+		return 0;
+	case CFG_VERSION:
+		printf("dra-cpu-driver %s\n", DRA_CPU_VERSION);
+		cfg_done(&c);
+		return 0;
+	default:
+		break;
+	}
+
+	r = load_topology(&c, &t);
+	if (r < 0) {
+		cfg_done(&c);
+		return 2;
+	}
+	r = cfg_check_topology(&c, t, err);
+	if (r < 0) {
+		fprintf(stderr, "dra-cpu-driver: %s\n", err);
+		cfg_done(&c);
+		return 2;
+	}
+
+	switch (c.action) {
+	case CFG_PRINT_TOPOLOGY:
+		r = topo_write_json(t, stdout);
+		break;
+	case CFG_DRY_RUN:
+		r = print_slices(&c, t);
+		break;
+	default:
+		cfg_log(&c);
+		r = daemon_run(&c, t);
+		break;
+	}
+	if (r < 0 && c.action != CFG_RUN)
+		fprintf(stderr, "dra-cpu-driver: %s\n", strerror(-r));
+	cfg_done(&c);
+	return r < 0 ? 1 : 0;
 }

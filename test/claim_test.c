@@ -1,0 +1,173 @@
+/* claim: results for us, pool check, consumed capacity, opaque CPUConfig. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "claim.h"
+
+#define UID "6f0c1c4e-0000-4000-8000-000000000001"
+
+static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
+{
+	char buf[4096];
+	struct json_object *o;
+	int r;
+
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+		 "\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"" UID "\"},"
+		 "\"status\":{\"allocation\":%s}}",
+		 alloc_json);
+	o = json_tokener_parse(buf);
+	assert_non_null(o);
+	r = claim_parse(o, UID, "dra.cpu", "node-1", a, err);
+	json_object_put(o);
+	return r;
+}
+
+#define RES(req, drv, pool, dev) \
+	"{\"request\":\"" req "\",\"driver\":\"" drv "\",\"pool\":\"" pool "\",\"device\":\"" dev "\""
+
+static void test_claim_takes_only_our_results(void **st)
+{
+	struct claim_alloc a;
+	char err[CLAIM_ERR_MAX] = "";
+
+	assert_int_equal(parse("{\"devices\":{\"results\":["
+			       RES("gpu", "gpu.example.com", "node-1", "gpu0") "},"
+			       RES("cpu", "dra.cpu", "node-1", "cpudevnuma001")
+			       ",\"shareID\":\"a1b2\",\"consumedCapacity\":{\"dra.cpu/cpu\":\"10\"}}"
+			       "]}}", &a, err), 0);
+	assert_int_equal(a.n, 1);
+	assert_string_equal(a.results[0].request, "cpu");
+	assert_string_equal(a.results[0].device, "cpudevnuma001");
+	assert_string_equal(a.results[0].share_id, "a1b2");
+	assert_string_equal(a.results[0].consumed, "10");
+	assert_int_equal(a.results[0].config.policy, CLAIM_POLICY_PACKED);
+	assert_true(a.results[0].config.align_l3);
+	assert_false(a.results[0].config.full_cores);
+}
+
+static void test_claim_without_our_results_is_empty_success(void **st)
+{
+	struct claim_alloc a;
+	char err[CLAIM_ERR_MAX] = "";
+
+	assert_int_equal(parse("{\"devices\":{\"results\":[" RES("g", "x.example.com", "n", "d")
+			       "}]}}", &a, err), 0);
+	assert_int_equal(a.n, 0);
+	assert_int_equal(parse("{}", &a, err), 0);
+	assert_int_equal(a.n, 0);
+}
+
+static void test_claim_errors(void **st)
+{
+	static const struct {
+		const char *alloc, *why;
+	} bad[] = {
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-2", "cpudev000") "}]}}",
+		  "not this node's pool \"node-1\"" },
+		{ "{\"devices\":{\"results\":[{\"driver\":\"dra.cpu\",\"pool\":\"node-1\","
+		  "\"device\":\"x\"}]}}",
+		  "without request" },
+		{ "{\"devices\":{\"results\":{}}}", "results is not a list" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpudev000")
+		  ",\"consumedCapacity\":{\"dra.cpu/cpu\":{}}}]}}",
+		  "is not a quantity" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpudev000")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"policy\":\"random\"}}}]}}",
+		  "policy must be packed, spread-cores or distributed" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpudev000")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"fullcores\":true}}}]}}",
+		  "unknown field \"fullcores\"" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpudev000")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"dra.cpu/v1alpha1\",\"kind\":\"MemConfig\"}}}]}}",
+		  "kind must be \"CPUConfig\", got \"MemConfig\"" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpudev000")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"v1alpha1\",\"kind\":\"CPUConfig\"}}}]}}",
+		  "apiVersion must be \"dra.cpu/v1alpha1\"" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpudev000")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"alignL3\":\"yes\"}}}]}}",
+		  "alignL3 must be true or false" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct claim_alloc a;
+		char err[CLAIM_ERR_MAX] = "";
+
+		assert_int_equal(parse(bad[i].alloc, &a, err), -EINVAL);
+		if (!strstr(err, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].why);
+	}
+}
+
+static void test_claim_uid_mismatch_and_unallocated(void **st)
+{
+	struct json_object *o;
+	struct claim_alloc a;
+	char err[CLAIM_ERR_MAX] = "";
+
+	o = json_tokener_parse("{\"metadata\":{\"uid\":\"other\"},\"status\":{\"allocation\":{}}}");
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	assert_non_null(strstr(err, "deleted and recreated"));
+	json_object_put(o);
+	o = json_tokener_parse("{\"metadata\":{\"uid\":\"" UID "\"},\"status\":{}}");
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	assert_non_null(strstr(err, "not allocated"));
+	json_object_put(o);
+	o = json_tokener_parse("[1,2]");
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	json_object_put(o);
+}
+
+static void test_claim_config_applies_by_request_and_in_order(void **st)
+{
+	struct claim_alloc a;
+	char err[CLAIM_ERR_MAX] = "";
+
+	assert_int_equal(
+		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudevnuma000")
+		      "}," RES("b/sub", "dra.cpu", "node-1", "cpudevnuma001")
+		      "}],\"config\":["
+		      "{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{"
+		      "\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"fullCores\":true}}},"
+		      "{\"source\":\"FromClaim\",\"requests\":[\"b\"],\"opaque\":{\"driver\":\"dra.cpu\","
+		      "\"parameters\":{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+		      "\"policy\":\"distributed\",\"alignL3\":false}}},"
+		      "{\"requests\":[\"a\"],\"opaque\":{\"driver\":\"other.example.com\","
+		      "\"parameters\":{\"anything\":1}}}]}}",
+		      &a, err),
+		0);
+	assert_int_equal(a.n, 2);
+	assert_true(a.results[0].config.full_cores);
+	assert_int_equal(a.results[0].config.policy, CLAIM_POLICY_PACKED);
+	assert_true(a.results[0].config.align_l3);
+	assert_true(a.results[1].config.full_cores);
+	assert_int_equal(a.results[1].config.policy, CLAIM_POLICY_DISTRIBUTED);
+	assert_false(a.results[1].config.align_l3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_claim_takes_only_our_results),
+		cmocka_unit_test(test_claim_without_our_results_is_empty_success),
+		cmocka_unit_test(test_claim_errors),
+		cmocka_unit_test(test_claim_uid_mismatch_and_unallocated),
+		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

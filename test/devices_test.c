@@ -1,0 +1,180 @@
+/* devices: the enumeration contract and grouped devices. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cfg.h"
+#include "devices.h"
+#include "testutil.h"
+
+static struct cpuset cs(const char *s)
+{
+	struct cpuset c;
+
+	assert_int_equal(cpuset_parse(s, &c, NULL), 0);
+	return c;
+}
+
+static void test_devices_individual_siblings_follow_each_cpu(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 4, 2); /* 16 CPUs, sibling N+8 */
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	const int want[] = { 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15 };
+
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(d->n, 16);
+	for (int i = 0; i < 16; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "cpudev%03d", i);
+		assert_string_equal(d->v[i].name, name);
+		assert_int_equal(d->v[i].id, want[i]);
+		assert_ptr_equal(devices_find(d, name), &d->v[i]);
+	}
+	assert_true(d->smt);
+}
+
+static void test_devices_individual_reserved_cpu_zero_shifts_names(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 4, 2);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset reserved = cs("0");
+	const int want[] = { 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 8 };
+
+	assert_int_equal(devices_build(t, &reserved, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(d->n, 15);
+	for (int i = 0; i < 15; i++)
+		assert_int_equal(d->v[i].id, want[i]);
+	for (int i = 0; i < d->n; i++)
+		assert_int_not_equal(d->v[i].id, 0);
+}
+
+static void test_devices_individual_names_past_999_get_four_digits(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(4, 2, 64, 2); /* 1024 CPUs */
+	_cleanup_(devices_freep) struct devices *d = NULL;
+
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(d->n, 1024);
+	assert_string_equal(d->v[999].name, "cpudev999");
+	assert_string_equal(d->v[1000].name, "cpudev1000");
+	assert_ptr_equal(devices_find(d, "cpudev1000"), &d->v[1000]);
+	assert_int_equal(d->v[1].id, 512);
+	assert_int_equal(d->v[1].numa, 0);
+}
+
+static void test_devices_find_rejects_near_misses(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 4, 1);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	const char *bad[] = { "cpudev", "cpudev00", "cpudev0000", "cpudev004", "cpudev-01",
+			      "cpudev+01", "cpudev 01", "xcpudev000", "cpudev000x", "cpudevnuma000",
+			      "" };
+
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (devices_find(d, bad[i]))
+			fail_msg("'%s' resolved", bad[i]);
+	assert_non_null(devices_find(d, "cpudev003"));
+}
+
+static void test_devices_grouped_by_numa_socket_machine(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 2, 4, 2); /* 32 CPUs, 4 NUMA */
+	_cleanup_(devices_freep) struct devices *numa = NULL, *sock = NULL, *mach = NULL;
+	struct cpuset reserved = cs("0,16"), c;
+	char buf[64];
+
+	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, &numa), 0);
+	assert_int_equal(numa->n, 4);
+	assert_string_equal(numa->v[0].name, "cpudevnuma000");
+	assert_string_equal(numa->v[3].name, "cpudevnuma003");
+	assert_int_equal(numa->v[0].n_cpus, 6);
+	assert_int_equal(numa->v[1].n_cpus, 8);
+	assert_int_equal(numa->v[2].socket, 1);
+	device_cpus(&numa->v[0], &c);
+	cpuset_format(&c, buf, sizeof(buf));
+	assert_string_equal(buf, "1-3,17-19");
+
+	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &sock), 0);
+	assert_int_equal(sock->n, 2);
+	assert_string_equal(sock->v[1].name, "cpudevsocket001");
+	assert_int_equal(sock->v[0].n_cpus, 14);
+	assert_int_equal(sock->v[1].n_cpus, 16);
+
+	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_MACHINE, &mach), 0);
+	assert_int_equal(mach->n, 1);
+	assert_string_equal(mach->v[0].name, "cpudevmachine");
+	assert_int_equal(mach->v[0].n_cpus, 30);
+	assert_ptr_equal(devices_find(mach, "cpudevmachine"), &mach->v[0]);
+}
+
+static void test_devices_group_with_everything_reserved_is_skipped(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 2, 1); /* 4 CPUs, 2 NUMA */
+	_cleanup_(devices_freep) struct devices *d = NULL, *none = NULL;
+	struct cpuset reserved = cs("0-1"), all = cs("0-3");
+
+	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, &d), 0);
+	assert_int_equal(d->n, 1);
+	assert_string_equal(d->v[0].name, "cpudevnuma001");
+	assert_int_equal(devices_build(t, &all, CFG_MODE_GROUPED, 0, &none), -EINVAL);
+	assert_null(none);
+}
+
+static void test_devices_cpus_without_numa_or_socket_count_as_zero(void **st)
+{
+	struct topo_cpu cpus[] = {
+		{ .cpu = 0, .core = 0, .numa = -1, .socket = -1, .l3 = -1 },
+		{ .cpu = 1, .core = 0, .numa = -1, .socket = -1, .l3 = -1 },
+	};
+	_cleanup_(topo_freep) struct topo *t = NULL;
+	_cleanup_(devices_freep) struct devices *d = NULL, *s = NULL;
+
+	assert_int_equal(topo_build(cpus, 2, NULL, &t, NULL), 0);
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, &d), 0);
+	assert_string_equal(d->v[0].name, "cpudevnuma000");
+	assert_int_equal(d->v[0].n_cpus, 2);
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &s), 0);
+	assert_string_equal(s->v[0].name, "cpudevsocket000");
+}
+
+static void test_devices_socket_ids_beyond_the_cpu_limit(void **st)
+{
+	/* Kunpeng 920 reports packages 36 and 8442. */
+	struct topo_cpu cpus[] = {
+		{ .cpu = 0, .core = 0, .numa = 0, .socket = 8442, .l3 = 0 },
+		{ .cpu = 1, .core = 1, .numa = 1, .socket = 36, .l3 = 1 },
+	};
+	_cleanup_(topo_freep) struct topo *t = NULL;
+	_cleanup_(devices_freep) struct devices *d = NULL;
+
+	assert_int_equal(topo_build(cpus, 2, NULL, &t, NULL), 0);
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &d), 0);
+	assert_int_equal(d->n, 2);
+	assert_string_equal(d->v[0].name, "cpudevsocket036");
+	assert_string_equal(d->v[1].name, "cpudevsocket8442");
+	assert_ptr_equal(devices_find(d, "cpudevsocket8442"), &d->v[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_devices_individual_siblings_follow_each_cpu),
+		cmocka_unit_test(test_devices_individual_reserved_cpu_zero_shifts_names),
+		cmocka_unit_test(test_devices_individual_names_past_999_get_four_digits),
+		cmocka_unit_test(test_devices_find_rejects_near_misses),
+		cmocka_unit_test(test_devices_grouped_by_numa_socket_machine),
+		cmocka_unit_test(test_devices_group_with_everything_reserved_is_skipped),
+		cmocka_unit_test(test_devices_cpus_without_numa_or_socket_count_as_zero),
+		cmocka_unit_test(test_devices_socket_ids_beyond_the_cpu_limit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

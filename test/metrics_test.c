@@ -1,0 +1,182 @@
+/* metrics: registry semantics and the exact text exposition. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event2/buffer.h>
+
+#include "metrics.h"
+
+static char *render(struct metrics *m)
+{
+	struct evbuffer *b = evbuffer_new();
+	size_t n;
+	char *s;
+
+	assert_non_null(b);
+	assert_int_equal(metrics_render(m, b), 0);
+	n = evbuffer_get_length(b);
+	s = calloc(1, n + 1);
+	assert_non_null(s);
+	evbuffer_remove(b, s, n);
+	evbuffer_free(b);
+	return s;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("missing:\n%s\nin:\n%s", needle, hay);
+}
+
+static void test_metrics_counter_and_gauge_render(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	struct metric *c, *g;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	c = metrics_counter(m, "dra_cpu_prepare_claims_total", "Claims prepared.", "result");
+	g = metrics_gauge(m, "dra_cpu_allocated_cpus", "CPUs held by claims.", NULL);
+	assert_non_null(c);
+	assert_non_null(g);
+	metric_series_add(metric_with(c, "success", NULL), 2);
+	metric_series_add(metric_with(c, "error", NULL), 1);
+	metric_series_add(metric_with(c, "success", NULL), 1);
+	metric_set(g, 12);
+	s = render(m);
+	assert_string_equal(s, "# HELP dra_cpu_prepare_claims_total Claims prepared.\n"
+			       "# TYPE dra_cpu_prepare_claims_total counter\n"
+			       "dra_cpu_prepare_claims_total{result=\"success\"} 3\n"
+			       "dra_cpu_prepare_claims_total{result=\"error\"} 1\n"
+			       "# HELP dra_cpu_allocated_cpus CPUs held by claims.\n"
+			       "# TYPE dra_cpu_allocated_cpus gauge\n"
+			       "dra_cpu_allocated_cpus 12\n");
+	free(s);
+}
+
+static void test_metrics_unlabelled_family_shows_zero_before_use(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	assert_non_null(metrics_gauge(m, "dra_cpu_bpf_loaded", "BPF state.", NULL));
+	s = render(m);
+	assert_contains(s, "\ndra_cpu_bpf_loaded 0\n");
+	free(s);
+}
+
+static void test_metrics_histogram_buckets_are_cumulative(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	const double b[] = { 0.001, 0.01, 0.1 };
+	struct metric *h;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	h = metrics_histogram(m, "lat_seconds", "Latency.", NULL, b, 3);
+	assert_non_null(h);
+	metric_observe(h, 0.0005);
+	metric_observe(h, 0.005);
+	metric_observe(h, 0.005);
+	metric_observe(h, 5);
+	s = render(m);
+	assert_contains(s, "lat_seconds_bucket{le=\"0.001\"} 1\n"
+			   "lat_seconds_bucket{le=\"0.01\"} 3\n"
+			   "lat_seconds_bucket{le=\"0.1\"} 3\n"
+			   "lat_seconds_bucket{le=\"+Inf\"} 4\n"
+			   "lat_seconds_sum 5.0105\n"
+			   "lat_seconds_count 4\n");
+	free(s);
+}
+
+static void test_metrics_labelled_histogram_and_escaping(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	const double b[] = { 1 };
+	struct metric *h, *c;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	h = metrics_histogram(m, "h", "Help with \\ and\nnewline.", "cpu,kind", b, 1);
+	metric_series_observe(metric_with(h, "3", "user", NULL), 0.5);
+	c = metrics_counter(m, "c_total", "x", "v");
+	metric_series_add(metric_with(c, "a\"b\\c\nd", NULL), 1);
+	s = render(m);
+	assert_contains(s, "# HELP h Help with \\\\ and\\nnewline.\n");
+	assert_contains(s, "h_bucket{cpu=\"3\",kind=\"user\",le=\"1\"} 1\n");
+	assert_contains(s, "h_count{cpu=\"3\",kind=\"user\"} 1\n");
+	assert_contains(s, "c_total{v=\"a\\\"b\\\\c\\nd\"} 1\n");
+	free(s);
+}
+
+static void test_metrics_rejects_bad_names_and_label_counts(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	const double bad[] = { 2, 1 };
+	struct metric *c;
+
+	assert_int_equal(metrics_new(&m), 0);
+	assert_null(metrics_counter(m, "9bad", "x", NULL));
+	assert_null(metrics_counter(m, "bad-name", "x", NULL));
+	assert_null(metrics_counter(m, "ok", "x", "bad label"));
+	assert_null(metrics_histogram(m, "h", "x", NULL, bad, 2));
+	c = metrics_counter(m, "two_total", "x", "a,b");
+	assert_non_null(c);
+	assert_null(metric_with(c, "1", NULL));
+	assert_null(metric_with(c, "1", "2", "3", NULL));
+	assert_non_null(metric_with(c, "1", "2", NULL));
+	/* same name, same type: the same family; other type: refused */
+	assert_ptr_equal(metrics_counter(m, "two_total", "x", "a,b"), c);
+	assert_null(metrics_gauge(m, "two_total", "x", NULL));
+	/* NULL-safe calls */
+	metric_add(NULL, 1);
+	metric_series_add(NULL, 1);
+}
+
+static void collect(struct metrics *m, void *ud)
+{
+	struct metric *g = ud;
+	static int calls;
+
+	metric_reset(g);
+	metric_series_set(metric_with(g, calls++ % 2 ? "odd" : "even", NULL), 7);
+}
+
+static void test_metrics_collectors_run_before_render_and_reset_hides(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	struct metric *g;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	g = metrics_gauge(m, "g", "x", "k");
+	assert_int_equal(metrics_add_collector(m, collect, g), 0);
+	s = render(m);
+	assert_contains(s, "g{k=\"even\"} 7\n");
+	free(s);
+	s = render(m);
+	assert_contains(s, "g{k=\"odd\"} 7\n");
+	assert_null(strstr(s, "even"));
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_metrics_counter_and_gauge_render),
+		cmocka_unit_test(test_metrics_unlabelled_family_shows_zero_before_use),
+		cmocka_unit_test(test_metrics_histogram_buckets_are_cumulative),
+		cmocka_unit_test(test_metrics_labelled_histogram_and_escaping),
+		cmocka_unit_test(test_metrics_rejects_bad_names_and_label_counts),
+		cmocka_unit_test(test_metrics_collectors_run_before_render_and_reset_hides),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,422 @@
+/* state: reservations, commit order, recovery from CDI specs and checkpoint. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "log.h"
+#include "state.h"
+
+static char root[64], cdi_dir[96], state_dir[96];
+
+static int setup(void **st)
+{
+	snprintf(root, sizeof(root), "/dev/shm/state-test.XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	snprintf(cdi_dir, sizeof(cdi_dir), "%s/cdi", root);
+	snprintf(state_dir, sizeof(state_dir), "%s/state", root);
+	log_set_level(LOG_ERROR);
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct cpuset cs(const char *s)
+{
+	struct cpuset c;
+
+	assert_int_equal(cpuset_parse(s, &c, NULL), 0);
+	return c;
+}
+
+static struct state *open_state(const char *allocatable)
+{
+	struct state_opts o = { .cdi_dir = cdi_dir, .state_dir = state_dir,
+				.allocatable = cs(allocatable) };
+	struct state *s = NULL;
+
+	assert_int_equal(state_new(&o, &s), 0);
+	assert_int_equal(state_load(s), 0);
+	return s;
+}
+
+/* A claim with one result per list given. */
+static int add(struct state *s, const char *uid, const char *ns, const char *name, ...)
+{
+	struct state_result res[4];
+	struct state_claim c;
+	char why[STATE_ERR_MAX];
+	const char *l;
+	va_list ap;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.uid, sizeof(c.uid), "%s", uid);
+	snprintf(c.ns, sizeof(c.ns), "%s", ns);
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	c.results = res;
+	va_start(ap, name);
+	while ((l = va_arg(ap, const char *))) {
+		memset(&res[c.n_results], 0, sizeof(res[0]));
+		snprintf(res[c.n_results].request, STATE_REQUEST_MAX, "req%d", c.n_results);
+		snprintf(res[c.n_results].device, STATE_DEVICE_MAX, "cpudevnuma000");
+		res[c.n_results].cpus = cs(l);
+		c.n_results++;
+	}
+	va_end(ap);
+	return state_claim_add(s, &c, why);
+}
+
+static void assert_pool(struct state *s, const char *want)
+{
+	struct cpuset p;
+	char buf[128];
+
+	state_shared_pool(s, &p);
+	cpuset_format(&p, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+}
+
+static int spec_exists(const char *uid)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/dra.k8s.io-cpu_claim-%s.json", cdi_dir, uid);
+	return access(path, F_OK) == 0;
+}
+
+static void test_state_add_reserves_writes_spec_and_shrinks_pool(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("1-7");
+	const struct state_claim *c;
+
+	assert_pool(s, "1-7");
+	assert_int_equal(add(s, "u1", "ns", "db", "2-3", "6", NULL), 0);
+	assert_pool(s, "1,4-5,7");
+	assert_true(spec_exists("u1"));
+	c = state_claim(s, "u1");
+	assert_non_null(c);
+	assert_int_equal(cpuset_count(&c->cpus), 3);
+	assert_int_equal(c->n_results, 2);
+	assert_string_equal(c->name, "db");
+	assert_int_equal(state_claim_count(s), 1);
+}
+
+static void test_state_add_refuses_overlap_duplicates_and_foreign_cpus(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("1-7");
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	assert_int_equal(add(s, "u2", "ns", "b", "3-4", NULL), -EBUSY);
+	assert_int_equal(add(s, "u1", "ns", "a", "5", NULL), -EEXIST);
+	assert_int_equal(add(s, "u3", "ns", "c", "0", NULL), -EINVAL);  /* reserved */
+	assert_int_equal(add(s, "u4", "ns", "d", "9", NULL), -EINVAL);  /* offline */
+	assert_int_equal(add(s, "u5", "ns", "e", "5", "5-6", NULL), -EINVAL); /* own overlap */
+	assert_int_equal(add(s, "../x", "ns", "f", "5", NULL), -EINVAL);
+	assert_false(spec_exists("u2"));
+	assert_pool(s, "1,4-7");
+	assert_int_equal(state_claim_count(s), 1);
+}
+
+static void test_state_add_rolls_back_when_the_spec_cannot_be_written(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-3");
+	char cmd[256];
+	FILE *f;
+
+	/* The CDI dir turns into a regular file after start. */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", cdi_dir);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(cdi_dir, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(add(s, "u1", "ns", "a", "1", NULL), -ENOTDIR);
+	assert_null(state_claim(s, "u1"));
+	assert_pool(s, "0-3");
+}
+
+static void test_state_remove_deletes_spec_then_releases(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	assert_int_equal(state_claim_remove(s, "u1"), 0);
+	assert_false(spec_exists("u1"));
+	assert_null(state_claim(s, "u1"));
+	assert_pool(s, "0-7");
+	/* unknown: idempotent */
+	assert_int_equal(state_claim_remove(s, "u1"), 0);
+	assert_int_equal(state_claim_remove(s, "never"), 0);
+}
+
+static void test_state_remove_keeps_reservation_when_spec_removal_fails(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+	char path[256];
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	/* Replace the spec file by a non-empty directory: unlink fails (EISDIR). */
+	snprintf(path, sizeof(path), "%s/dra.k8s.io-cpu_claim-u1.json", cdi_dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_not_equal(state_claim_remove(s, "u1"), 0);
+	assert_non_null(state_claim(s, "u1"));
+	assert_pool(s, "0-1,4-7");
+	rmdir(path);
+}
+
+static void test_state_restart_restores_claims_and_metadata(void **st)
+{
+	struct state *s = open_state("0-15");
+
+	assert_int_equal(add(s, "u1", "team-a", "db", "2-3", "8-9", NULL), 0);
+	assert_int_equal(add(s, "u2", "team-b", "web", "4", NULL), 0);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-1", "main"), 0);
+	state_free(s);
+
+	s = open_state("0-15");
+	const struct state_claim *c = state_claim(s, "u1");
+	assert_non_null(c);
+	assert_string_equal(c->ns, "team-a");
+	assert_string_equal(c->name, "db");
+	assert_int_equal(c->n_results, 2);
+	assert_string_equal(c->owner_pod, "pod-1");
+	assert_string_equal(c->owner_container, "main");
+	assert_non_null(state_claim(s, "u2"));
+	assert_pool(s, "0-1,5-7,10-15");
+	/* the next claim cannot get a restored claim's CPUs */
+	assert_int_equal(add(s, "u3", "x", "y", "3", NULL), -EBUSY);
+	state_free(s);
+}
+
+static void test_state_restart_without_checkpoint_uses_cdi_specs(void **st)
+{
+	struct state *s = open_state("0-7");
+	char path[256];
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	state_free(s);
+	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
+	assert_int_equal(unlink(path), 0);
+	s = open_state("0-7");
+	assert_non_null(state_claim(s, "u1"));
+	assert_string_equal(state_claim(s, "u1")->ns, "");
+	assert_pool(s, "0-1,4-7");
+	state_free(s);
+}
+
+static void test_state_restart_drops_checkpoint_entries_without_spec(void **st)
+{
+	struct state *s = open_state("0-7");
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	state_free(s);
+	/* the spec went away (Unprepare committed) but the checkpoint was not rewritten */
+	assert_int_equal(cdi_spec_remove(cdi_dir, "u1"), 0);
+	s = open_state("0-7");
+	assert_null(state_claim(s, "u1"));
+	assert_pool(s, "0-7");
+	state_free(s);
+}
+
+static void test_state_restart_quarantines_conflicting_specs(void **st)
+{
+	struct state *s;
+	struct cpuset a = cs("2-3"), b = cs("3-4"), r = cs("0");
+
+	assert_int_equal(mkdir(cdi_dir, 0755), 0);
+	assert_int_equal(cdi_spec_write(cdi_dir, "aaa", &a), 0);
+	assert_int_equal(cdi_spec_write(cdi_dir, "bbb", &b), 0);
+	assert_int_equal(cdi_spec_write(cdi_dir, "ccc", &r), 0); /* CPU 0 now reserved */
+	s = open_state("1-7");
+	/* one of aaa/bbb is restored, the other quarantined; CPUs 2-4 never shared */
+	assert_int_equal(state_claim_count(s), 1);
+	assert_null(state_claim(s, "ccc"));
+	assert_pool(s, "1,5-7");
+	assert_int_equal(add(s, "ddd", "ns", "d", "4", NULL), -EBUSY);
+	state_free(s);
+}
+
+static void test_state_bad_checkpoint_is_ignored_not_fatal(void **st)
+{
+	struct state *s = open_state("0-7");
+	char path[256];
+	FILE *f;
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2", NULL), 0);
+	state_free(s);
+	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"version\":1,\"claims\":[{\"uid\":42}]}", f);
+	fclose(f);
+	s = open_state("0-7");
+	assert_non_null(state_claim(s, "u1"));
+	state_free(s);
+	struct stat stt;
+	assert_int_equal(stat(state_dir, &stt), 0);
+	assert_int_equal(stt.st_mode & 0777, 0700);
+}
+
+static void test_state_bind_one_owner_per_claim(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2", NULL), 0);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-1", "c1"), 0);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-1", "c1"), 0);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-1", "c2"), -EBUSY);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-2", "c1"), -EBUSY);
+	assert_int_equal(state_claim_bind(s, "nope", "pod-1", "c1"), -ENOENT);
+}
+
+struct counts {
+	int added, removed, bound;
+};
+
+static void observe(void *ud, enum state_event ev, const struct state_claim *c)
+{
+	struct counts *n = ud;
+
+	if (ev == STATE_CLAIM_ADDED)
+		n->added++;
+	else if (ev == STATE_CLAIM_REMOVED)
+		n->removed++;
+	else
+		n->bound++;
+}
+
+static void test_state_observers_see_committed_changes_only(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+	struct counts n = { 0 };
+
+	assert_int_equal(state_add_observer(s, observe, &n), 0);
+	assert_int_equal(add(s, "u1", "ns", "a", "2", NULL), 0);
+	assert_int_equal(add(s, "u2", "ns", "b", "2", NULL), -EBUSY);
+	assert_int_equal(state_claim_bind(s, "u1", "p", "c"), 0);
+	assert_int_equal(state_claim_remove(s, "u1"), 0);
+	assert_int_equal(n.added, 1);
+	assert_int_equal(n.bound, 1);
+	assert_int_equal(n.removed, 1);
+}
+
+static void test_state_table_handles_the_claim_cap(void **st)
+{
+	struct state_opts o = { .cdi_dir = cdi_dir, .state_dir = state_dir };
+	_cleanup_(state_freep) struct state *s = NULL;
+	struct state_claim c;
+	char why[STATE_ERR_MAX];
+
+	/* Empty claims (no CPUs) are legal and cheap: exercise the table alone. */
+	assert_int_equal(state_new(&o, &s), 0);
+	assert_int_equal(state_load(s), 0);
+	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < STATE_MAX_CLAIMS; i++) {
+		snprintf(c.uid, sizeof(c.uid), "uid-%d", i);
+		if (state_claim_add(s, &c, why) != 0)
+			fail_msg("add %d: %s", i, why);
+	}
+	snprintf(c.uid, sizeof(c.uid), "one-too-many");
+	assert_int_equal(state_claim_add(s, &c, why), -E2BIG);
+	for (int i = 0; i < STATE_MAX_CLAIMS; i += 2) {
+		snprintf(c.uid, sizeof(c.uid), "uid-%d", i);
+		assert_int_equal(state_claim_remove(s, c.uid), 0);
+	}
+	for (int i = 0; i < STATE_MAX_CLAIMS; i++) {
+		snprintf(c.uid, sizeof(c.uid), "uid-%d", i);
+		if ((state_claim(s, c.uid) != NULL) != (i % 2 == 1))
+			fail_msg("lookup %d wrong after deletions", i);
+	}
+	assert_int_equal(state_claim_count(s), STATE_MAX_CLAIMS / 2);
+}
+
+static int guard_nonempty(void *ud, const struct cpuset *after, char *why)
+{
+	if (!cpuset_is_empty(after))
+		return 0;
+	snprintf(why, STATE_ERR_MAX, "would empty the pool");
+	return -ENOSPC;
+}
+
+static void test_state_guard_can_refuse_a_claim(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-3");
+
+	state_set_guard(s, guard_nonempty, NULL);
+	assert_int_equal(add(s, "u1", "ns", "a", "0-2", NULL), 0);
+	assert_int_equal(add(s, "u2", "ns", "b", "3", NULL), -ENOSPC);
+	assert_false(spec_exists("u2"));
+	assert_pool(s, "3");
+}
+
+static int count_cb(void *ud, const struct state_claim *c)
+{
+	(*(int *)ud)++;
+	return 0;
+}
+
+static void test_state_checkpoint_parse_rejects_malformed(void **st)
+{
+	const char *bad[] = {
+		"",
+		"[]",
+		"{\"version\":2,\"claims\":[]}",
+		"{\"version\":1}",
+		"{\"version\":1,\"claims\":[{}]}",
+		"{\"version\":1,\"claims\":[{\"uid\":\"a/b\",\"namespace\":\"\",\"name\":\"\","
+		"\"cpus\":\"1\",\"ownerPod\":\"\",\"ownerContainer\":\"\",\"results\":[]}]}",
+		"{\"version\":1,\"claims\":[{\"uid\":\"a\",\"namespace\":\"\",\"name\":\"\","
+		"\"cpus\":\"1-\",\"ownerPod\":\"\",\"ownerContainer\":\"\",\"results\":[]}]}",
+		"{\"version\":1,\"claims\":[{\"uid\":\"a\",\"namespace\":\"\",\"name\":\"\","
+		"\"cpus\":\"1\",\"ownerPod\":\"\",\"ownerContainer\":\"\",\"results\":[{}]}]}",
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char why[STATE_ERR_MAX] = "";
+
+		if (state_checkpoint_parse(bad[i], strlen(bad[i]), count_cb, &n, why) != -EPROTO)
+			fail_msg("case %zu accepted", i);
+		assert_true(why[0] != 0);
+	}
+	assert_int_equal(n, 0);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_state_add_reserves_writes_spec_and_shrinks_pool),
+		T(test_state_add_refuses_overlap_duplicates_and_foreign_cpus),
+		T(test_state_add_rolls_back_when_the_spec_cannot_be_written),
+		T(test_state_remove_deletes_spec_then_releases),
+		T(test_state_remove_keeps_reservation_when_spec_removal_fails),
+		T(test_state_restart_restores_claims_and_metadata),
+		T(test_state_restart_without_checkpoint_uses_cdi_specs),
+		T(test_state_restart_drops_checkpoint_entries_without_spec),
+		T(test_state_restart_quarantines_conflicting_specs),
+		T(test_state_bad_checkpoint_is_ignored_not_fatal),
+		T(test_state_bind_one_owner_per_claim),
+		T(test_state_observers_see_committed_changes_only),
+		T(test_state_table_handles_the_claim_cap),
+		T(test_state_checkpoint_parse_rejects_malformed),
+		T(test_state_guard_can_refuse_a_claim),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,42 @@
+/* Helpers shared by unit tests (header-only, test code only). */
+#pragma once
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "topo.h"
+
+/* A regular machine: sockets x numa_per_socket x cores_per_numa x threads,
+ * numbered like Linux does on x86 (thread t of core c is CPU c + t * n_cores),
+ * one L3 per NUMA node. Fails the test on error. */
+static inline struct topo *testutil_topo(int sockets, int numa_per_socket, int cores_per_numa,
+					 int threads)
+{
+	int n_cores = sockets * numa_per_socket * cores_per_numa;
+	int n = n_cores * threads;
+	struct topo_cpu *cpus = calloc((size_t)n, sizeof(*cpus));
+	struct topo *t = NULL;
+	char why[TOPO_ERR_MAX];
+
+	if (!cpus)
+		abort();
+	for (int core = 0; core < n_cores; core++)
+		for (int th = 0; th < threads; th++) {
+			struct topo_cpu *c = &cpus[core + th * n_cores];
+			int numa = core / cores_per_numa;
+
+			c->cpu = core + th * n_cores;
+			c->core = core;
+			c->core_id = core % (numa_per_socket * cores_per_numa);
+			c->numa = numa;
+			c->socket = numa / numa_per_socket;
+			c->l3 = numa;
+			c->type = TOPO_CORE_STANDARD;
+		}
+	if (topo_build(cpus, n, NULL, &t, why) < 0) {
+		fprintf(stderr, "testutil_topo: %s\n", why);
+		abort();
+	}
+	free(cpus);
+	return t;
+}

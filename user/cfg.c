@@ -1,0 +1,439 @@
+/* The option table and its parser. See cfg.h for precedence and syntax. */
+#include "cfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOG_MOD "cfg"
+#include "log.h"
+#include "topo.h"
+
+/* Longest unix socket path: sizeof(sun_path) - 1. */
+#define SOCKET_PATH_MAX 107
+#define REG_SOCKET_SUFFIX "/plugins_registry/dra.cpu-reg.sock"
+#define DRA_SOCKET_SUFFIX "/plugins/dra.cpu/dra.sock"
+
+enum opt_type { OPT_STRING, OPT_BOOL, OPT_INT, OPT_ENUM, OPT_CPUSET, OPT_ACTION };
+
+struct opt {
+	const char *name;
+	const char *alias;
+	enum opt_type type;
+	size_t off;	     /* into struct cfg */
+	const char *def;     /* default, as text */
+	int min, max;	     /* OPT_INT */
+	const char *const *values; /* OPT_ENUM, NULL-terminated; index stored */
+	int action;	     /* OPT_ACTION */
+	const char *help;
+};
+
+static const char *const device_modes[] = { "grouped", "individual", NULL };
+static const char *const group_bys[] = { "numanode", "socket", "machine", NULL };
+static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
+
+#define F(field) offsetof(struct cfg, field)
+
+static const struct opt opts[] = {
+	{ "cpu-device-mode", NULL, OPT_ENUM, F(device_mode), "grouped", 0, 0, device_modes, 0,
+	  "Publish one device per CPU (individual) or per group with consumable capacity (grouped)." },
+	{ "group-by", "cpu-device-group-by", OPT_ENUM, F(group_by), "numanode", 0, 0, group_bys, 0,
+	  "Grouped mode: one device per NUMA node, per socket, or one for the machine." },
+	{ "reserved-cpus", NULL, OPT_CPUSET, F(reserved_cpus_str), "", 0, 0, NULL, 0,
+	  "CPUs never published, allocated or shared (list format, e.g. 0,32)." },
+	{ "hostname-override", NULL, OPT_STRING, F(hostname_override), "", 0, 0, NULL, 0,
+	  "Node name (default: $NODE_NAME, else the hostname)." },
+	{ "sysfs-root", NULL, OPT_STRING, F(sysfs_root), "", 0, 0, NULL, 0,
+	  "Discover the topology from a sysfs capture in DIR (holding sys/) instead of this machine." },
+	{ "topology-file", NULL, OPT_STRING, F(topology_file), "", 0, 0, NULL, 0,
+	  "Use a topology JSON file (the --print-topology format) instead of discovery." },
+	{ "kubeconfig", NULL, OPT_STRING, F(kubeconfig), "", 0, 0, NULL, 0,
+	  "Kubeconfig for running outside the cluster (default: in-cluster config)." },
+	{ "allow-insecure-kubeconfig", NULL, OPT_BOOL, F(allow_insecure_kubeconfig), "false", 0,
+	  0, NULL, 0, "Accept a kubeconfig with insecure-skip-tls-verify or an http:// server." },
+	{ "kubelet-root-dir", NULL, OPT_STRING, F(kubelet_root_dir), "/var/lib/kubelet", 0, 0,
+	  NULL, 0, "Kubelet root; sockets go to plugins_registry/ and plugins/dra.cpu/ under it." },
+	{ "kubelet-registration", NULL, OPT_BOOL, F(kubelet_registration), "true", 0, 0, NULL, 0,
+	  "Wait for the kubelet to confirm registration before /healthz turns 200." },
+	{ "cdi-dir", NULL, OPT_STRING, F(cdi_dir), "/var/run/cdi", 0, 0, NULL, 0,
+	  "Directory of CDI specs (one per prepared claim: the durable record)." },
+	/* The checkpoint annotates the CDI specs and must live exactly as long as
+	 * they do: both sit on the runtime tmpfs, gone together at reboot, when
+	 * the kubelet prepares every claim again. tmpfs also makes the fsync of
+	 * each commit free, which keeps Prepare well under a millisecond. */
+	{ "state-dir", NULL, OPT_STRING, F(state_dir), "/var/run/dra-cpu", 0, 0, NULL, 0,
+	  "Directory of the checkpoint (mode 0700); keep it on the same tmpfs as --cdi-dir." },
+	{ "nri", NULL, OPT_BOOL, F(nri), "true", 0, 0, NULL, 0,
+	  "Run the NRI plugin (pinning and the shared pool)." },
+	{ "nri-socket", NULL, OPT_STRING, F(nri_socket), "/var/run/nri/nri.sock", 0, 0, NULL, 0,
+	  "NRI socket of the container runtime." },
+	{ "nri-push-updates", NULL, OPT_BOOL, F(nri_push_updates), "true", 0, 0, NULL, 0,
+	  "Widen shared containers right after Unprepare (turn off for NRI older than 0.12.1)." },
+	{ "bpf", NULL, OPT_BOOL, F(bpf), "true", 0, 0, NULL, 0,
+	  "Load the eBPF pinning checks." },
+	{ "pinning-enforcement", NULL, OPT_ENUM, F(pinning_enforcement), "audit", 0, 0,
+	  enforcements, 0,
+	  "audit: report violations; remediate: also move host tasks off exclusive CPUs; deny: "
+	  "also refuse affinity escapes with BPF LSM where available." },
+	{ "contention-histogram", NULL, OPT_BOOL, F(contention_histogram), "true", 0, 0, NULL, 0,
+	  "Measure run-queue latency on shared CPUs with BPF." },
+	{ "bind-address", NULL, OPT_STRING, F(bind_address), ":8080", 0, 0, NULL, 0,
+	  "HTTP address for /healthz, /readyz and /metrics (host:port, :port)." },
+	{ "v", NULL, OPT_INT, F(verbosity), "0", 0, 9, NULL, 0,
+	  "Log verbosity: 0 info, 1-2 debug, 3+ trace." },
+	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
+	  "Print the discovered topology as JSON and exit." },
+	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
+	  "Print the ResourceSlices this node would publish (a JSON List) and exit." },
+	{ "help", "h", OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_HELP, "Show this help and exit." },
+	{ "version", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_VERSION,
+	  "Print the version and exit." },
+};
+
+static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, CFG_ERR_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static const char *env_name(const struct opt *o, char buf[static 64])
+{
+	size_t i = 0;
+
+	for (const char *p = "DRA_CPU_"; *p; p++)
+		buf[i++] = *p;
+	for (const char *p = o->name; *p && i < 63; p++)
+		buf[i++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+	buf[i] = 0;
+	return buf;
+}
+
+static int parse_bool(const char *v, bool *ret)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "1"))
+		*ret = true;
+	else if (!strcmp(v, "false") || !strcmp(v, "0"))
+		*ret = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static void enum_list(const struct opt *o, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; o->values[i] && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "|" : "", o->values[i]);
+}
+
+/* Stores text value v for option o; src names where it came from for errors. */
+static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src, char *err)
+{
+	void *field = (char *)c + o->off;
+	char tmp[128];
+
+	switch (o->type) {
+	case OPT_STRING:
+	case OPT_CPUSET: {
+		char *s = strdup(v), **dst = field;
+
+		if (!s)
+			return -ENOMEM;
+		free(*dst);
+		*dst = s;
+		if (o->type == OPT_CPUSET) {
+			char why[CPUSET_ERR_MAX];
+
+			if (cpuset_parse(v, &c->reserved, why) < 0)
+				return fail(err, "%s %s: invalid CPU list '%s': %s", src, o->name, v,
+					    why);
+		}
+		return 0;
+	}
+	case OPT_BOOL:
+		if (parse_bool(v, field) < 0)
+			return fail(err, "%s %s: '%s' is not a boolean (true|false)", src, o->name,
+				    v);
+		return 0;
+	case OPT_INT: {
+		char *end;
+		long n;
+
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (!*v || *end || errno || n < o->min || n > o->max)
+			return fail(err, "%s %s: '%s' is not an integer in %d..%d", src, o->name, v,
+				    o->min, o->max);
+		*(int *)field = (int)n;
+		return 0;
+	}
+	case OPT_ENUM:
+		for (int i = 0; o->values[i]; i++)
+			if (!strcmp(v, o->values[i])) {
+				*(int *)field = i;
+				return 0;
+			}
+		enum_list(o, tmp, sizeof(tmp));
+		return fail(err, "%s %s: unknown value '%s' (one of %s)", src, o->name, v, tmp);
+	case OPT_ACTION:
+		c->action = o->action;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const struct opt *find_opt(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		const struct opt *o = &opts[i];
+
+		if ((strlen(o->name) == len && !strncmp(o->name, name, len)) ||
+		    (o->alias && strlen(o->alias) == len && !strncmp(o->alias, name, len)))
+			return o;
+	}
+	return NULL;
+}
+
+static int check_kubelet_root(const struct cfg *c, char *err)
+{
+	const char *root = c->kubelet_root_dir;
+	size_t len = strlen(root);
+
+	if (root[0] != '/')
+		return fail(err, "flag kubelet-root-dir: '%s' must be an absolute path", root);
+	while (len > 1 && root[len - 1] == '/')
+		len--;
+	if (len + strlen(REG_SOCKET_SUFFIX) > SOCKET_PATH_MAX)
+		return fail(err,
+			    "flag kubelet-root-dir: '%s' is too long: the registration socket "
+			    "path would exceed %d bytes",
+			    root, SOCKET_PATH_MAX);
+	return 0;
+}
+
+static bool is_set(const char *s)
+{
+	return s && *s;
+}
+
+int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
+{
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	err[0] = 0;
+
+	/* defaults, then environment */
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		const struct opt *o = &opts[i];
+		char name[64];
+		const char *env;
+
+		if (o->type == OPT_ACTION)
+			continue;
+		r = set_opt(c, o, o->def, "default", err);
+		if (r < 0)
+			return r;
+		env = getenv(env_name(o, name));
+		if (env) {
+			char src[80];
+
+			(void)snprintf(src, sizeof(src), "env %s:", name);
+			r = set_opt(c, o, env, src, err);
+			if (r < 0)
+				return r;
+		}
+	}
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *name, *eq, *val = NULL;
+		const struct opt *o;
+		bool neg = false;
+		size_t len;
+
+		if (a[0] != '-' || !a[1])
+			return fail(err, "unexpected argument '%s' (see --help)", a);
+		name = a + 1 + (a[1] == '-');
+		eq = strchr(name, '=');
+		len = eq ? (size_t)(eq - name) : strlen(name);
+		o = find_opt(name, len);
+		if (!o && len > 3 && !strncmp(name, "no-", 3)) {
+			o = find_opt(name + 3, len - 3);
+			neg = o && o->type == OPT_BOOL;
+			if (!neg)
+				o = NULL;
+		}
+		if (!o)
+			return fail(err, "unknown flag '%.*s' (see --help)", (int)len, name);
+		if (eq)
+			val = eq + 1;
+		if (o->type == OPT_BOOL || o->type == OPT_ACTION) {
+			if (neg && eq)
+				return fail(err, "flag no-%s takes no value", o->name);
+			if (o->type == OPT_ACTION && eq)
+				return fail(err, "flag %s takes no value", o->name);
+			if (!val)
+				val = neg ? "false" : "true";
+		} else if (!val) {
+			if (i + 1 >= argc)
+				return fail(err, "flag %s needs a value", o->name);
+			val = argv[++i];
+		}
+		r = set_opt(c, o, val, "flag", err);
+		if (r < 0)
+			return r;
+	}
+
+	if (c->action == CFG_HELP || c->action == CFG_VERSION)
+		return 0;
+	if (is_set(c->sysfs_root) && is_set(c->topology_file))
+		return fail(err, "flags sysfs-root and topology-file exclude each other");
+	if (c->device_mode == CFG_MODE_INDIVIDUAL && c->group_by != CFG_GROUP_NUMANODE)
+		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
+	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
+		return fail(err, "flag bind-address: '%s' must be host:port or :port",
+			    c->bind_address ? c->bind_address : "");
+	r = check_kubelet_root(c, err);
+	if (r < 0)
+		return r;
+	if (c->cdi_dir[0] != '/' || c->state_dir[0] != '/')
+		return fail(err, "flags cdi-dir and state-dir must be absolute paths");
+	log_set_level((enum log_level)(LOG_INFO + (c->verbosity > 2 ? 2 : c->verbosity)));
+	return 0;
+}
+
+void cfg_done(struct cfg *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		if (opts[i].type == OPT_STRING || opts[i].type == OPT_CPUSET) {
+			char **p = (char **)((char *)c + opts[i].off);
+
+			free(*p);
+			*p = NULL;
+		}
+}
+
+int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
+{
+	struct cpuset bad, left;
+	char list[256];
+
+	cpuset_andnot(&bad, &c->reserved, &t->online);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return fail(err, "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
+			    "see --print-topology");
+	}
+	cpuset_andnot(&left, &t->online, &c->reserved);
+	if (cpuset_is_empty(&left))
+		return fail(err, "flag reserved-cpus: reserves every online CPU; nothing is left "
+				 "to publish");
+	return 0;
+}
+
+int cfg_node_name(const struct cfg *c, char *buf, size_t size)
+{
+	const char *src = c->hostname_override;
+	char host[256];
+	size_t n = 0;
+
+	if (!is_set(src))
+		src = getenv("NODE_NAME");
+	if (!is_set(src)) {
+		if (gethostname(host, sizeof(host)) < 0)
+			return -errno;
+		host[sizeof(host) - 1] = 0;
+		src = host;
+	}
+	while (isspace((unsigned char)*src))
+		src++;
+	for (; *src && n + 1 < size; src++)
+		buf[n++] = (char)tolower((unsigned char)*src);
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		n--;
+	buf[n] = 0;
+	return n ? 0 : -EINVAL;
+}
+
+void cfg_usage(FILE *f)
+{
+	fputs("Usage: dra-cpu-driver [flags]\n\n"
+	      "Kubernetes DRA driver for CPUs: publishes the node's CPUs as ResourceSlices,\n"
+	      "prepares claims for the kubelet, pins containers through NRI and checks the\n"
+	      "pinning in the kernel with eBPF.\n\nFlags (each also read from the environment "
+	      "variable shown):\n",
+	      f);
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		const struct opt *o = &opts[i];
+		char arg[160] = "", env[64], vals[128];
+
+		switch (o->type) {
+		case OPT_ENUM:
+			enum_list(o, vals, sizeof(vals));
+			(void)snprintf(arg, sizeof(arg), " %s", vals);
+			break;
+		case OPT_INT:
+			(void)snprintf(arg, sizeof(arg), " N (%d..%d)", o->min, o->max);
+			break;
+		case OPT_STRING:
+			(void)snprintf(arg, sizeof(arg), " VALUE");
+			break;
+		case OPT_CPUSET:
+			(void)snprintf(arg, sizeof(arg), " CPULIST");
+			break;
+		default:
+			break;
+		}
+		fprintf(f, "  --%s%s%s%s\n      %s\n", o->name, arg, o->alias ? ", --" : "",
+			o->alias ? o->alias : "", o->help);
+		if (o->type == OPT_ACTION)
+			continue;
+		if (o->type == OPT_BOOL)
+			fprintf(f, "      default: %s (--no-%s to turn off)   env: %s\n", o->def,
+				o->name, env_name(o, env));
+		else
+			fprintf(f, "      default: %s   env: %s\n", o->def[0] ? o->def : "\"\"",
+				env_name(o, env));
+	}
+}
+
+void cfg_log(const struct cfg *c)
+{
+	log_info("config",
+		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
+		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
+		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s",
+		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
+		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
+		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
+		 c->bpf ? "true" : "false", cfg_enforcement_name(c->pinning_enforcement),
+		 c->contention_histogram ? "true" : "false", c->bind_address,
+		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster");
+}
+
+const char *cfg_device_mode_name(int mode)
+{
+	return device_modes[mode == CFG_MODE_INDIVIDUAL];
+}
+
+const char *cfg_group_by_name(int group_by)
+{
+	return group_by >= 0 && group_by <= CFG_GROUP_MACHINE ? group_bys[group_by] : "?";
+}
+
+const char *cfg_enforcement_name(int mode)
+{
+	return mode >= 0 && mode <= CFG_ENFORCE_DENY ? enforcements[mode] : "?";
+}

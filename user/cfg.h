@@ -1,0 +1,91 @@
+/* Driver configuration: one table of options (name, env, type, default,
+ * range, help) drives parsing, validation and --help.
+ *
+ * Precedence: built-in defaults < environment (DRA_CPU_<NAME>) < flags.
+ * Flags take "--name value", "--name=value" or a single dash (the reference
+ * driver uses Go's flag package, so "-v 4" and "--v=4" both work); booleans
+ * take "--name", "--name=true|false" or "--no-name". Everything is checked
+ * before the daemon starts; an error names the flag and its allowed values and
+ * main() exits 2. Checks that need the topology (reserved CPUs online, not all
+ * reserved) are in cfg_check_topology().
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cpuset.h"
+
+struct topo;
+
+enum cfg_action {
+	CFG_RUN = 0,
+	CFG_PRINT_TOPOLOGY,
+	CFG_DRY_RUN,
+	CFG_HELP,
+	CFG_VERSION,
+};
+
+enum cfg_device_mode { CFG_MODE_GROUPED = 0, CFG_MODE_INDIVIDUAL };
+enum cfg_group_by { CFG_GROUP_NUMANODE = 0, CFG_GROUP_SOCKET, CFG_GROUP_MACHINE };
+enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
+
+#define CFG_ERR_MAX 256
+
+struct cfg {
+	enum cfg_action action;
+	/* devices and slices */
+	int device_mode; /* enum cfg_device_mode */
+	int group_by;	 /* enum cfg_group_by */
+	char *reserved_cpus_str;
+	struct cpuset reserved;
+	char *hostname_override;
+	/* topology source */
+	char *sysfs_root;
+	char *topology_file;
+	/* API server */
+	char *kubeconfig;
+	bool allow_insecure_kubeconfig;
+	/* kubelet */
+	char *kubelet_root_dir;
+	bool kubelet_registration;
+	/* state */
+	char *cdi_dir;
+	char *state_dir;
+	/* NRI */
+	bool nri;
+	char *nri_socket;
+	bool nri_push_updates;
+	/* BPF */
+	bool bpf;
+	int pinning_enforcement; /* enum cfg_enforcement */
+	bool contention_histogram;
+	/* HTTP, logs */
+	char *bind_address;
+	int verbosity;
+};
+
+/* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a
+ * message in err (CFG_ERR_MAX bytes). c must be freed with cfg_done() either
+ * way. */
+int cfg_parse(struct cfg *c, int argc, char **argv, char *err);
+void cfg_done(struct cfg *c);
+
+/* --reserved-cpus against the discovered CPUs: every reserved CPU online, at
+ * least one CPU left. */
+int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err);
+
+/* Node name: --hostname-override, else $NODE_NAME, else the OS hostname,
+ * lower-cased and trimmed. Writes into buf (size >= 256). */
+int cfg_node_name(const struct cfg *c, char *buf, size_t size);
+
+/* The full --help text, generated from the option table. */
+void cfg_usage(FILE *f);
+
+/* Logs the effective configuration (one line, info). */
+void cfg_log(const struct cfg *c);
+
+const char *cfg_device_mode_name(int mode);
+const char *cfg_group_by_name(int group_by);
+const char *cfg_enforcement_name(int mode);

@@ -1,0 +1,226 @@
+/* ResourceClaim status.allocation reading. See claim.h. */
+#include "claim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#define CONFIG_API_VERSION "dra.cpu/v1alpha1"
+#define CONFIG_KIND "CPUConfig"
+#define CAPACITY_KEY "dra.cpu/cpu"
+
+static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, CLAIM_ERR_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static struct json_object *member(struct json_object *o, const char *k)
+{
+	struct json_object *v = NULL;
+
+	if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
+		return NULL;
+	return v;
+}
+
+/* Walks a dotted path of object members. */
+static struct json_object *path(struct json_object *o, const char *p)
+{
+	char key[64];
+
+	while (o && *p) {
+		size_t n = strcspn(p, ".");
+
+		if (n >= sizeof(key))
+			return NULL;
+		memcpy(key, p, n);
+		key[n] = 0;
+		o = member(o, key);
+		p += n + (p[n] == '.');
+	}
+	return o;
+}
+
+static const char *str(struct json_object *o, const char *k)
+{
+	struct json_object *v = member(o, k);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+const char *claim_policy_name(enum claim_policy p)
+{
+	switch (p) {
+	case CLAIM_POLICY_SPREAD_CORES:
+		return "spread-cores";
+	case CLAIM_POLICY_DISTRIBUTED:
+		return "distributed";
+	default:
+		return "packed";
+	}
+}
+
+int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err)
+{
+	struct claim_config c = *cfg;
+	const char *s;
+
+	if (!json_object_is_type(params, json_type_object))
+		return fail(err, "opaque config for dra.cpu: parameters must be an object");
+	s = str(params, "apiVersion");
+	if (!s || strcmp(s, CONFIG_API_VERSION) != 0)
+		return fail(err, "opaque config for dra.cpu: apiVersion must be \"%s\"",
+			    CONFIG_API_VERSION);
+	s = str(params, "kind");
+	if (!s || strcmp(s, CONFIG_KIND) != 0)
+		return fail(err, "opaque config for dra.cpu: kind must be \"%s\", got \"%.40s\"",
+			    CONFIG_KIND, s ? s : "");
+	json_object_object_foreach(params, key, val)
+	{
+		if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
+			continue;
+		if (!strcmp(key, "policy")) {
+			const char *p = json_object_is_type(val, json_type_string)
+						? json_object_get_string(val)
+						: NULL;
+
+			if (p && !strcmp(p, "packed"))
+				c.policy = CLAIM_POLICY_PACKED;
+			else if (p && !strcmp(p, "spread-cores"))
+				c.policy = CLAIM_POLICY_SPREAD_CORES;
+			else if (p && !strcmp(p, "distributed"))
+				c.policy = CLAIM_POLICY_DISTRIBUTED;
+			else
+				return fail(err,
+					    "CPUConfig: policy must be packed, spread-cores or "
+					    "distributed");
+		} else if (!strcmp(key, "fullCores") || !strcmp(key, "alignL3")) {
+			if (!json_object_is_type(val, json_type_boolean))
+				return fail(err, "CPUConfig: %s must be true or false", key);
+			*(!strcmp(key, "fullCores") ? &c.full_cores : &c.align_l3) =
+				json_object_get_boolean(val);
+		} else {
+			return fail(err, "CPUConfig: unknown field \"%.60s\"", key);
+		}
+	}
+	*cfg = c;
+	return 0;
+}
+
+/* Does a config entry's requests list apply to this result's request
+ * ("req" or "req/sub")? An empty or absent list applies to all. */
+static bool config_applies(struct json_object *entry, const char *request)
+{
+	struct json_object *reqs = member(entry, "requests");
+	size_t parent = strcspn(request, "/");
+
+	if (!reqs || !json_object_is_type(reqs, json_type_array) ||
+	    json_object_array_length(reqs) == 0)
+		return true;
+	for (size_t i = 0; i < json_object_array_length(reqs); i++) {
+		struct json_object *r = json_object_array_get_idx(reqs, i);
+		const char *s = json_object_is_type(r, json_type_string) ? json_object_get_string(r)
+									   : "";
+
+		if (!strcmp(s, request) || (strlen(s) == parent && !strncmp(s, request, parent)))
+			return true;
+	}
+	return false;
+}
+
+static int copy(char *dst, size_t size, const char *src, const char *what, char *err)
+{
+	if (!src)
+		return fail(err, "allocation result without %s", what);
+	if (strlen(src) >= size)
+		return fail(err, "allocation result %s is too long", what);
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
+		struct claim_alloc *ret, char *err)
+{
+	struct json_object *results, *configs, *cap;
+	const char *got_uid = str(path(claim, "metadata"), "uid");
+	int r;
+
+	ret->n = 0;
+	if (!json_object_is_type(claim, json_type_object))
+		return fail(err, "the API server returned something that is not a ResourceClaim");
+	if (!got_uid || strcmp(got_uid, uid) != 0)
+		return fail(err, "claim uid is %s, not %s: the claim was deleted and recreated",
+			    got_uid ? got_uid : "missing", uid);
+	if (!path(claim, "status.allocation"))
+		return fail(err, "claim is not allocated (no status.allocation)");
+	results = path(claim, "status.allocation.devices.results");
+	configs = path(claim, "status.allocation.devices.config");
+	if (results && !json_object_is_type(results, json_type_array))
+		return fail(err, "status.allocation.devices.results is not a list");
+	if (configs && !json_object_is_type(configs, json_type_array))
+		return fail(err, "status.allocation.devices.config is not a list");
+
+	for (size_t i = 0; results && i < json_object_array_length(results); i++) {
+		struct json_object *res = json_object_array_get_idx(results, i);
+		const char *d = str(res, "driver"), *p = str(res, "pool"), *share;
+		struct claim_result *out;
+
+		if (!d || strcmp(d, driver) != 0)
+			continue; /* another driver's device */
+		if (!p || strcmp(p, pool) != 0)
+			return fail(err, "result %zu is in pool \"%.63s\", not this node's pool \"%s\"",
+				    i, p ? p : "", pool);
+		if (ret->n == CLAIM_MAX_RESULTS)
+			return fail(err, "more than %d results for %s", CLAIM_MAX_RESULTS, driver);
+		out = &ret->results[ret->n];
+		memset(out, 0, sizeof(*out));
+		out->config.align_l3 = true;
+		r = copy(out->request, sizeof(out->request), str(res, "request"), "request", err);
+		r = r ?: copy(out->device, sizeof(out->device), str(res, "device"), "device", err);
+		if (r < 0)
+			return r;
+		share = str(res, "shareID");
+		if (share && copy(out->share_id, sizeof(out->share_id), share, "shareID", err) < 0)
+			return -EINVAL;
+		cap = path(res, "consumedCapacity");
+		if (cap) {
+			struct json_object *q = member(cap, CAPACITY_KEY);
+
+			if (q && json_object_is_type(q, json_type_string))
+				r = copy(out->consumed, sizeof(out->consumed),
+					 json_object_get_string(q), "consumedCapacity", err);
+			else if (q && json_object_is_type(q, json_type_int))
+				(void)snprintf(out->consumed, sizeof(out->consumed), "%lld",
+					       (long long)json_object_get_int64(q));
+			else if (q)
+				r = fail(err, "consumedCapacity[\"%s\"] is not a quantity",
+					 CAPACITY_KEY);
+			if (r < 0)
+				return r;
+		}
+		/* Configs apply in order: class configs first, then the claim's. */
+		for (size_t k = 0; configs && k < json_object_array_length(configs); k++) {
+			struct json_object *entry = json_object_array_get_idx(configs, k);
+			struct json_object *opaque = member(entry, "opaque");
+			const char *od = str(opaque, "driver");
+
+			if (!od || strcmp(od, driver) != 0 || !config_applies(entry, out->request))
+				continue;
+			r = claim_config_parse(member(opaque, "parameters"), &out->config, err);
+			if (r < 0)
+				return r;
+		}
+		ret->n++;
+	}
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* What a ResourceClaim asks of this driver on this node: the allocation
+ * results whose driver is dra.cpu and whose pool is this node, each with its
+ * consumed CPU count (grouped modes) and the CPUConfig that applies to it.
+ *
+ * Parsing is strict where the claim speaks to us (our results, our opaque
+ * config: unknown fields and kinds are errors) and ignores what belongs to
+ * other drivers. Errors are per claim and say what is wrong in words a user
+ * can act on; they go back to the kubelet in the claim's PrepareResult.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct json_object;
+
+#define CLAIM_ERR_MAX 320
+#define CLAIM_MAX_RESULTS 32 /* AllocationResultsMaxSize */
+#define CLAIM_STR_MAX 254
+
+enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_POLICY_DISTRIBUTED };
+
+/* Opaque parameters {"apiVersion":"dra.cpu/v1alpha1","kind":"CPUConfig",...}. */
+struct claim_config {
+	enum claim_policy policy; /* default packed */
+	bool full_cores;	  /* default false */
+	bool align_l3;		  /* default true */
+};
+
+struct claim_result {
+	char request[CLAIM_STR_MAX]; /* "req" or "req/sub" */
+	char device[CLAIM_STR_MAX];
+	char share_id[64]; /* "" when absent */
+	char consumed[64]; /* consumedCapacity["dra.cpu/cpu"], "" when absent */
+	struct claim_config config;
+};
+
+struct claim_alloc {
+	int n;
+	struct claim_result results[CLAIM_MAX_RESULTS];
+};
+
+/* claim: the object GET returned. uid: what the kubelet asked for (the claim
+ * must still be that one). Fills *ret (possibly n = 0: nothing for us).
+ * -EINVAL with err on any problem. */
+int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
+		struct claim_alloc *ret, char *err);
+
+/* Parses one CPUConfig parameters object onto *cfg (fields it sets override). */
+int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err);
+
+const char *claim_policy_name(enum claim_policy p);

@@ -1,0 +1,194 @@
+/* Device enumeration per mode. See devices.h for the naming contract. */
+#include "devices.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+
+struct devices *devices_free(struct devices *d)
+{
+	if (!d)
+		return NULL;
+	for (int i = 0; i < d->n; i++)
+		free(d->v[i].cpus);
+	free(d->v);
+	free(d);
+	return NULL;
+}
+
+static int build_individual(struct devices *d, const struct topo *t)
+{
+	/* next[i]: position of the next CPU of the same core as cpus[i], -1. */
+	_cleanup_free_ int *next = malloc(sizeof(int) * (size_t)t->n_cpus);
+	_cleanup_free_ int *last = malloc(sizeof(int) * CPUSET_MAX);
+	struct cpuset done;
+	int n = 0;
+
+	if (!next || !last)
+		return -ENOMEM;
+	for (int i = 0; i < CPUSET_MAX; i++)
+		last[i] = -1;
+	for (int i = t->n_cpus - 1; i >= 0; i--) {
+		next[i] = last[t->cpus[i].core];
+		last[t->cpus[i].core] = i;
+	}
+	cpuset_zero(&done);
+	CPUSET_FOREACH(cpu, &d->allocatable)
+	{
+		if (cpuset_has(&done, cpu))
+			continue;
+		/* The CPU, then its siblings: the allocatable CPUs of its core not
+		 * yet emitted, ascending. cpu is the lowest such, so it comes first. */
+		for (int i = t->index[cpu]; i >= 0; i = next[i]) {
+			const struct topo_cpu *s = &t->cpus[i];
+			struct device *dev;
+
+			if (!cpuset_has(&d->allocatable, s->cpu) || cpuset_has(&done, s->cpu))
+				continue;
+			cpuset_set(&done, s->cpu);
+			dev = &d->v[n];
+			(void)snprintf(dev->name, sizeof(dev->name), "cpudev%03d", n);
+			dev->kind = DEVICE_CPU;
+			dev->id = s->cpu;
+			dev->n_cpus = 1;
+			dev->numa = s->numa;
+			dev->socket = s->socket;
+			dev->core_id = s->core_id;
+			dev->l3 = s->l3;
+			dev->type = s->type;
+			n++;
+		}
+	}
+	d->n = n;
+	return 0;
+}
+
+static int group_key(const struct topo_cpu *c, enum device_kind kind)
+{
+	int v = kind == DEVICE_NUMA ? c->numa : kind == DEVICE_SOCKET ? c->socket : 0;
+
+	return v < 0 ? 0 : v;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int build_groups(struct devices *d, const struct topo *t)
+{
+	/* Group ids ascending. Package ids can be large (8442 on a Kunpeng 920),
+	 * so collect and sort them rather than index a bitmap. */
+	_cleanup_free_ int *ids = malloc(sizeof(int) * (size_t)t->n_cpus);
+	int n_ids = 0;
+
+	if (!ids)
+		return -ENOMEM;
+	for (int i = 0; i < t->n_cpus; i++)
+		if (cpuset_has(&d->allocatable, t->cpus[i].cpu))
+			ids[n_ids++] = group_key(&t->cpus[i], d->kind);
+	qsort(ids, (size_t)n_ids, sizeof(*ids), cmp_int);
+	for (int k = 0; k < n_ids; k++) {
+		struct device *dev = &d->v[d->n];
+		int id = ids[k];
+
+		if (k > 0 && ids[k - 1] == id)
+			continue;
+		dev->cpus = calloc(1, sizeof(*dev->cpus));
+		if (!dev->cpus)
+			return -ENOMEM;
+		d->n++;
+		dev->kind = d->kind;
+		dev->id = id;
+		dev->numa = dev->socket = -1;
+		dev->l3 = -1;
+		for (int i = 0; i < t->n_cpus; i++) {
+			const struct topo_cpu *c = &t->cpus[i];
+
+			if (group_key(c, d->kind) != id || !cpuset_has(&d->allocatable, c->cpu))
+				continue;
+			if (!dev->n_cpus++ && d->kind != DEVICE_MACHINE) {
+				dev->socket = c->socket < 0 ? 0 : c->socket;
+				if (d->kind == DEVICE_NUMA)
+					dev->numa = id;
+			}
+			cpuset_set(dev->cpus, c->cpu);
+		}
+		if (d->kind == DEVICE_NUMA)
+			(void)snprintf(dev->name, sizeof(dev->name), "cpudevnuma%03d", id);
+		else if (d->kind == DEVICE_SOCKET)
+			(void)snprintf(dev->name, sizeof(dev->name), "cpudevsocket%03d", id);
+		else
+			(void)snprintf(dev->name, sizeof(dev->name), "cpudevmachine");
+	}
+	return 0;
+}
+
+int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
+		  struct devices **ret)
+{
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->allocatable = t->online;
+	if (reserved)
+		cpuset_andnot(&d->allocatable, &d->allocatable, reserved);
+	if (cpuset_is_empty(&d->allocatable))
+		return -EINVAL;
+	d->smt = t->smt;
+	d->v = calloc((size_t)cpuset_count(&d->allocatable), sizeof(*d->v));
+	if (!d->v)
+		return -ENOMEM;
+	if (mode == CFG_MODE_INDIVIDUAL) {
+		d->kind = DEVICE_CPU;
+		r = build_individual(d, t);
+	} else {
+		d->kind = group_by == CFG_GROUP_SOCKET	  ? DEVICE_SOCKET
+			  : group_by == CFG_GROUP_MACHINE ? DEVICE_MACHINE
+							  : DEVICE_NUMA;
+		r = build_groups(d, t);
+	}
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+const struct device *devices_find(const struct devices *d, const char *name)
+{
+	if (d->kind == DEVICE_CPU) {
+		char *end;
+		long i;
+
+		/* cpudevNNN: at least 3 digits, no sign, no leading junk. */
+		if (strncmp(name, "cpudev", 6) != 0 || strlen(name) < 9 || name[6] < '0' ||
+		    name[6] > '9')
+			return NULL;
+		i = strtol(name + 6, &end, 10);
+		if (*end || i < 0 || i >= d->n || strcmp(d->v[i].name, name) != 0)
+			return NULL;
+		return &d->v[i];
+	}
+	for (int i = 0; i < d->n; i++)
+		if (!strcmp(d->v[i].name, name))
+			return &d->v[i];
+	return NULL;
+}
+
+void device_cpus(const struct device *dev, struct cpuset *ret)
+{
+	if (dev->cpus) {
+		*ret = *dev->cpus;
+		return;
+	}
+	cpuset_zero(ret);
+	cpuset_set(ret, dev->id);
+}

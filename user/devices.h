@@ -1,0 +1,63 @@
+/* The devices this node publishes, in publication order, and the mapping back
+ * from a device name to CPUs that Prepare relies on.
+ *
+ * individual: one device per allocatable CPU, named cpudev%03d by enumeration
+ *   index (not CPU id): allocatable CPUs ascending, each followed by its
+ *   allocatable SMT siblings ascending. With CPU 0 reserved on a machine whose
+ *   siblings are N and N+32: cpudev000 = 1, cpudev001 = 33, cpudev002 = 2.
+ *   This order is a contract with claims already allocated by the scheduler:
+ *   it must come out the same on every start.
+ * grouped: one device per NUMA node (cpudevnuma%03d, the node id), per socket
+ *   (cpudevsocket%03d, the socket id) or one for the machine (cpudevmachine),
+ *   standing for the group's allocatable CPUs; groups with none are skipped
+ *   (the machine device always exists: cfg refuses reserving every CPU).
+ *   A CPU with numa or socket -1 (the machine reports none) counts as group 0.
+ *
+ * Allocatable = online minus --reserved-cpus. Immutable after build.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cleanup.h"
+#include "cpuset.h"
+#include "topo.h"
+
+#define DEVICE_NAME_MAX 32
+
+enum device_kind { DEVICE_CPU, DEVICE_NUMA, DEVICE_SOCKET, DEVICE_MACHINE };
+
+struct device {
+	char name[DEVICE_NAME_MAX];
+	enum device_kind kind;
+	int id;	      /* CPU id, NUMA node id, socket id; 0 for the machine */
+	int n_cpus;   /* allocatable CPUs it stands for (1 for a CPU) */
+	int numa;     /* individual, numa group: the node; else -1 */
+	int socket;   /* individual, numa/socket group: the socket (of the first CPU); else -1 */
+	int core_id;  /* individual only */
+	int l3;	      /* individual only, -1 when none */
+	enum topo_core_type type; /* individual only */
+	struct cpuset *cpus; /* groups: their CPUs (owned); NULL for a CPU */
+};
+
+struct devices {
+	int n;
+	struct device *v;
+	enum device_kind kind; /* of every device */
+	bool smt;	       /* node-wide dra.cpu/smtEnabled */
+	struct cpuset allocatable;
+};
+
+/* mode: enum cfg_device_mode; group_by: enum cfg_group_by. reserved may be
+ * NULL. -EINVAL when nothing is allocatable. */
+int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
+		  struct devices **ret);
+
+/* The device of that name, or NULL. */
+const struct device *devices_find(const struct devices *d, const char *name);
+
+/* The CPUs a device stands for. */
+void device_cpus(const struct device *dev, struct cpuset *ret);
+
+struct devices *devices_free(struct devices *d);
+DEFINE_FREEP(devices, devices_free)

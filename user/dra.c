@@ -1,0 +1,864 @@
+/* Kubelet plugin services. See dra.h.
+ *
+ * A NodePrepareResources call becomes a `struct prep` with one `struct
+ * prep_claim` per claim. Each claim fetch completes on the loop, is decided
+ * and committed at once (the loop serializes all decisions: no two claims
+ * can pick the same CPUs), and when the last claim of the call is done the
+ * reply goes out. If the kubelet gave up meanwhile (cancel), the work is
+ * still committed (Prepare is idempotent; its retry finds it) and the reply
+ * is dropped.
+ */
+#include "dra.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#define LOG_MOD "dra"
+#include "allocator.h"
+#include "cdi.h"
+#include "cfg.h"
+#include "claim.h"
+#include "devices.h"
+#include "fileio.h"
+#include "grpc.h"
+#include "kubelet_dra_health_v1alpha1.pb-c.h"
+#include "kubelet_dra_v1.pb-c.h"
+#include "kubelet_pluginregistration.pb-c.h"
+#include "log.h"
+#include "metrics.h"
+#include "quantity.h"
+#include "state.h"
+#include "topo.h"
+
+#define REG_SOCKET "plugins_registry/dra.cpu-reg.sock"
+#define DRA_DIR "plugins/dra.cpu"
+#define DRA_SOCKET DRA_DIR "/dra.sock"
+#define HEALTH_RESEND_S 10
+#define HEALTH_TIMEOUT_S 20
+
+#define PATH_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+#define PATH_V1BETA1 "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
+
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest PrepareRequest;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepareResponse;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry PrepareEntry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareClaimResponse;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareRequest;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry UnprepareEntry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareClaimResponse;
+
+struct health_stream {
+	struct health_stream *next;
+	struct grpc_call *call;
+	struct dra *dra;
+};
+
+struct dra {
+	struct event_base *base;
+	struct dra_opts o;
+	char *node, *kubelet_root, *sysfs_root, *endpoint, *reg_path;
+	struct state *state;
+	const struct topo *topo;
+	const struct devices *devices;
+	struct alloc_topo *alloc;
+	struct grpc_server *grpc;
+	struct prep *preps; /* calls waiting for fetches */
+	struct health_stream *streams;
+	struct event *health_timer;
+	bool registered;
+	/* metrics */
+	struct metric_series *prep_ok, *prep_err, *unprep_ok, *unprep_err;
+	struct metric *prep_seconds, *claim_cpus, *grpc_calls, *grpc_seconds;
+};
+
+struct prep_claim {
+	struct prep *prep;
+	char *ns, *name, *uid;
+	bool done;
+	/* reply */
+	char err[DRA_ERR_MAX];
+	struct claim_alloc alloc; /* what the claim asked of us */
+};
+
+struct prep {
+	struct prep *next;
+	struct dra *dra;
+	struct grpc_call *call; /* NULL once cancelled */
+	bool v1;
+	int n, pending;
+	struct prep_claim *claims;
+	struct timespec start;
+};
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static int perr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int perr(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, DRA_ERR_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* ---- deciding CPUs ----------------------------------------------------------------- */
+
+static enum alloc_policy to_alloc_policy(enum claim_policy p)
+{
+	switch (p) {
+	case CLAIM_POLICY_SPREAD_CORES:
+		return ALLOC_SPREAD_CORES;
+	case CLAIM_POLICY_DISTRIBUTED:
+		return ALLOC_DISTRIBUTED;
+	default:
+		return ALLOC_PACKED;
+	}
+}
+
+/* CPUs for one result of a grouped claim, chosen inside the device's group
+ * among CPUs nobody holds and this claim has not picked yet. */
+static int pick_grouped(struct dra *d, const struct claim_result *r, const struct cpuset *taken,
+			struct cpuset *out, char *err)
+{
+	const struct device *dev = devices_find(d->devices, r->device);
+	struct cpuset avail, group, reserved;
+	struct alloc_opts ao = { 0 };
+	char why[ALLOC_ERR_MAX] = "", qwhy[QUANTITY_ERR_MAX] = "";
+	int64_t count;
+	int rc;
+
+	if (!dev)
+		return perr(err, "device %s (request %s) is not a device of this node", r->device,
+			    r->request);
+	if (!r->consumed[0])
+		return perr(err,
+			    "result for request %s has no consumedCapacity[\"dra.cpu/cpu\"]: the "
+			    "cluster needs the DRAConsumableCapacity feature",
+			    r->request);
+	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, qwhy);
+	if (rc < 0)
+		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
+			    qwhy, r->device, dev->n_cpus);
+	device_cpus(dev, &group);
+	state_shared_pool(d->state, &avail);
+	cpuset_and(&avail, &avail, &group);
+	cpuset_andnot(&avail, &avail, taken);
+	if (cpuset_count(&avail) < count)
+		return perr(err, "request %s: dra.cpu/cpu \"%s\" is more than the %d CPUs %s has free",
+			    r->request, r->consumed, cpuset_count(&avail), r->device);
+	cpuset_andnot(&reserved, &d->topo->online, state_allocatable(d->state));
+	ao.policy = to_alloc_policy(r->config.policy);
+	ao.align_l3 = r->config.align_l3;
+	ao.full_cores = r->config.full_cores;
+	ao.reserved = &reserved;
+	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, why);
+	if (rc < 0)
+		return perr(err, "request %s: %s", r->request, why);
+	return 0;
+}
+
+/* Decides and commits a claim. */
+static int decide(struct dra *d, struct prep_claim *pc)
+{
+	const struct state_claim *have = state_claim(d->state, pc->uid);
+	struct state_result res[CLAIM_MAX_RESULTS];
+	struct state_claim c;
+	struct cpuset taken;
+	char why[STATE_ERR_MAX] = "", list[256];
+	int r;
+
+	memset(&c, 0, sizeof(c));
+	cpuset_zero(&taken);
+	for (int i = 0; i < pc->alloc.n; i++) {
+		const struct claim_result *cr = &pc->alloc.results[i];
+		struct state_result *sr = &res[i];
+
+		memset(sr, 0, sizeof(*sr));
+		if (strlen(cr->request) >= sizeof(sr->request) ||
+		    strlen(cr->device) >= sizeof(sr->device))
+			return perr(pc->err, "request or device name too long");
+		memcpy(sr->request, cr->request, strlen(cr->request) + 1);
+		memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+		if (d->devices->kind == DEVICE_CPU) {
+			const struct device *dev = devices_find(d->devices, cr->device);
+
+			if (!dev)
+				return perr(pc->err, "device %s (request %s) is not a device of this node",
+					    cr->device, cr->request);
+			cpuset_zero(&sr->cpus);
+			cpuset_set(&sr->cpus, dev->id);
+			if (cpuset_has(&taken, dev->id))
+				return perr(pc->err, "device %s is allocated twice in the claim",
+					    cr->device);
+		} else if (have) {
+			continue; /* grouped re-prepare: the CPUs are already decided */
+		} else {
+			r = pick_grouped(d, cr, &taken, &sr->cpus, pc->err);
+			if (r < 0)
+				return r;
+		}
+		cpuset_or(&taken, &taken, &sr->cpus);
+	}
+
+	if (have) {
+		/* Re-prepare: same answer; individual mode can and must agree. */
+		if (d->devices->kind == DEVICE_CPU && !cpuset_equal(&taken, &have->cpus))
+			return perr(pc->err, "claim is already prepared with other devices");
+		return 0;
+	}
+	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
+	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
+	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
+	c.n_results = pc->alloc.n;
+	c.results = res;
+	r = state_claim_add(d->state, &c, why);
+	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
+		return perr(pc->err, "overlapping device assignment: %s", why);
+	if (r < 0)
+		return perr(pc->err, "%s", why);
+	(void)cpuset_format(&taken, list, sizeof(list));
+	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
+		 pc->uid, list, pc->alloc.n);
+	metric_observe(d->claim_cpus, cpuset_count(&taken));
+	return 0;
+}
+
+/* ---- NodePrepareResources ------------------------------------------------------------ */
+
+static void prep_free(struct prep *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->n; i++) {
+		free(p->claims[i].ns);
+		free(p->claims[i].name);
+		free(p->claims[i].uid);
+	}
+	free(p->claims);
+	free(p);
+}
+
+static void prep_unlink(struct prep *p)
+{
+	for (struct prep **pp = &p->dra->preps; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			return;
+		}
+}
+
+static void prep_reply(struct prep *p)
+{
+	struct dra *d = p->dra;
+	PrepareResponse resp = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
+	PrepareEntry *entries = calloc((size_t)p->n, sizeof(*entries));
+	PrepareEntry **eptrs = calloc((size_t)p->n, sizeof(*eptrs));
+	PrepareClaimResponse *crs = calloc((size_t)p->n, sizeof(*crs));
+	Device *devs = NULL, **dptrs = NULL;
+	char (*cdi_ids)[160] = calloc((size_t)p->n, sizeof(*cdi_ids));
+	char **cdi_ptrs = calloc((size_t)p->n, sizeof(*cdi_ptrs));
+	char **req_ptrs = NULL;
+	int total = 0, k = 0;
+
+	for (int i = 0; i < p->n; i++)
+		total += p->claims[i].err[0] ? 0 : p->claims[i].alloc.n;
+	devs = calloc((size_t)total + 1, sizeof(*devs));
+	dptrs = calloc((size_t)total + 1, sizeof(*dptrs));
+	req_ptrs = calloc((size_t)total + 1, sizeof(*req_ptrs));
+	if (!entries || !eptrs || !crs || !devs || !dptrs || !cdi_ids || !cdi_ptrs || !req_ptrs) {
+		if (p->call)
+			(void)grpc_call_fail(p->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < p->n; i++) {
+		struct prep_claim *pc = &p->claims[i];
+		PrepareClaimResponse *cr = &crs[i];
+		bool ok = !pc->err[0];
+
+		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(cr);
+		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(
+			&entries[i]);
+		entries[i].key = pc->uid;
+		entries[i].value = cr;
+		eptrs[i] = &entries[i];
+		if (!ok) {
+			cr->error = pc->err;
+			metric_series_add(d->prep_err, 1);
+			continue;
+		}
+		metric_series_add(d->prep_ok, 1);
+		cdi_device_id(pc->uid, cdi_ids[i], sizeof(cdi_ids[i]));
+		cdi_ptrs[i] = cdi_ids[i];
+		cr->devices = &dptrs[k];
+		for (int j = 0; j < pc->alloc.n; j++, k++) {
+			const struct claim_result *res = &pc->alloc.results[j];
+
+			k8s__io__kubelet__pkg__apis__dra__v1__device__init(&devs[k]);
+			req_ptrs[k] = (char *)res->request;
+			devs[k].n_request_names = 1;
+			devs[k].request_names = &req_ptrs[k];
+			devs[k].pool_name = d->node;
+			devs[k].device_name = (char *)res->device;
+			devs[k].n_cdi_device_ids = 1;
+			devs[k].cdi_device_ids = &cdi_ptrs[i];
+			if (p->v1 && res->share_id[0])
+				devs[k].share_id = (char *)res->share_id;
+			dptrs[k] = &devs[k];
+		}
+		cr->n_devices = (size_t)pc->alloc.n;
+	}
+	resp.n_claims = (size_t)p->n;
+	resp.claims = eptrs;
+	metric_observe(d->prep_seconds, since(&p->start));
+	if (p->call) {
+		size_t len = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__get_packed_size(&resp);
+		uint8_t *buf = malloc(len ? len : 1);
+
+		if (!buf) {
+			(void)grpc_call_fail(p->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		} else {
+			k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__pack(&resp,
+												      buf);
+			(void)grpc_call_reply(p->call, buf, len);
+			free(buf);
+		}
+	}
+out:
+	free(entries);
+	free(eptrs);
+	free(crs);
+	free(devs);
+	free(dptrs);
+	free(cdi_ids);
+	free(cdi_ptrs);
+	free(req_ptrs);
+}
+
+/* Drops one reference; the last one replies and frees. */
+static void prep_put(struct prep *p)
+{
+	if (--p->pending > 0)
+		return;
+	prep_reply(p);
+	prep_unlink(p);
+	prep_free(p);
+}
+
+static void prep_claim_done(struct prep_claim *pc)
+{
+	pc->done = true;
+	if (pc->err[0])
+		log_warn("claim_prepare_failed", "claim=%s/%s uid=%s error=%s", pc->ns, pc->name,
+			 pc->uid, log_quote(pc->err));
+	prep_put(pc->prep);
+}
+
+static void on_claim_fetched(void *ud, struct json_object *claim, const char *err)
+{
+	struct prep_claim *pc = ud;
+	struct dra *d = pc->prep->dra;
+	char cerr[CLAIM_ERR_MAX] = "";
+
+	if (!claim) {
+		(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
+			   err ? err : "failed");
+	} else if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0) {
+		(void)perr(pc->err, "%s", cerr);
+	} else {
+		(void)decide(d, pc);
+	}
+	prep_claim_done(pc);
+}
+
+static void on_prep_cancel(struct grpc_call *call, void *ud)
+{
+	struct prep *p = ud;
+
+	log_warn("prepare_cancelled", "claims=%d action=finishing_anyway", p->n);
+	p->call = NULL; /* the work still commits; the kubelet's retry finds it */
+}
+
+static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud,
+			   bool v1)
+{
+	struct dra *d = ud;
+	PrepareRequest *rq;
+	struct prep *p;
+
+	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(NULL, len,
+											     req);
+	if (!rq) {
+		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
+				     "NodePrepareResourcesRequest does not decode");
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p)
+		p->claims = calloc(rq->n_claims + 1, sizeof(*p->claims));
+	if (!p || !p->claims) {
+		free(p);
+		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq,
+												   NULL);
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	p->dra = d;
+	p->call = call;
+	p->v1 = v1;
+	(void)clock_gettime(CLOCK_MONOTONIC, &p->start);
+	p->n = (int)rq->n_claims;
+	p->pending = p->n + 1; /* +1: held until every fetch is started */
+	for (int i = 0; i < p->n; i++) {
+		struct prep_claim *pc = &p->claims[i];
+
+		pc->prep = p;
+		pc->ns = strdup(rq->claims[i]->namespace_ ? rq->claims[i]->namespace_ : "");
+		pc->name = strdup(rq->claims[i]->name ? rq->claims[i]->name : "");
+		pc->uid = strdup(rq->claims[i]->uid ? rq->claims[i]->uid : "");
+	}
+	k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq, NULL);
+	p->next = d->preps;
+	d->preps = p;
+	grpc_call_on_cancel(call, on_prep_cancel, p);
+
+	for (int i = 0; i < p->n; i++) {
+		struct prep_claim *pc = &p->claims[i];
+		int r;
+
+		if (!pc->ns || !pc->name || !pc->uid) {
+			(void)perr(pc->err, "out of memory");
+		} else if (cdi_uid_valid(pc->uid) < 0) {
+			(void)perr(pc->err, "claim uid \"%.64s\" is not a valid uid", pc->uid);
+		} else if (!pc->ns[0] || !pc->name[0]) {
+			(void)perr(pc->err, "claim %s has no namespace or name", pc->uid);
+		} else {
+			r = d->o.fetch(d->o.fetch_ud, pc->ns, pc->name, on_claim_fetched, pc);
+			if (r >= 0)
+				continue;
+			(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
+				   strerror(-r));
+		}
+		prep_claim_done(pc);
+	}
+	/* Drop the hold; replies now if nothing is in flight. */
+	prep_put(p);
+}
+
+static void on_prepare_v1(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+	handle_prepare(call, req, len, ud, true);
+}
+
+static void on_prepare_v1beta1(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+	handle_prepare(call, req, len, ud, false);
+}
+
+/* ---- NodeUnprepareResources ---------------------------------------------------------- */
+
+static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+	struct dra *d = ud;
+	UnprepareResponse resp = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
+	UnprepareRequest *rq;
+	UnprepareEntry *entries = NULL, **eptrs = NULL;
+	UnprepareClaimResponse *crs = NULL;
+	char (*errs)[DRA_ERR_MAX] = NULL;
+	uint8_t *buf = NULL;
+	size_t n, plen;
+
+	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__unpack(NULL, len,
+											       req);
+	if (!rq) {
+		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
+				     "NodeUnprepareResourcesRequest does not decode");
+		return;
+	}
+	n = rq->n_claims;
+	entries = calloc(n + 1, sizeof(*entries));
+	eptrs = calloc(n + 1, sizeof(*eptrs));
+	crs = calloc(n + 1, sizeof(*crs));
+	errs = calloc(n + 1, sizeof(*errs));
+	if (!entries || !eptrs || !crs || !errs) {
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *uid = rq->claims[i]->uid ? rq->claims[i]->uid : "";
+		const struct state_claim *c = cdi_uid_valid(uid) == 0 ? state_claim(d->state, uid)
+								       : NULL;
+		int r;
+
+		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&crs[i]);
+		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
+			&entries[i]);
+		entries[i].key = (char *)uid;
+		entries[i].value = &crs[i];
+		eptrs[i] = &entries[i];
+		if (c) {
+			char list[256];
+
+			(void)cpuset_format(&c->cpus, list, sizeof(list));
+			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s", c->ns, c->name, uid,
+				 list);
+		}
+		/* Unknown claims succeed: Unprepare is idempotent. */
+		r = state_claim_remove(d->state, uid);
+		if (r < 0) {
+			(void)snprintf(errs[i], DRA_ERR_MAX,
+				       "removing the CDI spec of claim %s: %s (CPUs stay reserved)",
+				       uid, strerror(-r));
+			crs[i].error = errs[i];
+			metric_series_add(d->unprep_err, 1);
+			log_error("claim_unprepare_failed", "uid=%s error=%s", uid, log_quote(errs[i]));
+			continue;
+		}
+		metric_series_add(d->unprep_ok, 1);
+	}
+	resp.n_claims = n;
+	resp.claims = eptrs;
+	plen = k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__get_packed_size(&resp);
+	buf = malloc(plen ? plen : 1);
+	if (!buf) {
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__pack(&resp, buf);
+	(void)grpc_call_reply(call, buf, plen);
+out:
+	k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__free_unpacked(rq, NULL);
+	free(buf);
+	free(entries);
+	free(eptrs);
+	free(crs);
+	free(errs);
+}
+
+/* ---- registration ---------------------------------------------------------------------- */
+
+static void handle_get_info(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+	struct dra *d = ud;
+	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
+	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
+	uint8_t buf[1024];
+	size_t n;
+
+	info.type = "DRAPlugin";
+	info.name = DRA_DRIVER;
+	info.endpoint = d->endpoint;
+	info.n_supported_versions = 2;
+	info.supported_versions = versions;
+	n = pluginregistration__plugin_info__get_packed_size(&info);
+	if (n > sizeof(buf)) {
+		(void)grpc_call_fail(call, GRPC_STATUS_INTERNAL, "plugin info too large");
+		return;
+	}
+	pluginregistration__plugin_info__pack(&info, buf);
+	(void)grpc_call_reply(call, buf, n);
+}
+
+static void handle_registration_status(struct grpc_call *call, const uint8_t *req, size_t len,
+				       void *ud)
+{
+	struct dra *d = ud;
+	Pluginregistration__RegistrationStatus *st;
+	Pluginregistration__RegistrationStatusResponse resp =
+		PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
+	uint8_t buf[16];
+	size_t n;
+
+	st = pluginregistration__registration_status__unpack(NULL, len, req);
+	if (!st) {
+		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
+				     "RegistrationStatus does not decode");
+		return;
+	}
+	if (st->plugin_registered)
+		log_info("kubelet_registered", "endpoint=%s", d->endpoint);
+	else
+		log_error("kubelet_registration_rejected", "error=%s",
+			  log_quote(st->error ? st->error : ""));
+	d->registered = st->plugin_registered;
+	if (d->o.on_registered)
+		d->o.on_registered(d->o.registered_ud, d->registered);
+	pluginregistration__registration_status__free_unpacked(st, NULL);
+	n = pluginregistration__registration_status_response__pack(&resp, buf);
+	(void)grpc_call_reply(call, buf, n);
+}
+
+/* ---- health ---------------------------------------------------------------------------- */
+
+/* A device is unhealthy when one of its CPUs went offline since start. */
+static void health_send(struct dra *d, struct health_stream *hs)
+{
+	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
+	V1alpha1__DeviceHealth *h = calloc((size_t)d->devices->n + 1, sizeof(*h));
+	V1alpha1__DeviceHealth **hp = calloc((size_t)d->devices->n + 1, sizeof(*hp));
+	V1alpha1__DeviceIdentifier *ids = calloc((size_t)d->devices->n + 1, sizeof(*ids));
+	_cleanup_free_ char *online_text = NULL;
+	struct cpuset online = d->topo->online;
+	char path[4096];
+	size_t len = 0;
+	time_t now = time(NULL);
+
+	(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online",
+		       d->sysfs_root ? d->sysfs_root : "");
+	if (fileio_read(path, 65536, &online_text, &len) == 0)
+		(void)cpuset_parse_n(online_text, len, &online, NULL);
+	if (!h || !hp || !ids)
+		goto out;
+	for (int i = 0; i < d->devices->n; i++) {
+		const struct device *dev = &d->devices->v[i];
+		struct cpuset cpus;
+
+		device_cpus(dev, &cpus);
+		v1alpha1__device_health__init(&h[i]);
+		v1alpha1__device_identifier__init(&ids[i]);
+		ids[i].pool_name = d->node;
+		ids[i].device_name = (char *)dev->name;
+		h[i].device = &ids[i];
+		h[i].health = cpuset_is_subset(&cpus, &online) ? V1ALPHA1__HEALTH_STATUS__HEALTHY
+							       : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
+		h[i].message = h[i].health == V1ALPHA1__HEALTH_STATUS__HEALTHY ? "ok"
+										: "a CPU went offline";
+		h[i].last_updated_time = now;
+		h[i].health_check_timeout_seconds = HEALTH_TIMEOUT_S;
+		hp[i] = &h[i];
+	}
+	resp.n_devices = (size_t)d->devices->n;
+	resp.devices = hp;
+	(void)grpc_call_send_pb(hs->call, &resp.base);
+out:
+	free(h);
+	free(hp);
+	free(ids);
+}
+
+static void health_unlink(struct health_stream *hs)
+{
+	for (struct health_stream **pp = &hs->dra->streams; *pp; pp = &(*pp)->next)
+		if (*pp == hs) {
+			*pp = hs->next;
+			return;
+		}
+}
+
+static void on_health_cancel(struct grpc_call *call, void *ud)
+{
+	struct health_stream *hs = ud;
+
+	health_unlink(hs);
+	(void)grpc_call_end(call);
+	free(hs);
+}
+
+static void on_health_timer(evutil_socket_t fd, short what, void *ud)
+{
+	struct dra *d = ud;
+
+	for (struct health_stream *hs = d->streams; hs; hs = hs->next)
+		health_send(d, hs);
+}
+
+static void handle_watch_resources(struct grpc_call *call, const uint8_t *req, size_t len,
+				   void *ud)
+{
+	struct dra *d = ud;
+	struct health_stream *hs = calloc(1, sizeof(*hs));
+
+	if (!hs) {
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	hs->call = call;
+	hs->dra = d;
+	hs->next = d->streams;
+	d->streams = hs;
+	grpc_call_on_cancel(call, on_health_cancel, hs);
+	health_send(d, hs);
+}
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+
+static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns, void *ud)
+{
+	struct dra *d = ud;
+	char c[8];
+
+	(void)snprintf(c, sizeof(c), "%d", (int)code);
+	metric_series_add(metric_with(d->grpc_calls, path, c, NULL), 1);
+	metric_series_observe(metric_with(d->grpc_seconds, path, NULL), (double)ns / 1e9);
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void register_metrics(struct dra *d, struct metrics *m)
+{
+	static const double secs[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+				       0.025,  0.05,	0.1,	0.25,  0.5,    1,     2.5,
+				       5,      10 };
+	static const double cpus[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 };
+	struct metric *f;
+
+	f = metrics_counter(m, "dra_cpu_prepare_claims_total", "Claims NodePrepareResources handled.",
+			    "result");
+	d->prep_ok = metric_with(f, "success", NULL);
+	d->prep_err = metric_with(f, "error", NULL);
+	f = metrics_counter(m, "dra_cpu_unprepare_claims_total",
+			    "Claims NodeUnprepareResources handled.", "result");
+	d->unprep_ok = metric_with(f, "success", NULL);
+	d->unprep_err = metric_with(f, "error", NULL);
+	d->prep_seconds = metrics_histogram(m, "dra_cpu_prepare_claim_duration_seconds",
+					    "NodePrepareResources call duration.", NULL, secs,
+					    (int)ARRAY_SIZE(secs));
+	d->claim_cpus = metrics_histogram(m, "dra_cpu_claim_allocated_cpus",
+					  "CPUs per newly prepared claim.", NULL, cpus,
+					  (int)ARRAY_SIZE(cpus));
+	d->grpc_calls = metrics_counter(m, "dra_cpu_grpc_calls_total",
+					"Kubelet gRPC calls by method and grpc-status.", "method,code");
+	d->grpc_seconds = metrics_histogram(m, "dra_cpu_grpc_call_duration_seconds",
+					    "Kubelet gRPC call duration by method.", "method", secs,
+					    (int)ARRAY_SIZE(secs));
+}
+
+int dra_new(struct event_base *base, const struct dra_opts *o, struct state *state,
+	    const struct topo *topo, const struct devices *devices, struct metrics *metrics,
+	    struct dra **ret)
+{
+	_cleanup_(dra_freep) struct dra *d = calloc(1, sizeof(*d));
+	static const struct {
+		const char *path;
+		grpc_handler_fn fn;
+		bool dra_socket;
+	} methods[] = {
+		{ "/pluginregistration.Registration/GetInfo", handle_get_info, false },
+		{ "/pluginregistration.Registration/NotifyRegistrationStatus",
+		  handle_registration_status, false },
+		{ PATH_V1 "NodePrepareResources", on_prepare_v1, true },
+		{ PATH_V1 "NodeUnprepareResources", handle_unprepare, true },
+		{ PATH_V1BETA1 "NodePrepareResources", on_prepare_v1beta1, true },
+		{ PATH_V1BETA1 "NodeUnprepareResources", handle_unprepare, true },
+		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
+	};
+	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
+	char dir[4096];
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	d->base = base;
+	d->o = *o;
+	d->state = state;
+	d->topo = topo;
+	d->devices = devices;
+	d->node = strdup(o->node);
+	d->kubelet_root = strdup(o->kubelet_root);
+	d->sysfs_root = o->sysfs_root ? strdup(o->sysfs_root) : NULL;
+	if (!d->node || !d->kubelet_root || (o->sysfs_root && !d->sysfs_root) ||
+	    asprintf(&d->endpoint, "%s/%s", o->kubelet_root, DRA_SOCKET) < 0 ||
+	    asprintf(&d->reg_path, "%s/%s", o->kubelet_root, REG_SOCKET) < 0)
+		return -ENOMEM;
+	register_metrics(d, metrics);
+	r = alloc_topo_from_topo(topo, &d->alloc);
+	if (r < 0)
+		return log_error_errno(r, "allocator_init_failed", "");
+	r = grpc_server_new(base, NULL, &d->grpc);
+	if (r < 0)
+		return r;
+	grpc_server_set_observer(d->grpc, on_grpc_observe, d);
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		r = grpc_server_add_method(d->grpc, methods[i].path, methods[i].fn, d);
+		if (r < 0)
+			return r;
+	}
+	(void)snprintf(dir, sizeof(dir), "%s/%s", o->kubelet_root, DRA_DIR);
+	r = mkdir_p(dir, 0750);
+	if (r < 0)
+		return log_error_errno(r, "plugin_dir_failed", "path=%s", dir);
+	(void)snprintf(dir, sizeof(dir), "%s/plugins_registry", o->kubelet_root);
+	r = mkdir_p(dir, 0755);
+	if (r < 0)
+		return log_error_errno(r, "registry_dir_failed", "path=%s", dir);
+	r = grpc_server_listen_unix(d->grpc, d->endpoint, 0600);
+	if (r < 0)
+		return log_error_errno(r, "dra_socket_failed", "path=%s", d->endpoint);
+	r = grpc_server_listen_unix(d->grpc, d->reg_path, 0600);
+	if (r < 0)
+		return log_error_errno(r, "registration_socket_failed", "path=%s", d->reg_path);
+	d->health_timer = event_new(base, -1, EV_PERSIST, on_health_timer, d);
+	if (!d->health_timer || event_add(d->health_timer, &tv) < 0)
+		return -ENOMEM;
+	log_info("kubelet_plugin_listening", "dra=%s registration=%s", d->endpoint, d->reg_path);
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+struct dra *dra_free(struct dra *d)
+{
+	if (!d)
+		return NULL;
+	if (d->health_timer)
+		event_free(d->health_timer);
+	/* Cancels every open call: health streams unlink and free themselves,
+	 * pending prepares lose their call. */
+	grpc_server_free(d->grpc);
+	while (d->streams) {
+		struct health_stream *hs = d->streams;
+
+		d->streams = hs->next;
+		free(hs);
+	}
+	while (d->preps) {
+		struct prep *p = d->preps;
+
+		d->preps = p->next;
+		prep_free(p);
+	}
+	alloc_topo_free(d->alloc);
+	free(d->node);
+	free(d->kubelet_root);
+	free(d->sysfs_root);
+	free(d->endpoint);
+	free(d->reg_path);
+	free(d);
+	return NULL;
+}

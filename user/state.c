@@ -1,0 +1,765 @@
+/* Claims, reservations and their durable record. See state.h.
+ *
+ * Claims live in an open-addressing hash table keyed by uid (linear probing,
+ * backward-shift deletion: no tombstones), sized for STATE_MAX_CLAIMS at a
+ * load factor of one half, so lookups stay O(1) at the cap.
+ */
+#include "state.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <json-c/json.h>
+
+#define LOG_MOD "state"
+#include "log.h"
+#include "fileio.h"
+
+#define TABLE_SIZE (2 * STATE_MAX_CLAIMS)
+#define CHECKPOINT_NAME "checkpoint.json"
+#define CHECKPOINT_VERSION 1
+#define CHECKPOINT_MAX (64 * 1024 * 1024)
+
+/* A claim and its checkpoint record, serialized once per change so that
+ * writing the checkpoint is a concatenation, not a re-encoding. */
+struct entry {
+	struct state_claim c;
+	char *record; /* one JSON object, no trailing comma */
+	size_t record_len;
+};
+
+struct observer {
+	state_observer_fn fn;
+	void *ud;
+};
+
+struct state {
+	char *cdi_dir, *state_dir, *checkpoint;
+	struct cpuset allocatable;
+	struct cpuset prepared;	  /* union of claims */
+	struct cpuset quarantine; /* CPUs of specs we could not honour */
+	struct entry *table[TABLE_SIZE];
+	int n_claims;
+	struct observer observers[8];
+	int n_observers;
+	state_guard_fn guard;
+	void *guard_ud;
+};
+
+static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *why, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why) {
+		va_start(ap, fmt);
+		(void)vsnprintf(why, STATE_ERR_MAX, fmt, ap);
+		va_end(ap);
+	}
+	return r;
+}
+
+static void claim_free(struct state_claim *c)
+{
+	if (!c)
+		return;
+	free(c->results);
+	free(c);
+}
+
+static void entry_free(struct entry *e)
+{
+	if (!e)
+		return;
+	free(e->c.results);
+	free(e->record);
+	free(e);
+}
+
+/* A deep copy of c with cpus recomputed from the results (when it has any). */
+static struct state_claim *claim_dup(const struct state_claim *c)
+{
+	struct state_claim *n = malloc(sizeof(*n));
+
+	if (!n)
+		return NULL;
+	*n = *c;
+	n->results = NULL;
+	if (c->n_results > 0) {
+		n->results = malloc(sizeof(*n->results) * (size_t)c->n_results);
+		if (!n->results) {
+			free(n);
+			return NULL;
+		}
+		memcpy(n->results, c->results, sizeof(*n->results) * (size_t)c->n_results);
+		cpuset_zero(&n->cpus);
+		for (int i = 0; i < c->n_results; i++)
+			cpuset_or(&n->cpus, &n->cpus, &c->results[i].cpus);
+	}
+	return n;
+}
+
+static unsigned hash_uid(const char *s)
+{
+	unsigned h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Slot holding uid, or the empty slot where it would go. */
+static unsigned slot_of(const struct state *s, const char *uid)
+{
+	unsigned i = hash_uid(uid) & (TABLE_SIZE - 1);
+
+	while (s->table[i] && strcmp(s->table[i]->c.uid, uid) != 0)
+		i = (i + 1) & (TABLE_SIZE - 1);
+	return i;
+}
+
+static void table_remove(struct state *s, unsigned i)
+{
+	unsigned j = i;
+
+	s->table[i] = NULL;
+	for (;;) {
+		unsigned k;
+
+		j = (j + 1) & (TABLE_SIZE - 1);
+		if (!s->table[j])
+			return;
+		k = hash_uid(s->table[j]->c.uid) & (TABLE_SIZE - 1);
+		/* Move j back to i unless its home k lies cyclically in (i, j]. */
+		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		s->table[i] = s->table[j];
+		s->table[j] = NULL;
+		i = j;
+	}
+}
+
+static void recompute_prepared(struct state *s)
+{
+	cpuset_zero(&s->prepared);
+	for (unsigned i = 0; i < TABLE_SIZE; i++)
+		if (s->table[i])
+			cpuset_or(&s->prepared, &s->prepared, &s->table[i]->c.cpus);
+}
+
+static void notify(struct state *s, enum state_event ev, const struct state_claim *c)
+{
+	for (int i = 0; i < s->n_observers; i++)
+		s->observers[i].fn(s->observers[i].ud, ev, c);
+}
+
+int state_new(const struct state_opts *o, struct state **ret)
+{
+	_cleanup_(state_freep) struct state *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->cdi_dir = strdup(o->cdi_dir);
+	s->state_dir = strdup(o->state_dir);
+	if (!s->cdi_dir || !s->state_dir ||
+	    asprintf(&s->checkpoint, "%s/%s", o->state_dir, CHECKPOINT_NAME) < 0) {
+		s->checkpoint = NULL;
+		return -ENOMEM;
+	}
+	s->allocatable = o->allocatable;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct state *state_free(struct state *s)
+{
+	if (!s)
+		return NULL;
+	for (unsigned i = 0; i < TABLE_SIZE; i++)
+		entry_free(s->table[i]);
+	free(s->cdi_dir);
+	free(s->state_dir);
+	free(s->checkpoint);
+	free(s);
+	return NULL;
+}
+
+int state_add_observer(struct state *s, state_observer_fn fn, void *ud)
+{
+	if (s->n_observers == (int)ARRAY_SIZE(s->observers))
+		return -E2BIG;
+	s->observers[s->n_observers++] = (struct observer){ fn, ud };
+	return 0;
+}
+
+void state_set_guard(struct state *s, state_guard_fn fn, void *ud)
+{
+	s->guard = fn;
+	s->guard_ud = ud;
+}
+
+const struct state_claim *state_claim(const struct state *s, const char *uid)
+{
+	struct entry *e = s->table[slot_of(s, uid)];
+
+	return e ? &e->c : NULL;
+}
+
+void state_shared_pool(const struct state *s, struct cpuset *ret)
+{
+	cpuset_andnot(ret, &s->allocatable, &s->prepared);
+	cpuset_andnot(ret, ret, &s->quarantine);
+}
+
+void state_prepared(const struct state *s, struct cpuset *ret)
+{
+	*ret = s->prepared;
+}
+
+int state_claim_count(const struct state *s)
+{
+	return s->n_claims;
+}
+
+const struct cpuset *state_allocatable(const struct state *s)
+{
+	return &s->allocatable;
+}
+
+int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),
+			void *ud)
+{
+	for (unsigned i = 0; i < TABLE_SIZE; i++)
+		if (s->table[i]) {
+			int r = fn(ud, &s->table[i]->c);
+
+			if (r < 0)
+				return r;
+		}
+	return 0;
+}
+
+/* ---- checkpoint ---------------------------------------------------------------------- */
+
+static int add_str(struct json_object *o, const char *k, const char *v)
+{
+	struct json_object *s = json_object_new_string(v);
+
+	if (!s || json_object_object_add(o, k, s) < 0) {
+		json_object_put(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_cpus(struct json_object *o, const char *k, const struct cpuset *c)
+{
+	_cleanup_free_ char *list = cpuset_to_string(c);
+
+	return list ? add_str(o, k, list) : -ENOMEM;
+}
+
+static int claim_json(const struct state_claim *c, struct json_object **ret)
+{
+	struct json_object *o = json_object_new_object(), *results = json_object_new_array();
+	int r;
+
+	if (!o || !results || json_object_object_add(o, "results", results) < 0) {
+		json_object_put(o);
+		json_object_put(results);
+		return -ENOMEM;
+	}
+	r = add_str(o, "uid", c->uid);
+	r = r ?: add_str(o, "namespace", c->ns);
+	r = r ?: add_str(o, "name", c->name);
+	r = r ?: add_cpus(o, "cpus", &c->cpus);
+	r = r ?: add_str(o, "ownerPod", c->owner_pod);
+	r = r ?: add_str(o, "ownerContainer", c->owner_container);
+	for (int i = 0; !r && i < c->n_results; i++) {
+		struct json_object *e = json_object_new_object();
+
+		if (!e || json_object_array_add(results, e) < 0) {
+			json_object_put(e);
+			r = -ENOMEM;
+			break;
+		}
+		r = add_str(e, "request", c->results[i].request);
+		r = r ?: add_str(e, "device", c->results[i].device);
+		r = r ?: add_cpus(e, "cpus", &c->results[i].cpus);
+	}
+	if (r < 0) {
+		json_object_put(o);
+		return r;
+	}
+	*ret = o;
+	return 0;
+}
+
+/* (Re)builds the cached checkpoint record of e. */
+static int entry_encode(struct entry *e)
+{
+	struct json_object *o;
+	char *rec;
+	int r;
+
+	r = claim_json(&e->c, &o);
+	if (r < 0)
+		return r;
+	rec = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	if (!rec)
+		return -ENOMEM;
+	free(e->record);
+	e->record = rec;
+	e->record_len = strlen(rec);
+	return 0;
+}
+
+char *state_checkpoint_serialize(const struct state *s)
+{
+	static const char head[] = "{\"version\":1,\"claims\":[", tail[] = "]}\n";
+	size_t len = sizeof(head) - 1 + sizeof(tail);
+	char *out, *p;
+
+	for (unsigned i = 0; i < TABLE_SIZE; i++)
+		if (s->table[i])
+			len += s->table[i]->record_len + 1;
+	out = malloc(len);
+	if (!out)
+		return NULL;
+	p = mempcpy(out, head, sizeof(head) - 1);
+	for (unsigned i = 0, first = 1; i < TABLE_SIZE; i++) {
+		if (!s->table[i])
+			continue;
+		if (!first)
+			*p++ = ',';
+		first = 0;
+		p = mempcpy(p, s->table[i]->record, s->table[i]->record_len);
+	}
+	memcpy(p, tail, sizeof(tail));
+	return out;
+}
+
+/* Copies string member k of o into buf (size); -EPROTO when absent, not a
+ * string, or too long. */
+static int get_str(struct json_object *o, const char *k, char *buf, size_t size)
+{
+	struct json_object *v;
+	const char *s;
+
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return -EPROTO;
+	s = json_object_get_string(v);
+	if (strlen(s) >= size)
+		return -EPROTO;
+	memcpy(buf, s, strlen(s) + 1);
+	return 0;
+}
+
+static int get_cpus(struct json_object *o, const char *k, struct cpuset *ret)
+{
+	char buf[CPUSET_MAX * 5];
+
+	if (get_str(o, k, buf, sizeof(buf)) < 0 || cpuset_parse(buf, ret, NULL) < 0)
+		return -EPROTO;
+	return 0;
+}
+
+int state_checkpoint_parse(const char *buf, size_t len,
+			   int (*fn)(void *ud, const struct state_claim *c), void *ud, char *why)
+{
+	struct json_tokener *tok = json_tokener_new_ex(8);
+	struct json_object *root, *claims, *v;
+	struct state_result results[STATE_MAX_RESULTS];
+	int r = 0;
+
+	if (!tok)
+		return -ENOMEM;
+	if (len > CHECKPOINT_MAX)
+		len = 0; /* parsed as empty: rejected below */
+	root = json_tokener_parse_ex(tok, buf, (int)len);
+	if (json_tokener_get_error(tok) != json_tokener_success ||
+	    !json_object_is_type(root, json_type_object)) {
+		r = fail(why, -EPROTO, "not a JSON object");
+		goto out;
+	}
+	if (!json_object_object_get_ex(root, "version", &v) ||
+	    !json_object_is_type(v, json_type_int) || json_object_get_int(v) != CHECKPOINT_VERSION) {
+		r = fail(why, -EPROTO, "version is not %d", CHECKPOINT_VERSION);
+		goto out;
+	}
+	if (!json_object_object_get_ex(root, "claims", &claims) ||
+	    !json_object_is_type(claims, json_type_array)) {
+		r = fail(why, -EPROTO, "no claims array");
+		goto out;
+	}
+	for (size_t i = 0; i < json_object_array_length(claims); i++) {
+		struct json_object *e = json_object_array_get_idx(claims, i), *rs;
+		struct state_claim c;
+
+		memset(&c, 0, sizeof(c));
+		if (!json_object_is_type(e, json_type_object) ||
+		    get_str(e, "uid", c.uid, sizeof(c.uid)) < 0 || cdi_uid_valid(c.uid) < 0 ||
+		    get_str(e, "namespace", c.ns, sizeof(c.ns)) < 0 ||
+		    get_str(e, "name", c.name, sizeof(c.name)) < 0 ||
+		    get_cpus(e, "cpus", &c.cpus) < 0 ||
+		    get_str(e, "ownerPod", c.owner_pod, sizeof(c.owner_pod)) < 0 ||
+		    get_str(e, "ownerContainer", c.owner_container, sizeof(c.owner_container)) < 0 ||
+		    !json_object_object_get_ex(e, "results", &rs) ||
+		    !json_object_is_type(rs, json_type_array) ||
+		    json_object_array_length(rs) > STATE_MAX_RESULTS) {
+			r = fail(why, -EPROTO, "claim entry %zu is malformed", i);
+			goto out;
+		}
+		c.n_results = (int)json_object_array_length(rs);
+		c.results = results;
+		for (int k = 0; k < c.n_results; k++) {
+			struct json_object *re = json_object_array_get_idx(rs, (size_t)k);
+
+			if (!json_object_is_type(re, json_type_object) ||
+			    get_str(re, "request", results[k].request, STATE_REQUEST_MAX) < 0 ||
+			    get_str(re, "device", results[k].device, STATE_DEVICE_MAX) < 0 ||
+			    get_cpus(re, "cpus", &results[k].cpus) < 0) {
+				r = fail(why, -EPROTO, "claim entry %zu result %d is malformed", i, k);
+				goto out;
+			}
+		}
+		r = fn(ud, &c);
+		if (r < 0)
+			goto out;
+	}
+out:
+	json_tokener_free(tok);
+	json_object_put(root);
+	return r;
+}
+
+static int write_checkpoint(const struct state *s)
+{
+	_cleanup_free_ char *text = state_checkpoint_serialize(s);
+
+	if (!text)
+		return -ENOMEM;
+	return fileio_write_atomic(s->state_dir, CHECKPOINT_NAME, text, strlen(text), 0600);
+}
+
+/* ---- changes ------------------------------------------------------------------------- */
+
+int state_claim_add(struct state *s, const struct state_claim *c, char *why)
+{
+	struct state_claim *n;
+	struct entry *e;
+	struct cpuset busy;
+	unsigned slot;
+	int r;
+
+	if (cdi_uid_valid(c->uid) < 0)
+		return fail(why, -EINVAL, "claim uid '%.64s' is not valid", c->uid);
+	slot = slot_of(s, c->uid);
+	if (s->table[slot])
+		return fail(why, -EEXIST, "claim %s is already prepared", c->uid);
+	if (s->n_claims >= STATE_MAX_CLAIMS)
+		return fail(why, -E2BIG, "node holds the maximum of %d claims", STATE_MAX_CLAIMS);
+	if (c->n_results < 0 || c->n_results > STATE_MAX_RESULTS)
+		return fail(why, -EINVAL, "claim %s has %d results (max %d)", c->uid, c->n_results,
+			    STATE_MAX_RESULTS);
+	n = claim_dup(c);
+	if (!n)
+		return -ENOMEM;
+	for (int i = 0; i < n->n_results; i++)
+		for (int k = 0; k < i; k++)
+			if (cpuset_intersects(&n->results[i].cpus, &n->results[k].cpus)) {
+				claim_free(n);
+				return fail(why, -EINVAL, "claim %s: results %d and %d overlap",
+					    c->uid, k, i);
+			}
+	if (!cpuset_is_subset(&n->cpus, &s->allocatable)) {
+		claim_free(n);
+		return fail(why, -EINVAL, "claim %s: CPUs outside the allocatable set", c->uid);
+	}
+	cpuset_or(&busy, &s->prepared, &s->quarantine);
+	if (cpuset_intersects(&n->cpus, &busy)) {
+		char list[128];
+		struct cpuset both;
+
+		cpuset_and(&both, &n->cpus, &busy);
+		(void)cpuset_format(&both, list, sizeof(list));
+		claim_free(n);
+		return fail(why, -EBUSY, "claim %s: CPUs %s already belong to another claim", c->uid,
+			    list);
+	}
+
+	if (s->guard) {
+		struct cpuset after;
+
+		state_shared_pool(s, &after);
+		cpuset_andnot(&after, &after, &n->cpus);
+		r = s->guard(s->guard_ud, &after, why);
+		if (r < 0) {
+			claim_free(n);
+			return r;
+		}
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		claim_free(n);
+		return -ENOMEM;
+	}
+	e->c = *n;
+	free(n); /* its results now belong to e */
+	n = &e->c;
+	r = entry_encode(e);
+	if (r < 0) {
+		entry_free(e);
+		return r;
+	}
+
+	/* Reserve, then commit: CDI spec, then checkpoint. */
+	s->table[slot] = e;
+	s->n_claims++;
+	cpuset_or(&s->prepared, &s->prepared, &n->cpus);
+	r = cdi_spec_write(s->cdi_dir, n->uid, &n->cpus);
+	if (r < 0) {
+		(void)fail(why, r, "writing the CDI spec of claim %s in %s: %s", n->uid, s->cdi_dir,
+			   strerror(-r));
+		goto undo;
+	}
+	r = write_checkpoint(s);
+	if (r < 0) {
+		(void)fail(why, r, "writing the checkpoint %s: %s", s->checkpoint, strerror(-r));
+		if (cdi_spec_remove(s->cdi_dir, n->uid) < 0)
+			/* The spec stays and will be re-reserved on restart: safe. */
+			log_warn("cdi_rollback_failed", "claim=%s", n->uid);
+		goto undo;
+	}
+	notify(s, STATE_CLAIM_ADDED, n);
+	return 0;
+undo:
+	table_remove(s, slot);
+	s->n_claims--;
+	entry_free(e);
+	recompute_prepared(s);
+	return r;
+}
+
+int state_claim_remove(struct state *s, const char *uid)
+{
+	unsigned slot;
+	struct entry *e;
+	int r;
+
+	if (cdi_uid_valid(uid) < 0)
+		return 0; /* cannot have been prepared */
+	slot = slot_of(s, uid);
+	e = s->table[slot];
+	if (!e) {
+		/* Not ours in memory; a quarantined or stray spec may still exist. */
+		return cdi_spec_remove(s->cdi_dir, uid);
+	}
+	r = cdi_spec_remove(s->cdi_dir, uid);
+	if (r < 0)
+		return r;
+	table_remove(s, slot);
+	s->n_claims--;
+	recompute_prepared(s);
+	r = write_checkpoint(s);
+	if (r < 0)
+		/* The spec is gone, so a restart will not resurrect the claim. */
+		log_warn_errno(r, "checkpoint_write_failed", "path=%s action=continuing",
+			       s->checkpoint);
+	notify(s, STATE_CLAIM_REMOVED, &e->c);
+	entry_free(e);
+	return 0;
+}
+
+int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
+		     const char *container)
+{
+	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : s->table[slot_of(s, uid)];
+	struct state_claim *c;
+	int r;
+
+	if (!e)
+		return -ENOENT;
+	c = &e->c;
+	if (c->owner_pod[0]) {
+		if (strcmp(c->owner_pod, pod_uid) == 0 && strcmp(c->owner_container, container) == 0)
+			return 0;
+		return -EBUSY;
+	}
+	if (strlen(pod_uid) >= sizeof(c->owner_pod) ||
+	    strlen(container) >= sizeof(c->owner_container))
+		return -EINVAL;
+	memcpy(c->owner_pod, pod_uid, strlen(pod_uid) + 1);
+	memcpy(c->owner_container, container, strlen(container) + 1);
+	r = entry_encode(e);
+	if (r < 0)
+		return r;
+	r = write_checkpoint(s);
+	if (r < 0)
+		log_warn_errno(r, "checkpoint_write_failed", "path=%s action=continuing",
+			       s->checkpoint);
+	notify(s, STATE_CLAIM_BOUND, c);
+	return 0;
+}
+
+/* ---- load ---------------------------------------------------------------------------- */
+
+struct loader {
+	struct state *s;
+	struct state_claim **ckpt; /* checkpoint entries by uid: small linear list */
+	int n_ckpt;
+	int restored, quarantined, bad_specs;
+};
+
+static int collect_ckpt(void *ud, const struct state_claim *c)
+{
+	struct loader *l = ud;
+	struct state_claim **v;
+
+	if (l->n_ckpt >= STATE_MAX_CLAIMS)
+		return -E2BIG;
+	v = realloc(l->ckpt, sizeof(*v) * (size_t)(l->n_ckpt + 1));
+	if (!v)
+		return -ENOMEM;
+	l->ckpt = v;
+	v[l->n_ckpt] = claim_dup(c);
+	if (!v[l->n_ckpt])
+		return -ENOMEM;
+	l->n_ckpt++;
+	return 0;
+}
+
+static void on_bad_spec(void *ud, const char *path, const char *why)
+{
+	struct loader *l = ud;
+
+	l->bad_specs++;
+	log_warn("cdi_spec_ignored", "path=%s reason=%s action=left_alone", path, log_quote(why));
+}
+
+static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
+{
+	struct loader *l = ud;
+	struct state *s = l->s;
+	struct state_claim *c = NULL;
+	struct cpuset busy;
+	char list[128];
+	unsigned slot;
+
+	for (int i = 0; i < l->n_ckpt; i++)
+		if (l->ckpt[i] && strcmp(l->ckpt[i]->uid, uid) == 0) {
+			c = TAKE_PTR(l->ckpt[i]);
+			break;
+		}
+	if (c && !cpuset_equal(&c->cpus, cpus)) {
+		log_warn("checkpoint_disagrees", "claim=%s action=using_cdi_spec", uid);
+		free(c->results);
+		c->results = NULL;
+		c->n_results = 0;
+	}
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		memcpy(c->uid, uid, strlen(uid) + 1);
+	}
+	c->cpus = *cpus;
+	cpuset_or(&busy, &s->prepared, &s->quarantine);
+	if (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy) ||
+	    s->n_claims >= STATE_MAX_CLAIMS) {
+		(void)cpuset_format(cpus, list, sizeof(list));
+		log_error("claim_quarantined", "claim=%s cpus=%s reason=%s", uid, list,
+			  !cpuset_is_subset(cpus, &s->allocatable)
+				  ? "\"CPUs not allocatable (reserved or offline)\""
+				  : "\"overlaps another prepared claim\"");
+		cpuset_and(&busy, cpus, &s->allocatable);
+		cpuset_or(&s->quarantine, &s->quarantine, &busy);
+		l->quarantined++;
+		claim_free(c);
+		return 0;
+	}
+	{
+		struct entry *e = calloc(1, sizeof(*e));
+
+		if (!e) {
+			claim_free(c);
+			return -ENOMEM;
+		}
+		e->c = *c;
+		free(c);
+		c = &e->c;
+		if (entry_encode(e) < 0) {
+			entry_free(e);
+			return -ENOMEM;
+		}
+		slot = slot_of(s, uid);
+		s->table[slot] = e;
+	}
+	s->n_claims++;
+	cpuset_or(&s->prepared, &s->prepared, cpus);
+	l->restored++;
+	(void)cpuset_format(cpus, list, sizeof(list));
+	log_info("claim_restored", "claim=%s ns=%s name=%s cpus=%s", uid, c->ns[0] ? c->ns : "?",
+		 c->name[0] ? c->name : "?", list);
+	return 0;
+}
+
+int state_load(struct state *s)
+{
+	struct loader l = { .s = s };
+	_cleanup_free_ char *buf = NULL;
+	char why[STATE_ERR_MAX] = "";
+	struct stat st;
+	size_t len = 0;
+	int r;
+
+	if (mkdir(s->state_dir, 0700) < 0 && errno != EEXIST)
+		return log_error_errno(-errno, "state_dir_failed", "path=%s", s->state_dir);
+	if (stat(s->state_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return log_error_errno(-ENOTDIR, "state_dir_failed", "path=%s", s->state_dir);
+	if ((st.st_mode & 0777) != 0700 && chmod(s->state_dir, 0700) < 0)
+		return log_error_errno(-errno, "state_dir_failed", "path=%s", s->state_dir);
+
+	r = fileio_read(s->checkpoint, CHECKPOINT_MAX, &buf, &len);
+	if (r == 0) {
+		r = state_checkpoint_parse(buf, len, collect_ckpt, &l, why);
+		if (r == -ENOMEM)
+			goto out;
+		if (r < 0)
+			log_warn("checkpoint_ignored", "path=%s reason=%s action=using_cdi_specs",
+				 s->checkpoint, log_quote(why[0] ? why : strerror(-r)));
+	} else if (r != -ENOENT) {
+		log_warn_errno(r, "checkpoint_unreadable", "path=%s action=using_cdi_specs",
+			       s->checkpoint);
+	}
+
+	r = cdi_scan(s->cdi_dir, on_spec, on_bad_spec, &l);
+	if (r < 0) {
+		log_error_errno(r, "cdi_scan_failed", "dir=%s", s->cdi_dir);
+		goto out;
+	}
+	for (int i = 0; i < l.n_ckpt; i++)
+		if (l.ckpt[i])
+			log_info("checkpoint_entry_dropped", "claim=%s reason=\"no CDI spec\"",
+				 l.ckpt[i]->uid);
+	r = write_checkpoint(s);
+	if (r < 0)
+		log_error_errno(r, "checkpoint_write_failed", "path=%s", s->checkpoint);
+	log_info("state_loaded", "claims=%d quarantined=%d ignored_specs=%d", l.restored,
+		 l.quarantined, l.bad_specs);
+	for (unsigned i = 0; i < TABLE_SIZE; i++)
+		if (s->table[i])
+			notify(s, STATE_CLAIM_ADDED, &s->table[i]->c);
+out:
+	for (int i = 0; i < l.n_ckpt; i++)
+		claim_free(l.ckpt[i]);
+	free(l.ckpt);
+	return r;
+}

@@ -1,0 +1,119 @@
+/* Which CPU belongs to whom: prepared claims, their per-request split, the
+ * container each claim is bound to, and the shared pool that is left.
+ *
+ *   allocatable = online - reserved            (fixed at start)
+ *   prepared    = union of every claim's CPUs  (claims are pairwise disjoint)
+ *   shared pool = allocatable - prepared       (never reserved CPUs)
+ *
+ * Durability (DESIGN.md section 4): the CDI spec of a claim is its commit
+ * record. Prepare = reserve in memory, write the CDI spec, then the
+ * checkpoint (namespace/name, per-request split, owner); Unprepare = remove
+ * the CDI spec first (on failure the reservation stays), then forget, then the
+ * checkpoint. On start, state_load() re-reserves every claim that has a CDI
+ * spec, taking what else it knows from the checkpoint; checkpoint entries
+ * without a spec are dropped (their Prepare never committed, or their
+ * Unprepare did). Nothing is ever allocated twice: a spec whose CPUs overlap
+ * another's, or fall outside the allocatable CPUs, is reported and its CPUs
+ * are kept out of the shared pool and of new claims until it goes away.
+ *
+ * Observers are told after every committed change (metrics, BPF owner maps,
+ * NRI shared-pool updates).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cdi.h"
+#include "cleanup.h"
+#include "cpuset.h"
+
+#define STATE_NAME_MAX 254   /* Kubernetes object and container names: 253 */
+#define STATE_NS_MAX 64	     /* namespaces: DNS labels, 63 */
+#define STATE_REQUEST_MAX 128 /* "request" or "request/subrequest" */
+#define STATE_DEVICE_MAX 64
+#define STATE_MAX_CLAIMS 4096 /* per node; more is refused with -E2BIG */
+#define STATE_MAX_RESULTS 32  /* AllocationResultsMaxSize */
+#define STATE_ERR_MAX 256
+
+struct state_result {
+	char request[STATE_REQUEST_MAX];
+	char device[STATE_DEVICE_MAX];
+	struct cpuset cpus;
+};
+
+struct state_claim {
+	char uid[CDI_UID_MAX];
+	char ns[STATE_NS_MAX];	      /* "" when restored from CDI alone */
+	char name[STATE_NAME_MAX];
+	struct cpuset cpus;	      /* union of the results */
+	int n_results;
+	struct state_result *results; /* owned */
+	/* The container holding the claim (NRI), "" when unbound. */
+	char owner_pod[CDI_UID_MAX];
+	char owner_container[STATE_NAME_MAX];
+};
+
+struct state;
+
+enum state_event { STATE_CLAIM_ADDED, STATE_CLAIM_REMOVED, STATE_CLAIM_BOUND };
+typedef void (*state_observer_fn)(void *ud, enum state_event ev, const struct state_claim *c);
+
+struct state_opts {
+	const char *cdi_dir;
+	const char *state_dir; /* the checkpoint lives here; created 0700 */
+	struct cpuset allocatable;
+};
+
+int state_new(const struct state_opts *o, struct state **ret);
+struct state *state_free(struct state *s);
+DEFINE_FREEP(state, state_free)
+
+/* Rebuilds from the CDI specs and the checkpoint (see above). Problems are
+ * logged and counted; only I/O errors on the state dir itself fail. */
+int state_load(struct state *s);
+
+int state_add_observer(struct state *s, state_observer_fn fn, void *ud);
+
+/* Asked before a claim is committed, with the shared pool that would remain;
+ * returning < 0 with why filled (STATE_ERR_MAX) refuses the claim. One guard
+ * (the NRI policy: the pool must not empty under running shared containers). */
+typedef int (*state_guard_fn)(void *ud, const struct cpuset *pool_after, char *why);
+void state_set_guard(struct state *s, state_guard_fn fn, void *ud);
+
+/* The claim of that uid, or NULL. Borrowed until the next change. */
+const struct state_claim *state_claim(const struct state *s, const char *uid);
+
+/* Commits a new claim (results copied, cpus computed as their union). Errors,
+ * with why: -EEXIST (uid already prepared: compare with state_claim() first),
+ * -EBUSY (overlaps another claim or a quarantined CPU), -EINVAL (CPUs not
+ * allocatable, bad uid, empty result list is fine), -E2BIG (too many claims),
+ * or the -errno of the CDI/checkpoint write (nothing is kept then). */
+int state_claim_add(struct state *s, const struct state_claim *c, char *why);
+
+/* Unprepare: removes the CDI spec, then the claim. Unknown uid: 0. A failed
+ * spec removal returns its -errno and keeps everything. */
+int state_claim_remove(struct state *s, const char *uid);
+
+/* Binds the claim to a container; -ENOENT unknown claim, -EBUSY bound to
+ * another (pod, container). Binding the same owner again is a no-op. */
+int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
+		     const char *container);
+
+/* CPUs neither reserved nor held by any claim (nor quarantined). */
+void state_shared_pool(const struct state *s, struct cpuset *ret);
+/* CPUs held by claims. */
+void state_prepared(const struct state *s, struct cpuset *ret);
+int state_claim_count(const struct state *s);
+const struct cpuset *state_allocatable(const struct state *s);
+
+/* Iterates claims in no particular order; fn returning < 0 stops. */
+int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),
+			void *ud);
+
+/* Checkpoint text of the current state (JSON, caller frees) and its parser,
+ * exposed for tests and the fuzzer. Parse calls fn per claim entry. */
+char *state_checkpoint_serialize(const struct state *s);
+int state_checkpoint_parse(const char *buf, size_t len,
+			   int (*fn)(void *ud, const struct state_claim *c), void *ud, char *why);
