@@ -12,7 +12,8 @@
  *
  *   kube_cli [--kubeconfig F | --sa-dir D] [--allow-insecure] [--timeout-ms N]
  *            [--connect-timeout-ms N] [--attempts N] [--delay-ms N] [--tick-ms N]
- *            [--max-events N] [--max-line N] [--trace] VERB PATH [BODY]
+ *            [--max-events N] [--max-line N] [--precondition-uid U]
+ *            [--precondition-rv RV] [--trace] VERB PATH [BODY]
  *   VERB: get create update patch delete watch
  */
 #include <errno.h>
@@ -174,7 +175,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: kube_cli [--kubeconfig F | --sa-dir D] [--allow-insecure] "
 			"[--timeout-ms N] [--connect-timeout-ms N] [--attempts N] [--delay-ms N] "
-			"[--tick-ms N] [--max-events N] [--max-line N] [--trace] "
+			"[--tick-ms N] [--max-events N] [--max-line N] [--precondition-uid U] "
+			"[--precondition-rv RV] [--trace] "
 			"get|create|update|patch|delete|watch PATH [BODY]\n");
 	return 2;
 }
@@ -192,6 +194,8 @@ int main(int argc, char **argv)
 		{ "tick-ms", required_argument, NULL, 'T' },
 		{ "max-events", required_argument, NULL, 'm' },
 		{ "max-line", required_argument, NULL, 'l' },
+		{ "precondition-uid", required_argument, NULL, 'u' },
+		{ "precondition-rv", required_argument, NULL, 'r' },
 		{ "trace", no_argument, NULL, 'v' },
 		{ 0 },
 	};
@@ -221,6 +225,8 @@ int main(int argc, char **argv)
 		case 'T': tick_ms = strtol(optarg, NULL, 10); break;
 		case 'm': c.max_events = (int)strtol(optarg, NULL, 10); break;
 		case 'l': c.wo.max_line = (size_t)strtoul(optarg, NULL, 10); break;
+		case 'u': c.ro.precondition_uid = optarg; break;
+		case 'r': c.ro.precondition_rv = optarg; break;
 		case 'v': log_set_level(LOG_TRACE); break;
 		default: return usage();
 		}
