@@ -345,6 +345,25 @@ static void test_state_table_handles_the_claim_cap(void **st)
 	assert_int_equal(state_claim_count(s), STATE_MAX_CLAIMS / 2);
 }
 
+static int guard_nonempty(void *ud, const struct cpuset *after, char *why)
+{
+	if (!cpuset_is_empty(after))
+		return 0;
+	snprintf(why, STATE_ERR_MAX, "would empty the pool");
+	return -ENOSPC;
+}
+
+static void test_state_guard_can_refuse_a_claim(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-3");
+
+	state_set_guard(s, guard_nonempty, NULL);
+	assert_int_equal(add(s, "u1", "ns", "a", "0-2", NULL), 0);
+	assert_int_equal(add(s, "u2", "ns", "b", "3", NULL), -ENOSPC);
+	assert_false(spec_exists("u2"));
+	assert_pool(s, "3");
+}
+
 static int count_cb(void *ud, const struct state_claim *c)
 {
 	(*(int *)ud)++;
@@ -396,6 +415,7 @@ int main(void)
 		T(test_state_observers_see_committed_changes_only),
 		T(test_state_table_handles_the_claim_cap),
 		T(test_state_checkpoint_parse_rejects_malformed),
+		T(test_state_guard_can_refuse_a_claim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

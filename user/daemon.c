@@ -13,9 +13,14 @@
 #include "cfg.h"
 #include "cleanup.h"
 #include "devices.h"
+#include "dra.h"
 #include "httpd.h"
+#include "kube.h"
+#include "kubeconfig.h"
 #include "log.h"
 #include "metrics.h"
+#include "publisher.h"
+#include "state.h"
 #include "topo.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
@@ -30,14 +35,30 @@ struct daemon {
 	struct metrics *metrics;
 	struct httpd *httpd;
 	struct devices *devices;
-	int check_serving;
+	struct kube *kube;
+	struct publisher *publisher;
+	struct state *state;
+	struct dra *dra;
+	int check_serving, check_registered, check_slices;
+	struct metric *g_allocated, *g_available, *g_claims;
 	bool stopping;
+};
+
+/* A claim fetch in flight: the kube call and where its answer goes. */
+struct fetch {
+	dra_claim_cb cb;
+	void *cb_ud;
 };
 
 static void daemon_free(struct daemon *d)
 {
 	if (!d)
 		return;
+	/* The API client first: no fetch callback may reach the plugin after. */
+	publisher_free(d->publisher);
+	kube_free(d->kube);
+	dra_free(d->dra);
+	state_free(d->state);
 	httpd_free(d->httpd);
 	devices_free(d->devices);
 	if (d->sigterm)
@@ -84,22 +105,105 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(d->base, NULL);
 }
 
+static void update_gauges(struct daemon *d)
+{
+	struct cpuset c;
+
+	state_prepared(d->state, &c);
+	metric_set(d->g_allocated, cpuset_count(&c));
+	state_shared_pool(d->state, &c);
+	metric_set(d->g_available, cpuset_count(&c));
+	metric_set(d->g_claims, state_claim_count(d->state));
+}
+
+static void on_state_change(void *ud, enum state_event ev, const struct state_claim *c)
+{
+	update_gauges(ud);
+}
+
 static void register_gauges(struct daemon *d)
 {
 	struct metric *g;
-	int reserved = cpuset_count(&d->cfg->reserved);
 
 	g = metrics_gauge(d->metrics, "dra_cpu_reserved_cpus", "CPUs excluded by --reserved-cpus.",
 			  NULL);
-	metric_set(g, reserved);
-	g = metrics_gauge(d->metrics, "dra_cpu_available_cpus",
-			  "Allocatable CPUs not held by any claim.", NULL);
-	metric_set(g, cpuset_count(&d->devices->allocatable));
-	g = metrics_gauge(d->metrics, "dra_cpu_allocated_cpus", "CPUs held by prepared claims.",
-			  NULL);
-	metric_set(g, 0);
-	(void)metrics_gauge(d->metrics, "dra_cpu_resource_claims_active",
-			    "Prepared ResourceClaims.", NULL);
+	metric_set(g, cpuset_count(&d->cfg->reserved));
+	d->g_available = metrics_gauge(d->metrics, "dra_cpu_available_cpus",
+				       "Allocatable CPUs not held by any claim (the shared pool).",
+				       NULL);
+	d->g_allocated = metrics_gauge(d->metrics, "dra_cpu_allocated_cpus",
+				       "CPUs held by prepared claims.", NULL);
+	d->g_claims = metrics_gauge(d->metrics, "dra_cpu_resource_claims_active",
+				    "Prepared ResourceClaims.", NULL);
+}
+
+static void on_claim_got(void *ud, const struct kube_result *r)
+{
+	struct fetch *f = ud;
+
+	f->cb(f->cb_ud, r->error ? NULL : r->body, r->error ? r->error_text : NULL);
+	free(f);
+}
+
+/* dra_fetch_fn over the API client: GET the claim, retried on throttling
+ * and server errors within the kubelet's patience. */
+static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb cb, void *cb_ud)
+{
+	struct daemon *d = ud;
+	struct kube_req_opts o = { .timeout_ms = 10000, .max_attempts = 3 };
+	struct fetch *f = malloc(sizeof(*f));
+	char path[1024];
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	f->cb = cb;
+	f->cb_ud = cb_ud;
+	if (snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
+		     ns, name) >= (int)sizeof(path)) {
+		free(f);
+		return -ENAMETOOLONG;
+	}
+	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, NULL);
+	if (r < 0)
+		free(f);
+	return r;
+}
+
+static void on_registered(void *ud, bool ok)
+{
+	struct daemon *d = ud;
+
+	httpd_check_set(d->httpd, d->check_registered, ok);
+}
+
+static void on_slices(void *ud, bool in_sync)
+{
+	struct daemon *d = ud;
+
+	httpd_check_set(d->httpd, d->check_slices, in_sync);
+}
+
+static int start_kube(struct daemon *d)
+{
+	_cleanup_(kubeconfig_freep) struct kubeconfig *kc = NULL;
+	char err[KUBECONFIG_ERR_MAX] = "";
+	unsigned flags = d->cfg->allow_insecure_kubeconfig ? KUBECONFIG_ALLOW_INSECURE : 0;
+	int r;
+
+	if (d->cfg->kubeconfig && *d->cfg->kubeconfig)
+		r = kubeconfig_load(d->cfg->kubeconfig, flags, &kc, err);
+	else
+		r = kubeconfig_in_cluster(KUBECONFIG_SA_DIR, flags, &kc, err);
+	if (r < 0) {
+		log_error("kubeconfig_failed", "error=%s", log_quote(err[0] ? err : strerror(-r)));
+		return r;
+	}
+	r = kube_new(d->base, kc, NULL, &d->kube);
+	if (r < 0)
+		return log_error_errno(r, "api_client_failed", "server=%s", kc->server);
+	log_info("api_server", "server=%s source=%s", kc->server, kc->source);
+	return 0;
 }
 
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
@@ -132,6 +236,56 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	if (r < 0)
 		return log_error_errno(r, "http_bind_failed", "address=%s", cfg->bind_address);
 	d->check_serving = httpd_check_add(d->httpd, "serving", HTTPD_HEALTH | HTTPD_READY);
+	d->check_registered = !cfg->kubelet_registration
+				      ? -1
+				      : httpd_check_add(d->httpd, "kubelet-registration",
+							HTTPD_HEALTH | HTTPD_READY);
+	d->check_slices = httpd_check_add(d->httpd, "resourceslices", HTTPD_READY);
+
+	/* Every prepared claim is reserved again before any socket opens. */
+	{
+		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
+					 .allocatable = d->devices->allocatable };
+
+		r = state_new(&so, &d->state);
+		if (r < 0)
+			return r;
+		r = state_add_observer(d->state, on_state_change, d);
+		if (r < 0)
+			return r;
+		r = state_load(d->state);
+		if (r < 0)
+			return r;
+		update_gauges(d);
+	}
+
+	r = start_kube(d);
+	if (r < 0)
+		return r;
+	{
+		struct publisher_opts po = { .node = d->node, .devices = d->devices,
+					     .on_state = on_slices, .ud = d };
+
+		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
+		if (r < 0)
+			return log_error_errno(r, "publisher_failed", "");
+	}
+	{
+		struct dra_opts dopt = {
+			.node = d->node,
+			.kubelet_root = cfg->kubelet_root_dir,
+			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
+			.device_mode = cfg->device_mode,
+			.fetch = fetch_claim,
+			.fetch_ud = d,
+			.on_registered = on_registered,
+			.registered_ud = d,
+		};
+
+		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
+		if (r < 0)
+			return r;
+	}
 
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
 	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);

@@ -668,8 +668,7 @@ static void on_health_cancel(struct grpc_call *call, void *ud)
 	struct health_stream *hs = ud;
 
 	health_unlink(hs);
-	(void)grpc_call_end(call);
-	free(hs);
+	free(hs); /* the call handle ends when this returns */
 }
 
 static void on_health_timer(evutil_socket_t fd, short what, void *ud)

@@ -210,13 +210,18 @@ static int slice_json(const struct devices *d, const struct slices_opts *o, int 
 	char gen_name[320];
 	int r;
 
-	if (!s || !(meta = child(s, "metadata", false)) || !(spec = child(s, "spec", false)) ||
-	    !(pool = child(spec, "pool", false)))
+	if (!s)
 		return -ENOMEM;
-	(void)snprintf(gen_name, sizeof(gen_name), "%05x-%s-%s-", i, SLICES_DRIVER, o->node);
 	r = add(s, "apiVersion", json_object_new_string("resource.k8s.io/v1"));
 	r = r ?: add(s, "kind", json_object_new_string("ResourceSlice"));
-	r = r ?: add(meta, "generateName", json_object_new_string(gen_name));
+	if (r < 0 || !(meta = child(s, "metadata", false)) || !(spec = child(s, "spec", false)))
+		return -ENOMEM;
+	r = add(spec, "driver", json_object_new_string(SLICES_DRIVER));
+	r = r ?: add(spec, "nodeName", json_object_new_string(o->node));
+	if (r < 0 || !(pool = child(spec, "pool", false)))
+		return -ENOMEM;
+	(void)snprintf(gen_name, sizeof(gen_name), "%05x-%s-%s-", i, SLICES_DRIVER, o->node);
+	r = add(meta, "generateName", json_object_new_string(gen_name));
 	if (!r && o->node_uid) {
 		struct json_object *refs = child(meta, "ownerReferences", true);
 		struct json_object *ref = json_object_new_object();
@@ -231,8 +236,6 @@ static int slice_json(const struct devices *d, const struct slices_opts *o, int 
 		r = r ?: add(ref, "uid", json_object_new_string(o->node_uid));
 		r = r ?: add(ref, "controller", json_object_new_boolean(true));
 	}
-	r = r ?: add(spec, "driver", json_object_new_string(SLICES_DRIVER));
-	r = r ?: add(spec, "nodeName", json_object_new_string(o->node));
 	r = r ?: add(pool, "name", json_object_new_string(o->node));
 	r = r ?: add(pool, "generation", json_object_new_int64(o->generation));
 	r = r ?: add(pool, "resourceSliceCount", json_object_new_int64(count));

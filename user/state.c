@@ -46,6 +46,8 @@ struct state {
 	int n_claims;
 	struct observer observers[8];
 	int n_observers;
+	state_guard_fn guard;
+	void *guard_ud;
 };
 
 static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -193,6 +195,12 @@ int state_add_observer(struct state *s, state_observer_fn fn, void *ud)
 		return -E2BIG;
 	s->observers[s->n_observers++] = (struct observer){ fn, ud };
 	return 0;
+}
+
+void state_set_guard(struct state *s, state_guard_fn fn, void *ud)
+{
+	s->guard = fn;
+	s->guard_ud = ud;
 }
 
 const struct state_claim *state_claim(const struct state *s, const char *uid)
@@ -487,6 +495,17 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why)
 			    list);
 	}
 
+	if (s->guard) {
+		struct cpuset after;
+
+		state_shared_pool(s, &after);
+		cpuset_andnot(&after, &after, &n->cpus);
+		r = s->guard(s->guard_ud, &after, why);
+		if (r < 0) {
+			claim_free(n);
+			return r;
+		}
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		claim_free(n);

@@ -76,6 +76,12 @@ int state_load(struct state *s);
 
 int state_add_observer(struct state *s, state_observer_fn fn, void *ud);
 
+/* Asked before a claim is committed, with the shared pool that would remain;
+ * returning < 0 with why filled (STATE_ERR_MAX) refuses the claim. One guard
+ * (the NRI policy: the pool must not empty under running shared containers). */
+typedef int (*state_guard_fn)(void *ud, const struct cpuset *pool_after, char *why);
+void state_set_guard(struct state *s, state_guard_fn fn, void *ud);
+
 /* The claim of that uid, or NULL. Borrowed until the next change. */
 const struct state_claim *state_claim(const struct state *s, const char *uid);
 
