@@ -614,6 +614,7 @@ static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 	assert_int_equal(verify_report_new(o, false, &r), 0);
 	r->t0_ns = 1000000000;
 	r->watched = true;
+	r->events = true;
 	r->duration_s = 1;
 	e = ev(2, 77, PINNING_KIND_USER, 999999999, "early");
 	assert_int_equal(verify_report_add_event(r, &e, "/x"), 0); /* before the window */
@@ -639,7 +640,8 @@ static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 	assert_string_equal(r->seen[0].cgroup, "/k/B");
 	assert_null(r->seen[1].cgroup);
 	counters(r, 2, 3, 10);
-	counters(r, 3, 9, 0); /* 8 switch-ins no event named */
+	counters(r, 3, 9, 0);
+	r->cpus[1].c.events_ratelimited = 8; /* what the kernel did not send */
 	verify_report_tally(r, &t);
 	assert_int_equal(t.running, 12);
 	assert_int_equal(t.running_tasks, 2);
@@ -681,6 +683,7 @@ static void test_verify_scope_forgives_outsiders_but_not_unnamed(void **st)
 
 	assert_int_equal(verify_report_new(o, false, &r), 0);
 	r->watched = true;
+	r->events = true;
 	assert_int_equal(verify_report_add_event(r, &e, "/system.slice/sshd"), 0);
 	assert_int_equal(verify_report_add_event(r, &e, "/system.slice/sshd"), 0);
 	counters(r, 2, 2, 0);
@@ -693,15 +696,54 @@ static void test_verify_scope_forgives_outsiders_but_not_unnamed(void **st)
 	assert_int_equal(t.exit_code, 0);
 	/* A switch-in no event named may have been inside: not clean. */
 	counters(r, 3, 1, 0);
+	r->cpus[1].c.events_dropped = 1;
 	verify_report_tally(r, &t);
 	assert_true(t.incomplete);
 	assert_false(t.violation);
 	assert_int_equal(t.exit_code, 2);
+	/* A task seen outside, then inside: inside from then on, with the
+	 * cgroup it had inside; back outside changes neither. */
+	e = ev(2, 302, PINNING_KIND_USER, 10, "mover");
+	assert_int_equal(verify_report_add_event(r, &e, "/"), 0);
+	assert_true(r->seen[1].outside);
+	assert_int_equal(verify_report_add_event(r, &e, "/k/B"), 0);
+	assert_int_equal(verify_report_add_event(r, &e, "/elsewhere"), 0);
+	assert_false(r->seen[1].outside);
+	assert_string_equal(r->seen[1].cgroup, "/k/B");
+	assert_int_equal(r->seen[1].switches, 3);
+	counters(r, 2, 5, 0);
+	verify_report_tally(r, &t);
+	assert_int_equal(t.running_tasks, 1);
+	assert_int_equal(t.exit_code, 1);
+	counters(r, 2, 2, 0);
+	r->cpus[1].c.events_dropped = 1;
 	/* An unknown cgroup counts as inside. */
 	e = ev(3, 301, PINNING_KIND_USER, 10, "gone");
 	assert_int_equal(verify_report_add_event(r, &e, NULL), 0);
 	verify_report_tally(r, &t);
-	assert_int_equal(t.running_tasks, 1);
+	assert_int_equal(t.running_tasks, 2);
+	assert_int_equal(t.exit_code, 1);
+}
+
+static void test_verify_without_events_scope_is_incomplete(void **st)
+{
+	_cleanup_(verify_owners_freep) struct verify_owners *o =
+		fixture_owners(BPFMON_CGROUP_V2, "/k");
+	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
+	struct verify_tally t;
+
+	assert_int_equal(verify_report_new(o, false, &r), 0);
+	r->watched = true; /* r->events false: a kernel without ring buffers */
+	counters(r, 2, 4, 0);
+	counters(r, 3, 0, 0);
+	verify_report_tally(r, &t);
+	assert_int_equal(t.unattributed, 4);
+	assert_int_equal(t.exit_code, 2);
+	/* Without a scope the counters alone decide. */
+	free(o->scope_path);
+	o->scope_path = NULL;
+	verify_report_tally(r, &t);
+	assert_int_equal(t.running, 4);
 	assert_int_equal(t.exit_code, 1);
 }
 
@@ -737,6 +779,7 @@ static struct verify_report *rendered_fixture(struct verify_owners *o)
 	assert_int_equal(verify_report_new(o, false, &r), 0);
 	r->source = "--exclusive";
 	r->watched = true;
+	r->events = true;
 	r->duration_s = 2;
 	r->t0_ns = 1000;
 	assert_int_equal(verify_report_add_event(r, &e, "/k/B"), 0);
@@ -850,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_verify_events_are_counted_per_cpu_and_task),
 		cmocka_unit_test(test_verify_kthreads_fail_only_when_strict),
 		cmocka_unit_test(test_verify_scope_forgives_outsiders_but_not_unnamed),
+		cmocka_unit_test(test_verify_without_events_scope_is_incomplete),
 		cmocka_unit_test(test_verify_seen_table_full_counts_the_rest),
 		cmocka_unit_test(test_verify_json_carries_the_verdict_and_the_offenders),
 		cmocka_unit_test(test_verify_print_ends_with_the_verdict),

@@ -786,11 +786,19 @@ static struct verify_cpu *report_cpu(const struct verify_report *r, int cpu)
 	return NULL;
 }
 
+/* A user task is outside the scope when its cgroup is known and not under it. */
+static bool is_outside(const struct verify_report *r, uint32_t kind, const char *cgroup)
+{
+	return kind == PINNING_KIND_USER && r->owners->scope_path && cgroup &&
+	       !verify_path_is_under(cgroup, r->owners->scope_path);
+}
+
 int verify_report_add_event(struct verify_report *r, const struct pinning_event *e,
 			    const char *cgroup)
 {
 	uint32_t h = (e->pid * 2654435761u) ^ (e->cpu * 40503u);
 	uint64_t t = e->ts_ns - r->t0_ns;
+	bool outside = is_outside(r, e->kind, cgroup);
 	struct verify_seen *s;
 
 	if (e->ts_ns < r->t0_ns || !report_cpu(r, (int)e->cpu) ||
@@ -803,6 +811,19 @@ int verify_report_add_event(struct verify_report *r, const struct pinning_event 
 			s = &r->seen[*slot - 1];
 			if (s->cpu != (int)e->cpu || s->pid != e->pid)
 				continue;
+			/* A task that moved cgroups: once seen inside the scope it
+			 * stays inside (conservative); the latest such cgroup is
+			 * the one shown. */
+			if (cgroup && (!outside || s->outside) &&
+			    (!s->cgroup || strcmp(s->cgroup, cgroup))) {
+				char *c = strdup(cgroup);
+
+				if (!c)
+					return -ENOMEM;
+				free(s->cgroup);
+				s->cgroup = c;
+			}
+			s->outside = s->outside && outside;
 		} else {
 			if (r->nseen == VERIFY_SEEN_MAX) {
 				r->seen_untracked++;
@@ -810,9 +831,7 @@ int verify_report_add_event(struct verify_report *r, const struct pinning_event 
 			}
 			s = &r->seen[r->nseen];
 			*s = (struct verify_seen){ .cpu = (int)e->cpu, .pid = e->pid, .tgid = e->tgid,
-						   .kind = e->kind, .first_ns = t };
-			s->outside = e->kind == PINNING_KIND_USER && r->owners->scope_path && cgroup &&
-				     !verify_path_is_under(cgroup, r->owners->scope_path);
+						   .kind = e->kind, .first_ns = t, .outside = outside };
 			if (cgroup && !(s->cgroup = strdup(cgroup)))
 				return -ENOMEM;
 			*slot = ++r->nseen;
@@ -1101,7 +1120,13 @@ void verify_report_tally(const struct verify_report *r, struct verify_tally *ret
 			t.running_tasks++;
 		}
 	}
-	t.unattributed = counted > named ? counted - named : 0;
+	/* The counters say exactly which switch-ins sent no event; the events
+	 * themselves may number a few more (those at the window's edges). */
+	t.unattributed = r->seen_untracked;
+	for (int i = 0; i < r->ncpus; i++)
+		t.unattributed += r->cpus[i].c.events_ratelimited + r->cpus[i].c.events_dropped;
+	if (have_counts && !r->events)
+		t.unattributed = counted;
 	if (!have_counts || counted < named)
 		counted = named; /* events only */
 	/* Without a scope the kernel's count is the truth. With one, only
@@ -1417,7 +1442,7 @@ void verify_report_print(const struct verify_report *r, FILE *f)
 	if (t.unattributed && r->watched)
 		fprintf(f, "\nunnamed: %" PRIu64 " foreign switch-ins no event named (dropped or "
 			   "rate-limited)%s\n",
-			t.unattributed, r->owners->scope_path ? ": counted as in --scope" : "");
+			t.unattributed, r->owners->scope_path ? ": they may be inside --scope" : "");
 	if (r->seen_untracked)
 		fprintf(f, "\nnames incomplete: %" PRIu64 " switch-ins by tasks beyond the first %d "
 			   "not named\n",

@@ -135,10 +135,12 @@ enum verify_class verify_classify(const struct verify_owners *o, const char *pat
 /* A foreign task the BPF check saw switch in on an exclusive CPU. */
 struct verify_seen {
 	int cpu;
-	bool outside; /* a user task outside the scope (an unknown cgroup is inside) */
+	/* A user task seen only outside the scope (an unknown cgroup is
+	 * inside; once inside, always inside). */
+	bool outside;
 	uint32_t pid, tgid, kind; /* enum pinning_kind */
 	char comm[16];
-	char *cgroup; /* hierarchy path, NULL when unknown */
+	char *cgroup; /* hierarchy path (the latest inside the scope), NULL when unknown */
 	uint64_t switches;
 	uint64_t first_ns, last_ns; /* since the window opened */
 };
@@ -172,6 +174,7 @@ struct verify_report {
 	const char *source;		    /* where owners came from (borrowed), or NULL */
 	bool strict_kthreads;
 	bool watched;	   /* the dynamic check ran */
+	bool events;	   /* ... and the kernel named offenders (ring buffer) */
 	double duration_s; /* of the window */
 	uint64_t t0_ns;	   /* window start, CLOCK_MONOTONIC (event timestamps) */
 	struct verify_cpu *cpus;
@@ -222,7 +225,9 @@ struct verify_tally {
 	 * with a scope the named ones in it plus any the events could not
 	 * place (dropped, unknown cgroup): those count against the verdict. */
 	uint64_t running;
-	uint64_t unattributed;	    /* user switch-ins no event named (dropped, rate-limited) */
+	/* Foreign switch-ins no event named: rate-limited, dropped, beyond
+	 * VERIFY_SEEN_MAX, or every one without a ring buffer. */
+	uint64_t unattributed;
 	uint64_t outside_switches;  /* user switch-ins outside the scope, not counted */
 	int outside_tasks, outside_pinned;
 	int running_tasks;	   /* distinct (cpu, pid) user tasks named */
