@@ -718,19 +718,21 @@ enum verify_class verify_classify(const struct verify_owners *o, const char *pat
 int verify_report_new(const struct verify_owners *o, bool strict_kthreads,
 		      struct verify_report **ret)
 {
-	_cleanup_(verify_report_freep) struct verify_report *r = calloc(1, sizeof(*r));
+	struct verify_report *r = calloc(1, sizeof(*r));
 	int n = cpuset_count(&o->exclusive), i = 0;
 
 	if (!r)
 		return -ENOMEM;
-	r->owners = o;
-	r->strict_kthreads = strict_kthreads;
 	r->cpus = calloc((size_t)(n ? n : 1), sizeof(*r->cpus));
 	r->owner_tasks = calloc((size_t)(o->n ? o->n : 1), sizeof(*r->owner_tasks));
 	r->seen_slots = calloc(SEEN_SLOTS, sizeof(*r->seen_slots));
 	r->seen = calloc(VERIFY_SEEN_MAX, sizeof(*r->seen));
-	if (!r->cpus || !r->owner_tasks || !r->seen_slots || !r->seen)
+	if (!r->cpus || !r->owner_tasks || !r->seen_slots || !r->seen) {
+		verify_report_free(r);
 		return -ENOMEM;
+	}
+	r->owners = o;
+	r->strict_kthreads = strict_kthreads;
 	CPUSET_FOREACH(cpu, &o->exclusive)
 	{
 		r->cpus[i].cpu = cpu;
@@ -738,7 +740,7 @@ int verify_report_new(const struct verify_owners *o, bool strict_kthreads,
 		i++;
 	}
 	r->ncpus = n;
-	*ret = TAKE_PTR(r);
+	*ret = r;
 	return 0;
 }
 
@@ -1061,17 +1063,19 @@ static int scan_process(struct verify_report *r, int pdfd, int pid, char *buf, s
 
 int verify_report_scan(struct verify_report *r, const char *proc_root)
 {
-	_cleanup_free_ char *buf = malloc(PROC_FILE_MAX);
-	_cleanup_free_ struct task *t = malloc(sizeof(*t));
 	struct dirent *de;
+	struct task *t;
+	char *buf;
 	DIR *d;
 	int ret = 0;
 
-	if (!buf || !t)
-		return -ENOMEM;
 	d = opendir(proc_root);
 	if (!d)
 		return -errno;
+	buf = malloc(PROC_FILE_MAX);
+	t = malloc(sizeof(*t));
+	if (!buf || !t)
+		ret = -ENOMEM;
 	while (ret == 0 && (de = readdir(d))) {
 		_cleanup_close_ int pdfd = -1;
 
@@ -1083,6 +1087,8 @@ int verify_report_scan(struct verify_report *r, const char *proc_root)
 		ret = scan_process(r, pdfd, pid_of(de->d_name), buf, t);
 	}
 	(void)closedir(d);
+	free(buf);
+	free(t);
 	if (ret < 0)
 		return ret;
 	r->scanned = true;
