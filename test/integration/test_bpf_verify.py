@@ -49,6 +49,16 @@ def cgroup2_mount():
     return None
 
 
+def cpuset_v1_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            if fields[sep + 1] == "cgroup" and "cpuset" in fields[sep + 3].split(","):
+                return fields[4]
+    return None
+
+
 def needs_kernel():
     if os.geteuid() != 0:
         pytest.skip("needs CAP_BPF")
@@ -61,14 +71,22 @@ def needs_kernel():
 class Tree:
     """dra-verify-<pid>-<n>/{A, A/child, B} and the processes spawned in it."""
 
-    def __init__(self):
-        self.mnt = cgroup2_mount()
+    def __init__(self, mnt=None):
+        self.mnt = mnt or cgroup2_mount()
+        self.v1 = mnt is not None
         self.root = os.path.join(self.mnt, "dra-verify-%d-%d" % (os.getpid(), next(_seq)))
         self.a = os.path.join(self.root, "A")
         self.child = os.path.join(self.a, "child")
         self.b = os.path.join(self.root, "B")
         for d in (self.root, self.a, self.child, self.b):
             os.mkdir(d)
+            if self.v1:  # a v1 cpuset takes no task before it has CPUs and memory
+                for knob, parent in (("cpuset.cpus", "0-%d" % EXCL), ("cpuset.mems", None)):
+                    if parent is None:
+                        with open(os.path.join(os.path.dirname(d), knob)) as f:
+                            parent = f.read().strip()
+                    with open(os.path.join(d, knob), "w") as f:
+                        f.write(parent)
         self.procs = []
         # comm comes from the name exec'd: symlinks give our tasks names.
         self.bin = tempfile.mkdtemp(prefix="dra-verify-bin.")
@@ -87,7 +105,7 @@ class Tree:
         def pre():
             # Into the cgroup first: a moment on cpu under pytest's cgroup
             # would be an intrusion of its own.
-            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            with open(os.path.join(cgroup, "tasks" if self.v1 else "cgroup.procs"), "w") as f:
                 f.write("0")
             os.sched_setaffinity(0, {cpu})
         if sleep is None:
@@ -255,6 +273,35 @@ def test_sleeping_pinned_intruder_is_caught_statically(tree):
     assert pin["comm"] == "dra-sleeper" and pin["allowed"] == "1" and pin["kind"] == "user"
     assert j["counts"]["foreignTasksPinned"] == 1
     assert "1 foreign task is pinned there" in j["summary"]
+
+
+def test_cpuset_v1_owner_and_intruder():
+    """cgroup v1 nodes: owners are cgroups of the cpuset hierarchy."""
+    needs_kernel()
+    mnt = cpuset_v1_mount()
+    if not mnt:
+        pytest.skip("no cgroup v1 cpuset hierarchy")
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {SHARED})
+    t = Tree(mnt)
+    try:
+        t.spawn(t.a, EXCL, "dra-v1-owner")
+        child = t.spawn(t.child, EXCL, "dra-v1-child")
+        intruder = t.spawn(t.b, EXCL, "dra-v1-intruder")
+        time.sleep(0.1)
+        rc, out, err = run("--exclusive", "%d=%s" % (EXCL, t.a), "--scope", t.root,
+                           "--duration", "1", "--json")
+        assert rc == 1, out + err
+        j = check_json(out)
+        assert j["cgroupMode"] == "v1-cpuset"
+        c = cpu_entry(j)
+        assert c["owner"]["threads"] == 2
+        ran = pids(c["ran"])
+        assert intruder.pid in ran and child.pid not in ran
+        assert pids(e for e in c["pinned"] if e["kind"] == "user") == {intruder.pid}
+    finally:
+        t.cleanup()
+        os.sched_setaffinity(0, saved)
 
 
 # ------------------------------------------------------------- state dir
