@@ -1,4 +1,4 @@
-"""deploy/: the manifests and examples, checked
+"""deploy/, Dockerfile: the manifests, examples and image recipe, checked
 without a cluster (none can run here).
 
 - every YAML file parses; every resource.k8s.io object (base, both overlays
@@ -13,7 +13,9 @@ without a cluster (none can run here).
   cover the paths the driver uses, and its privileges are the intended ones;
 - example pods mirror their claims' CPUs into cpu requests and limits, and
   CPUConfig parameters are ones the driver accepts (the policy combination is
-  checked by the real allocator CLI).
+  checked by the real allocator CLI);
+- the Dockerfile's runtime packages exist in Debian 12 and provide every
+  shared library the binaries load (apt-cache, dpkg -S, ldd).
 """
 
 import functools
@@ -923,3 +925,128 @@ def test_cpuconfig_policy_combinations_are_accepted_by_the_allocator():
                 a, _, b = part.partition("-")
                 cpus += int(b or a) - int(a) + 1
             assert cpus == n, "%s: got %s" % (label, out.stdout)
+
+
+# ------------------------------------------------------------------ Dockerfile
+
+DOCKERFILE = os.path.join(ROOT, "Dockerfile")
+
+
+def dockerfile_stages():
+    """[(from-line, [instructions])] with continuation lines joined."""
+    stages, cur = [], None
+    with open(DOCKERFILE) as f:
+        text = re.sub(r"\\\n", " ", f.read())
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            cur = (line, [])
+            stages.append(cur)
+        elif cur:
+            cur[1].append(line)
+    return stages
+
+
+def runtime_packages():
+    frm, instrs = dockerfile_stages()[-1]
+    pkgs = []
+    for ins in instrs:
+        m = re.search(r"apt-get install ([^&;]*)", ins)
+        if m:
+            pkgs += [w for w in m.group(1).split() if not w.startswith("-")]
+    return pkgs
+
+
+def test_dockerfile_shape():
+    stages = dockerfile_stages()
+    assert len(stages) == 2, [s[0] for s in stages]
+    build, runtime = stages
+    assert re.match(r"FROM debian:12\S* AS build$", build[0], re.I), build[0]
+    assert runtime[0] == "FROM debian:12-slim", runtime[0]
+    joined = "\n".join(build[1])
+    assert "make deps" in joined and re.search(r"\bmake\b(?! deps)", joined)
+    assert 'ENTRYPOINT ["/usr/local/bin/dra-cpu-driver"]' in runtime[1]
+    assert not any(i.upper().startswith("USER ") for i in runtime[1]), \
+        "the driver must run as root (host paths, BPF): see the Dockerfile comment"
+
+
+needs_apt = pytest.mark.skipif(not shutil.which("apt-cache") or not shutil.which("dpkg"),
+                               reason="apt-cache/dpkg not available (not a Debian system)")
+
+
+@needs_apt
+def test_runtime_packages_exist_in_debian_12():
+    pkgs = runtime_packages()
+    assert len(pkgs) >= 8, pkgs
+    # One apt-cache call for all (each call reads the whole package cache).
+    r = subprocess.run(["apt-cache", "show", "--no-all-versions", *pkgs],
+                       capture_output=True, text=True, timeout=60)
+    found = set(re.findall(r"^Package: (\S+)$", r.stdout, re.M))
+    missing = [p for p in pkgs if p not in found]
+    assert not missing, "not Debian 12 packages: %s (%s)" % (missing, r.stderr.strip())
+
+
+def dpkg_owners(paths):
+    """{library path: package} for the paths dpkg knows, trying the usrmerge
+    aliases (/lib vs /usr/lib) and the symlink target. One dpkg call."""
+    cands = {}
+    for path in paths:
+        for c in (path, os.path.realpath(path)):
+            for a in (c, c[4:] if c.startswith("/usr/") else "/usr" + c):
+                cands.setdefault(a, path)
+    r = subprocess.run(["dpkg", "-S", *cands], capture_output=True, text=True, timeout=60)
+    out = {}
+    for line in r.stdout.splitlines():
+        pkg, _, p = line.partition(": ")
+        if p in cands:
+            out.setdefault(cands[p], pkg.split(":")[0].split(",")[0].strip())
+    return out
+
+
+def dependency_closure(pkgs):
+    r = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests",
+                        "--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances", *pkgs],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return {l.strip().split(":")[0] for l in r.stdout.splitlines()
+            if l and not l.startswith(" ") and not l.startswith("<")}
+
+
+def needed_libs(binary):
+    """(direct NEEDED sonames, {soname: path} of everything ldd resolves)."""
+    r = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    resolved = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*(\S+) => (/\S+)", line)
+        if m:
+            resolved[m.group(1)] = m.group(2)
+        assert "not found" not in line, line
+    d = subprocess.run(["objdump", "-p", binary], capture_output=True, text=True, timeout=30)
+    direct = re.findall(r"NEEDED\s+(\S+)", d.stdout) if d.returncode == 0 else list(resolved)
+    return direct, resolved
+
+
+@needs_apt
+@needs_driver
+def test_runtime_packages_provide_every_library_the_binaries_load():
+    # debian:12-slim already holds libc6 (and the rest of the essential set);
+    # everything else must come from the Dockerfile's list or its dependencies.
+    pkgs = runtime_packages()
+    base = {"libc6"}
+    closure = dependency_closure(pkgs + sorted(base))
+    bins = [DRIVER] + [b for b in (os.path.join(BUILD_DIR, "bpf-verify"),) if os.access(b, os.X_OK)]
+    for b in bins:
+        direct, resolved = needed_libs(b)
+        owners = dpkg_owners(resolved.values())
+        for soname, path in sorted(resolved.items()):
+            owner = owners.get(path)
+            assert owner, "%s: %s (%s) belongs to no package" % (rel(b), soname, path)
+            assert owner in closure, "%s needs %s from %s, which the image does not install" % (
+                rel(b), soname, owner)
+            if soname in direct:
+                assert owner in set(pkgs) | base, (
+                    "%s links %s directly: list %s in the Dockerfile, not only as a dependency"
+                    % (rel(b), soname, owner))
