@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <json-c/json.h>
 
 #include "allocator.h"
@@ -709,6 +710,50 @@ static void test_captured_topologies_keep_the_contract(void **st)
 	json_object_put(root);
 }
 
+/* The topology JSON fixtures of test/data/topo/ through the real parser and
+ * alloc_topo_from_topo(); offline CPUs offered as available are never handed out. */
+static void test_topology_json_fixtures_keep_the_contract(void **st)
+{
+	DIR *d = opendir("test/data/topo");
+	struct dirent *e;
+	int files = 0, ok = 0;
+
+	if (!d) {
+		printf("# skipped: no test/data/topo\n");
+		skip();
+	}
+	while ((e = readdir(d))) {
+		_cleanup_(topo_freep) struct topo *t = NULL;
+		_cleanup_free_ struct alloc_cpu *rows = NULL;
+		struct alloc_topo *at = NULL;
+		struct cpuset avail, got;
+		char path[512], why[TOPO_ERR_MAX] = "";
+		size_t len = strlen(e->d_name);
+
+		if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0)
+			continue;
+		(void)snprintf(path, sizeof(path), "test/data/topo/%s", e->d_name);
+		if (topo_load_json_file(path, &t, why) < 0)
+			continue; /* not a topology (or a rejection fixture): topo's tests */
+		assert_int_equal(alloc_topo_from_topo(t, &at), 0);
+		rows = calloc((size_t)t->n_cpus, sizeof(*rows));
+		assert_non_null(rows);
+		for (int i = 0; i < t->n_cpus; i++)
+			rows[i] = (struct alloc_cpu){ .cpu = t->cpus[i].cpu,
+						      .core = t->cpus[i].core };
+		rng_state = 0xfeed + (uint64_t)files;
+		ok += hammer(at, rows, t->n_cpus, e->d_name, 6);
+		cpuset_or(&avail, &t->online, &t->offline);
+		assert_int_equal(alloc_take(at, &avail, t->n_cpus, NULL, &got, why), 0);
+		assert_true(cpuset_equal(&got, &t->online));
+		alloc_topo_free(at);
+		files++;
+	}
+	closedir(d);
+	printf("# %d topology JSON fixtures, %d successful claims checked\n", files, ok);
+	assert_true(files > 0);
+}
+
 /* rows of a regular machine: sockets x numa-per-socket x cores-per-numa x smt,
  * siblings numbered N and N + cores (Linux x86 style), l3_per_numa caches. */
 static int synth(struct alloc_cpu *rows, int sockets, int numa_per_socket, int cores_per_numa,
@@ -874,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_topo_from_topo_reads_missing_ids_as_zero),
 		cmocka_unit_test(test_alloc_take_survives_a_header_of_zeros),
 		cmocka_unit_test(test_captured_topologies_keep_the_contract),
+		cmocka_unit_test(test_topology_json_fixtures_keep_the_contract),
 		cmocka_unit_test(test_synthetic_big_topologies_keep_the_contract),
 		cmocka_unit_test(test_distributed_search_budget_falls_back_to_packed),
 		cmocka_unit_test(test_random_claims_on_two_socket_smt2_keep_the_contract),

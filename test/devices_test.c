@@ -145,6 +145,24 @@ static void test_devices_cpus_without_numa_or_socket_count_as_zero(void **st)
 	assert_string_equal(s->v[0].name, "cpudevsocket000");
 }
 
+static void test_devices_socket_ids_beyond_the_cpu_limit(void **st)
+{
+	/* Kunpeng 920 reports packages 36 and 8442. */
+	struct topo_cpu cpus[] = {
+		{ .cpu = 0, .core = 0, .numa = 0, .socket = 8442, .l3 = 0 },
+		{ .cpu = 1, .core = 1, .numa = 1, .socket = 36, .l3 = 1 },
+	};
+	_cleanup_(topo_freep) struct topo *t = NULL;
+	_cleanup_(devices_freep) struct devices *d = NULL;
+
+	assert_int_equal(topo_build(cpus, 2, NULL, &t, NULL), 0);
+	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &d), 0);
+	assert_int_equal(d->n, 2);
+	assert_string_equal(d->v[0].name, "cpudevsocket036");
+	assert_string_equal(d->v[1].name, "cpudevsocket8442");
+	assert_ptr_equal(devices_find(d, "cpudevsocket8442"), &d->v[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_devices_grouped_by_numa_socket_machine),
 		cmocka_unit_test(test_devices_group_with_everything_reserved_is_skipped),
 		cmocka_unit_test(test_devices_cpus_without_numa_or_socket_count_as_zero),
+		cmocka_unit_test(test_devices_socket_ids_beyond_the_cpu_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

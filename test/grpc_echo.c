@@ -231,11 +231,13 @@ static void on_stats(struct grpc_call *call, const uint8_t *req, size_t len, voi
 		     ",\"conns_rejected\":%" PRIu64 ",\"conns_protocol_error\":%" PRIu64
 		     ",\"conns_timed_out\":%" PRIu64 ",\"calls_started\":%" PRIu64
 		     ",\"calls_cancelled\":%" PRIu64 ",\"calls_rejected\":%" PRIu64
-		     ",\"calls_active\":%" PRIu64 ",\"cancels_seen\":%" PRIu64
+		     ",\"calls_active\":%" PRIu64 ",\"messages_too_large\":%" PRIu64
+		     ",\"replies_dropped\":%" PRIu64 ",\"cancels_seen\":%" PRIu64
 		     ",\"notify_ok\":%" PRIu64 ",\"notify_failed\":%" PRIu64 ",\"by_code\":[",
 		     s.conns_accepted, s.conns_active, s.conns_rejected, s.conns_protocol_error,
 		     s.conns_timed_out, s.calls_started, s.calls_cancelled, s.calls_rejected,
-		     s.calls_active, e->cancels, e->notify_ok, e->notify_failed);
+		     s.calls_active, s.messages_too_large, s.replies_dropped, e->cancels,
+		     e->notify_ok, e->notify_failed);
 	for (int i = 0; i <= _GRPC_STATUS_MAX; i++)
 		n += snprintf(out + n, sizeof(out) - (size_t)n, "%s%" PRIu64, i ? "," : "",
 			      e->by_code[i]);
@@ -252,7 +254,7 @@ static void on_observe(const char *path, enum grpc_status code, uint64_t duratio
 		e->by_code[code]++;
 }
 
-/* ---- stand-in DRA plugin ---------------------------------------------------------------------- */
+/* ---- stand-in DRA plugin -------------------------------------------------------------------- */
 
 static void on_get_info(struct grpc_call *call, const uint8_t *req, size_t len, void *userdata)
 {
@@ -455,7 +457,7 @@ static void on_watch(struct grpc_call *call, const uint8_t *req, size_t len, voi
 	arm_ms(p->timer, 0);
 }
 
-/* ---- main ------------------------------------------------------------------------------------- */
+/* ---- main ----------------------------------------------------------------------------------- */
 
 #define REG "/pluginregistration.Registration/"
 #define DRA_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"

@@ -142,7 +142,7 @@ static void test_status_name(void **state)
 	assert_string_equal(grpc_status_name((enum grpc_status)17), "UNKNOWN_CODE");
 }
 
-/* ---- server setup ----------------------------------------------------------------------------- */
+/* ---- server setup --------------------------------------------------------------------------- */
 
 struct fixture {
 	struct event_base *base;
@@ -183,7 +183,7 @@ static int teardown(void **state)
 
 static void test_add_method_rejects_bad_path_and_duplicates(void **state);
 
-/* ---- listener ----------------------------------------------------------------------------------- */
+/* ---- listener ------------------------------------------------------------------------------- */
 
 static void test_listen_unix_rejects_path_longer_than_sun_path(void **state)
 {
@@ -270,7 +270,7 @@ static void test_server_free_unlinks_only_its_own_socket(void **state)
 	assert_int_equal(access(q, F_OK), -1);
 }
 
-/* ---- a client session over a memory connection --------------------------------------------------- */
+/* ---- a client session over a memory connection ---------------------------------------------- */
 
 #define MAX_STREAMS 8
 
@@ -511,18 +511,27 @@ static void h_echo(struct grpc_call *call, const uint8_t *req, size_t len, void 
 	assert_int_equal(grpc_call_reply(call, req, len), 0);
 }
 
+/* ud: NULL = forget the handle (it ends when we return), else complete it. */
 static void on_cancel(struct grpc_call *call, void *ud)
 {
 	cancels++;
 	assert_true(grpc_call_is_cancelled(call));
+	assert_int_equal(grpc_call_send(call, (const uint8_t *)"x", 1), -ECANCELED);
+	for (int i = 0; i < n_held; i++)
+		if (held[i] == call)
+			held[i] = NULL;
+	if (ud)
+		assert_int_equal(grpc_call_fail(call, GRPC_STATUS_CANCELLED, "bye"), -ECANCELED);
 }
 
+/* ud: NULL = no cancel callback; else the on_cancel mode + 1. */
 static void h_hold(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
 {
 	handled++;
 	assert_true(n_held < (int)ARRAY_SIZE(held));
 	held[n_held++] = call;
-	grpc_call_on_cancel(call, on_cancel, NULL);
+	if (ud)
+		grpc_call_on_cancel(call, on_cancel, (void *)((uintptr_t)ud - 1));
 }
 
 static void h_stream2(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
@@ -586,6 +595,8 @@ static int setup_methods(void **state)
 	handled = n_held = cancels = 0;
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Echo", h_echo, NULL), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Hold", h_hold, NULL), 0);
+	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/HoldCb", h_hold, (void *)1), 0);
+	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/HoldCbDone", h_hold, (void *)2), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Stream", h_stream2, NULL), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/Fail", h_fail, NULL), 0);
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/TooBig", h_too_big, NULL), 0);
@@ -605,7 +616,7 @@ static void test_add_method_rejects_bad_path_and_duplicates(void **state)
 	assert_int_equal(grpc_server_add_method(f->srv, "/t.S/X", NULL, NULL), -EINVAL);
 }
 
-/* ---- protocol behaviour ---------------------------------------------------------------------- */
+/* ---- protocol behaviour --------------------------------------------------------------------- */
 
 static void test_server_sends_settings_first(void **state)
 {
@@ -707,6 +718,7 @@ static void test_message_over_limit_is_refused_at_its_prefix(void **state)
 	uint8_t pfx[GRPC_PREFIX_LEN];
 	struct body b = { .data = pfx, .len = sizeof(pfx), .hold = true };
 	struct resp *r;
+	struct grpc_stats st;
 
 	grpc_prefix_write(pfx, 5 << 20); /* announced, never sent */
 	client_init(&cl, f->srv, 65535);
@@ -717,6 +729,8 @@ static void test_message_over_limit_is_refused_at_its_prefix(void **state)
 	assert_true(r->closed);
 	assert_int_equal(r->close_code, NGHTTP2_NO_ERROR);
 	assert_int_equal(handled, 0);
+	grpc_server_get_stats(f->srv, &st);
+	assert_true(st.messages_too_large == 1 && st.calls_rejected == 1);
 	client_done(&cl);
 }
 
@@ -861,13 +875,39 @@ static void test_client_reset_cancels_held_call(void **state)
 	assert_int_equal(nghttp2_submit_rst_stream(cl.s, NGHTTP2_FLAG_NONE, r->id, NGHTTP2_CANCEL),
 			 0);
 	client_pump(&cl);
-	assert_int_equal(cancels, 1);
+	assert_int_equal(cancels, 0); /* none registered: the handle is still ours */
 	assert_true(grpc_call_is_cancelled(held[0]));
 	assert_int_equal(grpc_call_send(held[0], (const uint8_t *)"x", 1), -ECANCELED);
 	assert_int_equal(grpc_call_fail(held[0], GRPC_STATUS_INTERNAL, "too late"), -ECANCELED);
 	grpc_server_get_stats(f->srv, &st);
 	assert_true(st.calls_cancelled == 1 && st.calls_active == 0);
 	client_done(&cl);
+}
+
+static void test_cancel_callback_ends_the_handle(void **state)
+{
+	struct fixture *f = *state;
+	struct client cl;
+	uint8_t buf[16];
+	struct body b = msg_body(buf, sizeof(buf), "x");
+	struct resp *r;
+	struct grpc_stats st;
+
+	client_init(&cl, f->srv, 65535);
+	r = client_call(&cl, "/t.S/HoldCb", &b, NULL);
+	b.off = 0;
+	(void)client_call(&cl, "/t.S/HoldCbDone", &b, NULL);
+	assert_int_equal(n_held, 2);
+	assert_int_equal(nghttp2_submit_rst_stream(cl.s, NGHTTP2_FLAG_NONE, r->id, NGHTTP2_CANCEL),
+			 0);
+	client_pump(&cl);
+	assert_int_equal(cancels, 1);
+	assert_null(held[0]); /* forgotten in the callback, freed after it: no leak */
+	client_done(&cl);     /* the second one is cancelled and completed inside */
+	assert_int_equal(cancels, 2);
+	assert_null(held[1]);
+	grpc_server_get_stats(f->srv, &st);
+	assert_true(st.calls_cancelled == 2 && st.calls_active == 0);
 }
 
 static void test_conn_free_cancels_held_call(void **state)
@@ -880,7 +920,7 @@ static void test_conn_free_cancels_held_call(void **state)
 	client_init(&cl, f->srv, 65535);
 	(void)client_call(&cl, "/t.S/Hold", &b, NULL);
 	client_done(&cl);
-	assert_int_equal(cancels, 1);
+	assert_true(grpc_call_is_cancelled(held[0]));
 	assert_int_equal(grpc_call_reply(held[0], (const uint8_t *)"x", 1), -ECANCELED);
 }
 
@@ -893,9 +933,12 @@ static void test_server_free_cancels_held_call(void **state)
 
 	client_init(&cl, f->srv, 65535);
 	(void)client_call(&cl, "/t.S/Hold", &b, NULL);
+	b.off = 0;
+	(void)client_call(&cl, "/t.S/HoldCb", &b, NULL);
 	nghttp2_session_del(cl.s); /* the server frees the memory connection */
 	f->srv = grpc_server_free(f->srv);
 	assert_int_equal(cancels, 1);
+	assert_null(held[1]);
 	assert_int_equal(grpc_call_end(held[0]), -ECANCELED);
 }
 
@@ -964,6 +1007,7 @@ static void test_send_refuses_when_client_does_not_read(void **state)
 	uint8_t buf[16], chunk[900];
 	struct body b = msg_body(buf, sizeof(buf), "");
 	struct resp *r;
+	struct grpc_stats st;
 	int r1, sent = 0;
 
 	memset(chunk, 'z', sizeof(chunk));
@@ -975,7 +1019,27 @@ static void test_send_refuses_when_client_does_not_read(void **state)
 	assert_int_equal(sent, 4096 / (sizeof(chunk) + GRPC_PREFIX_LEN));
 	assert_int_equal(r->data_len, 0);
 	assert_int_equal(grpc_call_end(held[0]), 0);
+	grpc_server_get_stats(f->srv, &st);
+	assert_true(st.replies_dropped == 1);
 	client_done(&cl);
+}
+
+static void test_completion_on_a_closed_connection_reports_cancelled(void **state)
+{
+	struct fixture *f = *state;
+	struct client cl;
+	uint8_t buf[16];
+	struct body b = msg_body(buf, sizeof(buf), "x");
+	const uint8_t bad[] = { 0, 0, 1, NGHTTP2_DATA, 0, 0, 0, 0, 0, 'x' };
+
+	client_init(&cl, f->srv, 65535);
+	(void)client_call(&cl, "/t.S/Hold", &b, NULL);
+	(void)grpc_conn_feed(cl.conn, bad, sizeof(bad)); /* GOAWAY, then the connection is over */
+	client_pump(&cl);
+	assert_true(cl.got_goaway);
+	assert_int_equal(grpc_call_reply(held[0], (const uint8_t *)"x", 1), -ECANCELED);
+	client_done(&cl);
+	assert_int_equal(cancels, 0); /* completed before the connection was freed */
 }
 
 static void test_bad_preface_ends_connection(void **state)
@@ -1014,7 +1078,7 @@ static void test_bad_frame_gets_goaway(void **state)
 	client_done(&cl);
 }
 
-/* ---- protos: field numbers against hand-encoded bytes (wire-protocols.md 2.2, 2.6) ------- */
+/* ---- protos: field numbers against hand-encoded bytes (wire-protocols.md 2.2, 2.6) ---------- */
 
 static void test_dra_v1_request_decodes_hand_encoded_example(void **state)
 {
@@ -1162,6 +1226,8 @@ int main(void)
 						setup_methods, teardown),
 		cmocka_unit_test_setup_teardown(test_client_reset_cancels_held_call, setup_methods,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_callback_ends_the_handle, setup_methods,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_conn_free_cancels_held_call, setup_methods,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_server_free_cancels_held_call, setup_methods,
@@ -1174,6 +1240,9 @@ int main(void)
 						setup_methods, teardown),
 		cmocka_unit_test_setup_teardown(test_send_refuses_when_client_does_not_read,
 						setup_methods, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_completion_on_a_closed_connection_reports_cancelled, setup_methods,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_bad_preface_ends_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_frame_gets_goaway, setup, teardown),
 		cmocka_unit_test(test_dra_v1_request_decodes_hand_encoded_example),

@@ -9,9 +9,12 @@
  * (inner, outer) pairs of the table, grouped by outer.
  *
  * A run keeps, besides the available and result sets, the available count of
- * every unit and every pair, updated as CPUs are taken (O(kinds + relations) per
- * CPU). Orders are then cheap: filter units by count, stable counting sort by
- * count. A claim on 1024 CPUs touches each CPU a few times and allocates
+ * every unit and of the pairs it needs. They are built once per run from
+ * per-cell counts (a cell is a distinct (core, socket, node, cache) tuple,
+ * about one per core) and updated as CPUs are taken. Relations where each
+ * inner unit sits in one outer unit (the usual case) need no pair counts at
+ * all. Orders filter units by count and sort by count with passes that keep
+ * id order. A claim on 1024 CPUs stays in the microseconds and allocates
  * nothing: all scratch lives in the alloc_topo.
  */
 #include "allocator.h"
@@ -49,9 +52,12 @@ struct rel {
 	int *inner; /* pair -> inner dense index */
 };
 
+/* Per slot: its unit in each kind, then its pair in each relation. */
+#define N_IX (K_N + R_N)
+#define PAIR(r) (K_N + (r))
+
 struct slotinfo {
-	int unit[K_N];
-	int pair[R_N];
+	int ix[N_IX];
 };
 
 /* The accumulator of one packed run (kubelet's cpuAccumulator). */
@@ -59,14 +65,12 @@ struct state {
 	struct cpuset avail; /* available table CPUs not taken yet */
 	struct cpuset result;
 	int need;
-	int *cnt[K_N];	/* available CPUs per unit */
-	int *pcnt[R_N]; /* available CPUs per pair */
+	int *cnt[N_IX]; /* available CPUs per unit (kinds), then per pair (relations) */
 };
 
 struct scratch {
 	struct state st;
-	int *cnt_block; /* all cnt and pcnt arrays, cleared in one memset */
-	size_t cnt_len;
+	int *cell_cnt;	     /* available CPUs per cell */
 	int *ord[K_N];	     /* orders, deduplicated, k.n entries */
 	int *walk;	     /* L3 walk order with repeats, R_L3_NUMA pairs */
 	int *cand;	     /* partial-L3 candidates, n entries */
@@ -92,8 +96,20 @@ struct alloc_topo {
 	struct cpuset all;
 	struct kind k[K_N];
 	struct rel r[R_N];
+	/* Cells: the distinct (core, socket, node, cache) tuples, about one per
+	 * core. Every unit and pair is a union of cells, listed in agg_*. */
+	int n_cells;
+	int *cell; /* slot -> cell */
+	int *agg_off[N_IX], *agg_list[N_IX];
+	/* A pure relation has each inner unit in one outer unit only (cores in
+	 * one socket, ...): its pair counts are the inner units' counts. Only
+	 * the live counters (kinds, and impure relations the orientation uses)
+	 * are kept; with cells one per core, the core counts are the cell counts. */
+	bool pure[R_N];
+	int live[N_IX], n_live;
+	bool cells_are_cores;
 	struct scratch *sc;
-	void *blocks[64];
+	void *blocks[128]; /* tnew() allocations, 73 today */
 	int n_blocks;
 };
 
@@ -135,7 +151,6 @@ struct alloc_topo *alloc_topo_free(struct alloc_topo *t)
 	free(t);
 	return NULL;
 }
-DEFINE_FREEP(alloc_topo, alloc_topo_free)
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -197,7 +212,7 @@ static int build_kind(struct alloc_topo *t, const struct alloc_cpu *rows, int ki
 		int id = row_id(&rows[s], kind);
 		int *p = bsearch(&id, k->id, (size_t)k->n, sizeof(int), cmp_int);
 
-		t->si[s].unit[kind] = (int)(p - k->id);
+		t->si[s].ix[kind] = (int)(p - k->id);
 		k->off[p - k->id + 1]++;
 	}
 	k->maxsize = 0;
@@ -209,7 +224,7 @@ static int build_kind(struct alloc_topo *t, const struct alloc_cpu *rows, int ki
 		k->off[u + 1] += k->off[u];
 	}
 	for (int s = 0; s < t->n; s++) {
-		int u = t->si[s].unit[kind];
+		int u = t->si[s].ix[kind];
 
 		k->list[k->off[u] + fill[u]++] = s;
 	}
@@ -227,7 +242,7 @@ static int build_rel(struct alloc_topo *t, int r)
 	if (!key)
 		return -ENOMEM;
 	for (int s = 0; s < t->n; s++)
-		key[s] = (int64_t)t->si[s].unit[rel_outer[r]] * in->n + t->si[s].unit[rel_inner[r]];
+		key[s] = (int64_t)t->si[s].ix[rel_outer[r]] * in->n + t->si[s].ix[rel_inner[r]];
 	qsort(key, (size_t)t->n, sizeof(int64_t), cmp_i64);
 	for (int i = 0; i < t->n; i++)
 		if (i == 0 || key[i] != key[i - 1])
@@ -244,13 +259,96 @@ static int build_rel(struct alloc_topo *t, int r)
 	for (int o = 0; o < out->n; o++)
 		rl->off[o + 1] += rl->off[o];
 	for (int s = 0; s < t->n; s++) {
-		int64_t k =
-			(int64_t)t->si[s].unit[rel_outer[r]] * in->n + t->si[s].unit[rel_inner[r]];
+		int64_t k = (int64_t)t->si[s].ix[rel_outer[r]] * in->n + t->si[s].ix[rel_inner[r]];
 		int64_t *p = bsearch(&k, key, (size_t)n, sizeof(int64_t), cmp_i64);
 
-		t->si[s].pair[r] = (int)(p - key);
+		t->si[s].ix[PAIR(r)] = (int)(p - key);
 	}
 	return 0;
+}
+
+/* Units of a kind, or pairs of a relation. */
+static int n_targets(const struct alloc_topo *t, int i)
+{
+	return i < K_N ? t->k[i].n : t->r[i - K_N].n_pairs;
+}
+
+static int build_cells(struct alloc_topo *t)
+{
+	_cleanup_free_ int64_t *key = malloc(sizeof(int64_t) * (size_t)t->n);
+	_cleanup_free_ int *first = NULL, *fill = NULL;
+	int n = 0;
+
+	if (!key)
+		return -ENOMEM;
+	for (int s = 0; s < t->n; s++) {
+		int64_t k = 0;
+
+		for (int i = 0; i < K_N; i++) /* dense indices < CPUSET_MAX: 13 bits */
+			k = k << 13 | t->si[s].ix[i];
+		key[s] = k;
+	}
+	qsort(key, (size_t)t->n, sizeof(int64_t), cmp_i64);
+	for (int i = 0; i < t->n; i++)
+		if (i == 0 || key[i] != key[i - 1])
+			key[n++] = key[i];
+	t->n_cells = n;
+	t->cell = tnew(t, (size_t)t->n, sizeof(int));
+	first = malloc(sizeof(int) * (size_t)n);
+	fill = malloc(sizeof(int) * (size_t)t->n);
+	if (!t->cell || !first || !fill)
+		return -ENOMEM;
+	for (int c = 0; c < n; c++)
+		first[c] = -1;
+	for (int s = 0; s < t->n; s++) {
+		int64_t k = 0, *p;
+
+		for (int i = 0; i < K_N; i++)
+			k = k << 13 | t->si[s].ix[i];
+		p = bsearch(&k, key, (size_t)n, sizeof(int64_t), cmp_i64);
+		t->cell[s] = (int)(p - key);
+		if (first[t->cell[s]] < 0)
+			first[t->cell[s]] = s;
+	}
+	/* per target (unit or pair): its cells, CSR */
+	for (int i = 0; i < N_IX; i++) {
+		int nt = n_targets(t, i);
+
+		t->agg_off[i] = tnew(t, (size_t)nt + 1, sizeof(int));
+		t->agg_list[i] = tnew(t, (size_t)n, sizeof(int));
+		if (!t->agg_off[i] || !t->agg_list[i])
+			return -ENOMEM;
+		for (int c = 0; c < n; c++)
+			t->agg_off[i][t->si[first[c]].ix[i] + 1]++;
+		for (int u = 0; u < nt; u++)
+			t->agg_off[i][u + 1] += t->agg_off[i][u];
+		memset(fill, 0, sizeof(int) * (size_t)nt);
+		for (int c = 0; c < n; c++) {
+			int u = t->si[first[c]].ix[i];
+
+			t->agg_list[i][t->agg_off[i][u] + fill[u]++] = c;
+		}
+	}
+	return 0;
+}
+
+static void choose_live(struct alloc_topo *t)
+{
+	bool used[R_N] = { false };
+
+	used[t->numa_first ? R_SOCKET_NUMA : R_NUMA_SOCKET] = true;
+	used[t->numa_first ? R_CORE_SOCKET : R_CORE_NUMA] = true;
+	used[R_L3_NUMA] = used[R_CORE_L3] = true;
+	t->cells_are_cores = t->n_cells == t->k[K_CORE].n;
+	t->n_live = 0;
+	for (int k = 0; k < K_N; k++)
+		if (k != K_CORE || !t->cells_are_cores)
+			t->live[t->n_live++] = k;
+	for (int r = 0; r < R_N; r++) {
+		t->pure[r] = t->r[r].n_pairs == t->k[rel_inner[r]].n;
+		if (used[r] && !t->pure[r])
+			t->live[t->n_live++] = PAIR(r);
+	}
 }
 
 static int build_scratch(struct alloc_topo *t)
@@ -261,28 +359,24 @@ static int build_scratch(struct alloc_topo *t)
 	if (!sc)
 		return -ENOMEM;
 	t->sc = sc;
-	sc->cnt_len = 0;
-	for (int k = 0; k < K_N; k++)
-		sc->cnt_len += (size_t)t->k[k].n;
-	for (int r = 0; r < R_N; r++)
-		sc->cnt_len += (size_t)t->r[r].n_pairs;
-	sc->cnt_block = tnew(t, sc->cnt_len, sizeof(int));
-	if (!sc->cnt_block)
+	choose_live(t);
+	sc->cell_cnt = tnew(t, (size_t)t->n_cells, sizeof(int));
+	if (!sc->cell_cnt)
 		return -ENOMEM;
-	p = sc->cnt_block;
+	for (int i = 0; i < N_IX; i++) {
+		sc->st.cnt[i] = i == K_CORE && t->cells_are_cores
+					? sc->cell_cnt
+					: tnew(t, (size_t)n_targets(t, i), sizeof(int));
+		if (!sc->st.cnt[i])
+			return -ENOMEM;
+	}
 	for (int k = 0; k < K_N; k++) {
-		sc->st.cnt[k] = p;
-		p += t->k[k].n;
 		sc->ord[k] = tnew(t, (size_t)t->k[k].n, sizeof(int));
 		sc->mark[k] = tnew(t, (size_t)t->k[k].n, sizeof(unsigned));
 		if (!sc->ord[k] || !sc->mark[k])
 			return -ENOMEM;
 		if (t->k[k].maxsize > maxsize)
 			maxsize = t->k[k].maxsize;
-	}
-	for (int r = 0; r < R_N; r++) {
-		sc->st.pcnt[r] = p;
-		p += t->r[r].n_pairs;
 	}
 	sc->walk = tnew(t, (size_t)t->r[R_L3_NUMA].n_pairs, sizeof(int));
 	sc->cand = tnew(t, (size_t)t->n, sizeof(int));
@@ -404,6 +498,9 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 		if (r < 0)
 			return r;
 	}
+	r = build_cells(t);
+	if (r < 0)
+		return r;
 	r = build_scratch(t);
 	if (r < 0)
 		return r;
@@ -411,12 +508,13 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 	return 0;
 }
 
-int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
+int alloc_topo_from_topo_header(const struct topo *t, const struct alloc_header *hdr,
+				struct alloc_topo **ret, char *why)
 {
 	_cleanup_free_ struct alloc_cpu *rows = NULL;
 
 	if (!t || t->n_cpus <= 0)
-		return -EINVAL;
+		return fail(why, -EINVAL, "no CPUs");
 	rows = malloc(sizeof(*rows) * (size_t)t->n_cpus);
 	if (!rows)
 		return -ENOMEM;
@@ -429,8 +527,13 @@ int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
 					      .numa = c->numa,
 					      .l3 = c->l3 };
 	}
-	/* header NULL: distinct counts after -1 became 0, so no package = one socket */
-	return alloc_topo_new(rows, t->n_cpus, NULL, ret, NULL);
+	/* no header: distinct counts after -1 became 0, so no package = one socket */
+	return alloc_topo_new(rows, t->n_cpus, hdr, ret, why);
+}
+
+int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
+{
+	return alloc_topo_from_topo_header(t, NULL, ret, NULL);
 }
 
 const struct alloc_header *alloc_topo_header(const struct alloc_topo *t)
@@ -453,18 +556,28 @@ static int unit_size(const struct alloc_topo *t, int kind, int u)
 static void state_init(const struct alloc_topo *t, struct state *s, const struct cpuset *available,
 		       int need)
 {
+	int *cell_cnt = t->sc->cell_cnt;
+
 	cpuset_and(&s->avail, available, &t->all);
 	cpuset_zero(&s->result);
 	s->need = need;
-	memset(t->sc->cnt_block, 0, sizeof(int) * t->sc->cnt_len);
-	CPUSET_FOREACH(cpu, &s->avail)
-	{
-		const struct slotinfo *si = &t->si[t->slot[cpu]];
+	/* Count per cell (siblings sit far apart, so increments rarely chain),
+	 * then sum the cells of each unit and pair in a register. */
+	memset(cell_cnt, 0, sizeof(int) * (size_t)t->n_cells);
+	for (int w = 0; w <= (t->slot_len - 1) / 64; w++)
+		for (uint64_t word = s->avail.w[w]; word; word &= word - 1)
+			cell_cnt[t->cell[t->slot[w * 64 + __builtin_ctzll(word)]]]++;
+	for (int l = 0; l < t->n_live; l++) {
+		int i = t->live[l], nt = n_targets(t, i);
+		const int *off = t->agg_off[i], *list = t->agg_list[i];
 
-		for (int k = 0; k < K_N; k++)
-			s->cnt[k][si->unit[k]]++;
-		for (int r = 0; r < R_N; r++)
-			s->pcnt[r][si->pair[r]]++;
+		for (int u = 0; u < nt; u++) {
+			int sum = 0;
+
+			for (int j = off[u]; j < off[u + 1]; j++)
+				sum += cell_cnt[list[j]];
+			s->cnt[i][u] = sum;
+		}
 	}
 }
 
@@ -478,10 +591,10 @@ static void take_slot(const struct alloc_topo *t, struct state *s, int slot)
 	cpuset_clear(&s->avail, cpu);
 	cpuset_set(&s->result, cpu);
 	s->need--;
-	for (int k = 0; k < K_N; k++)
-		s->cnt[k][si->unit[k]]--;
-	for (int r = 0; r < R_N; r++)
-		s->pcnt[r][si->pair[r]]--;
+	if (t->cells_are_cores)
+		s->cnt[K_CORE][si->ix[K_CORE]]--;
+	for (int l = 0; l < t->n_live; l++)
+		s->cnt[t->live[l]][si->ix[t->live[l]]]--;
 }
 
 /* Takes the available CPUs of a unit (all of them when it is free). */
@@ -495,12 +608,14 @@ static void take_unit(const struct alloc_topo *t, struct state *s, int kind, int
 
 /* ---- orders (§2) ------------------------------------------------------------------------ */
 
-/* Sorts dense indices by (available count, index) ascending. Long runs arrive in
- * ascending index order, which the counting sort keeps for ties. */
+/* Sorts dense indices by (available count, index) ascending. Long lists arrive
+ * in ascending index order, which the passes below keep for ties. Cores mostly
+ * share one or two counts: a pass per distinct count beats a counting sort,
+ * whose bucket increments would all hit the same counter in a row. */
 static void sort_by_count(const struct alloc_topo *t, int *a, int n, const int *cnt, int kind)
 {
 	struct scratch *sc = t->sc;
-	int maxc = t->k[kind].maxsize;
+	int lo, hi, m = 0;
 
 	if (n < 2)
 		return;
@@ -517,18 +632,40 @@ static void sort_by_count(const struct alloc_topo *t, int *a, int n, const int *
 		}
 		return;
 	}
-	memset(sc->bucket, 0, sizeof(int) * ((size_t)maxc + 1));
-	for (int i = 0; i < n; i++)
-		sc->bucket[cnt[a[i]]]++;
-	for (int c = 0, sum = 0; c <= maxc; c++) {
-		int b = sc->bucket[c];
+	lo = hi = cnt[a[0]];
+	for (int i = 1; i < n; i++) {
+		int c = cnt[a[i]];
 
-		sc->bucket[c] = sum;
-		sum += b;
+		lo = c < lo ? c : lo;
+		hi = c > hi ? c : hi;
 	}
-	for (int i = 0; i < n; i++)
-		sc->tmp[sc->bucket[cnt[a[i]]]++] = a[i];
+	if (lo == hi)
+		return;
+	if (hi - lo <= 8) {
+		for (int c = lo; c <= hi; c++)
+			for (int i = 0; i < n; i++)
+				if (cnt[a[i]] == c)
+					sc->tmp[m++] = a[i];
+	} else {
+		memset(sc->bucket, 0, sizeof(int) * ((size_t)t->k[kind].maxsize + 1));
+		for (int i = 0; i < n; i++)
+			sc->bucket[cnt[a[i]]]++;
+		for (int c = 0, sum = 0; c <= t->k[kind].maxsize; c++) {
+			int b = sc->bucket[c];
+
+			sc->bucket[c] = sum;
+			sum += b;
+		}
+		for (int i = 0; i < n; i++)
+			sc->tmp[sc->bucket[cnt[a[i]]]++] = a[i];
+	}
 	memcpy(a, sc->tmp, sizeof(int) * (size_t)n);
+}
+
+/* Available CPUs of pair p of relation r. */
+static int pair_cnt(const struct alloc_topo *t, const struct state *s, int r, int p)
+{
+	return t->pure[r] ? s->cnt[rel_inner[r]][t->r[r].inner[p]] : s->cnt[PAIR(r)][p];
 }
 
 static unsigned next_stamp(const struct alloc_topo *t, int kind)
@@ -571,7 +708,7 @@ static int order_nested(const struct alloc_topo *t, const struct state *s, int r
 		for (int p = rl->off[o]; p < rl->off[o + 1]; p++) {
 			int u = rl->inner[p];
 
-			if (s->pcnt[r][p] == 0)
+			if (pair_cnt(t, s, r, p) == 0)
 				continue;
 			if (dedupe) {
 				if (mark[u] == stamp)
@@ -690,7 +827,7 @@ static void take_partial_l3(const struct alloc_topo *t, struct state *s, int l3)
 	for (int p = rl->off[l3]; p < rl->off[l3 + 1] && got < want; p++) {
 		int c = rl->inner[p];
 
-		if (s->pcnt[R_CORE_L3][p] == 0)
+		if (pair_cnt(t, s, R_CORE_L3, p) == 0)
 			continue;
 		got++;
 		/* every available CPU of the core, wherever it sits */
@@ -800,17 +937,42 @@ static double round3(double x)
 	return round(x * 1000) / 1000;
 }
 
-/* Population standard deviation, mean rounded first, result rounded (§6). */
-static double balance(const int *v, int n)
+/* kubelet's balance score is the population standard deviation of the
+ * available-after values, mean rounded to 3 decimals first, result rounded
+ * (§6). Every evaluation of one search leaves the same total (all available
+ * CPUs minus the request), so the rounded mean is one constant and the score
+ * is a non-decreasing function of the sum of squared deviations: a candidate
+ * whose sum is not below the current best's cannot win kubelet's strict "<",
+ * and its score is not computed. Ties after rounding are still decided on the
+ * rounded scores, as kubelet does. */
+struct score {
+	double ss; /* sum of squares of the best so far, INFINITY = none */
+	double b;  /* its rounded score, DBL_MAX = none */
+};
+
+static double sum_squares(const int *v, int n, double mean)
 {
-	double sum = 0, mean, ss = 0;
+	double ss = 0;
 
 	for (int i = 0; i < n; i++)
-		sum += v[i];
-	mean = round3(sum / n);
-	for (int i = 0; i < n; i++)
 		ss += (v[i] - mean) * (v[i] - mean);
-	return round3(sqrt(ss / n));
+	return ss;
+}
+
+/* True when the values score strictly better than *best (and *best is
+ * updated); bound: a sum of squares that cannot win anyway (INFINITY = none). */
+static bool better(const int *v, int n, double mean, struct score *best, double bound)
+{
+	double ss = sum_squares(v, n, mean), b;
+
+	if (ss >= best->ss || ss >= bound)
+		return false;
+	b = round3(sqrt(ss / n));
+	if (b >= best->b)
+		return false;
+	best->ss = ss;
+	best->b = b;
+	return true;
 }
 
 /* Next k-combination of positions 0..n-1 in lexicographic order; false at the end. */
@@ -884,7 +1046,8 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 {
 	struct scratch *sc = t->sc;
 	struct state *s = &sc->st;
-	int nn, min_k, max_k, budget = ALLOC_DIST_BUDGET;
+	int nn, min_k, max_k, budget = ALLOC_DIST_BUDGET, total_avail = 0;
+	double mean;
 
 	if (count % group != 0)
 		return take_packed(t, available, count, spread, false, ret, why);
@@ -898,8 +1061,11 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 
 	nn = order_numa(t, s, sc->ord[K_NUMA]);
 	memcpy(sc->numas, sc->ord[K_NUMA], sizeof(int) * (size_t)nn);
-	for (int i = 0; i < nn; i++)
+	for (int i = 0; i < nn; i++) {
 		sc->avail_n[i] = s->cnt[K_NUMA][sc->numas[i]];
+		total_avail += sc->avail_n[i];
+	}
+	mean = round3((double)(total_avail - count) / nn);
 	{
 		/* rangeNUMANodesNeededToSatisfy: table counts */
 		int groups = (t->n - 1) / group + 1;
@@ -911,17 +1077,17 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 	}
 
 	for (int k = min_k; k <= max_k; k++) {
-		double best = DBL_MAX;
+		struct score best = { INFINITY, DBL_MAX };
 		int n_best_rem = 0, dist = (count / k / group) * group;
 		bool found = false;
 
 		first_combination(sc->combo, k);
 		do {
 			int total = 0, groups = 0, rem, n_rc = 0, n_local_rem = 0;
-			double local = DBL_MAX;
-			bool ok = true;
+			struct score local = { INFINITY, DBL_MAX };
+			bool ok = true, have_local = false;
 
-			if (best == 0)
+			if (best.b == 0)
 				break;
 			if (--budget < 0)
 				goto fallback;
@@ -942,12 +1108,11 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 				if (sc->after[sc->combo[i]] >= group)
 					sc->remcombo[n_rc++] = sc->combo[i];
 			if (rem == 0)
-				local = balance(sc->after, nn);
+				have_local = better(sc->after, nn, mean, &local, best.ss);
 			for (int m = n_rc; rem > 0 && m >= 1; m--) {
 				first_combination(sc->sub, m);
 				do {
 					int sum = 0;
-					double b;
 
 					if (--budget < 0)
 						goto fallback;
@@ -960,16 +1125,15 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 						sc->subset[i] = sc->remcombo[sc->sub[i]];
 					if (!hand_out(sc->after2, sc->subset, m, rem, group))
 						continue;
-					b = balance(sc->after2, nn);
-					if (b < local) {
-						local = b;
+					if (better(sc->after2, nn, mean, &local, best.ss)) {
+						have_local = true;
 						n_local_rem = m;
 						memcpy(sc->local_rem, sc->subset,
 						       sizeof(int) * (size_t)m);
 					}
 				} while (next_combination(sc->sub, m, n_rc));
 			}
-			if (local < best) {
+			if (have_local && local.b < best.b) {
 				best = local;
 				found = true;
 				memcpy(sc->best_combo, sc->combo, sizeof(int) * (size_t)k);
@@ -1074,7 +1238,7 @@ static int physical_available(const struct alloc_topo *t, const struct cpuset *a
 
 			if (slot < 0)
 				continue;
-			u = t->si[slot].unit[K_CORE];
+			u = t->si[slot].ix[K_CORE];
 			for (int i = k->off[u]; i < k->off[u + 1]; i++)
 				cpuset_clear(&phys, t->cpu[k->list[i]]);
 		}

@@ -47,6 +47,7 @@
 
 #include <stdbool.h>
 
+#include "cleanup.h"
 #include "cpuset.h"
 
 struct topo;
@@ -110,11 +111,18 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 /* The view of a struct topo: its online CPUs, its machine-unique core numbers
  * (so siblings are exactly the CPUs sharing a core, unlike kubelet on machines
  * whose core ids restart per socket), and a header of distinct counts with a
- * machine that reports no package counted as one socket. */
+ * machine that reports no package counted as one socket. Caller frees *ret
+ * with alloc_topo_free(). */
 int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret);
+
+/* Same with an explicit header (NULL = as above), to replay what kubelet's
+ * CPUTopology would say of the machine; errors as alloc_topo_new(). */
+int alloc_topo_from_topo_header(const struct topo *t, const struct alloc_header *hdr,
+				struct alloc_topo **ret, char *why);
 
 /* NULL-safe; returns NULL. */
 struct alloc_topo *alloc_topo_free(struct alloc_topo *t);
+DEFINE_FREEP(alloc_topo, alloc_topo_free)
 
 /* The header in use and kubelet's derived CPUs-per-core (0 when unknown). */
 const struct alloc_header *alloc_topo_header(const struct alloc_topo *t);

@@ -73,26 +73,32 @@ static int group_key(const struct topo_cpu *c, enum device_kind kind)
 	return v < 0 ? 0 : v;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
 static int build_groups(struct devices *d, const struct topo *t)
 {
-	/* Groups ordered by id; ids are bounded by CPUSET_MAX (NUMA and package
-	 * ids are small), so a bitmap of ids seen gives the order for free. */
-	struct cpuset ids;
+	/* Group ids ascending. Package ids can be large (8442 on a Kunpeng 920),
+	 * so collect and sort them rather than index a bitmap. */
+	_cleanup_free_ int *ids = malloc(sizeof(int) * (size_t)t->n_cpus);
+	int n_ids = 0;
 
-	cpuset_zero(&ids);
-	for (int i = 0; i < t->n_cpus; i++) {
-		int k = group_key(&t->cpus[i], d->kind);
-
-		if (!cpuset_has(&d->allocatable, t->cpus[i].cpu))
-			continue;
-		if (k >= CPUSET_MAX)
-			return -ERANGE;
-		cpuset_set(&ids, k);
-	}
-	CPUSET_FOREACH(id, &ids)
-	{
+	if (!ids)
+		return -ENOMEM;
+	for (int i = 0; i < t->n_cpus; i++)
+		if (cpuset_has(&d->allocatable, t->cpus[i].cpu))
+			ids[n_ids++] = group_key(&t->cpus[i], d->kind);
+	qsort(ids, (size_t)n_ids, sizeof(*ids), cmp_int);
+	for (int k = 0; k < n_ids; k++) {
 		struct device *dev = &d->v[d->n];
+		int id = ids[k];
 
+		if (k > 0 && ids[k - 1] == id)
+			continue;
 		dev->cpus = calloc(1, sizeof(*dev->cpus));
 		if (!dev->cpus)
 			return -ENOMEM;

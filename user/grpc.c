@@ -13,8 +13,10 @@
  * everything else (handlers completing calls, nghttp2 callbacks) marks it DEAD
  * and activates the timer, so nothing is freed under a caller's feet.
  *
- * Call life: refs holds CALL_REF_STREAM while nghttp2 has the stream and
- * CALL_REF_HANDLER while a handler holds the handle; freed at zero. Byte
+ * Call life: refs holds CALL_REF_STREAM while nghttp2 has the stream,
+ * CALL_REF_HANDLER while a handler holds the handle, CALL_REF_CANCEL while
+ * its cancel callback runs (so completing inside it frees nothing under our
+ * feet); freed at zero. Byte
  * accounting (conn->buffered, conn->queued) covers what a call holds while
  * attached to its connection; detaching drops both buffers.
  */
@@ -79,6 +81,7 @@ struct grpc_server {
 	void *observe_ud;
 	struct grpc_stats stats;
 	uint64_t last_warn_ns;
+	uint64_t last_slow_ns;
 };
 
 enum conn_state { CONN_OPEN, CONN_CLOSING, CONN_DEAD };
@@ -101,7 +104,7 @@ struct grpc_conn {
 	bool read_paused;
 };
 
-enum { CALL_REF_STREAM = 1, CALL_REF_HANDLER = 2 };
+enum { CALL_REF_STREAM = 1, CALL_REF_HANDLER = 2, CALL_REF_CANCEL = 4 };
 
 struct grpc_call {
 	struct grpc_conn *conn; /* NULL once the stream is gone */
@@ -152,19 +155,19 @@ static struct timeval ms_to_tv(uint32_t ms)
 	return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 }
 
-/* True at most once per WARN_INTERVAL_NS per server: peers can repeat
+/* True at most once per WARN_INTERVAL_NS per *last: peers can repeat
  * whatever makes us warn. */
-static bool warn_ratelimit(struct grpc_server *srv)
+static bool warn_ratelimit(uint64_t *last)
 {
 	uint64_t t = now_ns();
 
-	if (srv->last_warn_ns && t - srv->last_warn_ns < WARN_INTERVAL_NS)
+	if (*last && t - *last < WARN_INTERVAL_NS)
 		return false;
-	srv->last_warn_ns = t;
+	*last = t;
 	return true;
 }
 
-/* ---- framing helpers ----------------------------------------------------------------------- */
+/* ---- framing helpers ------------------------------------------------------------------------ */
 
 int grpc_prefix_parse(const uint8_t p[GRPC_PREFIX_LEN], bool *ret_compressed, uint32_t *ret_len)
 {
@@ -286,7 +289,7 @@ void grpc_limits_default(struct grpc_limits *l)
 	};
 }
 
-/* ---- connections: output ------------------------------------------------------------------- */
+/* ---- connections: output -------------------------------------------------------------------- */
 
 static void conn_flush(struct grpc_conn *c);
 
@@ -383,7 +386,7 @@ static void conn_flush(struct grpc_conn *c)
 	conn_update(c);
 }
 
-/* ---- calls --------------------------------------------------------------------------------- */
+/* ---- calls ---------------------------------------------------------------------------------- */
 
 static void call_release(struct grpc_call *call, uint8_t ref)
 {
@@ -412,8 +415,10 @@ static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum g
 static void call_detach(struct grpc_call *call)
 {
 	struct grpc_conn *c = call->conn;
-	struct grpc_server *srv = c->srv;
+	struct grpc_server *srv;
 
+	assert(c); /* only attached calls are stream user data or on c->calls */
+	srv = c->srv;
 	if (call->prev)
 		call->prev->next = call->next;
 	else
@@ -441,9 +446,16 @@ static void call_detach(struct grpc_call *call)
 	srv->stats.calls_active--;
 	srv->stats.calls_cancelled++;
 	call_observe(call, srv, GRPC_STATUS_CANCELLED);
-	call_release(call, CALL_REF_STREAM); /* the handler's ref keeps it */
-	if (call->cancel_fn)
-		call->cancel_fn(call, call->cancel_ud); /* may complete and free it */
+	call->refs &= (uint8_t)~CALL_REF_STREAM; /* the handler's ref keeps it */
+	if (!call->cancel_fn)
+		return; /* the handler completes it when it gets round to it */
+	/* With a cancel callback the handle ends when the callback returns,
+	 * completed inside or not (grpc.h). */
+	call->refs |= CALL_REF_CANCEL;
+	call->cancel_fn(call, call->cancel_ud);
+	if (call->refs & CALL_REF_HANDLER)
+		call_release(call, CALL_REF_HANDLER);
+	call_release(call, CALL_REF_CANCEL);
 }
 
 static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
@@ -541,19 +553,21 @@ static void call_reject(struct grpc_call *call, int http_status, enum grpc_statu
 static int call_complete(struct grpc_call *call, enum grpc_status code, const char *msg)
 {
 	struct grpc_conn *c = call->conn;
+	int r;
 
 	assert(call->refs & CALL_REF_HANDLER);
 	if (!c) {
 		call_release(call, CALL_REF_HANDLER);
 		return -ECANCELED;
 	}
+	r = c->state == CONN_DEAD ? -ECANCELED : 0; /* going away: nothing will be sent */
 	call_finish(call, 200, code, msg);
 	c->n_active--;
 	c->srv->stats.calls_active--;
 	call_observe(call, c->srv, code);
 	call_release(call, CALL_REF_HANDLER); /* the stream still holds it */
 	conn_flush(c);
-	return 0;
+	return r;
 }
 
 /* Room for one message of len bytes in the call's output. */
@@ -564,10 +578,14 @@ static int call_send_check(struct grpc_call *call, size_t len)
 	assert(call->refs & CALL_REF_HANDLER);
 	if (!c || c->state == CONN_DEAD)
 		return -ECANCELED;
-	if (len > c->srv->limits.max_message)
+	if (len > c->srv->limits.max_message) {
+		c->srv->stats.messages_too_large++;
 		return -E2BIG;
-	if (c->queued + GRPC_PREFIX_LEN + len > c->srv->limits.max_conn_queued)
+	}
+	if (c->queued + GRPC_PREFIX_LEN + len > c->srv->limits.max_conn_queued) {
+		c->srv->stats.replies_dropped++;
 		return -ENOBUFS;
+	}
 	if (!call->out && !(call->out = evbuffer_new()))
 		return -ENOMEM;
 	return 0;
@@ -713,7 +731,7 @@ void grpc_call_on_cancel(struct grpc_call *call, grpc_cancel_fn fn, void *userda
 	call->cancel_ud = userdata;
 }
 
-/* ---- nghttp2 callbacks --------------------------------------------------------------------- */
+/* ---- nghttp2 callbacks ---------------------------------------------------------------------- */
 
 static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
 				   size_t length, uint32_t *flags, nghttp2_data_source *source,
@@ -834,8 +852,9 @@ static void call_request_done(struct grpc_call *call)
 	free(req);
 	c->buffered -= len;
 	dt = now_ns() - t0;
-	if (dt > HANDLER_BUDGET_NS)
-		log_warn("handler_slow", "path=%s ms=%.1f", call->path, (double)dt / 1e6);
+	if (dt > HANDLER_BUDGET_NS && warn_ratelimit(&srv->last_slow_ns))
+		log_warn("handler_slow", "path=%s ms=%.1f budget_ms=%llu", call->path,
+			 (double)dt / 1e6, HANDLER_BUDGET_NS / 1000000);
 }
 
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
@@ -927,11 +946,13 @@ static bool call_take_prefix(struct grpc_call *call)
 		return false;
 	}
 	if (mlen > lim->max_message) {
+		c->srv->stats.messages_too_large++;
 		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    "received message larger than max (%u vs. %zu)", mlen, lim->max_message);
 		return false;
 	}
 	if (c->buffered + mlen > lim->max_conn_buffered) {
+		c->srv->stats.messages_too_large++;
 		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    "too many request bytes buffered on this connection");
 		return false;
@@ -1046,7 +1067,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	return 0;
 }
 
-/* ---- connections: life --------------------------------------------------------------------- */
+/* ---- connections: life ---------------------------------------------------------------------- */
 
 static void conn_destroy(struct grpc_conn *c)
 {
@@ -1246,7 +1267,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 
 	if (srv->n_conns >= srv->limits.max_connections) {
 		srv->stats.conns_rejected++;
-		if (warn_ratelimit(srv))
+		if (warn_ratelimit(&srv->last_warn_ns))
 			log_warn("conn_rejected", "socket=%s max=%u action=closed", l->path,
 				 srv->limits.max_connections);
 		(void)close(fd);
@@ -1284,14 +1305,14 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 	struct timeval tv = ms_to_tv(ACCEPT_RETRY_MS);
 	int err = EVUTIL_SOCKET_ERROR();
 
-	if (warn_ratelimit(l->srv))
+	if (warn_ratelimit(&l->srv->last_warn_ns))
 		log_warn("accept_failed", "socket=%s err=%s action=retry_in_%dms", l->path,
 			 log_quote(strerror(err)), ACCEPT_RETRY_MS);
 	(void)evconnlistener_disable(lev);
 	(void)evtimer_add(l->retry, &tv);
 }
 
-/* ---- memory connections (test seam) -------------------------------------------------------- */
+/* ---- memory connections (test seam) --------------------------------------------------------- */
 
 int grpc_conn_new_memory(struct grpc_server *srv, struct grpc_conn **ret)
 {
@@ -1334,7 +1355,7 @@ struct grpc_conn *grpc_conn_free(struct grpc_conn *c)
 	return NULL;
 }
 
-/* ---- server -------------------------------------------------------------------------------- */
+/* ---- server --------------------------------------------------------------------------------- */
 
 int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 		    struct grpc_server **ret)

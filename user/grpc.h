@@ -15,12 +15,16 @@
  * handed to the method's handler, which owns the handle until it completes
  * the call exactly once with grpc_call_reply(), grpc_call_fail() or
  * grpc_call_end(), either from inside the handler or later from the loop
- * (async: e.g. after an API-server round trip). The handle stays valid until
- * then, whatever the peer does: if the client cancels (RST_STREAM, deadline,
- * closed connection, server freed) the call is marked cancelled, the cancel
- * callback (grpc_call_on_cancel) runs once, and completing it later is a
- * cheap no-op returning -ECANCELED. The request bytes are only lent for the
- * duration of the handler invocation.
+ * (async: e.g. after an API-server round trip). If the client goes away
+ * first (RST_STREAM, deadline, closed connection, server freed):
+ *   - with a cancel callback (grpc_call_on_cancel), it runs once and the
+ *     handle ends when it returns: forget the pointer there; completing it
+ *     inside is allowed and not needed;
+ *   - without one, the handle stays valid and the eventual completion is a
+ *     cheap no-op returning -ECANCELED.
+ * Either way nothing leaks and no pointer dangles as long as the handler
+ * follows the one rule that applies. The request bytes are only lent for
+ * the duration of the handler invocation.
  *
  * Limits (struct grpc_limits) bound everything a peer can make us hold:
  * request size (over it: RESOURCE_EXHAUSTED without buffering the message),
@@ -95,6 +99,8 @@ struct grpc_stats {
 	uint64_t calls_cancelled;	/* client went away before completion */
 	uint64_t calls_rejected;	/* answered by the server: unknown path, too big, bad request */
 	uint64_t calls_active;		/* held by handlers */
+	uint64_t messages_too_large;	/* over max_message (either way) or max_conn_buffered */
+	uint64_t replies_dropped;	/* -ENOBUFS: over max_conn_queued */
 };
 
 /* A method: called once per complete request (exactly one message). req is
@@ -141,7 +147,7 @@ int grpc_server_add_method(struct grpc_server *srv, const char *path, grpc_handl
 void grpc_server_set_observer(struct grpc_server *srv, grpc_observe_fn fn, void *userdata);
 void grpc_server_get_stats(const struct grpc_server *srv, struct grpc_stats *ret);
 
-/* ---- calls ------------------------------------------------------------------------------- */
+/* ---- calls ---------------------------------------------------------------------------------- */
 
 /* The :path of the call; valid until the call is completed. */
 const char *grpc_call_path(const struct grpc_call *call);
@@ -154,8 +160,9 @@ bool grpc_call_is_cancelled(const struct grpc_call *call);
  * handlers may use it to bound their own waits. */
 int64_t grpc_call_deadline_left_ms(const struct grpc_call *call);
 
-/* fn runs once if the call is cancelled before it is completed; it may
- * complete the call (grpc_call_fail) from inside. NULL clears it. */
+/* fn runs once if the call is cancelled before it is completed; the handle
+ * is gone when fn returns (complete it inside fn or not; grpc_call_send()
+ * there returns -ECANCELED). NULL clears it. */
 void grpc_call_on_cancel(struct grpc_call *call, grpc_cancel_fn fn, void *userdata);
 
 /* Queues one message (server streaming; unary handlers use grpc_call_reply).
@@ -180,7 +187,7 @@ int grpc_call_fail(struct grpc_call *call, enum grpc_status code, const char *ms
 /* Completes a streaming call with status OK after its messages. */
 int grpc_call_end(struct grpc_call *call);
 
-/* ---- framing helpers (pure; exported for tests) -------------------------------------------- */
+/* ---- framing helpers (pure; exported for tests) --------------------------------------------- */
 
 #define GRPC_PREFIX_LEN 5
 #define GRPC_PATH_MAX 256	/* longest :path we route, NUL included */

@@ -2,7 +2,7 @@
  * loaders and the JSON printer. See topo.h for the invariants.
  *
  * hwloc does the discovery; sysfs is read a second time only to check the files
- * hwloc would silently misread (it parses them with atoi() and turns garbage
+ * hwloc would silently misread (it parses them with atoi and turns garbage
  * into 0) and to tell CPU-less NUMA nodes apart, which hwloc 2.9's cpusets do
  * not. */
 #include "topo.h"
@@ -101,6 +101,8 @@ int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
 		return -ENOMEM;
 	t->cpus = malloc(sizeof(*t->cpus) * (size_t)n);
 	if (!t->cpus)
+		/* t is freed by _cleanup_(topo_freep), which cppcheck does not model */
+		/* cppcheck-suppress memleak */
 		return -ENOMEM;
 	memcpy(t->cpus, cpus, sizeof(*t->cpus) * (size_t)n);
 	qsort(t->cpus, (size_t)n, sizeof(*t->cpus), cmp_cpu);
@@ -343,7 +345,7 @@ static size_t sysfs_trim(const char *s, size_t len)
 	return len;
 }
 
-/* A decimal integer in [min, max]; hwloc reads these with atoi() and turns garbage
+/* A decimal integer in [min, max]; hwloc reads these with atoi and turns garbage
  * into 0, so we check them ourselves. */
 static int sysfs_read_int(const char *path, long min, long max, int *ret, char *why)
 {
@@ -560,8 +562,9 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 		return 0;
 	}
 
-	/* online, possible and present appeared together in the kernel (2.6.26
-	 * cpu_attrs[]): one without the others is a damaged tree, not an old one. */
+	/* online, possible and present are one table in the kernel (cpu_attrs[] in
+	 * drivers/base/cpu.c): one without the others is a damaged tree, not an old
+	 * one (the old captures here have none of the three). */
 	{
 		char p2[PATH_MAX], p3[PATH_MAX];
 
@@ -570,7 +573,7 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 		if (path_exists(p2) || path_exists(p3))
 			return fail(why, -ENOENT, "%s: missing", path);
 	}
-	/* Old kernels: hwloc reads cpuN/online ("0" = offline) with atoi(). */
+	/* Old kernels: hwloc reads cpuN/online ("0" = offline) with atoi. */
 	CPUSET_FOREACH(cpu, &dirs)
 	{
 		int v;
@@ -584,7 +587,7 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 }
 
 /* The per-CPU files hwloc turns into cores, packages and L3s. hwloc reads them
- * with atoi() and a lenient mask parser, so "garbage" becomes core 0 or a PU
+ * with atoi and a lenient mask parser, so "garbage" becomes core 0 or a PU
  * without a core: we reject what it would silently accept. */
 static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, char *why)
 {

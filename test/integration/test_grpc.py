@@ -154,6 +154,7 @@ def test_5mib_message_is_resource_exhausted(echo):
         echo.unary("Unary", b"x" * (5 << 20), timeout=20)
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "larger than max" in e.value.details()
+    assert echo.stats()["messages_too_large"] == 1
     assert echo.unary("Unary", b"still here") == b"still here"  # same channel
 
 
@@ -327,7 +328,9 @@ def test_peer_that_stops_reading_is_bounded_and_dropped(echo_factory):
         if e.stats()["conns_timed_out"] >= 1:
             break
         time.sleep(0.1)
-    assert e.stats()["conns_timed_out"] >= 1
+    st = e.stats()
+    assert st["conns_timed_out"] >= 1
+    assert st["replies_dropped"] >= 10  # 16 MiB queue cap: the rest were refused
     s.close()
 
 

@@ -1,0 +1,191 @@
+"""dra-cpu-driver as a command: flags, exit codes, --print-topology, --dry-run.
+
+Every slice --dry-run prints must pass the official schema plus the API
+server's ResourceSlice rules (validate_k8s_object.py --server-rules).
+"""
+
+import json
+import os
+import subprocess
+import shutil
+import tempfile
+
+import pytest
+
+from conftest import BUILD_DIR, ROOT
+
+DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
+SHARED = os.environ.get("DRA_CPU_SHARED", os.path.join(ROOT, "..", "shared"))
+TOPOS = os.path.join(SHARED, "testdata", "topologies")
+VALIDATOR = os.path.join(SHARED, "api", "validate_k8s_object.py")
+DATA = os.path.join(ROOT, "test", "data", "topo")
+
+
+def run(*args, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("DRA_CPU_")}
+    e.update(env or {})
+    return subprocess.run([DRIVER, *args], capture_output=True, text=True, env=e, timeout=60)
+
+
+def expected():
+    with open(os.path.join(TOPOS, "expected.json")) as f:
+        return json.load(f)["topologies"]
+
+
+def fsroot_captures():
+    return [t for t in expected() if t["format"] == "linux-fsroot"]
+
+
+@pytest.fixture(scope="module")
+def captures():
+    """Every linux-fsroot capture extracted once: {file: root dir}. On tmpfs:
+    the captures hold 25k small files, which a disk makes slow to create."""
+    base = tempfile.mkdtemp(prefix="dra-cpu-captures.",
+                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    roots = {}
+    for t in fsroot_captures():
+        subprocess.run(["tar", "-xjf", os.path.join(TOPOS, t["file"]), "-C", base], check=True)
+        roots[t["file"]] = os.path.join(base, t["top_dir"])
+    yield roots
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def validate(items, tmp_path):
+    p = tmp_path / "slices.json"
+    p.write_text(json.dumps(items))
+    r = subprocess.run(["/usr/bin/python3", VALIDATOR, "--server-rules", str(p)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_help_and_version_exit_zero():
+    r = run("--help")
+    assert r.returncode == 0
+    for flag in ("--cpu-device-mode", "--group-by", "--reserved-cpus", "--kubeconfig",
+                 "--hostname-override", "--bind-address", "--kubelet-root-dir",
+                 "--print-topology", "--dry-run", "--sysfs-root", "--topology-file"):
+        assert flag in r.stdout
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("dra-cpu-driver ")
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--cpu-device-mode", "both"], "unknown value 'both'"),
+    (["--group-by=l3"], "unknown value 'l3'"),
+    (["--reserved-cpus", "3-1"], "reversed range"),
+    (["--reserved-cpus", "abc"], "invalid character"),
+    (["--bogus"], "unknown flag 'bogus'"),
+    (["--reserved-cpus", "4000", "--print-topology"], "are not online"),
+])
+def test_bad_flags_exit_2_with_a_clear_message(args, msg):
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    assert msg in r.stderr
+    assert r.stdout == ""
+
+
+def test_reserving_every_cpu_is_refused():
+    topo = json.loads(run("--print-topology").stdout)
+    every = ",".join(str(c["cpu"]) for c in topo["cpus"])
+    r = run("--reserved-cpus", every, "--dry-run")
+    assert r.returncode == 2
+    assert "reserves every online CPU" in r.stderr
+
+
+def test_print_topology_on_this_machine_has_the_format():
+    r = run("--print-topology")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 1
+    t = json.loads(r.stdout)
+    assert list(t) == ["cpus", "offline", "sockets", "numaNodes", "cores", "l3Caches",
+                       "smtEnabled"]
+    assert [c["cpu"] for c in t["cpus"]] == sorted(c["cpu"] for c in t["cpus"])
+    assert len(t["cpus"]) == os.cpu_count()
+    for c in t["cpus"]:
+        assert list(c) == ["cpu", "socket", "numa", "core", "coreId", "l3", "coreType"]
+        assert c["coreType"] in ("standard", "p-core", "e-core")
+
+
+@pytest.mark.parametrize("t", fsroot_captures(), ids=lambda t: t["file"])
+def test_print_topology_on_every_capture_matches_expected(t, captures):
+    r = run("--sysfs-root", captures[t["file"]], "--print-topology")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert len(got["cpus"]) == t["pus"]
+    assert got["cores"] == t["cores"]
+    assert got["sockets"] == t["sockets"]
+    assert got["numaNodes"] == len([n for n, c in t["numa_cpus"].items() if c])
+    assert got["l3Caches"] == t["l3_caches"]
+    assert got["smtEnabled"] == (t["smt_width"] > 1)
+    by_cpu = {c["cpu"]: c for c in got["cpus"]}
+    for row in t["per_cpu"]:
+        c = by_cpu[row["cpu"]]
+        assert c["numa"] == (row["numa"] if row["numa"] is not None else -1)
+        if row["socket"] is not None:
+            assert c["socket"] == row["socket"]
+
+
+def test_topology_file_round_trips(tmp_path):
+    out = run("--topology-file", os.path.join(DATA, "synthetic-1024.json"), "--print-topology")
+    assert out.returncode == 0, out.stderr
+    p = tmp_path / "t.json"
+    p.write_text(out.stdout)
+    again = run("--topology-file", str(p), "--print-topology")
+    assert again.stdout == out.stdout
+    t = json.loads(out.stdout)
+    assert (len(t["cpus"]), t["sockets"], t["numaNodes"], t["smtEnabled"]) == (1024, 4, 8, True)
+
+
+@pytest.mark.parametrize("mode", [
+    ["--cpu-device-mode", "grouped"],
+    ["--cpu-device-mode", "grouped", "--group-by", "socket"],
+    ["--cpu-device-mode", "grouped", "--group-by", "machine"],
+    ["--cpu-device-mode", "individual"],
+])
+def test_dry_run_slices_pass_server_rules_on_captures(mode, captures, tmp_path):
+    items = []
+    for f, root in captures.items():
+        r = run("--sysfs-root", root, "--dry-run", "--hostname-override", "worker-1", *mode)
+        assert r.returncode == 0, f + r.stderr
+        lst = json.loads(r.stdout)
+        assert lst["apiVersion"] == "v1" and lst["kind"] == "List"
+        items += lst["items"]
+    validate(items, tmp_path)  # one validator run: it loads the whole OpenAPI spec
+
+
+def test_dry_run_individual_384_cpus_three_slices_in_order(tmp_path):
+    r = run("--topology-file", os.path.join(DATA, "synthetic-384.json"), "--dry-run",
+            "--cpu-device-mode", "individual", "--hostname-override", "big")
+    assert r.returncode == 0, r.stderr
+    items = json.loads(r.stdout)["items"]
+    assert len(items) == 3
+    names = [d["name"] for s in items for d in s["spec"]["devices"]]
+    assert names == ["cpudev%03d" % i for i in range(384)]
+    for i, s in enumerate(items):
+        assert s["metadata"]["generateName"] == "%05x-dra.cpu-big-" % i
+        assert s["spec"]["pool"] == {"name": "big", "generation": 1, "resourceSliceCount": 3}
+    validate(items, tmp_path)
+
+
+def test_dry_run_reserved_cpus_never_appear():
+    r = run("--topology-file", os.path.join(DATA, "synthetic-384.json"), "--dry-run",
+            "--cpu-device-mode", "individual", "--reserved-cpus", "0,192,5-9")
+    assert r.returncode == 0, r.stderr
+    cpus = [d["attributes"]["dra.cpu/cpuID"]["int"]
+            for s in json.loads(r.stdout)["items"] for d in s["spec"]["devices"]]
+    assert len(cpus) == 384 - 7
+    assert not {0, 192, 5, 6, 7, 8, 9} & set(cpus)
+    # the enumeration contract: CPU 0 reserved -> cpudev000 is CPU 1, then its sibling
+    assert cpus[:3] == [1, 193, 2]
+    g = run("--topology-file", os.path.join(DATA, "synthetic-384.json"), "--dry-run",
+            "--reserved-cpus", "0,192,5-9")
+    devs = json.loads(g.stdout)["items"][0]["spec"]["devices"]
+    assert sum(d["attributes"]["dra.cpu/numCPUs"]["int"] for d in devs) == 384 - 7
+
+
+def test_bad_topology_file_is_a_clear_error(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"cpus": [{"cpu": 0, "socket": "x"}]}')
+    r = run("--topology-file", str(p), "--print-topology")
+    assert r.returncode == 2
+    assert "topology" in r.stderr

@@ -1,0 +1,546 @@
+"""The kube client (user/kube.c) over real TLS, driven through test/kube_cli.
+
+Against the project's strict API-server simulator (test/sim/apiserver.py, the
+`apiserver` fixture in conftest.py):
+
+  * GET over TLS with CA verification (file and inline data, DNS name,
+    in-cluster config over IPv4 and IPv6); a wrong CA fails clearly
+  * insecure kubeconfigs refused unless --allow-insecure
+  * 401 -> token file re-read -> one retry with the rotated token
+  * 429 Retry-After honoured; a server that goes down and comes back
+  * slice create / update / delete with resourceVersion and preconditions,
+    list with a field selector, Warning headers
+  * watch: history replay, bookmarks, server-side end, 410 Expired (compacted
+    history and expiry while open), dropped stream, line cap
+  * a slow server hits the timeout while the loop keeps ticking (max_gap_ms)
+  * the token never shows up in trace output
+
+A few things the simulator does not do get a small stdlib HTTPS server here:
+watch lines cut at arbitrary bytes, client-certificate auth, and a listener
+that never answers the TLS ClientHello (connect timeout).
+"""
+import base64
+import copy
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sim.apiserver import ApiServer, V, make_certs
+
+ROOT = Path(__file__).resolve().parents[2]
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+
+# ---- the kube_cli binary -------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def kube_cli(tmp_path_factory):
+    """$B/kube_cli when the Makefile built it, else compiled here from the sources."""
+    b = os.environ.get("B", "build")
+    built = ROOT / b / "kube_cli"
+    srcs = ["test/kube_cli.c", "user/kube.c", "user/kubeconfig.c", "user/backoff.c",
+            "user/log.c"]
+    if built.exists() and all(built.stat().st_mtime >= (ROOT / s).stat().st_mtime
+                              for s in srcs):
+        return str(built)
+    out = tmp_path_factory.mktemp("kube_cli") / "kube_cli"
+    pkg = subprocess.run(["pkg-config", "--cflags", "--libs", "libcurl", "json-c",
+                          "yaml-0.1", "libevent"], check=True, capture_output=True,
+                         text=True).stdout.split()
+    san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] if "san" in b else []
+    subprocess.run([os.environ.get("CC", "cc"), "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-g",
+                    "-Wall", "-Werror", "-Wno-unused-parameter", "-Iuser", *san, *srcs,
+                    *pkg, "-o", str(out)], check=True, cwd=ROOT)
+    return str(out)
+
+
+def run_cli(cli, *args, env=None, timeout=30, after_ready=None):
+    """Runs kube_cli; returns (exit code, JSON lines by key, stderr).
+
+    after_ready() runs once the client exists and before its request starts
+    (pass --delay-ms to leave it time)."""
+    e = dict(os.environ)
+    for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "POD_NAMESPACE"):
+        e.pop(k, None)
+    e.update(env or {})
+    # KUBE_CLI_WRAPPER="valgrind -q --error-exitcode=9 --leak-check=full" for memory checks
+    # (timing assertions may then fail; the valgrind verdict is in stderr).
+    wrap = os.environ.get("KUBE_CLI_WRAPPER", "").split()
+    p = subprocess.Popen([*wrap, cli, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=e)
+    if after_ready:
+        first = p.stdout.readline()
+        assert json.loads(first) == {"ready": True}, first
+        after_ready()
+    out, err = p.communicate(timeout=timeout)
+    lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+    got = {"events": [l["event"] for l in lines if "event" in l]}
+    for l in lines:
+        for k in ("result", "end", "loop", "stats"):
+            if k in l:
+                got[k] = l[k]
+    return p.returncode, got, err
+
+
+def assert_loop_free(got, ticks_at_least=0):
+    # 10 ms ticker: a gap far above that would mean something held the loop
+    assert got["loop"]["max_gap_ms"] < 100, got["loop"]
+    assert got["loop"]["ticks"] >= ticks_at_least, got["loop"]
+
+
+def kubeconfig(d, server_url, cluster_extra, user_extra):
+    p = Path(d) / "kubeconfig"
+    p.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+        "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+        f"clusters:\n- name: c\n  cluster:\n    server: {server_url}\n{cluster_extra}"
+        f"users:\n- name: u\n  user:\n{user_extra}")
+    return str(p)
+
+
+def make_slice(name=None, node="node-1", devices=1):
+    obj = V._base_slice()
+    obj["metadata"] = {"name": name} if name else {"generateName": f"{node}-dra.cpu-"}
+    obj["spec"]["nodeName"] = node
+    obj["spec"]["pool"]["name"] = node
+    dev = obj["spec"]["devices"][0]
+    obj["spec"]["devices"] = [dict(copy.deepcopy(dev), name="cpudevnuma%03d" % i)
+                              for i in range(devices)]
+    return obj
+
+
+# ---- TLS and trust -------------------------------------------------------------------------
+
+def test_get_over_tls_verifies_the_ca(kube_cli, apiserver):
+    apiserver.put_node("n1")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "get",
+                           "/api/v1/nodes/n1")
+    assert rc == 0, err
+    r = got["result"]
+    assert (r["error"], r["http"], r["attempts"]) == (0, 200, 1)
+    assert r["body"]["metadata"]["name"] == "n1"
+    assert [e["user_agent"] for e in apiserver.log()] == ["dra-cpu"]
+    assert_loop_free(got)
+
+
+def test_get_by_hostname_with_inline_ca_data(kube_cli, apiserver, tmp_path):
+    apiserver.put_node("n1")
+    ca = base64.b64encode(Path(apiserver.ca).read_bytes()).decode()
+    path = kubeconfig(tmp_path, f"https://localhost:{apiserver.port}",
+                      f"    certificate-authority-data: {ca}\n",
+                      f"    token: {apiserver.token}\n")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "get", "/api/v1/nodes/n1")
+    assert rc == 0, err
+    assert got["result"]["http"] == 200
+
+
+def test_wrong_ca_fails_with_clear_error(kube_cli, apiserver, tmp_path):
+    other = make_certs(str(tmp_path / "other-pki"), name="not-the-cluster-ca")
+    path = kubeconfig(tmp_path, apiserver.url, f"    certificate-authority: {other.ca}\n",
+                      f"    token: {apiserver.token}\n")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "--attempts", "3", "get",
+                           "/api/v1/nodes/n1")
+    r = got["result"]
+    assert rc == 1
+    assert r["errno"] == "EKEYREJECTED"
+    assert r["http"] == 0 and r["attempts"] == 1  # a trust failure is not retried
+    assert "certificate" in r["error_text"].lower(), r["error_text"]
+    assert apiserver.log() == []  # no request (and no token) reached the server
+
+
+def test_insecure_kubeconfig_needs_the_flag(kube_cli, apiserver, tmp_path):
+    apiserver.put_node("n1")
+    path = kubeconfig(tmp_path, apiserver.url, "    insecure-skip-tls-verify: true\n",
+                      f"    token: {apiserver.token}\n")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "get", "/api/v1/nodes/n1")
+    assert rc == 2
+    assert "insecure-skip-tls-verify is true: refused without --allow-insecure-kubeconfig" in err
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "--allow-insecure", "get",
+                           "/api/v1/nodes/n1")
+    assert rc == 0, err
+    assert got["result"]["http"] == 200
+
+
+def test_trace_output_never_holds_the_token(kube_cli, apiserver):
+    apiserver.put_node("n1")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "--trace", "get",
+                           "/api/v1/nodes/n1")
+    assert rc == 0
+    assert "GET /api/v1/nodes/n1" in err
+    assert "<redacted>" in err
+    assert apiserver.token not in err
+
+
+# ---- auth, throttling, outages -------------------------------------------------------------
+
+def test_401_rereads_rotated_token_and_retries(kube_cli, apiserver):
+    apiserver.put_node("n1")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig_tokenfile,
+                           "--delay-ms", "300", "get", "/api/v1/nodes/n1",
+                           after_ready=apiserver.rotate_token)  # old token invalid at once
+    assert rc == 0, err
+    assert got["result"]["attempts"] == 2
+    assert [e["code"] for e in apiserver.log()] == [401, 200]
+    assert got["stats"]["token_reloads"] == 1
+    assert apiserver.token not in err  # logs name the file, never the token
+
+
+def test_401_that_a_new_token_does_not_fix_is_reported(kube_cli, apiserver):
+    apiserver.set_tokens(["somebody-else"])
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig_tokenfile, "get",
+                           "/api/v1/nodes/n1")
+    r = got["result"]
+    assert rc == 1
+    assert (r["errno"], r["http"], r["reason"], r["attempts"]) == (
+        "EACCES", 401, "Unauthorized", 2)
+
+
+def test_429_retry_after_is_honoured(kube_cli, apiserver):
+    apiserver.put_node("n1")
+    apiserver.add_fault(action="throttle", count=1, retry_after=1, verb="get")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "--attempts", "3",
+                           "get", "/api/v1/nodes/n1")
+    r = got["result"]
+    assert rc == 0, err
+    assert r["attempts"] == 2
+    assert r["elapsed_ms"] >= 1000  # Retry-After: 1; the backoff alone is 250-500 ms
+    log = apiserver.log()
+    assert [e["code"] for e in log] == [429, 200]
+    assert log[1]["time"] - log[0]["time"] >= 0.95
+    assert_loop_free(got, ticks_at_least=50)
+
+
+def test_429_without_retries_returns_retry_after(kube_cli, apiserver):
+    apiserver.add_fault(action="throttle", retry_after=2, verb="get")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "get",
+                           "/api/v1/nodes/n1")
+    r = got["result"]
+    assert (r["errno"], r["http"], r["retry_after"], r["reason"]) == (
+        "EAGAIN", 429, 2, "TooManyRequests")
+
+
+def test_server_down_then_back_is_retried(kube_cli, apiserver):
+    apiserver.put_node("n1")
+    apiserver.down(seconds=1.5)
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "--attempts", "8",
+                           "get", "/api/v1/nodes/n1")
+    r = got["result"]
+    assert rc == 0, err
+    assert r["attempts"] > 1 and r["elapsed_ms"] >= 1400
+    assert [e["code"] for e in apiserver.log()] == [200]
+    assert_loop_free(got)
+
+
+def test_slow_server_hits_timeout_loop_keeps_ticking(kube_cli, apiserver):
+    apiserver.put_node("n1")
+    apiserver.add_fault(action="delay", seconds=3, verb="get")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "--timeout-ms",
+                           "1000", "get", "/api/v1/nodes/n1")
+    r = got["result"]
+    assert rc == 1
+    assert r["errno"] == "ETIMEDOUT" and r["http"] == 0
+    assert 1000 <= r["elapsed_ms"] < 2000
+    assert_loop_free(got, ticks_at_least=80)
+
+
+# ---- writes against the strict server ------------------------------------------------------
+
+def test_slice_create_update_delete_with_preconditions(kube_cli, apiserver):
+    kc = apiserver.kubeconfig
+
+    def cli(*a):
+        rc, got, err = run_cli(kube_cli, "--kubeconfig", kc, *a)
+        return got["result"]
+
+    body = make_slice()
+    body["spec"]["devices"][0]["numaNode"] = 0  # unknown field: dropped with a Warning
+    r = cli("create", SLICES, json.dumps(body))
+    assert (r["error"], r["http"]) == (0, 201), r
+    assert "unknown field" in r["warning"]
+    obj = r["body"]
+    name, uid, rv = (obj["metadata"][k] for k in ("name", "uid", "resourceVersion"))
+    assert name.startswith("node-1-dra.cpu-")
+
+    r = cli("create", SLICES, json.dumps(make_slice(name=name)))
+    assert (r["errno"], r["http"], r["reason"]) == ("EEXIST", 409, "AlreadyExists")
+
+    stale = copy.deepcopy(obj)
+    stale["metadata"]["resourceVersion"] = "1"
+    r = cli("update", f"{SLICES}/{name}", json.dumps(stale))
+    assert (r["errno"], r["http"], r["reason"]) == ("EBUSY", 409, "Conflict")
+
+    obj["spec"]["pool"]["generation"] = 2
+    r = cli("update", f"{SLICES}/{name}", json.dumps(obj))
+    assert (r["error"], r["http"]) == (0, 200), r
+    assert r["body"]["metadata"]["resourceVersion"] != rv
+
+    r = cli("--precondition-uid", "not-" + uid, "delete", f"{SLICES}/{name}")
+    assert (r["errno"], r["http"]) == ("EBUSY", 409)
+    r = cli("--precondition-uid", uid, "delete", f"{SLICES}/{name}")
+    assert (r["error"], r["http"]) == (0, 200), r
+    r = cli("get", f"{SLICES}/{name}")
+    assert (r["errno"], r["http"], r["reason"]) == ("ENOENT", 404, "NotFound")
+    r = cli("update", f"{SLICES}/{name}", json.dumps(obj))
+    assert r["errno"] == "ENOENT"  # no create-on-update
+
+
+def test_invalid_slice_is_422_with_the_servers_message(kube_cli, apiserver):
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "create", SLICES,
+                           json.dumps(make_slice(devices=129)))
+    r = got["result"]
+    assert (r["errno"], r["http"], r["reason"]) == ("EINVAL", 422, "Invalid")
+    assert "must have at most 128 items" in r["error_text"]
+
+
+def test_list_with_field_selector(kube_cli, apiserver):
+    for node in ("node-1", "node-2", "node-1"):
+        apiserver.put_slice(make_slice(node=node))
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "get",
+                           SLICES + "?fieldSelector=spec.nodeName%3Dnode-1")
+    body = got["result"]["body"]
+    assert rc == 0, err
+    assert [s["spec"]["nodeName"] for s in body["items"]] == ["node-1", "node-1"]
+    assert body["metadata"]["resourceVersion"] == str(apiserver.resource_version)
+
+
+# ---- watches -------------------------------------------------------------------------------
+
+def test_watch_replays_history_then_bookmarks_and_ends(kube_cli, apiserver):
+    start = apiserver.resource_version
+    a = apiserver.put_slice(make_slice(name="a"))
+    apiserver.put_slice(make_slice(name="b"))
+    apiserver.set_bookmark_interval(0.3)
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "watch",
+                           f"{SLICES}?watch=1&allowWatchBookmarks=true&timeoutSeconds=1"
+                           f"&resourceVersion={start}")
+    assert rc == 0, err
+    types = [e["type"] for e in got["events"]]
+    assert types[:2] == ["ADDED", "ADDED"] and got["events"][0]["rv"] == \
+        a["metadata"]["resourceVersion"]
+    assert "BOOKMARK" in types[2:]
+    assert (got["end"]["error"], got["end"]["http"]) == (0, 200)  # timeoutSeconds: normal end
+    assert_loop_free(got)
+
+
+def test_watch_from_compacted_history_is_expired(kube_cli, apiserver):
+    start = apiserver.resource_version
+    apiserver.put_slice(make_slice())
+    apiserver.compact()
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "watch",
+                           f"{SLICES}?watch=1&resourceVersion={start}")
+    e = got["end"]
+    assert rc == 1 and got["events"] == []
+    assert (e["errno"], e["code"], e["reason"], e["expired"]) == ("ESTALE", 410, "Expired", True)
+
+
+def test_watch_expired_while_open(kube_cli, apiserver):
+    def expire_once_open():
+        apiserver.wait_for(lambda: apiserver.open_watches() == 1, what="watch open")
+        apiserver.put_slice(make_slice())
+        time.sleep(0.2)
+        apiserver.expire_watches()
+
+    t = threading.Thread(target=expire_once_open)
+    t.start()
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "watch",
+                           f"{SLICES}?watch=1&resourceVersion={apiserver.resource_version}")
+    t.join()
+    assert [e["type"] for e in got["events"]] == ["ADDED"]
+    assert (got["end"]["errno"], got["end"]["expired"]) == ("ESTALE", True)
+
+
+def test_watch_cut_by_the_server_is_a_transport_error(kube_cli, apiserver):
+    def cut_once_open():
+        apiserver.wait_for(lambda: apiserver.open_watches() == 1, what="watch open")
+        apiserver.close_watches(abrupt=True)
+
+    t = threading.Thread(target=cut_once_open)
+    t.start()
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "watch",
+                           f"{SLICES}?watch=1")
+    t.join()
+    assert rc == 1
+    assert got["end"]["http"] == 200 and got["end"]["errno"] in ("ECONNRESET", "EPROTO")
+
+
+def test_watch_line_cap(kube_cli, apiserver):
+    apiserver.put_slice(make_slice(devices=128))  # one ADDED line of ~60 KiB
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", apiserver.kubeconfig, "--max-line",
+                           "4096", "watch", f"{SLICES}?watch=1")
+    assert got["events"] == []
+    assert got["end"]["errno"] == "E2BIG"
+    assert got["end"]["error_text"] == "watch line over 4096 bytes"
+    assert got["stats"]["too_big"] == 1
+
+
+# ---- in-cluster ----------------------------------------------------------------------------
+
+def sa_dir(d, s):
+    sa = Path(d) / "sa"
+    sa.mkdir()
+    shutil.copy(s.ca, sa / "ca.crt")
+    (sa / "token").write_text(s.token + "\n")
+    return str(sa)
+
+
+def test_in_cluster_config(kube_cli, apiserver, tmp_path):
+    apiserver.put_node("n1")
+    rc, got, err = run_cli(kube_cli, "--sa-dir", sa_dir(tmp_path, apiserver), "get",
+                           "/api/v1/nodes/n1", env=apiserver.env())
+    assert rc == 0, err
+    assert [e["code"] for e in apiserver.log()] == [200]
+
+
+def test_in_cluster_config_ipv6(kube_cli, tmp_path, sim_certs):
+    try:
+        s = ApiServer(str(tmp_path / "v6"), host="::1", certs=sim_certs).start()
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    try:
+        s.put_node("n1")
+        rc, got, err = run_cli(kube_cli, "--sa-dir", sa_dir(tmp_path, s), "get",
+                               "/api/v1/nodes/n1", env=s.env())
+        assert rc == 0, err
+        assert got["result"]["http"] == 200
+    finally:
+        s.stop()
+
+
+def test_not_in_cluster_is_a_clear_error(kube_cli, tmp_path):
+    rc, got, err = run_cli(kube_cli, "--sa-dir", str(tmp_path), "get", "/api/v1/nodes/n1")
+    assert rc == 2
+    assert "not running in a cluster" in err
+
+
+# ---- what the simulator does not do --------------------------------------------------------
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        if not self.server.require_cert and self.headers.get("Authorization") != "Bearer t":
+            self.send_error(401)
+            return
+        if "watch=1" in self.path:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json;stream=watch")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for c in self.server.chunks:
+                data = c.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+                time.sleep(0.05)
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True
+            return
+        body = json.dumps({"kind": "Node", "metadata": {"name": "n1"}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _TLSServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, ctx):
+        self.ctx, self.chunks, self.require_cert = ctx, [], False
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def finish_request(self, request, client_address):
+        try:  # handshake in the connection's thread: a bad client holds up no one
+            request = self.ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+@pytest.fixture
+def tiny(sim_certs):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sim_certs.cert, sim_certs.key)
+    srv = _TLSServer(ctx)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def ev(t, rv):
+    return json.dumps({"type": t, "object": {"kind": "ResourceSlice",
+                                             "metadata": {"resourceVersion": rv}}}) + "\n"
+
+
+def test_watch_lines_cut_anywhere(kube_cli, tiny, sim_certs, tmp_path):
+    stream = ev("ADDED", "10") + ev("MODIFIED", "11") + ev("BOOKMARK", "12") + ev("DELETED", "13")
+    cuts = [7, 40, 41, 100, 150, 151, 220]  # mid-token, mid-line, on the '\n', ...
+    tiny.chunks = [stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)])]
+    path = kubeconfig(tmp_path, f"https://127.0.0.1:{tiny.server_address[1]}",
+                      f"    certificate-authority: {sim_certs.ca}\n", "    token: t\n")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "watch", SLICES + "?watch=1")
+    assert rc == 0, err
+    assert got["events"] == [{"type": "ADDED", "rv": "10"}, {"type": "MODIFIED", "rv": "11"},
+                             {"type": "BOOKMARK", "rv": "12"}, {"type": "DELETED", "rv": "13"}]
+    assert (got["end"]["error"], got["end"]["http"]) == (0, 200)
+
+
+def test_client_certificate_auth(kube_cli, tiny, sim_certs, tmp_path):
+    d = tmp_path / "client"
+    d.mkdir()
+    ca_key = str(Path(sim_certs.ca).with_suffix(".key"))
+    assert os.path.exists(ca_key), ca_key
+    (d / "ext").write_text("extendedKeyUsage=clientAuth\n")
+    for args in (["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                  "-keyout", "driver.key", "-out", "driver.csr", "-subj", "/CN=driver"],
+                 ["x509", "-req", "-in", "driver.csr", "-CA", sim_certs.ca, "-CAkey", ca_key,
+                  "-CAcreateserial", "-CAserial", "ca.srl", "-out", "driver.crt", "-days", "1",
+                  "-extfile", "ext"]):
+        subprocess.run(["openssl", *args], check=True, cwd=d, capture_output=True)
+    tiny.ctx.load_verify_locations(sim_certs.ca)
+    tiny.ctx.verify_mode = ssl.CERT_REQUIRED
+    tiny.require_cert = True
+    b64 = lambda p: base64.b64encode(Path(p).read_bytes()).decode()  # noqa: E731
+    path = kubeconfig(tmp_path, f"https://127.0.0.1:{tiny.server_address[1]}",
+                      f"    certificate-authority-data: {b64(sim_certs.ca)}\n",
+                      f"    client-certificate-data: {b64(d / 'driver.crt')}\n"
+                      f"    client-key-data: {b64(d / 'driver.key')}\n")
+    rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "get", "/api/v1/nodes/n1")
+    assert rc == 0, err
+    assert got["result"]["http"] == 200
+
+
+def test_stalled_tls_handshake_hits_connect_timeout(kube_cli, sim_certs, tmp_path):
+    # Listens, never accepts: the kernel completes TCP, nobody answers the ClientHello.
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(8)
+    try:
+        path = kubeconfig(tmp_path, f"https://127.0.0.1:{lsock.getsockname()[1]}",
+                          f"    certificate-authority: {sim_certs.ca}\n", "    token: t\n")
+        rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "--connect-timeout-ms", "700",
+                               "--timeout-ms", "5000", "get", "/api/v1/nodes/n1")
+        r = got["result"]
+        assert r["errno"] == "ETIMEDOUT"
+        assert 700 <= r["elapsed_ms"] < 1500
+        assert_loop_free(got, ticks_at_least=50)
+    finally:
+        lsock.close()

@@ -1,0 +1,327 @@
+/* dra-cpu-alloc: one allocation decision from the command line, exactly as the
+ * driver (and kubelet's CPU manager) would make it. For operators asking "what
+ * would a claim get here?" and for tests that replay kubelet's cases.
+ *
+ *   dra-cpu-alloc --topology node.json --available 0-63 --count 8 --full-cores
+ *   2-5,34-37
+ *
+ * Exit codes: 0 the CPU list on stdout; 1 no allocation (kubelet's error text
+ * on stderr); 2 bad flags or an unreadable topology.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "cleanup.h"
+#include "cpuset.h"
+#include "topo.h"
+
+#define PROG "dra-cpu-alloc"
+#define ARGS_ERR_MAX 320
+
+enum opt_id {
+	OPT_TOPOLOGY = 1,
+	OPT_AVAILABLE,
+	OPT_COUNT,
+	OPT_POLICY,
+	OPT_ALIGN_L3,
+	OPT_FULL_CORES,
+	OPT_GROUP_SIZE,
+	OPT_RESERVED,
+	OPT_PREFER,
+	OPT_HEADER,
+	OPT_HELP,
+};
+
+/* The one table: getopt_long's options and --help. */
+static const struct opt {
+	enum opt_id id;
+	const char *name;
+	const char *arg; /* NULL: a switch */
+	const char *help;
+} opts[] = {
+	{ OPT_TOPOLOGY, "topology", "FILE",
+	  "node topology JSON, as printed by dra-cpu-driver --print-topology (required)" },
+	{ OPT_AVAILABLE, "available", "LIST",
+	  "CPUs free for this claim, Linux list format such as 0-7,16 (required)" },
+	{ OPT_COUNT, "count", "N", "CPUs to allocate, 0-8192 (required)" },
+	{ OPT_POLICY, "policy", "NAME",
+	  "packed (default), distributed (distribute-cpus-across-numa) or spread-cores "
+	  "(distribute-cpus-across-cores)" },
+	{ OPT_ALIGN_L3, "align-l3", NULL,
+	  "prefer CPUs sharing an L3 (uncore) cache: prefer-align-cpus-by-uncorecache" },
+	{ OPT_FULL_CORES, "full-cores", NULL,
+	  "whole physical cores only, with kubelet's SMT checks: full-pcpus-only" },
+	{ OPT_GROUP_SIZE, "group-size", "N",
+	  "distributed: CPUs per group, 1-8192 (default 1, or CPUs per core with --full-cores)" },
+	{ OPT_RESERVED, "reserved", "LIST",
+	  "the node's reserved CPUs: with --full-cores their cores' other threads are not "
+	  "free physical CPUs" },
+	{ OPT_PREFER, "prefer", "LIST",
+	  "take from these CPUs first, the rest elsewhere (kubelet's NUMA hint)" },
+	{ OPT_HEADER, "header", "C,K,S,N,L",
+	  "kubelet's topology counts: CPUs, cores, sockets, NUMA nodes, L3 caches (default: "
+	  "counted from the topology; kubelet derives CPUs per core, socket and cache from "
+	  "them)" },
+	{ OPT_HELP, "help", NULL, "print this help" },
+};
+
+struct args {
+	const char *topology;
+	struct cpuset available, reserved, prefer;
+	bool has_available, has_reserved, has_prefer, has_header, help;
+	int count;
+	struct alloc_header header;
+	struct alloc_opts o;
+};
+
+static int argerr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int argerr(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, ARGS_ERR_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Words of s from column `col` on, wrapped before `width`, indented to col. */
+static void print_wrapped(FILE *f, const char *s, int col, int width)
+{
+	int x = col;
+
+	while (*s) {
+		int len = (int)strcspn(s, " ");
+
+		if (x > col && x + 1 + len > width) {
+			fprintf(f, "\n%*s", col - 1, "");
+			x = col;
+		}
+		fprintf(f, " %.*s", len, s);
+		x += 1 + len;
+		s += len;
+		s += strspn(s, " ");
+	}
+	fputc('\n', f);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: " PROG " --topology FILE --available LIST --count N [options]\n\n"
+		   "Chooses CPUs for one claim exactly as kubelet's CPU manager (static policy)\n"
+		   "would, and prints them as a CPU list.\n\nOptions:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		char lhs[40];
+
+		(void)snprintf(lhs, sizeof(lhs), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+			       opts[i].arg ? opts[i].arg : "");
+		fprintf(f, "  %-22s", lhs);
+		print_wrapped(f, opts[i].help, 25, 79);
+	}
+	fprintf(f, "\nExit status: 0 CPUs printed, 1 no allocation (reason on stderr),\n"
+		   "2 bad options or unreadable topology.\n");
+}
+
+/* A whole decimal string in [lo, hi]. */
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *ret, char *err)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < lo || v > hi)
+		return argerr(err, "--%s: \"%s\" is not a number in %d-%d", flag, s, lo, hi);
+	*ret = (int)v;
+	return 0;
+}
+
+static int parse_list(const char *flag, const char *s, struct cpuset *ret, char *err)
+{
+	char why[CPUSET_ERR_MAX] = "";
+
+	if (cpuset_parse(s, ret, why) < 0)
+		return argerr(err, "--%s: \"%s\" is not a CPU list: %s", flag, s, why);
+	return 0;
+}
+
+static int parse_header(const char *s, struct alloc_header *ret, char *err)
+{
+	int v[5], n = 0;
+	const char *p = s;
+
+	while (n < 5) {
+		char *end;
+		long x;
+
+		errno = 0;
+		x = strtol(p, &end, 10);
+		if (end == p || errno || x < 0 || x > INT_MAX)
+			break;
+		v[n++] = (int)x;
+		p = end;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	if (n != 5 || *p)
+		return argerr(
+			err,
+			"--header: \"%s\" is not five counts >= 0 (CPUs,cores,sockets,NUMA nodes,"
+			"L3 caches)",
+			s);
+	*ret = (struct alloc_header){
+		.cpus = v[0], .cores = v[1], .sockets = v[2], .numa = v[3], .l3 = v[4]
+	};
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a, char *err)
+{
+	struct option lopts[ARRAY_SIZE(opts) + 1];
+	bool has_count = false;
+	int r = 0, c;
+
+	memset(lopts, 0, sizeof(lopts));
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		lopts[i] = (struct option){ opts[i].name,
+					    opts[i].arg ? required_argument : no_argument, NULL,
+					    (int)opts[i].id };
+	opterr = 0;
+	optind = 1;
+	while (r == 0 && (c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_TOPOLOGY:
+			a->topology = optarg;
+			break;
+		case OPT_AVAILABLE:
+			r = parse_list("available", optarg, &a->available, err);
+			a->has_available = true;
+			break;
+		case OPT_COUNT:
+			r = parse_int("count", optarg, 0, CPUSET_MAX, &a->count, err);
+			has_count = true;
+			break;
+		case OPT_POLICY:
+			if (strcmp(optarg, "packed") == 0)
+				a->o.policy = ALLOC_PACKED;
+			else if (strcmp(optarg, "distributed") == 0)
+				a->o.policy = ALLOC_DISTRIBUTED;
+			else if (strcmp(optarg, "spread-cores") == 0)
+				a->o.policy = ALLOC_SPREAD_CORES;
+			else
+				r = argerr(err,
+					   "--policy: \"%s\" is not one of packed, distributed, "
+					   "spread-cores",
+					   optarg);
+			break;
+		case OPT_ALIGN_L3:
+			a->o.align_l3 = true;
+			break;
+		case OPT_FULL_CORES:
+			a->o.full_cores = true;
+			break;
+		case OPT_GROUP_SIZE:
+			r = parse_int("group-size", optarg, 1, CPUSET_MAX, &a->o.group_size, err);
+			break;
+		case OPT_RESERVED:
+			r = parse_list("reserved", optarg, &a->reserved, err);
+			a->has_reserved = true;
+			break;
+		case OPT_PREFER:
+			r = parse_list("prefer", optarg, &a->prefer, err);
+			a->has_prefer = true;
+			break;
+		case OPT_HEADER:
+			r = parse_header(optarg, &a->header, err);
+			a->has_header = true;
+			break;
+		case OPT_HELP:
+			a->help = true;
+			break;
+		case ':':
+			r = argerr(err, "%s needs a value (see --help)", argv[optind - 1]);
+			break;
+		default:
+			r = argerr(err, "unknown option \"%s\" (see --help)", argv[optind - 1]);
+			break;
+		}
+	}
+	if (r < 0 || a->help)
+		return r;
+	if (optind < argc)
+		return argerr(err, "unexpected argument \"%s\" (see --help)", argv[optind]);
+	if (!a->topology)
+		return argerr(err, "--topology FILE is required (see --help)");
+	if (!a->has_available)
+		return argerr(err, "--available LIST is required (see --help)");
+	if (!has_count)
+		return argerr(err, "--count N is required (see --help)");
+	/* kubelet refuses these option mixes at start; so do we, as flag errors */
+	if (a->o.policy == ALLOC_SPREAD_CORES && (a->o.full_cores || a->o.align_l3))
+		return argerr(err, "--policy spread-cores cannot be combined with %s",
+			      a->o.full_cores ? "--full-cores" : "--align-l3");
+	if (a->o.policy == ALLOC_DISTRIBUTED && a->o.align_l3)
+		return argerr(err, "--policy distributed cannot be combined with --align-l3");
+	if (a->o.group_size && a->o.policy != ALLOC_DISTRIBUTED)
+		return argerr(err, "--group-size applies to --policy distributed only");
+	a->o.reserved = a->has_reserved ? &a->reserved : NULL;
+	a->o.prefer = a->has_prefer ? &a->prefer : NULL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	_cleanup_(topo_freep) struct topo *t = NULL;
+	_cleanup_(alloc_topo_freep) struct alloc_topo *at = NULL;
+	_cleanup_free_ char *list = NULL;
+	struct args a = { 0 };
+	struct cpuset got;
+	char err[ARGS_ERR_MAX] = "",
+	     why[TOPO_ERR_MAX > ALLOC_ERR_MAX ? TOPO_ERR_MAX : ALLOC_ERR_MAX];
+	int r;
+
+	if (parse_args(argc, argv, &a, err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
+		return 2;
+	}
+	if (a.help) {
+		usage(stdout);
+		return 0;
+	}
+	why[0] = '\0';
+	r = topo_load_json_file(a.topology, &t, why);
+	if (r < 0) {
+		if (why[0]) /* the loader's text names the file */
+			fprintf(stderr, PROG ": %s\n", why);
+		else
+			fprintf(stderr, PROG ": %s: %s\n", a.topology, strerror(-r));
+		return 2;
+	}
+	why[0] = '\0';
+	r = alloc_topo_from_topo_header(t, a.has_header ? &a.header : NULL, &at, why);
+	if (r < 0) {
+		fprintf(stderr, PROG ": --header: %s\n", why[0] ? why : strerror(-r));
+		return 2;
+	}
+	why[0] = '\0';
+	r = alloc_take(at, &a.available, a.count, &a.o, &got, why);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s\n", why[0] ? why : strerror(-r));
+		return 1;
+	}
+	list = cpuset_to_string(&got);
+	if (!list) {
+		fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	printf("%s\n", list);
+	return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,1550 @@
+/* Kubernetes REST client on libevent + libcurl multi-socket. See kube.h.
+ *
+ * Internals. A struct kube_call ("call") is one logical request or watch; each
+ * HTTP attempt gets a fresh curl easy handle (connections and DNS are cached
+ * by the multi handle, so this costs nothing on the wire).
+ *
+ *   start ──> RUNNING (easy in multi) ──curl DONE──> collected ──> ready queue
+ *     ^                                                                │
+ *     └── retry timer <── retry (401 once / backoff) <── finish ───────┘
+ *                                                          └──> callback, freed
+ *
+ * libcurl calls us back (socket, timer, write, header callbacks) only from
+ * inside curl_multi_socket_action(). Those callbacks never call the user: they
+ * buffer bytes and mark the call ready. After every curl_multi_socket_action()
+ * we collect finished transfers (outside libcurl: curl_multi_remove_handle is
+ * legal here) and run kube_dispatch(), the only place user callbacks run.
+ * The dispatcher marks the call it works on busy: a user who cancels it, or
+ * frees the whole client, from inside a callback only sets a flag, and the
+ * dispatcher releases things once the callback has returned.
+ *
+ * Watch back-pressure: the write callback refuses to buffer more than one
+ * max_line of complete lines (CURL_WRITEFUNC_PAUSE); the dispatcher drains
+ * them and unpauses, so memory is bounded by about two lines.
+ */
+#include "kube.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "backoff.h"
+#include "kubeconfig.h"
+
+#define LOG_MOD "kube"
+#include "log.h"
+
+#define SLOW_DISPATCH_MS 10
+#define WARNING_MAX 512
+
+enum call_kind { CALL_REQUEST, CALL_WATCH };
+
+struct kube_call {
+	struct kube *k;
+	enum call_kind kind;
+	TAILQ_ENTRY(kube_call) link;  /* k->calls: every live call */
+	TAILQ_ENTRY(kube_call) ready; /* k->ready while in_ready */
+	bool in_ready;
+	bool busy;	   /* the dispatcher is working on it: do not free */
+	bool cancelled;	   /* cancelled while busy: the dispatcher frees it */
+	bool finished;	   /* final callback delivered: the dispatcher frees it */
+	bool done;	   /* the current attempt is over (curl finished or never started) */
+	bool paused;	   /* watch: write callback returned CURL_WRITEFUNC_PAUSE */
+	bool auth_retried; /* the one 401 retry has been used */
+	bool status_seen;  /* watch: response code looked at in the write callback */
+	bool stream_ok;	   /* watch: 200, bytes go to the line splitter */
+	bool sent;	   /* the request left this host (pretransfer happened) */
+
+	/* what to do */
+	enum kube_verb verb;
+	char *url;
+	char *body;
+	size_t body_len;
+	char *content_type;
+	int timeout_ms;
+	size_t max_body;
+	int max_attempts;
+	unsigned attempts;
+	struct backoff bo;
+	struct event *retry_ev;
+
+	/* the current attempt */
+	CURL *easy;
+	struct curl_slist *headers;
+	char errbuf[CURL_ERROR_SIZE];
+	CURLcode cres;
+	int local_err; /* set by our callbacks: -E2BIG, -ENOMEM, -EPROTO */
+	long http_status;
+	long retry_after_s;
+	char *in; /* response body (non-stream) */
+	size_t in_len, in_cap;
+	struct kube_lines lines; /* watch stream */
+	struct json_object *end_status; /* watch: the ERROR event's Status */
+	char *warning;
+	char errtext[512];
+
+	kube_done_fn done_cb;
+	kube_event_fn on_event;
+	kube_watch_end_fn on_end;
+	void *userdata;
+};
+
+/* The watch handle is the call itself: kube_watch_stop() = kube_call_cancel(). */
+struct kube_watch {
+	struct kube_call call;
+};
+
+struct kube_sock {
+	struct kube *k;
+	curl_socket_t fd;
+	struct event *ev;
+	LIST_ENTRY(kube_sock) link;
+};
+
+struct kube {
+	struct event_base *base;
+	struct kubeconfig *cfg;
+	struct kube_opts o;
+	char *user_agent;
+	char *token;
+	CURLM *multi;
+	struct event *timer;	/* curl's timeout */
+	struct event *token_ev; /* periodic token file re-read */
+	TAILQ_HEAD(, kube_call) calls;
+	TAILQ_HEAD(, kube_call) ready;
+	LIST_HEAD(, kube_sock) socks;
+	bool dispatching;
+	bool dead; /* kube_free() called during dispatch: destroy on the way out */
+	bool global_init;
+	bool token_failing;
+	int64_t slow_logged_ms;
+	struct kube_stats st;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct timeval ms_to_tv(long ms)
+{
+	return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+}
+
+/* ---- pure building blocks ------------------------------------------------------------ */
+
+void kube_lines_init(struct kube_lines *l, size_t max_line)
+{
+	*l = (struct kube_lines){ .max_line = max_line };
+}
+
+void kube_lines_done(struct kube_lines *l)
+{
+	free(l->buf);
+	*l = (struct kube_lines){ .max_line = l->max_line };
+}
+
+size_t kube_lines_pending(const struct kube_lines *l)
+{
+	return l->len - l->off;
+}
+
+int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
+{
+	const char *p = data;
+	size_t rest = n, cur = l->cur;
+
+	if (l->failed)
+		return l->failed;
+	/* Check every line length before taking any byte. */
+	while (rest) {
+		const char *nl = memchr(p, '\n', rest);
+		size_t seg = nl ? (size_t)(nl - p) : rest;
+
+		if (seg > l->max_line - cur) {
+			l->failed = -E2BIG;
+			return l->failed;
+		}
+		if (!nl) {
+			cur += rest;
+			break;
+		}
+		cur = 0;
+		rest -= seg + 1;
+		p = nl + 1;
+	}
+	if (n > l->cap - l->len) {
+		/* Reclaim consumed bytes before growing; amortised, never per feed. */
+		if (l->off) {
+			memmove(l->buf, l->buf + l->off, l->len - l->off);
+			l->len -= l->off;
+			l->off = 0;
+		}
+		if (n > l->cap - l->len) {
+			size_t want = l->len + n, cap = l->cap ? l->cap : 4096;
+			char *nb;
+
+			while (cap < want)
+				cap *= 2;
+			nb = realloc(l->buf, cap);
+			if (!nb)
+				return -ENOMEM;
+			l->buf = nb;
+			l->cap = cap;
+		}
+	}
+	memcpy(l->buf + l->len, data, n);
+	l->len += n;
+	l->cur = cur;
+	return 0;
+}
+
+int kube_lines_next(struct kube_lines *l, char **ret_line, size_t *ret_len)
+{
+	for (;;) {
+		size_t start = l->off, from = start + l->scanned, end, n;
+		char *nl;
+
+		if (from >= l->len) {
+			l->scanned = l->len - start;
+			return 0;
+		}
+		nl = memchr(l->buf + from, '\n', l->len - from);
+		if (!nl) {
+			l->scanned = l->len - start;
+			return 0;
+		}
+		end = (size_t)(nl - l->buf);
+		n = end - start;
+		l->buf[end] = 0;
+		if (n && l->buf[end - 1] == '\r')
+			l->buf[start + --n] = 0;
+		l->off = end + 1;
+		l->scanned = 0;
+		if (l->off == l->len) /* all consumed: next feed starts at 0 */
+			l->off = l->len = 0;
+		if (n == 0)
+			continue;
+		*ret_line = l->buf + start;
+		*ret_len = n;
+		return 1;
+	}
+}
+
+static void json_object_putp(struct json_object **o)
+{
+	if (*o)
+		(void)json_object_put(*o);
+}
+
+static void json_tokener_freep(struct json_tokener **t)
+{
+	if (*t)
+		json_tokener_free(*t);
+}
+
+static bool is_json_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+int kube_json_parse(const char *s, size_t len, struct json_object **ret)
+{
+	_cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
+	_cleanup_(json_object_putp) struct json_object *o = NULL;
+	size_t i = 0, end;
+
+	if (len > INT_MAX)
+		return -E2BIG;
+	/* json-c would stop at a raw NUL; JSON never has one outside \u0000. */
+	if (memchr(s, 0, len))
+		return -EPROTO;
+	while (i < len && is_json_ws(s[i]))
+		i++;
+	/* Objects and arrays only: a bare number has no end marker (json-c waits for more). */
+	if (i == len || (s[i] != '{' && s[i] != '['))
+		return -EPROTO;
+	tok = json_tokener_new_ex(KUBE_JSON_MAX_DEPTH);
+	if (!tok)
+		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, s + i, (int)(len - i));
+	if (!o || json_tokener_get_error(tok) != json_tokener_success)
+		return -EPROTO;
+	for (end = i + json_tokener_get_parse_end(tok); end < len; end++)
+		if (!is_json_ws(s[end]))
+			return -EPROTO;
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
+static const char *json_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool json_int(struct json_object *o, const char *key, int64_t *ret)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	*ret = json_object_get_int64(v);
+	return true;
+}
+
+int kube_status_parse(struct json_object *o, struct kube_status *ret)
+{
+	struct json_object *details;
+	const char *kind, *status;
+	int64_t code = 0, ra;
+	bool has_code;
+
+	if (!o || !json_object_is_type(o, json_type_object))
+		return -EPROTO;
+	kind = json_str(o, "kind");
+	status = json_str(o, "status");
+	has_code = json_int(o, "code", &code);
+	if (!(kind && strcmp(kind, "Status") == 0) &&
+	    !(has_code && status && (!strcmp(status, "Failure") || !strcmp(status, "Success"))))
+		return -EPROTO;
+	*ret = (struct kube_status){
+		.code = code >= 0 && code <= 999 ? (int)code : 0,
+		.status = status,
+		.reason = json_str(o, "reason"),
+		.message = json_str(o, "message"),
+		.retry_after_s = -1,
+	};
+	if (json_object_object_get_ex(o, "details", &details) &&
+	    json_object_is_type(details, json_type_object) &&
+	    json_int(details, "retryAfterSeconds", &ra) && ra >= 0)
+		ret->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (int)ra;
+	return 0;
+}
+
+int kube_errno_from_http(long s, const char *reason)
+{
+	if (s >= 200 && s <= 299)
+		return 0;
+	switch (s) {
+	case 400:
+	case 422:
+		return -EINVAL;
+	case 401:
+		return -EACCES;
+	case 403:
+		return -EPERM;
+	case 404:
+		return -ENOENT;
+	case 405:
+		return -EOPNOTSUPP;
+	case 409:
+		return reason && strcmp(reason, "AlreadyExists") == 0 ? -EEXIST : -EBUSY;
+	case 410:
+		return -ESTALE;
+	case 413:
+		return -E2BIG;
+	case 429:
+	case 503:
+		return -EAGAIN;
+	case 504:
+		return -ETIMEDOUT;
+	}
+	return s >= 500 && s <= 599 ? -EIO : -EPROTO;
+}
+
+bool kube_is_expired(const struct kube_result *r)
+{
+	const char *re = r->status.reason;
+
+	return r->http_status == 410 || r->status.code == 410 ||
+	       (re && (!strcmp(re, "Expired") || !strcmp(re, "Gone")));
+}
+
+static const struct {
+	const char *name;
+	enum kube_event_type type;
+} event_types[] = {
+	{ "ADDED", KUBE_EVENT_ADDED },	     { "MODIFIED", KUBE_EVENT_MODIFIED },
+	{ "DELETED", KUBE_EVENT_DELETED },   { "BOOKMARK", KUBE_EVENT_BOOKMARK },
+	{ "ERROR", KUBE_EVENT_ERROR },
+};
+
+int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ret)
+{
+	_cleanup_(json_object_putp) struct json_object *root = NULL;
+	struct json_object *obj, *meta;
+	const char *type;
+	size_t i;
+	int r;
+
+	r = kube_json_parse(line, len, &root);
+	if (r < 0)
+		return r;
+	if (!json_object_is_type(root, json_type_object))
+		return -EPROTO;
+	type = json_str(root, "type");
+	if (!type || !json_object_object_get_ex(root, "object", &obj) ||
+	    !json_object_is_type(obj, json_type_object))
+		return -EPROTO;
+	for (i = 0; i < ARRAY_SIZE(event_types); i++)
+		if (strcmp(type, event_types[i].name) == 0)
+			break;
+	if (i == ARRAY_SIZE(event_types))
+		return -EPROTO;
+	*ret = (struct kube_watch_event){ .type = event_types[i].type, .object = obj };
+	if (json_object_object_get_ex(obj, "metadata", &meta) &&
+	    json_object_is_type(meta, json_type_object))
+		ret->resource_version = json_str(meta, "resourceVersion");
+	ret->root = TAKE_PTR(root);
+	return 0;
+}
+
+void kube_watch_event_done(struct kube_watch_event *ev)
+{
+	if (ev->root)
+		(void)json_object_put(ev->root);
+	*ev = (struct kube_watch_event){ 0 };
+}
+
+static bool is_unreserved(unsigned char c)
+{
+	return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+static char *pct_encode(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (is_unreserved(*p)) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+int kube_query_add(char **path, const char *key, const char *value)
+{
+	_cleanup_free_ char *k = NULL, *v = NULL;
+	const char *old = *path ? *path : "";
+	char *n = NULL;
+
+	k = pct_encode(key);
+	v = pct_encode(value);
+	if (!k || !v)
+		return -ENOMEM;
+	if (asprintf(&n, "%s%c%s=%s", old, strchr(old, '?') ? '&' : '?', k, v) < 0)
+		return -ENOMEM;
+	free(*path);
+	*path = n;
+	return 0;
+}
+
+static int errno_from_curl(CURLcode c)
+{
+	switch (c) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return -EKEYREJECTED;
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+		return -ENOKEY;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CIPHER:
+		return -ECONNABORTED;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return -ECONNRESET;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_BAD_FUNCTION_ARGUMENT:
+	case CURLE_UNKNOWN_OPTION:
+		return -EINVAL;
+	case CURLE_FILESIZE_EXCEEDED:
+		return -E2BIG;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+/* ---- token --------------------------------------------------------------------------- */
+
+/* A small bounded local read (KUBECONFIG_TOKEN_MAX, regular file): fine on the loop.
+ * Keeps the last good token when the read fails, as client-go does. */
+static void kube_token_reload(struct kube *k, const char *why)
+{
+	char *t = NULL;
+	int r;
+
+	if (!k->cfg->token_file)
+		return;
+	r = kubeconfig_read_token(k->cfg->token_file, &t);
+	if (r < 0) {
+		k->st.token_read_errors++;
+		if (!k->token_failing)
+			log_warn_errno(r, "token_read_failed", "path=%s reason=%s action=keeping_old",
+				       k->cfg->token_file, why);
+		k->token_failing = true;
+		return;
+	}
+	if (k->token_failing)
+		log_info("token_read_recovered", "path=%s", k->cfg->token_file);
+	k->token_failing = false;
+	if (k->token && strcmp(k->token, t) == 0) {
+		(void)kubeconfig_token_free(t);
+		return;
+	}
+	(void)kubeconfig_token_free(k->token);
+	k->token = t;
+	k->st.token_reloads++;
+	log_info("token_reloaded", "path=%s reason=%s", k->cfg->token_file, why);
+}
+
+static void on_token_timer(evutil_socket_t fd, short what, void *arg)
+{
+	kube_token_reload(arg, "periodic");
+}
+
+/* ---- curl <-> libevent --------------------------------------------------------------- */
+
+static void kube_after_curl(struct kube *k);
+static void kube_dispatch(struct kube *k);
+
+static void sock_free(struct kube_sock *ks)
+{
+	if (ks->ev)
+		event_free(ks->ev);
+	LIST_REMOVE(ks, link);
+	free(ks);
+}
+
+static void on_sock_event(evutil_socket_t fd, short what, void *arg)
+{
+	/* ks may be freed inside socket_action (CURL_POLL_REMOVE): read k first. */
+	struct kube *k = ((struct kube_sock *)arg)->k;
+	int action = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
+	int running = 0;
+
+	(void)curl_multi_socket_action(k->multi, fd, action, &running);
+	kube_after_curl(k);
+}
+
+static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct kube *k = userp;
+	struct kube_sock *ks = socketp;
+	short flags = EV_PERSIST;
+
+	if (what == CURL_POLL_REMOVE) {
+		if (ks)
+			sock_free(ks);
+		return 0;
+	}
+	if (!ks) {
+		ks = calloc(1, sizeof(*ks));
+		if (!ks)
+			return -1;
+		ks->k = k;
+		ks->fd = s;
+		LIST_INSERT_HEAD(&k->socks, ks, link);
+		if (curl_multi_assign(k->multi, s, ks) != CURLM_OK) {
+			sock_free(ks);
+			return -1;
+		}
+	}
+	if (ks->ev) {
+		event_free(ks->ev);
+		ks->ev = NULL;
+	}
+	if (what & CURL_POLL_IN)
+		flags |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		flags |= EV_WRITE;
+	ks->ev = event_new(k->base, s, flags, on_sock_event, ks);
+	if (!ks->ev || event_add(ks->ev, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct kube *k = arg;
+	int running = 0;
+
+	(void)curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	kube_after_curl(k);
+}
+
+static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
+{
+	struct kube *k = userp;
+	struct timeval tv;
+
+	if (timeout_ms < 0)
+		return evtimer_del(k->timer) < 0 ? -1 : 0;
+	tv = ms_to_tv(timeout_ms);
+	return evtimer_add(k->timer, &tv) < 0 ? -1 : 0;
+}
+
+/* ---- calls: one attempt -------------------------------------------------------------- */
+
+static void slist_wipe_free(struct curl_slist *l)
+{
+	for (struct curl_slist *i = l; i; i = i->next)
+		explicit_bzero(i->data, strlen(i->data));
+	curl_slist_free_all(l);
+}
+
+/* Also while busy: the dispatcher took c off the queue before working on it,
+ * so bytes that arrive meanwhile (curl_easy_pause) get another round. */
+static void call_mark_ready(struct kube_call *c)
+{
+	if (c->in_ready)
+		return;
+	TAILQ_INSERT_TAIL(&c->k->ready, c, ready);
+	c->in_ready = true;
+}
+
+static void call_unready(struct kube_call *c)
+{
+	if (!c->in_ready)
+		return;
+	TAILQ_REMOVE(&c->k->ready, c, ready);
+	c->in_ready = false;
+}
+
+/* Removes the attempt's easy handle from the multi. Never from inside libcurl. */
+static void call_stop_easy(struct kube_call *c)
+{
+	if (c->easy) {
+		(void)curl_multi_remove_handle(c->k->multi, c->easy);
+		curl_easy_cleanup(c->easy);
+		c->easy = NULL;
+	}
+	slist_wipe_free(c->headers);
+	c->headers = NULL;
+	c->paused = false;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct kube_call *c = arg;
+	size_t n = size * nmemb;
+	int r;
+
+	if (c->kind == CALL_WATCH && !c->status_seen) {
+		long code = 0;
+
+		(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
+		c->status_seen = true;
+		c->stream_ok = code == 200;
+	}
+	if (c->stream_ok) {
+		/* Back-pressure: complete lines waiting and a max_line of them already. */
+		if (kube_lines_pending(&c->lines) - c->lines.cur > 0 &&
+		    kube_lines_pending(&c->lines) >= c->lines.max_line) {
+			c->paused = true;
+			call_mark_ready(c);
+			return CURL_WRITEFUNC_PAUSE;
+		}
+		r = kube_lines_feed(&c->lines, data, n);
+		if (r < 0) {
+			c->local_err = r;
+			return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+		}
+		c->k->st.bytes_received += n;
+		call_mark_ready(c);
+		return n;
+	}
+	if (n > c->max_body - c->in_len) {
+		c->local_err = -E2BIG;
+		return 0;
+	}
+	if (n > c->in_cap - c->in_len) {
+		size_t cap = c->in_cap ? c->in_cap : 16384;
+		char *nb;
+
+		while (cap < c->in_len + n)
+			cap *= 2;
+		nb = realloc(c->in, cap);
+		if (!nb) {
+			c->local_err = -ENOMEM;
+			return 0;
+		}
+		c->in = nb;
+		c->in_cap = cap;
+	}
+	memcpy(c->in + c->in_len, data, n);
+	c->in_len += n;
+	c->k->st.bytes_received += n;
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct kube_call *c = arg;
+	size_t n = size * nmemb, v = 8;
+
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (after 100, a retry) */
+		free(c->warning);
+		c->warning = NULL;
+	} else if (!c->warning && n > 8 && strncasecmp(data, "Warning:", 8) == 0) {
+		while (v < n && (data[v] == ' ' || data[v] == '\t'))
+			v++;
+		while (n > v && (data[n - 1] == '\r' || data[n - 1] == '\n' || data[n - 1] == ' '))
+			n--;
+		c->warning = strndup(data + v, n - v > WARNING_MAX ? WARNING_MAX : n - v);
+		for (char *p = c->warning; p && *p; p++)
+			if ((unsigned char)*p < 0x20)
+				*p = ' ';
+		return size * nmemb;
+	}
+	return size * nmemb;
+}
+
+/* Trace output (log level trace only): headers and curl's notes, with every
+ * credential redacted. curl prints HTTP/2 request headers as text lines, so
+ * all kinds are filtered, not just HEADER_OUT. */
+static int on_curl_debug(CURL *e, curl_infotype type, char *data, size_t size, void *userp)
+{
+	const char *dir = type == CURLINFO_HEADER_OUT  ? "out"
+			  : type == CURLINFO_HEADER_IN ? "in"
+			  : type == CURLINFO_TEXT      ? "info"
+						       : NULL;
+	const char *p = data, *end = data + size;
+
+	if (!dir)
+		return 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl ? nl : end) - p);
+		char line[256];
+		char *hit;
+
+		if (n && p[n - 1] == '\r')
+			n--;
+		if (n) {
+			(void)snprintf(line, sizeof(line), "%.*s", (int)n, p);
+			hit = strcasestr(line, "authorization");
+			if (!hit)
+				hit = strcasestr(line, "bearer");
+			if (hit)
+				(void)snprintf(hit, sizeof(line) - (size_t)(hit - line),
+					       "%s", "<redacted>");
+			log_emit(LOG_TRACE, LOG_MOD, "curl", "dir=%s line=%s", dir, log_quote(line));
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static void curl_easy_cleanupp(CURL **e)
+{
+	if (*e)
+		curl_easy_cleanup(*e);
+}
+
+static void slist_wipe_freep(struct curl_slist **l)
+{
+	slist_wipe_free(*l);
+}
+
+static int header_add(struct curl_slist **l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int header_add(struct curl_slist **l, const char *fmt, ...)
+{
+	_cleanup_free_ char *h = NULL;
+	struct curl_slist *n;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&h, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	n = curl_slist_append(*l, h);
+	explicit_bzero(h, (size_t)r);
+	if (!n)
+		return -ENOMEM;
+	*l = n;
+	return 0;
+}
+
+static const char *const verb_method[] = {
+	[KUBE_GET] = "GET",	   [KUBE_CREATE] = "POST",   [KUBE_UPDATE] = "PUT",
+	[KUBE_PATCH] = "PATCH",	   [KUBE_DELETE] = "DELETE",
+};
+
+/* Starts one attempt of c with the current token. Outside libcurl only. */
+static int call_start(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	const struct kubeconfig *cfg = k->cfg;
+	_cleanup_(curl_easy_cleanupp) CURL *e = NULL;
+	_cleanup_(slist_wipe_freep) struct curl_slist *h = NULL;
+	CURLcode cc = CURLE_OK;
+	CURLMcode mc;
+	int r;
+
+#define SET(opt, val)                                            \
+	do {                                                     \
+		if (cc == CURLE_OK)                              \
+			cc = curl_easy_setopt(e, opt, val);      \
+	} while (0)
+
+	/* Fresh per-attempt state. */
+	c->done = false;
+	c->cres = CURLE_OK;
+	c->local_err = 0;
+	c->http_status = 0;
+	c->retry_after_s = 0;
+	c->status_seen = c->stream_ok = c->sent = false;
+	c->in_len = 0;
+	c->errbuf[0] = c->errtext[0] = 0;
+	free(c->warning);
+	c->warning = NULL;
+	kube_lines_done(&c->lines);
+
+	e = curl_easy_init();
+	if (!e)
+		return -ENOMEM;
+	r = header_add(&h, "Accept: application/json");
+	if (r >= 0 && c->body)
+		r = header_add(&h, "Content-Type: %s", c->content_type);
+	if (r >= 0 && k->token)
+		r = header_add(&h, "Authorization: Bearer %s", k->token);
+	if (r >= 0) /* no "Expect: 100-continue" round trip */
+		r = header_add(&h, "Expect:");
+	if (r < 0)
+		return r;
+
+	SET(CURLOPT_URL, c->url);
+	SET(CURLOPT_PRIVATE, c);
+	SET(CURLOPT_ERRORBUFFER, c->errbuf);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PROTOCOLS_STR, cfg->insecure ? "http,https" : "https");
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)k->o.connect_timeout_ms);
+	SET(CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
+	if (cfg->ca_pem) {
+		struct curl_blob b = { .data = cfg->ca_pem, .len = cfg->ca_pem_len,
+				       .flags = CURL_BLOB_COPY };
+
+		SET(CURLOPT_CAINFO_BLOB, &b);
+		SET(CURLOPT_CAPATH, NULL); /* only the cluster's CA, not the system's too */
+	} else if (cfg->ca_file) {
+		SET(CURLOPT_CAINFO, cfg->ca_file);
+		SET(CURLOPT_CAPATH, NULL);
+	}
+	if (cfg->cert_pem) {
+		struct curl_blob b = { .data = cfg->cert_pem, .len = cfg->cert_pem_len,
+				       .flags = CURL_BLOB_COPY };
+
+		SET(CURLOPT_SSLCERT_BLOB, &b);
+	} else if (cfg->cert_file) {
+		SET(CURLOPT_SSLCERT, cfg->cert_file);
+	}
+	if (cfg->key_pem) {
+		struct curl_blob b = { .data = cfg->key_pem, .len = cfg->key_pem_len,
+				       .flags = CURL_BLOB_COPY };
+
+		SET(CURLOPT_SSLKEY_BLOB, &b);
+	} else if (cfg->key_file) {
+		SET(CURLOPT_SSLKEY, cfg->key_file);
+	}
+	SET(CURLOPT_HTTPHEADER, h);
+	SET(CURLOPT_USERAGENT, k->user_agent);
+	SET(CURLOPT_ACCEPT_ENCODING, ""); /* gzip from the server; caps apply after decoding */
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, c);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, c);
+	if (c->kind == CALL_WATCH) /* one long stream per connection; no h2 flow-control games */
+		SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	if (c->verb == KUBE_GET)
+		SET(CURLOPT_HTTPGET, 1L);
+	else if (c->verb != KUBE_CREATE)
+		SET(CURLOPT_CUSTOMREQUEST, verb_method[c->verb]);
+	if (c->body) {
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+		SET(CURLOPT_POSTFIELDS, c->body); /* c->body outlives the easy handle */
+	}
+	if (log_enabled(LOG_TRACE)) {
+		SET(CURLOPT_DEBUGFUNCTION, on_curl_debug);
+		SET(CURLOPT_VERBOSE, 1L);
+	}
+#undef SET
+	if (cc != CURLE_OK)
+		return errno_from_curl(cc);
+	mc = curl_multi_add_handle(k->multi, e);
+	if (mc != CURLM_OK)
+		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
+	c->easy = TAKE_PTR(e);
+	c->headers = TAKE_PTR(h);
+	c->attempts++;
+	k->st.attempts++;
+	if (c->attempts > 1)
+		k->st.retries++;
+	return 0;
+}
+
+static void call_free(struct kube_call *c)
+{
+	struct kube *k = c->k;
+
+	call_stop_easy(c);
+	call_unready(c);
+	TAILQ_REMOVE(&k->calls, c, link);
+	if (c->retry_ev)
+		event_free(c->retry_ev);
+	free(c->url);
+	if (c->body)
+		explicit_bzero(c->body, c->body_len);
+	free(c->body);
+	free(c->content_type);
+	free(c->in);
+	free(c->warning);
+	kube_lines_done(&c->lines);
+	if (c->end_status)
+		(void)json_object_put(c->end_status);
+	free(c);
+}
+
+/* After curl reported the attempt done: keep what the result needs, drop the easy. */
+static void call_collect(struct kube_call *c, CURLcode res)
+{
+	curl_off_t ra = 0, pre = 0;
+
+	c->cres = res;
+	(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->http_status);
+	if (curl_easy_getinfo(c->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+		c->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (long)ra;
+	if (curl_easy_getinfo(c->easy, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK)
+		c->sent = pre > 0;
+	if (c->http_status > 0)
+		c->sent = true;
+	call_stop_easy(c);
+	c->done = true;
+	call_mark_ready(c);
+}
+
+static void kube_after_curl(struct kube *k)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(k->multi, &left))) {
+		struct kube_call *c = NULL;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
+		if (c)
+			call_collect(c, m->data.result);
+	}
+	kube_dispatch(k);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct kube_call *c = arg;
+	struct kube *k = c->k;
+	int r;
+
+	r = call_start(c);
+	if (r < 0) {
+		c->local_err = r;
+		(void)snprintf(c->errtext, sizeof(c->errtext), "could not start request: %s",
+			       strerror(-r));
+		c->done = true;
+		call_mark_ready(c);
+	}
+	kube_dispatch(k);
+}
+
+static int call_schedule(struct kube_call *c, uint32_t delay_ms)
+{
+	struct timeval tv = ms_to_tv(delay_ms);
+
+	if (!c->retry_ev) {
+		c->retry_ev = evtimer_new(c->k->base, on_retry, c);
+		if (!c->retry_ev)
+			return -ENOMEM;
+	}
+	return evtimer_add(c->retry_ev, &tv) < 0 ? -ENOMEM : 0;
+}
+
+/* ---- finishing: result, retry, callback ---------------------------------------------- */
+
+static bool call_should_retry(const struct kube_call *c, const struct kube_result *res)
+{
+	if (c->kind != CALL_REQUEST || c->attempts >= (unsigned)c->max_attempts)
+		return false;
+	if (res->http_status == 429 || res->http_status == 503)
+		return true;
+	/* Nothing left this host: safe for every verb. */
+	if (!c->sent && res->http_status == 0 &&
+	    (res->error == -ECONNREFUSED || res->error == -EHOSTUNREACH ||
+	     res->error == -ETIMEDOUT || res->error == -ECONNRESET))
+		return true;
+	if (c->verb != KUBE_GET)
+		return false;
+	if (res->http_status == 500 || res->http_status == 502 || res->http_status == 504)
+		return true;
+	return res->http_status == 0 && (res->error == -ETIMEDOUT || res->error == -ECONNRESET);
+}
+
+static void status_text(char *buf, size_t n, long http, const struct kube_status *s)
+{
+	(void)snprintf(buf, n, "HTTP %ld %s: %s", http, s->reason ? s->reason : "(no reason)",
+		       s->message ? s->message : "(no message)");
+}
+
+/* Builds c's result into res (body into *ret_body, owned by the caller). */
+static void call_result(struct kube_call *c, struct kube_result *res, struct json_object **ret_body)
+{
+	struct json_object *body = NULL;
+
+	*res = (struct kube_result){
+		.http_status = c->http_status,
+		.retry_after_s = c->retry_after_s > 0 ? (int)c->retry_after_s : -1,
+		.warning = c->warning,
+		.error_text = c->errtext,
+		.attempts = c->attempts,
+	};
+	if (c->end_status) { /* a watch ended by an ERROR event */
+		res->body = c->end_status;
+		if (kube_status_parse(c->end_status, &res->status) == 0 && res->status.code)
+			res->error = kube_errno_from_http(res->status.code, res->status.reason);
+		if (res->error == 0)
+			res->error = -EPROTO;
+		(void)snprintf(c->errtext, sizeof(c->errtext), "watch ERROR event: %d %s: %s",
+			       res->status.code, res->status.reason ? res->status.reason : "",
+			       res->status.message ? res->status.message : "");
+		if (res->status.retry_after_s >= 0 && res->retry_after_s < 0)
+			res->retry_after_s = res->status.retry_after_s;
+		return;
+	}
+	if (c->local_err) {
+		res->error = c->local_err;
+		if (c->errtext[0])
+			return;
+		if (c->local_err == -E2BIG)
+			(void)snprintf(c->errtext, sizeof(c->errtext), "%s over %zu bytes",
+				       c->stream_ok ? "watch line" : "response body",
+				       c->stream_ok ? c->lines.max_line : c->max_body);
+		else
+			(void)snprintf(c->errtext, sizeof(c->errtext), "%s", strerror(-c->local_err));
+		return;
+	}
+	if (c->cres != CURLE_OK) {
+		res->error = errno_from_curl(c->cres);
+		(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
+			       curl_easy_strerror(c->cres), c->errbuf[0] ? ": " : "", c->errbuf);
+		return;
+	}
+	if (c->stream_ok) { /* the server ended a watch normally */
+		if (kube_lines_pending(&c->lines)) {
+			res->error = -EPROTO;
+			(void)snprintf(c->errtext, sizeof(c->errtext),
+				       "watch stream ended inside a line (%zu bytes)",
+				       kube_lines_pending(&c->lines));
+		}
+		return;
+	}
+	res->error = kube_errno_from_http(c->http_status, NULL);
+	if (c->in_len && kube_json_parse(c->in, c->in_len, &body) == 0) {
+		res->body = body;
+		*ret_body = body;
+	}
+	if (res->error == 0) {
+		if (c->in_len && !body) {
+			res->error = -EPROTO;
+			(void)snprintf(c->errtext, sizeof(c->errtext),
+				       "HTTP %ld with a body that is not JSON (%zu bytes)",
+				       c->http_status, c->in_len);
+		}
+		return;
+	}
+	if (body && kube_status_parse(body, &res->status) == 0) {
+		res->error = kube_errno_from_http(c->http_status, res->status.reason);
+		if (res->retry_after_s < 0 && res->status.retry_after_s >= 0)
+			res->retry_after_s = res->status.retry_after_s;
+		status_text(c->errtext, sizeof(c->errtext), c->http_status, &res->status);
+	} else {
+		(void)snprintf(c->errtext, sizeof(c->errtext), "HTTP %ld (no Status body)",
+			       c->http_status);
+	}
+}
+
+/* The attempt is over: retry, or hand the result to the user. */
+static void call_finish(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	_cleanup_(json_object_putp) struct json_object *body = NULL;
+	struct kube_result res;
+	uint32_t delay;
+
+	call_result(c, &res, &body);
+	/* client-go: a 401 invalidates the cached token; re-read the file, retry once. */
+	if (res.http_status == 401 && k->cfg->token_file && !c->auth_retried) {
+		c->auth_retried = true;
+		kube_token_reload(k, "unauthorized");
+		if (call_schedule(c, 0) == 0)
+			return;
+	}
+	if (call_should_retry(c, &res)) {
+		delay = backoff_next_at_least(
+			&c->bo, res.retry_after_s > 0 ? (uint32_t)res.retry_after_s * 1000u : 0);
+		log_debug("request_retry", "url=%s attempt=%u error=%s delay_ms=%u",
+			  log_quote(c->url), c->attempts, log_quote(res.error_text), delay);
+		if (call_schedule(c, delay) == 0)
+			return;
+	}
+	if (res.error)
+		k->st.failures++;
+	if (res.error == -E2BIG)
+		k->st.too_big++;
+	c->finished = true;
+	if (c->kind == CALL_REQUEST)
+		c->done_cb(c->userdata, &res);
+	else
+		c->on_end(c->userdata, &res);
+}
+
+/* Delivers complete watch lines. Returns 0, or < 0 when the stream must end
+ * (bad line; an ERROR event sets end_status and returns -ECANCELED). */
+static int watch_drain(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	char *line;
+	size_t n;
+	int r;
+
+	while (kube_lines_next(&c->lines, &line, &n) == 1) {
+		struct kube_watch_event ev;
+
+		r = kube_watch_event_parse(line, n, &ev);
+		if (r < 0) {
+			(void)snprintf(c->errtext, sizeof(c->errtext),
+				       "watch: not a watch event (%zu bytes): %.64s", n, line);
+			for (char *p = c->errtext; *p; p++)
+				if ((unsigned char)*p < 0x20)
+					*p = ' ';
+			return r == -E2BIG ? r : -EPROTO;
+		}
+		if (ev.type == KUBE_EVENT_ERROR) {
+			c->end_status = json_object_get(ev.object);
+			kube_watch_event_done(&ev);
+			return -ECANCELED;
+		}
+		k->st.watch_events++;
+		c->on_event(c->userdata, &ev);
+		kube_watch_event_done(&ev);
+		if (k->dead || c->cancelled)
+			return 0;
+	}
+	return 0;
+}
+
+static void call_process(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	int r;
+
+	if (c->stream_ok) {
+		r = watch_drain(c);
+		if (k->dead || c->cancelled)
+			return;
+		if (r < 0) {
+			call_stop_easy(c);
+			if (r != -ECANCELED)
+				c->local_err = r;
+			c->done = true;
+		} else if (c->paused && c->easy) {
+			/* May call on_body right away, which marks c ready again. */
+			c->paused = false;
+			(void)curl_easy_pause(c->easy, CURLPAUSE_CONT);
+		}
+	}
+	if (c->done)
+		call_finish(c);
+}
+
+static void kube_destroy(struct kube *k);
+
+static void kube_dispatch(struct kube *k)
+{
+	struct kube_call *c;
+	int64_t t0, dt;
+
+	if (k->dispatching) /* not re-entered in practice; the outer loop picks new work up */
+		return;
+	k->dispatching = true;
+	t0 = now_ms();
+	while (!k->dead && (c = TAILQ_FIRST(&k->ready))) {
+		call_unready(c);
+		c->busy = true;
+		call_process(c);
+		c->busy = false;
+		if (c->cancelled || c->finished)
+			call_free(c);
+	}
+	k->dispatching = false;
+	if (k->dead) {
+		kube_destroy(k);
+		return;
+	}
+	dt = now_ms() - t0;
+	if (dt > SLOW_DISPATCH_MS) {
+		k->st.slow_dispatches++;
+		if (now_ms() - k->slow_logged_ms > 60000) { /* rate-limited */
+			k->slow_logged_ms = now_ms();
+			log_warn("slow_dispatch", "ms=%lld budget_ms=%d",
+				 (long long)dt, SLOW_DISPATCH_MS);
+		}
+	}
+}
+
+/* ---- public API ---------------------------------------------------------------------- */
+
+static bool path_ok(const char *p)
+{
+	if (!p || p[0] != '/')
+		return false;
+	for (; *p; p++)
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '#')
+			return false;
+	return true;
+}
+
+static int call_new(struct kube *k, enum call_kind kind, const char *path, struct kube_call **ret)
+{
+	struct kube_call *c;
+
+	c = kind == CALL_WATCH ? calloc(1, sizeof(struct kube_watch)) : calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->k = k;
+	c->kind = kind;
+	TAILQ_INSERT_TAIL(&k->calls, c, link);
+	backoff_init(&c->bo, k->o.backoff_initial_ms, k->o.backoff_max_ms);
+	if (asprintf(&c->url, "%s%s", k->cfg->server, path) < 0) {
+		c->url = NULL;
+		call_free(c);
+		return -ENOMEM;
+	}
+	*ret = c;
+	return 0;
+}
+
+static char *delete_options(const char *uid, const char *rv)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	struct json_object *pre = json_object_new_object();
+	const char *s;
+
+	if (!o || !pre) {
+		if (pre)
+			(void)json_object_put(pre);
+		return NULL;
+	}
+	if (json_object_object_add(o, "preconditions", pre) < 0) {
+		(void)json_object_put(pre);
+		return NULL;
+	}
+	if (json_object_object_add(o, "kind", json_object_new_string("DeleteOptions")) < 0 ||
+	    json_object_object_add(o, "apiVersion", json_object_new_string("v1")) < 0 ||
+	    (uid && json_object_object_add(pre, "uid", json_object_new_string(uid)) < 0) ||
+	    (rv && json_object_object_add(pre, "resourceVersion", json_object_new_string(rv)) < 0))
+		return NULL;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	return s ? strdup(s) : NULL;
+}
+
+static int call_set_body(struct kube_call *c, enum kube_verb verb, const char *body_json,
+			 const struct kube_req_opts *o)
+{
+	const char *ct = "application/json";
+
+	if (verb == KUBE_PATCH)
+		ct = o->content_type ? o->content_type : "application/merge-patch+json";
+	if (strpbrk(ct, "\r\n"))
+		return -EINVAL;
+	c->content_type = strdup(ct);
+	if (!c->content_type)
+		return -ENOMEM;
+	if (body_json)
+		c->body = strdup(body_json);
+	else if (verb == KUBE_DELETE && (o->precondition_uid || o->precondition_rv))
+		c->body = delete_options(o->precondition_uid, o->precondition_rv);
+	else
+		return 0;
+	if (!c->body)
+		return -ENOMEM;
+	c->body_len = strlen(c->body);
+	return 0;
+}
+
+int kube_request(struct kube *k, enum kube_verb verb, const char *path, const char *body_json,
+		 const struct kube_req_opts *o, kube_done_fn cb, void *userdata,
+		 struct kube_call **ret_call)
+{
+	static const struct kube_req_opts none;
+	struct kube_call *c = NULL;
+	int r;
+
+	if (!o)
+		o = &none;
+	if (!k || !cb || !path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
+	    o->max_attempts < 0)
+		return -EINVAL;
+	if (verb == KUBE_GET ? body_json != NULL : (verb != KUBE_DELETE && !body_json))
+		return -EINVAL;
+	r = call_new(k, CALL_REQUEST, path, &c);
+	if (r < 0)
+		return r;
+	c->verb = verb;
+	c->done_cb = cb;
+	c->userdata = userdata;
+	c->timeout_ms = o->timeout_ms ? o->timeout_ms : k->o.timeout_ms;
+	c->max_body = o->max_body && o->max_body < k->o.max_body ? o->max_body : k->o.max_body;
+	c->max_attempts = o->max_attempts ? o->max_attempts : 1;
+	c->lines.max_line = k->o.max_line;
+	r = call_set_body(c, verb, body_json, o);
+	if (r >= 0)
+		r = call_start(c);
+	if (r < 0) {
+		call_free(c);
+		return r;
+	}
+	if (ret_call)
+		*ret_call = c;
+	return 0;
+}
+
+void kube_call_cancel(struct kube_call *c)
+{
+	if (!c)
+		return;
+	if (c->busy) {
+		c->cancelled = true;
+		call_stop_easy(c);
+		return;
+	}
+	call_free(c);
+}
+
+int kube_watch(struct kube *k, const char *path_with_query, const struct kube_watch_opts *o,
+	       kube_event_fn on_event, kube_watch_end_fn on_end, void *userdata,
+	       struct kube_watch **ret)
+{
+	static const struct kube_watch_opts none;
+	struct kube_call *c = NULL;
+	int r;
+
+	if (!o)
+		o = &none;
+	if (!k || !on_event || !on_end || !path_ok(path_with_query) || o->timeout_ms < 0)
+		return -EINVAL;
+	r = call_new(k, CALL_WATCH, path_with_query, &c);
+	if (r < 0)
+		return r;
+	c->verb = KUBE_GET;
+	c->on_event = on_event;
+	c->on_end = on_end;
+	c->userdata = userdata;
+	c->timeout_ms = o->timeout_ms ? o->timeout_ms : k->o.watch_timeout_ms;
+	c->max_body = k->o.max_body;
+	c->max_attempts = 1;
+	c->lines.max_line = o->max_line && o->max_line < k->o.max_line ? o->max_line
+									: k->o.max_line;
+	r = call_start(c);
+	if (r < 0) {
+		call_free(c);
+		return r;
+	}
+	if (ret)
+		*ret = (struct kube_watch *)c;
+	return 0;
+}
+
+void kube_watch_stop(struct kube_watch *w)
+{
+	kube_call_cancel(w ? &w->call : NULL);
+}
+
+void kube_get_stats(const struct kube *k, struct kube_stats *ret)
+{
+	*ret = k->st;
+}
+
+static void kube_destroy(struct kube *k)
+{
+	struct kube_call *c;
+	struct kube_sock *ks;
+
+	while ((c = TAILQ_FIRST(&k->calls)))
+		call_free(c);
+	/* May call on_curl_socket(CURL_POLL_REMOVE) and on_curl_timer(-1): k is intact. */
+	if (k->multi)
+		(void)curl_multi_cleanup(k->multi);
+	while ((ks = LIST_FIRST(&k->socks)))
+		sock_free(ks);
+	if (k->timer)
+		event_free(k->timer);
+	if (k->token_ev)
+		event_free(k->token_ev);
+	(void)kubeconfig_token_free(k->token);
+	kubeconfig_free(k->cfg);
+	free(k->user_agent);
+	if (k->global_init)
+		curl_global_cleanup();
+	free(k);
+}
+
+struct kube *kube_free(struct kube *k)
+{
+	if (!k)
+		return NULL;
+	if (k->dispatching) {
+		/* Inside one of our callbacks: the dispatcher destroys k on its way out
+		 * and calls nothing else meanwhile. */
+		k->dead = true;
+		return NULL;
+	}
+	kube_destroy(k);
+	return NULL;
+}
+
+int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct kube_opts *opts,
+	     struct kube **ret)
+{
+	static const struct kube_opts none;
+	_cleanup_(kube_freep) struct kube *k = NULL;
+	const curl_version_info_data *vi;
+	struct timeval tv;
+	int r;
+
+	if (!opts)
+		opts = &none;
+	if (!base || !cfg || !cfg->server)
+		return -EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	TAILQ_INIT(&k->calls);
+	TAILQ_INIT(&k->ready);
+	LIST_INIT(&k->socks);
+	k->base = base;
+	k->o = *opts;
+	k->o.user_agent = NULL;
+#define DEF(f, v)            \
+	if (!k->o.f)         \
+		k->o.f = (v)
+	DEF(connect_timeout_ms, 10000);
+	DEF(timeout_ms, 30000);
+	DEF(watch_timeout_ms, 900000);
+	DEF(max_body, KUBE_MAX_BODY_DEFAULT);
+	DEF(max_line, KUBE_MAX_LINE_DEFAULT);
+	DEF(token_refresh_ms, 60000);
+	DEF(backoff_initial_ms, 500);
+	DEF(backoff_max_ms, 30000);
+#undef DEF
+	if (k->o.connect_timeout_ms < 0 || k->o.timeout_ms < 0 || k->o.watch_timeout_ms < 0 ||
+	    k->o.token_refresh_ms < 0)
+		return -EINVAL;
+	if (k->o.max_body > KUBE_MAX_BODY_DEFAULT)
+		k->o.max_body = KUBE_MAX_BODY_DEFAULT;
+	if (k->o.max_line > KUBE_MAX_LINE_DEFAULT)
+		k->o.max_line = KUBE_MAX_LINE_DEFAULT;
+	k->user_agent = strdup(opts->user_agent ? opts->user_agent : "dra-cpu");
+	if (!k->user_agent)
+		return -ENOMEM;
+	r = kubeconfig_dup(cfg, &k->cfg);
+	if (r < 0)
+		return r;
+	if (k->cfg->token_file) {
+		r = kubeconfig_read_token(k->cfg->token_file, &k->token);
+		if (r < 0)
+			return r;
+	} else if (k->cfg->token && !(k->token = strdup(k->cfg->token))) {
+		return -ENOMEM;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return -ENOMEM;
+	k->global_init = true;
+	vi = curl_version_info(CURLVERSION_NOW);
+	if (!(vi->features & CURL_VERSION_ASYNCHDNS))
+		log_warn("curl_sync_dns", "version=%s action=dns_may_block_loop", vi->version);
+	k->multi = curl_multi_init();
+	k->timer = evtimer_new(base, on_timer, k);
+	if (!k->multi || !k->timer)
+		return -ENOMEM;
+	if (curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k) != CURLM_OK)
+		return -EINVAL;
+	if (k->cfg->token_file) {
+		k->token_ev = event_new(base, -1, EV_PERSIST, on_token_timer, k);
+		tv = ms_to_tv(k->o.token_refresh_ms);
+		if (!k->token_ev || event_add(k->token_ev, &tv) < 0)
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(k);
+	return 0;
+}
