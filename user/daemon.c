@@ -200,7 +200,8 @@ static void on_slices(void *ud, bool in_sync)
 static int start_node_agents(struct daemon *d)
 {
 	const struct cfg *cfg = d->cfg;
-	struct pools_opts po = { .push_updates = cfg->nri_push_updates };
+	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
+				 .state_dir = cfg->state_dir };
 	int r;
 
 	if (cfg->bpf) {

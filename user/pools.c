@@ -12,9 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #define LOG_MOD "pools"
 #include "bpfmon.h"
 #include "cdi.h"
+#include "fileio.h"
 #include "log.h"
 #include "metrics.h"
 #include "nri.h"
@@ -34,11 +37,13 @@ struct pools {
 	struct bpfmon *bpf;
 	struct nri *nri;
 	struct pools_opts o;
-	char *cgroup_root;
+	char *cgroup_root, *state_dir;
 	struct ctr **ctrs;
 	int n, cap;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
 };
+
+static void write_owners(struct pools *p);
 
 static void ctr_free(struct ctr *c)
 {
@@ -299,12 +304,68 @@ static void own_cpus(struct pools *p, struct ctr *c)
 		c->cgroup_id = id;
 		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", c->name,
 			 c->pod_uid, dir, (unsigned long long)id);
+		write_owners(p);
 	}
 	if (!p->bpf)
 		return;
 	claims_union(p, c, &cpus);
 	CPUSET_FOREACH(cpu, &cpus)
 	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
+}
+
+/* Rewrites owners.json from the table (see pools.h). Failures are logged:
+ * the file is for bpf-verify, pinning does not depend on it. */
+static void write_owners(struct pools *p)
+{
+	struct json_object *root, *arr;
+	const char *text;
+	int r;
+
+	if (!p->state_dir)
+		return;
+	root = json_object_new_object();
+	arr = json_object_new_array();
+	if (!root || !arr) {
+		json_object_put(root);
+		json_object_put(arr);
+		return;
+	}
+	json_object_object_add(root, "owners", arr);
+	for (int i = 0; i < p->n; i++) {
+		const struct ctr *c = p->ctrs[i];
+		char dir[4096], pod[512];
+
+		if (!c->n_claims || !c->cgroup_id ||
+		    pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0)
+			continue;
+		(void)snprintf(pod, sizeof(pod), "%s/%s", c->pod_ns, c->pod_name);
+		for (int j = 0; j < c->n_claims; j++) {
+			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
+			struct json_object *o = json_object_new_object();
+			_cleanup_free_ char *list = cl ? cpuset_to_string(&cl->cpus) : NULL;
+			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
+
+			if (!o || !list) {
+				json_object_put(o);
+				continue;
+			}
+			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
+			json_object_object_add(o, "cpus", json_object_new_string(list));
+			json_object_object_add(o, "cgroup", json_object_new_string(dir));
+			json_object_object_add(o, "cgroupId", json_object_new_uint64(c->cgroup_id));
+			json_object_object_add(o, "claim", json_object_new_string(claim));
+			json_object_object_add(o, "claimUID", json_object_new_string(cl->uid));
+			json_object_object_add(o, "pod", json_object_new_string(pod));
+			json_object_object_add(o, "container", json_object_new_string(c->name));
+			json_object_array_add(arr, o);
+		}
+	}
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE);
+	r = fileio_write_atomic(p->state_dir, POOLS_OWNERS_FILE, text, strlen(text), 0600);
+	if (r < 0)
+		log_warn_errno(r, "owners_write_failed", "dir=%s", p->state_dir);
+	json_object_put(root);
 }
 
 static void disown_cpus(struct pools *p, const struct cpuset *cpus)
@@ -440,8 +501,11 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	if (p->ctrs[i]->n_claims) {
 		claims_union(p, p->ctrs[i], &cpus);
 		disown_cpus(p, &cpus);
+		drop(p, i);
+		write_owners(p);
+	} else {
+		drop(p, i);
 	}
-	drop(p, i);
 	update_gauges(p);
 	return 0;
 }
@@ -530,6 +594,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	}
 	set_bpf_shared(p);
 	update_gauges(p);
+	write_owners(p);
 	log_info("nri_synchronized", "containers=%d exclusive=%d shared_pool=%s skipped=%d",
 		 rebuilt, p->n - n_shared(p), pool_list, bad);
 	return 0;
@@ -631,6 +696,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 					j--;
 				}
 		push_pool(p);
+		write_owners(p);
 	}
 	if (ev != STATE_CLAIM_BOUND) {
 		set_bpf_shared(p);
@@ -701,6 +767,8 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 		p->cgroup_root = strdup("/sys/fs/cgroup/cpuset");
 	if (!p->cgroup_root)
 		return -ENOMEM;
+	if (o->state_dir && !(p->state_dir = strdup(o->state_dir)))
+		return -ENOMEM;
 	p->g_exclusive = metrics_gauge(m, "dra_cpu_nri_containers_exclusive",
 				       "Containers pinned to claimed CPUs.", NULL);
 	p->g_shared = metrics_gauge(m, "dra_cpu_nri_containers_shared",
@@ -736,6 +804,7 @@ struct pools *pools_free(struct pools *p)
 		ctr_free(p->ctrs[i]);
 	free(p->ctrs);
 	free(p->cgroup_root);
+	free(p->state_dir);
 	if (p->state)
 		state_set_guard(p->state, NULL, NULL);
 	free(p);

@@ -35,7 +35,16 @@ struct pools;
 struct pools_opts {
 	const char *cgroup_root; /* NULL: /sys/fs/cgroup (v2) or /sys/fs/cgroup/cpuset (v1) */
 	bool push_updates;	 /* --nri-push-updates */
+	/* Where owners.json goes (NULL: nowhere): the exclusive CPUs, their
+	 * cgroup and claim, for bpf-verify. See POOLS_OWNERS_FILE. */
+	const char *state_dir;
 };
+
+/* <state-dir>/owners.json, rewritten atomically whenever an owner changes:
+ * {"owners":[{"cpus":"4-7","cgroup":"/sys/fs/cgroup/...","cgroupId":123,
+ *   "claim":"ns/name","claimUID":"...","pod":"ns/name","container":"app"}]}
+ * Only containers whose cgroup is resolved are listed. */
+#define POOLS_OWNERS_FILE "owners.json"
 
 /* state, bpfmon (may be NULL) and metrics are borrowed. Installs the state
  * guard and an observer. */

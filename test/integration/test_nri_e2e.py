@@ -215,3 +215,38 @@ def test_garbage_on_the_nri_socket_reconnects(apiserver, make_driver, driver_dir
     srv.close()
     assert d.proc.poll() is None
     assert d.http("/metrics")[0] == 200
+
+
+def test_real_cgroups_owners_file_and_bpf_owner(apiserver, make_driver, kubelet, driver_dir):
+    """Real processes in real cgroups: the container's cgroup becomes the BPF
+    owner of its CPU and is listed in owners.json for bpf-verify."""
+    import json
+    from nri.nrisim import Cgroups, Runtime
+    if os.geteuid() != 0 or not Cgroups.available():
+        pytest.skip("needs root and a writable cgroup hierarchy")
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock, cgroups=True).start()
+    try:
+        d = make_driver(topology=None, args=["--nri-socket", sock, "--reserved-cpus", "0"]).start()
+        rt.wait_plugin(timeout=5)
+        c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma000", "1")]))
+        assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
+        with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json"
+                               % c["metadata"]["uid"])) as f:
+            line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+        ctr = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+        assert ctr.cpus == "1"
+        owners = os.path.join(d.state_dir, "owners.json")
+        wait_for(lambda: os.path.exists(owners) and json.load(open(owners))["owners"],
+                 what="owners.json lists the container")
+        (o,) = json.load(open(owners))["owners"]
+        assert o["cpus"] == "1" and o["container"] == "app" and o["claim"] == "default/db"
+        assert os.path.isdir(o["cgroup"]) and o["cgroupId"] == os.stat(o["cgroup"]).st_ino
+        m = d.metrics()
+        if m.get("dra_cpu_bpf_loaded") == 1:
+            assert m['dra_cpu_cpu_owner_info{cpu="1",namespace="default",pod="db",'
+                     'container="app",claim="default/db"}'] == 1
+        rt.stop_container(ctr)
+        wait_for(lambda: json.load(open(owners))["owners"] == [], what="owner gone at stop")
+    finally:
+        rt.close()
