@@ -77,6 +77,8 @@ static void test_kube_lines_joins_partial_chunks(void **st)
 	struct kube_lines l;
 
 	kube_lines_init(&l, 64);
+	assert_int_equal(kube_lines_feed(&l, "", 0), 0); /* empty write before any buffer */
+	expect_no_line(&l);
 	assert_int_equal(kube_lines_feed(&l, "{\"a\":", 5), 0);
 	expect_no_line(&l);
 	assert_int_equal(kube_lines_feed(&l, "1}\n{\"b\"", 7), 0);
@@ -1070,9 +1072,13 @@ static void test_kube_cancel_means_no_callback(void **st)
 static void on_done_free_client(void *ud, const struct kube_result *r)
 {
 	struct fix *f = ud;
+	struct kube *k = f->k;
 
 	f->done++;
-	f->k = kube_free(f->k);
+	f->k = kube_free(k);
+	/* Still inside the callback round: k is not gone yet, but closed. */
+	assert_int_equal(kube_request(k, KUBE_GET, "/ok", NULL, NULL, on_done_unexpected, f, NULL),
+			 -ESHUTDOWN);
 }
 
 static void test_kube_free_inside_callback_stops_everything(void **st)
