@@ -120,9 +120,9 @@ struct kube {
 	CURLM *multi;
 	struct event *timer;	/* curl's timeout */
 	struct event *token_ev; /* periodic token file re-read */
-	TAILQ_HEAD(, kube_call) calls;
-	TAILQ_HEAD(, kube_call) ready;
-	LIST_HEAD(, kube_sock) socks;
+	TAILQ_HEAD(kube_call_list, kube_call) calls;
+	TAILQ_HEAD(kube_ready_list, kube_call) ready;
+	LIST_HEAD(kube_sock_list, kube_sock) socks;
 	bool dispatching;
 	bool dead; /* kube_free() called during dispatch: destroy on the way out */
 	bool global_init;
