@@ -944,6 +944,23 @@ static void test_kube_401_rereads_token_and_retries_once(void **st)
 	assert_int_equal(s.token_read_errors, 1);
 }
 
+static void test_kube_new_needs_a_readable_token_file(void **st)
+{
+	struct fix *f = *st;
+	struct kubeconfig *cfg = NULL;
+	struct kube *k = (struct kube *)0x1;
+	const char *y = "current-context: t\n"
+			"contexts: [{name: t, context: {cluster: c, user: u}}]\n"
+			"clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+			"users: [{name: u, user: {tokenFile: /nonexistent/token}}]\n";
+	char err[KUBECONFIG_ERR_MAX];
+
+	assert_int_equal(kubeconfig_parse(y, strlen(y), NULL, NULL, 0, &cfg, err), 0);
+	assert_int_equal(kube_new(f->base, cfg, NULL, &k), -ENOENT);
+	assert_ptr_equal(k, (void *)0x1);
+	kubeconfig_free(cfg);
+}
+
 static void test_kube_token_refreshed_periodically(void **st)
 {
 	struct fix *f = *st;
@@ -1372,6 +1389,7 @@ int main(void)
 		LOOP(test_kube_retry_after_is_honoured),
 		LOOP(test_kube_retries_exhausted_report_last_status),
 		LOOP(test_kube_401_rereads_token_and_retries_once),
+		LOOP(test_kube_new_needs_a_readable_token_file),
 		LOOP(test_kube_token_refreshed_periodically),
 		LOOP(test_kube_timeout_without_blocking_the_loop),
 		LOOP(test_kube_body_cap_and_bad_json),
