@@ -211,3 +211,10 @@ $(GRPC_ECHO): test/grpc_echo.c $(LIB) | $(B)/test $(GEN_HDRS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 all: $(GRPC_ECHO)
+
+# ---- NRI test plugin: user/nri.c with a trivial env-driven policy, run by
+# test/integration/test_nri_proto.py against the runtime simulator test/nri/nrisim.py.
+$(B)/test/nri_echo_plugin: test/nri_echo_plugin.c $(LIB) | $(B)/test $(GEN_HDRS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+all: $(B)/test/nri_echo_plugin

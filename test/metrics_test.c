@@ -96,6 +96,31 @@ static void test_metrics_histogram_buckets_are_cumulative(void **st)
 	free(s);
 }
 
+static void test_metrics_histogram_set_from_bucketed_counts(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	const double b[] = { 0.001, 0.01 };
+	const unsigned long long first[] = { 1, 2, 3 }, second[] = { 4, 0, 1 };
+	struct metric *h;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	h = metrics_histogram(m, "rq_seconds", "Wait.", "pool", b, 2);
+	metric_series_set_histogram(metric_with(h, "shared", NULL), first, 1.5);
+	metric_series_set_histogram(metric_with(h, "shared", NULL), second, 0.25);
+	/* Wrong type: ignored, no crash. */
+	metric_series_set_histogram(metric_with(metrics_counter(m, "c_total", "c", NULL), NULL),
+				    second, 1);
+	s = render(m);
+	assert_contains(s, "rq_seconds_bucket{pool=\"shared\",le=\"0.001\"} 4\n"
+			   "rq_seconds_bucket{pool=\"shared\",le=\"0.01\"} 4\n"
+			   "rq_seconds_bucket{pool=\"shared\",le=\"+Inf\"} 5\n"
+			   "rq_seconds_sum{pool=\"shared\"} 0.25\n"
+			   "rq_seconds_count{pool=\"shared\"} 5\n");
+	assert_contains(s, "\nc_total 0\n");
+	free(s);
+}
+
 static void test_metrics_labelled_histogram_and_escaping(void **st)
 {
 	_cleanup_(metrics_freep) struct metrics *m = NULL;
@@ -173,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_counter_and_gauge_render),
 		cmocka_unit_test(test_metrics_unlabelled_family_shows_zero_before_use),
 		cmocka_unit_test(test_metrics_histogram_buckets_are_cumulative),
+		cmocka_unit_test(test_metrics_histogram_set_from_bucketed_counts),
 		cmocka_unit_test(test_metrics_labelled_histogram_and_escaping),
 		cmocka_unit_test(test_metrics_rejects_bad_names_and_label_counts),
 		cmocka_unit_test(test_metrics_collectors_run_before_render_and_reset_hides),

@@ -675,7 +675,8 @@ static void test_topo_load_hwloc_rejects_garbage_cpu_atom(void **state)
 	assert_load_fails(root, -EINVAL, "/sys/devices/cpu_atom/cpus: ");
 }
 
-/* Kernels before 2.6.26 have no cpu/online: hwloc reads cpuN/online with atoi. */
+/* Old kernels have no cpu/online (16em64t-4s2c2t-offlines): hwloc reads cpuN/online
+ * with atoi. */
 static void test_topo_load_hwloc_rejects_garbage_per_cpu_online(void **state)
 {
 	char root[PATH_MAX];

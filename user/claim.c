@@ -109,6 +109,7 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, cha
 				return fail(err, "CPUConfig: %s must be true or false", key);
 			*(!strcmp(key, "fullCores") ? &c.full_cores : &c.align_l3) =
 				json_object_get_boolean(val);
+			c.align_l3_set |= !strcmp(key, "alignL3");
 		} else {
 			return fail(err, "CPUConfig: unknown field \"%.60s\"", key);
 		}

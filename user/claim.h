@@ -24,7 +24,8 @@ enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_PO
 struct claim_config {
 	enum claim_policy policy; /* default packed */
 	bool full_cores;	  /* default false */
-	bool align_l3;		  /* default true */
+	bool align_l3;		  /* default: true with packed (kubelet refuses it with the others) */
+	bool align_l3_set;	  /* alignL3 was given explicitly */
 };
 
 struct claim_result {

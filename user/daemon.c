@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -13,9 +14,17 @@
 #include "cfg.h"
 #include "cleanup.h"
 #include "devices.h"
+#include "dra.h"
 #include "httpd.h"
+#include "kube.h"
+#include "kubeconfig.h"
 #include "log.h"
+#include "bpfmon.h"
 #include "metrics.h"
+#include "nri.h"
+#include "pools.h"
+#include "publisher.h"
+#include "state.h"
 #include "topo.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
@@ -30,14 +39,37 @@ struct daemon {
 	struct metrics *metrics;
 	struct httpd *httpd;
 	struct devices *devices;
-	int check_serving;
+	struct kube *kube;
+	struct publisher *publisher;
+	struct state *state;
+	struct dra *dra;
+	struct bpfmon *bpf;
+	struct pools *pools;
+	struct nri *nri;
+	int check_serving, check_registered, check_slices;
+	struct metric *g_allocated, *g_available, *g_claims;
 	bool stopping;
+};
+
+/* A claim fetch in flight: the kube call and where its answer goes. */
+struct fetch {
+	dra_claim_cb cb;
+	void *cb_ud;
 };
 
 static void daemon_free(struct daemon *d)
 {
 	if (!d)
 		return;
+	/* NRI first (no handler after), the API client next (no fetch callback
+	 * may reach the plugin after), state last (everyone observes it). */
+	nri_free(d->nri);
+	publisher_free(d->publisher);
+	kube_free(d->kube);
+	dra_free(d->dra);
+	pools_free(d->pools);
+	bpfmon_free(d->bpf);
+	state_free(d->state);
 	httpd_free(d->httpd);
 	devices_free(d->devices);
 	if (d->sigterm)
@@ -84,22 +116,158 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(d->base, NULL);
 }
 
+static void update_gauges(struct daemon *d)
+{
+	struct cpuset c;
+
+	state_prepared(d->state, &c);
+	metric_set(d->g_allocated, cpuset_count(&c));
+	state_shared_pool(d->state, &c);
+	metric_set(d->g_available, cpuset_count(&c));
+	metric_set(d->g_claims, state_claim_count(d->state));
+}
+
+static void on_state_change(void *ud, enum state_event ev, const struct state_claim *c)
+{
+	update_gauges(ud);
+}
+
 static void register_gauges(struct daemon *d)
 {
 	struct metric *g;
-	int reserved = cpuset_count(&d->cfg->reserved);
 
 	g = metrics_gauge(d->metrics, "dra_cpu_reserved_cpus", "CPUs excluded by --reserved-cpus.",
 			  NULL);
-	metric_set(g, reserved);
-	g = metrics_gauge(d->metrics, "dra_cpu_available_cpus",
-			  "Allocatable CPUs not held by any claim.", NULL);
-	metric_set(g, cpuset_count(&d->devices->allocatable));
-	g = metrics_gauge(d->metrics, "dra_cpu_allocated_cpus", "CPUs held by prepared claims.",
-			  NULL);
-	metric_set(g, 0);
-	(void)metrics_gauge(d->metrics, "dra_cpu_resource_claims_active",
-			    "Prepared ResourceClaims.", NULL);
+	metric_set(g, cpuset_count(&d->cfg->reserved));
+	d->g_available = metrics_gauge(d->metrics, "dra_cpu_available_cpus",
+				       "Allocatable CPUs not held by any claim (the shared pool).",
+				       NULL);
+	d->g_allocated = metrics_gauge(d->metrics, "dra_cpu_allocated_cpus",
+				       "CPUs held by prepared claims.", NULL);
+	d->g_claims = metrics_gauge(d->metrics, "dra_cpu_resource_claims_active",
+				    "Prepared ResourceClaims.", NULL);
+}
+
+static void on_claim_got(void *ud, const struct kube_result *r)
+{
+	struct fetch *f = ud;
+
+	f->cb(f->cb_ud, r->error ? NULL : r->body, r->error ? r->error_text : NULL);
+	free(f);
+}
+
+/* dra_fetch_fn over the API client: GET the claim, retried on throttling
+ * and server errors within the kubelet's patience. */
+static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb cb, void *cb_ud)
+{
+	struct daemon *d = ud;
+	struct kube_req_opts o = { .timeout_ms = 10000, .max_attempts = 3 };
+	struct fetch *f = malloc(sizeof(*f));
+	char path[1024];
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	f->cb = cb;
+	f->cb_ud = cb_ud;
+	if (snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
+		     ns, name) >= (int)sizeof(path)) {
+		free(f);
+		return -ENAMETOOLONG;
+	}
+	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, NULL);
+	if (r < 0)
+		free(f);
+	return r;
+}
+
+static void on_registered(void *ud, bool ok)
+{
+	struct daemon *d = ud;
+
+	httpd_check_set(d->httpd, d->check_registered, ok);
+}
+
+static void on_slices(void *ud, bool in_sync)
+{
+	struct daemon *d = ud;
+
+	httpd_check_set(d->httpd, d->check_slices, in_sync);
+}
+
+/* The BPF checks and the NRI plugin: both degrade (reported on /metrics and
+ * in the log) rather than stop the driver when the node lacks them. */
+static int start_node_agents(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
+				 .state_dir = cfg->state_dir };
+	int r;
+
+	if (cfg->bpf) {
+		struct bpfmon_opts bo = {
+			.contention = cfg->contention_histogram,
+			.cgroup = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0
+					  ? BPFMON_CGROUP_V2
+					  : BPFMON_CGROUP_V1,
+			.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
+		};
+
+		r = bpfmon_new(d->base, &bo, &d->bpf);
+		if (r < 0)
+			return log_error_errno(r, "bpf_init_failed", "");
+		if (bpfmon_is_loaded(d->bpf))
+			log_info("bpf_loaded", "enforcement=%s contention=%s notes=%s",
+				 bpfmon_enforcement_name(bpfmon_enforcement(d->bpf)),
+				 bpfmon_has_contention(d->bpf) ? "on" : "off",
+				 log_quote(bpfmon_notes(d->bpf) ? bpfmon_notes(d->bpf) : ""));
+		else
+			log_warn("bpf_not_loaded", "reason=%s action=serving_without_checks",
+				 log_quote(bpfmon_error(d->bpf) ? bpfmon_error(d->bpf) : "unknown"));
+		r = bpfmon_metrics_register(d->bpf, d->metrics);
+		if (r < 0)
+			return r;
+	}
+	r = pools_new(d->state, d->bpf && bpfmon_is_loaded(d->bpf) ? d->bpf : NULL, &po,
+		      d->metrics, &d->pools);
+	if (r < 0)
+		return log_error_errno(r, "pools_init_failed", "");
+	if (!cfg->nri)
+		return 0;
+	{
+		struct nri_config nc = { .socket_path = cfg->nri_socket };
+
+		r = nri_new(d->base, &nc, pools_nri_handlers(), d->pools, &d->nri);
+		if (r < 0)
+			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
+		pools_set_nri(d->pools, d->nri);
+		r = nri_start(d->nri);
+		if (r < 0)
+			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);
+	}
+	return 0;
+}
+
+static int start_kube(struct daemon *d)
+{
+	_cleanup_(kubeconfig_freep) struct kubeconfig *kc = NULL;
+	char err[KUBECONFIG_ERR_MAX] = "";
+	unsigned flags = d->cfg->allow_insecure_kubeconfig ? KUBECONFIG_ALLOW_INSECURE : 0;
+	int r;
+
+	if (d->cfg->kubeconfig && *d->cfg->kubeconfig)
+		r = kubeconfig_load(d->cfg->kubeconfig, flags, &kc, err);
+	else
+		r = kubeconfig_in_cluster(KUBECONFIG_SA_DIR, flags, &kc, err);
+	if (r < 0) {
+		log_error("kubeconfig_failed", "error=%s", log_quote(err[0] ? err : strerror(-r)));
+		return r;
+	}
+	r = kube_new(d->base, kc, NULL, &d->kube);
+	if (r < 0)
+		return log_error_errno(r, "api_client_failed", "server=%s", kc->server);
+	log_info("api_server", "server=%s source=%s", kc->server, kc->source);
+	return 0;
 }
 
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
@@ -132,6 +300,60 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	if (r < 0)
 		return log_error_errno(r, "http_bind_failed", "address=%s", cfg->bind_address);
 	d->check_serving = httpd_check_add(d->httpd, "serving", HTTPD_HEALTH | HTTPD_READY);
+	d->check_registered = !cfg->kubelet_registration
+				      ? -1
+				      : httpd_check_add(d->httpd, "kubelet-registration",
+							HTTPD_HEALTH | HTTPD_READY);
+	d->check_slices = httpd_check_add(d->httpd, "resourceslices", HTTPD_READY);
+
+	/* Every prepared claim is reserved again before any socket opens. */
+	{
+		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
+					 .allocatable = d->devices->allocatable };
+
+		r = state_new(&so, &d->state);
+		if (r < 0)
+			return r;
+		r = state_add_observer(d->state, on_state_change, d);
+		if (r < 0)
+			return r;
+		r = state_load(d->state);
+		if (r < 0)
+			return r;
+		update_gauges(d);
+	}
+
+	r = start_node_agents(d);
+	if (r < 0)
+		return r;
+	r = start_kube(d);
+	if (r < 0)
+		return r;
+	{
+		struct publisher_opts po = { .node = d->node, .devices = d->devices,
+					     .on_state = on_slices, .ud = d };
+
+		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
+		if (r < 0)
+			return log_error_errno(r, "publisher_failed", "");
+	}
+	{
+		struct dra_opts dopt = {
+			.node = d->node,
+			.kubelet_root = cfg->kubelet_root_dir,
+			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
+			.watch_online = !(cfg->topology_file && *cfg->topology_file),
+			.device_mode = cfg->device_mode,
+			.fetch = fetch_claim,
+			.fetch_ud = d,
+			.on_registered = on_registered,
+			.registered_ud = d,
+		};
+
+		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
+		if (r < 0)
+			return r;
+	}
 
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
 	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);

@@ -167,7 +167,11 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 			    r->request, r->consumed, cpuset_count(&avail), r->device);
 	cpuset_andnot(&reserved, &d->topo->online, state_allocatable(d->state));
 	ao.policy = to_alloc_policy(r->config.policy);
-	ao.align_l3 = r->config.align_l3;
+	/* alignL3 defaults on for packed only: kubelet refuses uncore alignment
+	 * with the spread and distributed policies, so only an explicit request
+	 * for that combination is an error. */
+	ao.align_l3 = r->config.align_l3_set ? r->config.align_l3
+					     : ao.policy == ALLOC_PACKED;
 	ao.full_cores = r->config.full_cores;
 	ao.reserved = &reserved;
 	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, why);
@@ -623,7 +627,7 @@ static void health_send(struct dra *d, struct health_stream *hs)
 
 	(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online",
 		       d->sysfs_root ? d->sysfs_root : "");
-	if (fileio_read(path, 65536, &online_text, &len) == 0)
+	if (d->o.watch_online && fileio_read(path, 65536, &online_text, &len) == 0)
 		(void)cpuset_parse_n(online_text, len, &online, NULL);
 	if (!h || !hp || !ids)
 		goto out;
@@ -668,8 +672,7 @@ static void on_health_cancel(struct grpc_call *call, void *ud)
 	struct health_stream *hs = ud;
 
 	health_unlink(hs);
-	(void)grpc_call_end(call);
-	free(hs);
+	free(hs); /* the call handle ends when this returns */
 }
 
 static void on_health_timer(evutil_socket_t fd, short what, void *ud)

@@ -44,6 +44,7 @@ struct dra_opts {
 	const char *node;	  /* pool name */
 	const char *kubelet_root; /* sockets go under it */
 	const char *sysfs_root;	  /* NULL: / (health reads cpu/online) */
+	bool watch_online;	  /* topology discovered here: report CPUs going offline */
 	int device_mode;	  /* enum cfg_device_mode */
 	dra_fetch_fn fetch;
 	void *fetch_ud;

@@ -415,8 +415,10 @@ static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum g
 static void call_detach(struct grpc_call *call)
 {
 	struct grpc_conn *c = call->conn;
-	struct grpc_server *srv = c->srv;
+	struct grpc_server *srv;
 
+	assert(c); /* only attached calls are stream user data or on c->calls */
+	srv = c->srv;
 	if (call->prev)
 		call->prev->next = call->next;
 	else
@@ -444,7 +446,7 @@ static void call_detach(struct grpc_call *call)
 	srv->stats.calls_active--;
 	srv->stats.calls_cancelled++;
 	call_observe(call, srv, GRPC_STATUS_CANCELLED);
-	call_release(call, CALL_REF_STREAM); /* the handler's ref keeps it */
+	call->refs &= (uint8_t)~CALL_REF_STREAM; /* the handler's ref keeps it */
 	if (!call->cancel_fn)
 		return; /* the handler completes it when it gets round to it */
 	/* With a cancel callback the handle ends when the callback returns,

@@ -21,7 +21,7 @@
 #define LOG_MOD "metrics"
 #include "log.h"
 
-#define METRIC_MAX_LABELS 4
+#define METRIC_MAX_LABELS 6
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 
@@ -292,6 +292,24 @@ void metric_series_observe(struct metric_series *s, double v)
 			s->buckets[i]++;
 			break;
 		}
+}
+
+void metric_series_set_histogram(struct metric_series *s, const unsigned long long *counts,
+				 double sum)
+{
+	struct metric *f;
+
+	if (!s || s->family->type != METRIC_HISTOGRAM)
+		return;
+	f = s->family;
+	s->live = true;
+	s->count = 0;
+	for (int i = 0; i <= f->n_bounds; i++) {
+		if (i < f->n_bounds)
+			s->buckets[i] = counts[i];
+		s->count += counts[i];
+	}
+	s->sum = sum;
 }
 
 void metric_reset(struct metric *f)

@@ -47,6 +47,12 @@ struct metric_series *metric_with(struct metric *f, ...) __attribute__((sentinel
 void metric_series_add(struct metric_series *s, double v);
 void metric_series_set(struct metric_series *s, double v);
 void metric_series_observe(struct metric_series *s, double v);
+/* Replaces a histogram series with counts bucketed elsewhere (a BPF map):
+ * counts[i] observations fell at or below bounds[i] and above bounds[i-1],
+ * counts[n_bounds] above the last bound (n_bounds + 1 entries, not
+ * cumulative); sum is the sum of all observations. No-op on other types. */
+void metric_series_set_histogram(struct metric_series *s, const unsigned long long *counts,
+				 double sum);
 /* Drops every series of a family (for gauges rebuilt by a collector). */
 void metric_reset(struct metric *f);
 

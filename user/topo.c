@@ -562,8 +562,9 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 		return 0;
 	}
 
-	/* online, possible and present appeared together in the kernel (2.6.26
-	 * cpu_attrs[]): one without the others is a damaged tree, not an old one. */
+	/* online, possible and present are one table in the kernel (cpu_attrs[] in
+	 * drivers/base/cpu.c): one without the others is a damaged tree, not an old
+	 * one (the old captures here have none of the three). */
 	{
 		char p2[PATH_MAX], p3[PATH_MAX];
 

@@ -59,3 +59,54 @@ def apiserver_process(tmp_path):
     p = start_process(str(tmp_path / "apiserver-proc"))
     yield p
     p.stop()
+
+
+# ------------------------------------------------------- the driver binary
+
+
+@pytest.fixture
+def node(apiserver):
+    """A Node object on the simulator for the driver's ownerReferences."""
+    apiserver.put_node("node-1", uid="0c1d2e3f-0000-4000-8000-00000000aaaa")
+    return "node-1"
+
+
+@pytest.fixture
+def driver_dir():
+    """A per-test directory on tmpfs (where /var/run lives on a node)."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="dra-cpu-e2e.",
+                         dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def make_driver(apiserver, node, driver_dir):
+    """Factory: make_driver(args=..., topology=...) -> an unstarted Driver;
+    every driver made is stopped at the end of the test."""
+    from driver import Driver
+
+    made = []
+
+    def make(**kw):
+        kw.setdefault("kubeconfig", apiserver.kubeconfig)
+        d = Driver(os.path.join(driver_dir, "d%d" % len(made)), **kw)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        d.stop(timeout=5)
+
+
+@pytest.fixture
+def kubelet():
+    """A kubelet speaking real gRPC (python3-grpcio) over unix sockets."""
+    from kubelet.kubelet_client import KubeletClient
+
+    k = KubeletClient()
+    yield k
+    k.close()

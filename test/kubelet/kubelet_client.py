@@ -72,6 +72,8 @@ class Protos:
         out = tempfile.mkdtemp(prefix="kubelet-pb-")
         atexit.register(shutil.rmtree, out, True)
         files = [os.path.join(proto_dir, f) for f in PROTO_FILES.values()]
+        if not shutil.which("protoc"):
+            raise RuntimeError("protoc not found: apt-get install protobuf-compiler")
         subprocess.run(["protoc", "--proto_path=" + proto_dir, "--python_out=" + out] + files,
                        check=True)
         sys.path.insert(0, out)

@@ -1,0 +1,770 @@
+/* bpfmon: parsers on fixtures, and the pinning check on the real kernel.
+ *
+ * The kernel tests build a private cgroup v2 subtree (dra-cpu-test-<pid>/{A,
+ * A/child, B}), spawn real busy processes in it pinned with sched_setaffinity,
+ * mark CPU 1 exclusive for A and watch what the BPF side reports through the
+ * libevent loop. The subtree and every child are removed in the teardown,
+ * also after a failed assertion. Other tasks of the machine may run on CPU 1
+ * meanwhile: assertions only look at our own pids.
+ *
+ * Without root (CAP_BPF, cgroup writes) they print "skipped: needs CAP_BPF".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "bpfmon.h"
+#include "cpuset.h"
+#include "log.h"
+#include "metrics.h"
+
+#define EXCL_CPU 1
+#define SHARED_CPU 0
+#define MAX_PIDS 8
+#define MAX_SEEN 4096
+
+/* ---- parsers -------------------------------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n >= 0);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void test_bpfmon_schedstat_parse_reads_run_delay(void **st)
+{
+	uint64_t wait[4] = { 0, 0, 0, 77 };
+	size_t len;
+	char *buf = slurp("test/data/bpfmon/schedstat-v15", &len);
+
+	assert_int_equal(bpfmon_schedstat_parse(buf, len, wait, 4), 2);
+	assert_int_equal(wait[0], 124556212470ull);
+	assert_int_equal(wait[1], 123345434569ull);
+	assert_int_equal(wait[3], 77); /* not listed: untouched */
+	free(buf);
+
+	buf = slurp("test/data/bpfmon/schedstat-v17", &len);
+	/* cpu3 is beyond n = 2: counted, not stored. */
+	assert_int_equal(bpfmon_schedstat_parse(buf, len, wait, 2), 3);
+	assert_int_equal(wait[0], 7654321000ull);
+	assert_int_equal(wait[1], 6543210000ull);
+	free(buf);
+}
+
+static void test_bpfmon_schedstat_rejects_bad_input(void **st)
+{
+	static const char *const bad[] = {
+		"",
+		"cpu0 0 0 0 0 0 0 1 2 3\n",			     /* no version line */
+		"version 14\ncpu0 0 0 0 0 0 0 1 2 3\n",		     /* too old */
+		"version 18\n",					     /* unknown */
+		"version 15\ncpu0 0 0 0 0 0 0 1 2\n",		     /* short */
+		"version 15\ncpu0 0 0 0 0 0 0 1 x 3\n",		     /* junk */
+		"version 15\ncpuX 0 0 0 0 0 0 1 2 3\n",		     /* cpu id */
+		"version 15\ncpu0 0 0 0 0 0 0 1 99999999999999999999 3\n", /* overflow */
+	};
+	uint64_t wait[2];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (bpfmon_schedstat_parse(bad[i], strlen(bad[i]), wait, 2) != -EPROTO)
+			fail_msg("accepted: %s", bad[i]);
+	/* Not NUL-terminated: the length is the bound. */
+	assert_int_equal(bpfmon_schedstat_parse("version 15\ncpu0 0 0 0 0 0 0 1 2 3\n", 11, wait,
+						2),
+			 0);
+}
+
+static void test_bpfmon_mountinfo_finds_cgroup2_and_v1_cpuset(void **st)
+{
+	char *mnt = NULL, *root = NULL;
+	size_t len;
+	char *buf = slurp("test/data/bpfmon/mountinfo-hybrid", &len);
+
+	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V2, &mnt, &root), 0);
+	assert_string_equal(mnt, "/sys/fs/cgroup/unified");
+	assert_string_equal(root, "/");
+	free(mnt);
+	free(root);
+	/* cpu,cpuacct is not cpuset; octal escapes are decoded. */
+	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V1, &mnt, &root), 0);
+	assert_string_equal(mnt, "/sys/fs/cgroup/cpu\\set");
+	assert_string_equal(root, "/kubepods");
+	free(mnt);
+	free(root);
+	free(buf);
+
+	buf = slurp("test/data/bpfmon/mountinfo-v2only", &len);
+	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V1, &mnt, &root), -ENOENT);
+	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V2, &mnt, &root), 0);
+	assert_string_equal(mnt, "/sys/fs/cgroup");
+	free(mnt);
+	free(root);
+	free(buf);
+	assert_int_equal(bpfmon_mountinfo_find("22 1 0:21 / /x", 14, BPFMON_CGROUP_V2, &mnt, &root),
+			 -ENOENT);
+}
+
+/* ---- kernel fixture ------------------------------------------------------------------- */
+
+struct seen_event {
+	uint32_t pid, cpu, kind, flags;
+	char comm[16];
+	char action[32];
+};
+
+struct fx {
+	char mnt[PATH_MAX];
+	char root[PATH_MAX], a[PATH_MAX], child[PATH_MAX], b[PATH_MAX];
+	char v1[PATH_MAX], v1_a[PATH_MAX], v1_child[PATH_MAX]; /* only the v1 test */
+	uint64_t id_root, id_a, id_child, id_b;
+	pid_t pids[MAX_PIDS];
+	int npids;
+	cpu_set_t saved_affinity;
+	struct event_base *base;
+	struct bpfmon *m;
+	struct seen_event seen[MAX_SEEN];
+	int nseen;
+};
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -EIO;
+}
+
+static void cg_path(char *dst, const char *a, const char *b)
+{
+	int n = snprintf(dst, PATH_MAX, "%s/%s", a, b);
+
+	assert_true(n > 0 && n < PATH_MAX);
+}
+
+static int setup(void **st)
+{
+	struct fx *f;
+	char *buf = NULL, *mnt = NULL, *root = NULL, name[64];
+	size_t cap = 0;
+	ssize_t n;
+	FILE *mi;
+
+	if (geteuid() != 0) {
+		*st = NULL;
+		return 0;
+	}
+	f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	mi = fopen("/proc/self/mountinfo", "re");
+	assert_non_null(mi);
+	n = getdelim(&buf, &cap, 0, mi);
+	fclose(mi);
+	assert_true(n > 0);
+	if (bpfmon_mountinfo_find(buf, (size_t)n, BPFMON_CGROUP_V2, &mnt, &root) < 0) {
+		free(buf);
+		free(f);
+		*st = NULL; /* no cgroup2: skipped */
+		return 0;
+	}
+	free(buf);
+	free(root);
+	snprintf(f->mnt, sizeof(f->mnt), "%s", mnt);
+	free(mnt);
+	snprintf(name, sizeof(name), "dra-cpu-test-%d", (int)getpid());
+	cg_path(f->root, f->mnt, name);
+	cg_path(f->a, f->root, "A");
+	cg_path(f->child, f->a, "child");
+	cg_path(f->b, f->root, "B");
+	assert_int_equal(mkdir(f->root, 0755), 0);
+	assert_int_equal(mkdir(f->a, 0755), 0);
+	assert_int_equal(mkdir(f->child, 0755), 0);
+	assert_int_equal(mkdir(f->b, 0755), 0);
+	assert_int_equal(bpfmon_cgroup_id(f->root, &f->id_root), 0);
+	assert_int_equal(bpfmon_cgroup_id(f->a, &f->id_a), 0);
+	assert_int_equal(bpfmon_cgroup_id(f->child, &f->id_child), 0);
+	assert_int_equal(bpfmon_cgroup_id(f->b, &f->id_b), 0);
+	f->base = event_base_new();
+	assert_non_null(f->base);
+	/* Keep the test (and each child until it pins itself) off the
+	 * exclusive CPU: otherwise the child's first run there is a real
+	 * violation under the test's own name. */
+	{
+		cpu_set_t set;
+
+		assert_int_equal(sched_getaffinity(0, sizeof(f->saved_affinity), &f->saved_affinity),
+				 0);
+		CPU_ZERO(&set);
+		CPU_SET(SHARED_CPU, &set);
+		assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
+	}
+	*st = f;
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	struct fx *f = *st;
+
+	if (!f)
+		return 0;
+	for (int i = 0; i < f->npids; i++) {
+		kill(f->pids[i], SIGKILL);
+		waitpid(f->pids[i], NULL, 0);
+	}
+	bpfmon_free(f->m);
+	event_base_free(f->base);
+	(void)sched_setaffinity(0, sizeof(f->saved_affinity), &f->saved_affinity);
+	rmdir(f->child);
+	rmdir(f->a);
+	rmdir(f->b);
+	rmdir(f->root);
+	if (f->v1_child[0])
+		rmdir(f->v1_child);
+	if (f->v1_a[0])
+		rmdir(f->v1_a);
+	if (f->v1[0])
+		rmdir(f->v1);
+	free(f);
+	return 0;
+}
+
+static struct fx *need_kernel(void **st)
+{
+	if (!*st) {
+		print_message("skipped: needs CAP_BPF\n");
+		skip();
+	}
+	return *st;
+}
+
+static void record(const struct pinning_event *e, const char *cgroup, const char *action,
+		   void *userdata)
+{
+	struct fx *f = userdata;
+	struct seen_event *s;
+
+	if (f->nseen == MAX_SEEN)
+		return;
+	s = &f->seen[f->nseen++];
+	s->pid = e->pid;
+	s->cpu = e->cpu;
+	s->kind = e->kind;
+	s->flags = e->task_flags;
+	memcpy(s->comm, e->comm, sizeof(s->comm));
+	snprintf(s->action, sizeof(s->action), "%s", action);
+}
+
+/* Loads bpfmon; skips when the kernel refuses us the programs. */
+static void start(struct fx *f, struct bpfmon_opts *o)
+{
+	if (!o->event_rate) {
+		/* Every violation becomes an event: absence then means something. */
+		o->event_rate = 1000000;
+		o->event_burst = 1000000;
+	}
+	assert_int_equal(bpfmon_new(f->base, o, &f->m), 0);
+	if (!bpfmon_is_loaded(f->m)) {
+		if (strstr(bpfmon_error(f->m), "CAP_BPF")) {
+			print_message("skipped: needs CAP_BPF (%s)\n", bpfmon_error(f->m));
+			skip();
+		}
+		fail_msg("not loaded: %s", bpfmon_error(f->m));
+	}
+	bpfmon_set_event_fn(f->m, record, f);
+}
+
+/* A child that joins cgroup (a directory, or NULL to stay), pins itself to
+ * cpu, names itself comm and alternates 2 ms of spinning with 0.5 ms of
+ * sleep (many switch-ins) for ms milliseconds. Returns once it is set up. */
+static pid_t spawn(struct fx *f, const char *cgroup, int cpu, const char *comm, int ms)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	assert_true(f->npids < MAX_PIDS);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char procs[PATH_MAX];
+		cpu_set_t set;
+		struct timespec t0, t;
+
+		close(p[0]);
+		/* Named first: the first switch-in onto the CPU is the one reported. */
+		prctl(PR_SET_NAME, comm);
+		if (cgroup) {
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
+			if (write_str(procs, "0") < 0)
+				_exit(2);
+		}
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			_exit(3);
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		close(p[1]);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			long el;
+
+			do {
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				el = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+			} while (el % 3 < 2 && el < ms);
+			if (el >= ms)
+				_exit(0);
+			usleep(500);
+		}
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	f->pids[f->npids++] = pid;
+	return pid;
+}
+
+static void run_loop(struct fx *f, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	event_base_loopexit(f->base, &tv);
+	event_base_dispatch(f->base);
+}
+
+static int events_for(const struct fx *f, pid_t pid)
+{
+	int n = 0;
+
+	for (int i = 0; i < f->nseen; i++)
+		n += f->seen[i].pid == (uint32_t)pid;
+	return n;
+}
+
+static const struct seen_event *event_of(const struct fx *f, pid_t pid)
+{
+	for (int i = 0; i < f->nseen; i++)
+		if (f->seen[i].pid == (uint32_t)pid)
+			return &f->seen[i];
+	return NULL;
+}
+
+static bool pinned_to(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	if (sched_getaffinity(pid, sizeof(set), &set) < 0)
+		return false;
+	return CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+}
+
+/* ---- kernel tests --------------------------------------------------------------------- */
+
+/* (a) The owner and a task in a child cgroup of the owner run on the
+ * exclusive CPU: switches are counted as owner switches, no event names them. */
+static void test_bpfmon_owner_and_descendant_are_not_violations(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { 0 };
+	struct bpfmon_counters c;
+	pid_t owner, desc;
+	char rel[PATH_MAX];
+	uint64_t id;
+
+	start(f, &o);
+	/* Hierarchy-relative names, as /proc/<pid>/cgroup gives them. */
+	snprintf(rel, sizeof(rel), "%s/A", f->root + strlen(f->mnt));
+	assert_int_equal(bpfmon_cgroup_id_of(f->m, rel, &id), 0);
+	assert_int_equal(id, f->id_a);
+	assert_int_equal(bpfmon_cgroup_id_of(f->m, "/", &id), 0);
+	assert_int_equal(bpfmon_cgroup_id_of(f->m, "/no-such-cgroup", &id), -ENOENT);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	owner = spawn(f, f->a, EXCL_CPU, "dra-owner", 400);
+	desc = spawn(f, f->child, EXCL_CPU, "dra-owner-child", 400);
+	run_loop(f, 600);
+	assert_int_equal(bpfmon_drain(f->m) >= 0, 1);
+	assert_int_equal(bpfmon_read_counters(f->m, EXCL_CPU, &c), 0);
+	assert_true(c.owner_switches >= 100);
+	assert_true(c.switches >= c.owner_switches);
+	assert_int_equal(events_for(f, owner), 0);
+	assert_int_equal(events_for(f, desc), 0);
+	assert_int_equal(c.events_dropped, 0);
+}
+
+/* (b) A task of another cgroup pinned to the exclusive CPU is a user
+ * violation, and the ring buffer names it (pid, comm, cpu) on the loop. */
+static void test_bpfmon_intruder_is_counted_and_named(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { 0 };
+	struct bpfmon_counters before, after;
+	const struct seen_event *e;
+	pid_t intruder;
+
+	start(f, &o);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	assert_int_equal(bpfmon_read_counters(f->m, EXCL_CPU, &before), 0);
+	(void)spawn(f, f->a, EXCL_CPU, "dra-owner", 400);
+	intruder = spawn(f, f->b, EXCL_CPU, "dra-intruder", 400);
+	run_loop(f, 600);
+	assert_int_equal(bpfmon_read_counters(f->m, EXCL_CPU, &after), 0);
+	/* ~130 wakeups of the intruder in 400 ms. */
+	assert_true(after.violations[PINNING_KIND_USER] - before.violations[PINNING_KIND_USER] >=
+		    50);
+	assert_true(after.foreign_ns[PINNING_KIND_USER] > before.foreign_ns[PINNING_KIND_USER]);
+	e = event_of(f, intruder);
+	assert_non_null(e);
+	assert_string_equal(e->comm, "dra-intruder");
+	assert_int_equal(e->cpu, EXCL_CPU);
+	assert_int_equal(e->kind, PINNING_KIND_USER);
+	assert_string_equal(e->action, "audit_only"); /* B is no owner: a host task */
+	/* Once per interval per (cpu, pid), however many switches. */
+	assert_int_equal(events_for(f, intruder), 1);
+}
+
+/* (c) Per-CPU kernel threads (here migration/1, woken by moving a task off
+ * the CPU) are counted under kind=kthread and send no event. */
+static void test_bpfmon_kthreads_are_counted_apart(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { 0 };
+	struct bpfmon_counters c = { 0 };
+	cpu_set_t set;
+	pid_t busy;
+
+	start(f, &o);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	busy = spawn(f, f->a, EXCL_CPU, "dra-owner", 3000);
+	for (int i = 0; i < 40 && c.violations[PINNING_KIND_KTHREAD] == 0; i++) {
+		/* Each round trip off and back on CPU 1 runs its stopper thread. */
+		CPU_ZERO(&set);
+		CPU_SET(i % 2 ? EXCL_CPU : SHARED_CPU, &set);
+		assert_int_equal(sched_setaffinity(busy, sizeof(set), &set), 0);
+		run_loop(f, 50);
+		assert_int_equal(bpfmon_read_counters(f->m, EXCL_CPU, &c), 0);
+	}
+	assert_true(c.violations[PINNING_KIND_KTHREAD] > 0);
+	for (int i = 0; i < f->nseen; i++)
+		assert_int_not_equal(f->seen[i].kind, PINNING_KIND_KTHREAD);
+}
+
+/* (d) Two busy tasks sharing the shared CPU wait for each other: the
+ * run-queue latency histogram fills. */
+static void test_bpfmon_runq_histogram_samples_shared_cpu(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .contention = true };
+	uint64_t slots[PINNING_HIST_SLOTS], sum_ns, n = 0, n0 = 0;
+	struct cpuset shared;
+
+	start(f, &o);
+	assert_true(bpfmon_has_contention(f->m));
+	cpuset_zero(&shared);
+	cpuset_set(&shared, SHARED_CPU);
+	assert_int_equal(bpfmon_set_shared(f->m, &shared), 0);
+	assert_int_equal(bpfmon_read_runq(f->m, slots, &sum_ns), 0);
+	for (int i = 0; i < PINNING_HIST_SLOTS; i++)
+		n0 += slots[i];
+	(void)spawn(f, f->b, SHARED_CPU, "dra-shared-1", 300);
+	(void)spawn(f, f->b, SHARED_CPU, "dra-shared-2", 300);
+	run_loop(f, 400);
+	assert_int_equal(bpfmon_read_runq(f->m, slots, &sum_ns), 0);
+	for (int i = 0; i < PINNING_HIST_SLOTS; i++)
+		n += slots[i];
+	assert_true(n - n0 >= 50);
+	assert_true(sum_ns > 0);
+}
+
+/* (e) remediate: a host intruder (in no owner cgroup) is moved to the shared
+ * pool; the owner stays where it is. The scope keeps the test from touching
+ * the machine's own tasks. */
+static void test_bpfmon_remediate_moves_host_intruder(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .enforcement = BPFMON_REMEDIATE };
+	struct bpfmon_actions act;
+	struct cpuset shared;
+	pid_t owner, intruder;
+
+	o.remediate_scope = f->id_root;
+	start(f, &o);
+	assert_int_equal(bpfmon_enforcement(f->m), BPFMON_REMEDIATE);
+	cpuset_zero(&shared);
+	cpuset_set(&shared, SHARED_CPU);
+	assert_int_equal(bpfmon_set_shared(f->m, &shared), 0);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	owner = spawn(f, f->a, EXCL_CPU, "dra-owner", 3000);
+	intruder = spawn(f, f->b, EXCL_CPU, "dra-host-daemon", 3000);
+	for (int i = 0; i < 30 && !pinned_to(intruder, SHARED_CPU); i++)
+		run_loop(f, 50);
+	assert_true(pinned_to(intruder, SHARED_CPU));
+	assert_true(pinned_to(owner, EXCL_CPU));
+	bpfmon_read_actions(f->m, &act);
+	assert_true(act.remediated >= 1);
+	assert_non_null(event_of(f, intruder));
+	assert_string_equal(event_of(f, intruder)->action, "remediated");
+}
+
+/* Deny: where BPF LSM loads, an affinity change of a B task onto A's CPU is
+ * refused; elsewhere the mode falls back to remediate and says why. */
+static void test_bpfmon_deny_refuses_or_falls_back(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .enforcement = BPFMON_DENY };
+	cpu_set_t set;
+	pid_t victim;
+
+	o.remediate_scope = f->id_root;
+	start(f, &o);
+	if (bpfmon_enforcement(f->m) != BPFMON_DENY) {
+		assert_int_equal(bpfmon_enforcement(f->m), BPFMON_REMEDIATE);
+		assert_non_null(strstr(bpfmon_notes(f->m), "deny -> remediate"));
+		print_message("deny unavailable here: %s\n", bpfmon_notes(f->m));
+		return;
+	}
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	victim = spawn(f, f->b, SHARED_CPU, "dra-escaper", 1000);
+	CPU_ZERO(&set);
+	CPU_SET(EXCL_CPU, &set);
+	assert_int_equal(sched_setaffinity(victim, sizeof(set), &set), -1);
+	assert_int_equal(errno, EPERM);
+	CPU_ZERO(&set);
+	CPU_SET(SHARED_CPU, &set);
+	assert_int_equal(sched_setaffinity(victim, sizeof(set), &set), 0);
+}
+
+/* Kernels without ring buffers or task storage: the check still loads,
+ * counters only, contention off, each with a reason. */
+static void test_bpfmon_degrades_without_ringbuf_and_task_storage(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = {
+		.contention = true,
+		.without = BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE | BPFMON_FEAT_BPF_LSM,
+		.enforcement = BPFMON_DENY,
+	};
+	struct bpfmon_counters c;
+	uint64_t slots[PINNING_HIST_SLOTS], sum;
+
+	start(f, &o);
+	assert_false(bpfmon_has_contention(f->m));
+	assert_int_equal(bpfmon_read_runq(f->m, slots, &sum), -ENODEV);
+	assert_non_null(strstr(bpfmon_notes(f->m), "task storage"));
+	assert_non_null(strstr(bpfmon_notes(f->m), "ring buffers"));
+	assert_non_null(strstr(bpfmon_notes(f->m), "not an active LSM"));
+	assert_int_equal(bpfmon_enforcement(f->m), BPFMON_REMEDIATE);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	(void)spawn(f, f->b, EXCL_CPU, "dra-intruder", 300);
+	run_loop(f, 400);
+	assert_int_equal(bpfmon_read_counters(f->m, EXCL_CPU, &c), 0);
+	assert_true(c.violations[PINNING_KIND_USER] > 0);
+	assert_int_equal(c.events_sent, 0);
+	assert_int_equal(f->nseen, 0);
+}
+
+/* Deny needs the ring buffer and task storage even where BPF LSM is on. */
+static void test_bpfmon_deny_without_ring_buffer_falls_back(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .without = BPFMON_FEAT_RINGBUF, .enforcement = BPFMON_DENY };
+
+	start(f, &o);
+	assert_int_equal(bpfmon_enforcement(f->m), BPFMON_REMEDIATE);
+	assert_non_null(strstr(bpfmon_notes(f->m), "deny -> remediate: kernel lacks ring buffers"));
+}
+
+/* No tp_btf: nothing loads, the object still works and says why. Runs
+ * without privileges too (the probe fails either way). */
+static void test_bpfmon_keeps_going_when_nothing_loads(void **st)
+{
+	struct bpfmon_opts o = { .without = BPFMON_FEAT_TP_BTF };
+	_cleanup_(bpfmon_freep) struct bpfmon *m = NULL;
+	_cleanup_(metrics_freep) struct metrics *reg = NULL;
+	struct bpfmon_counters c;
+	struct evbuffer *out;
+	char *text;
+
+	assert_int_equal(bpfmon_new(NULL, &o, &m), 0);
+	assert_false(bpfmon_is_loaded(m));
+	assert_non_null(strstr(bpfmon_error(m), "tp_btf"));
+	assert_int_equal(bpfmon_set_owner(m, EXCL_CPU, 12345), 0);
+	assert_int_equal(bpfmon_clear_owner(m, EXCL_CPU), 0);
+	assert_int_equal(bpfmon_set_owner(m, 1 << 20, 12345), -EINVAL);
+	assert_int_equal(bpfmon_read_counters(m, -1, &c), -ENODEV);
+	assert_int_equal(bpfmon_drain(m), 0);
+	assert_int_equal(metrics_new(&reg), 0);
+	assert_int_equal(bpfmon_metrics_register(m, reg), 0);
+	out = evbuffer_new();
+	assert_non_null(out);
+	assert_int_equal(metrics_render(reg, out), 0);
+	evbuffer_add(out, "", 1);
+	text = (char *)evbuffer_pullup(out, -1);
+	assert_non_null(strstr(text, "dra_cpu_bpf_loaded{program=\"pinning\"} 0\n"));
+	assert_non_null(strstr(text, "dra_cpu_pinning_enforcement_info{mode=\"audit\",requested=\"audit\"} 1\n"));
+	evbuffer_free(out);
+}
+
+/* The families of bpf-anchors.md section 6 carry what the kernel counted. */
+static void test_bpfmon_metrics_export_counters_and_histogram(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .contention = true, .self_stats = true };
+	_cleanup_(metrics_freep) struct metrics *reg = NULL;
+	struct cpuset shared;
+	struct evbuffer *out;
+	char *text;
+
+	start(f, &o);
+	assert_int_equal(metrics_new(&reg), 0);
+	assert_int_equal(bpfmon_metrics_register(f->m, reg), 0);
+	cpuset_zero(&shared);
+	cpuset_set(&shared, SHARED_CPU);
+	assert_int_equal(bpfmon_set_shared(f->m, &shared), 0);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	(void)spawn(f, f->b, EXCL_CPU, "dra-intruder", 300);
+	(void)spawn(f, f->b, SHARED_CPU, "dra-shared-1", 300);
+	(void)spawn(f, f->b, SHARED_CPU, "dra-shared-2", 300);
+	run_loop(f, 400);
+	out = evbuffer_new();
+	assert_non_null(out);
+	assert_int_equal(metrics_render(reg, out), 0);
+	evbuffer_add(out, "", 1);
+	text = (char *)evbuffer_pullup(out, -1);
+	assert_non_null(strstr(text, "dra_cpu_bpf_loaded{program=\"pinning\"} 1\n"));
+	assert_non_null(strstr(text, "dra_cpu_bpf_loaded{program=\"runqueue\"} 1\n"));
+	assert_non_null(strstr(text, "dra_cpu_pinning_violations_total{cpu=\"1\",kind=\"user\"} "));
+	assert_null(strstr(text, "dra_cpu_pinning_violations_total{cpu=\"1\",kind=\"user\"} 0\n"));
+	assert_non_null(strstr(text, "dra_cpu_pinning_violation_seconds_total{cpu=\"1\",kind=\"user\"} "));
+	assert_non_null(strstr(text, "dra_cpu_runqueue_latency_seconds_bucket{pool=\"shared\",le=\"2e-06\"} "));
+	assert_non_null(strstr(text, "dra_cpu_runqueue_latency_seconds_count{pool=\"shared\"} "));
+	assert_null(strstr(text, "dra_cpu_runqueue_latency_seconds_count{pool=\"shared\"} 0\n"));
+	assert_non_null(strstr(text, "dra_cpu_affinity_denials_total{mode=\"audit\"} "));
+	assert_non_null(strstr(text, "dra_cpu_bpf_events_dropped_total 0\n"));
+	assert_non_null(strstr(text, "dra_cpu_bpf_program_runs_total{program=\"handle_sched_switch\"} "));
+	/* CPU 0 was never exclusive: no series for it. */
+	assert_null(strstr(text, "dra_cpu_pinning_violations_total{cpu=\"0\""));
+	evbuffer_free(out);
+}
+
+/* cgroup v1 nodes: the owner is a cgroup of the cpuset hierarchy. */
+static void test_bpfmon_cgroup_v1_cpuset_owner(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .cgroup = BPFMON_CGROUP_V1 };
+	char *buf = NULL, *mnt = NULL, *root = NULL, name[64], file[PATH_MAX];
+	size_t cap = 0;
+	ssize_t n;
+	uint64_t id;
+	pid_t owner, desc, intruder;
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+
+	assert_non_null(mi);
+	n = getdelim(&buf, &cap, 0, mi);
+	fclose(mi);
+	assert_true(n > 0);
+	n = bpfmon_mountinfo_find(buf, (size_t)n, BPFMON_CGROUP_V1, &mnt, &root);
+	free(buf);
+	if (n < 0) {
+		print_message("skipped: no cgroup v1 cpuset hierarchy\n");
+		skip();
+	}
+	free(root);
+	snprintf(name, sizeof(name), "dra-cpu-test-%d", (int)getpid());
+	cg_path(f->v1, mnt, name);
+	free(mnt);
+	cg_path(f->v1_a, f->v1, "A");
+	cg_path(f->v1_child, f->v1_a, "child");
+	assert_int_equal(mkdir(f->v1, 0755), 0);
+	assert_int_equal(mkdir(f->v1_a, 0755), 0);
+	assert_int_equal(mkdir(f->v1_child, 0755), 0);
+	for (int i = 0; i < 3; i++) {
+		const char *dir = i == 0 ? f->v1 : i == 1 ? f->v1_a : f->v1_child;
+
+		cg_path(file, dir, "cpuset.cpus");
+		assert_int_equal(write_str(file, "0-1"), 0);
+		cg_path(file, dir, "cpuset.mems");
+		assert_int_equal(write_str(file, "0"), 0);
+	}
+	assert_int_equal(bpfmon_cgroup_id(f->v1_a, &id), 0);
+	start(f, &o);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, id), 0);
+	/* Owner: in v1 A; its v2 cgroup (the test's own) plays no part. */
+	owner = spawn(f, f->v1_a, EXCL_CPU, "dra-v1-owner", 400);
+	desc = spawn(f, f->v1_child, EXCL_CPU, "dra-v1-child", 400);
+	intruder = spawn(f, NULL, EXCL_CPU, "dra-v1-intruder", 400);
+	run_loop(f, 600);
+	assert_int_equal(events_for(f, owner), 0);
+	assert_int_equal(events_for(f, desc), 0);
+	assert_non_null(event_of(f, intruder));
+	assert_string_equal(event_of(f, intruder)->comm, "dra-v1-intruder");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bpfmon_schedstat_parse_reads_run_delay),
+		cmocka_unit_test(test_bpfmon_schedstat_rejects_bad_input),
+		cmocka_unit_test(test_bpfmon_mountinfo_finds_cgroup2_and_v1_cpuset),
+		cmocka_unit_test(test_bpfmon_keeps_going_when_nothing_loads),
+		cmocka_unit_test_setup_teardown(test_bpfmon_owner_and_descendant_are_not_violations,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_intruder_is_counted_and_named, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_kthreads_are_counted_apart, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_runq_histogram_samples_shared_cpu, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_remediate_moves_host_intruder, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_deny_refuses_or_falls_back, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_degrades_without_ringbuf_and_task_storage,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_deny_without_ring_buffer_falls_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_metrics_export_counters_and_histogram,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_cgroup_v1_cpuset_owner, setup, teardown),
+	};
+
+	log_set_level(LOG_ERROR); /* violations by the machine's own tasks are warnings */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

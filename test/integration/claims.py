@@ -1,0 +1,58 @@
+"""ResourceClaim objects as the scheduler leaves them (allocated), for tests."""
+
+import uuid
+
+
+def claim(name, results, node="node-1", ns="default", configs=None, uid=None):
+    """results: [(request, device, consumed or None)]"""
+    reqs = []
+    for r, _, consumed in results:
+        base = r.split("/")[0]
+        if any(x["name"] == base for x in reqs):
+            continue
+        ex = {"deviceClassName": "dra.cpu"}
+        if consumed:
+            ex["capacity"] = {"requests": {"dra.cpu/cpu": consumed}}
+        reqs.append({"name": base, "exactly": ex})
+    res = []
+    for r, dev, consumed in results:
+        e = {"request": r, "driver": "dra.cpu", "pool": node, "device": dev}
+        if consumed is not None:
+            e["consumedCapacity"] = {"dra.cpu/cpu": consumed}
+            e["shareID"] = str(uuid.uuid4())
+        res.append(e)
+    c = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+         "metadata": {"name": name, "namespace": ns, "uid": uid or str(uuid.uuid4())},
+         "spec": {"devices": {"requests": reqs}},
+         "status": {"allocation": {
+             "devices": {"results": res},
+             "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                 {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+    if configs:
+        c["status"]["allocation"]["devices"]["config"] = configs
+    return c
+
+
+def cpu_config(requests=None, **params):
+    p = {"apiVersion": "dra.cpu/v1alpha1", "kind": "CPUConfig"}
+    p.update(params)
+    e = {"source": "FromClaim", "opaque": {"driver": "dra.cpu", "parameters": p}}
+    if requests:
+        e["requests"] = requests
+    return e
+
+
+def ref(c):
+    m = c["metadata"]
+    return (m["namespace"], m["name"], m["uid"])
+
+
+def parse_list(s):
+    out = set()
+    for part in s.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.update(range(int(a), int(b) + 1))
+        elif part:
+            out.add(int(part))
+    return out

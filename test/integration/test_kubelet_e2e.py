@@ -1,0 +1,270 @@
+"""The kubelet plugin end to end: a real gRPC kubelet (grpcio) drives the real
+driver, which reads claims from the API-server simulator."""
+
+import json
+import os
+import socket
+import threading
+
+import grpc
+import pytest
+
+from claims import claim, cpu_config, parse_list, ref
+from driver import wait_for
+
+NODE = "node-1"
+
+
+def spec_cpus(d, uid):
+    with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json" % uid)) as f:
+        spec = json.load(f)
+    (env,) = spec["devices"][0]["containerEdits"]["env"]
+    key, val = env.split("=", 1)
+    assert key == "DRA_CPUSET_" + uid
+    return parse_list(val)
+
+
+def prepare(kubelet, d, c, api="v1"):
+    r = kubelet.prepare(d.dra_sock, [ref(c)], api=api)
+    return r.claims[c["metadata"]["uid"]]
+
+
+@pytest.fixture
+def grouped(apiserver, make_driver):
+    return make_driver(args=["--no-nri", "--no-bpf"]).start()
+
+
+@pytest.fixture
+def individual(apiserver, make_driver):
+    return make_driver(args=["--no-nri", "--no-bpf", "--cpu-device-mode", "individual",
+                             "--reserved-cpus", "0"]).start()
+
+
+def test_registration_then_healthz(make_driver, kubelet):
+    d = make_driver(registration=True, args=["--no-nri", "--no-bpf"]).start()
+    assert d.http("/healthz")[0] == 503
+    reg = kubelet.register(d.reg_sock, "dra.cpu")
+    assert reg.endpoint == d.dra_sock
+    assert list(reg.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    wait_for(lambda: d.http("/healthz")[0] == 200, what="healthz after registration")
+    assert os.stat(d.reg_sock).st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("api", ["v1", "v1beta1"])
+def test_grouped_prepare_unprepare(apiserver, grouped, kubelet, api):
+    d = grouped
+    c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma001", "10")]))
+    uid = c["metadata"]["uid"]
+    r = prepare(kubelet, d, c, api)
+    assert r.error == ""
+    (dev,) = r.devices
+    assert list(dev.request_names) == ["cpu"] and dev.pool_name == NODE
+    assert dev.device_name == "cpudevnuma001"
+    assert list(dev.cdi_device_ids) == ["dra.k8s.io/cpu=claim-" + uid]
+    if api == "v1":
+        assert dev.share_id == c["status"]["allocation"]["devices"]["results"][0]["shareID"]
+    cpus = spec_cpus(d, uid)
+    assert len(cpus) == 10 and cpus <= set(range(96, 192)) | set(range(288, 384))
+    # packed on whole cores: 5 cores with both siblings
+    assert all((x + 192 if x < 192 else x - 192) in cpus for x in cpus)
+    m = d.metrics()
+    assert m['dra_cpu_prepare_claims_total{result="success"}'] == 1
+    assert m["dra_cpu_allocated_cpus"] == 10 and m["dra_cpu_resource_claims_active"] == 1
+    # idempotent
+    assert prepare(kubelet, d, c, api).error == ""
+    assert spec_cpus(d, uid) == cpus
+    u = kubelet.unprepare(d.dra_sock, [ref(c)], api=api)
+    assert u.claims[uid].error == ""
+    assert d.cdi_specs() == []
+    assert d.metrics()["dra_cpu_allocated_cpus"] == 0
+    # unknown claims unprepare fine
+    assert kubelet.unprepare(d.dra_sock, [ref(c)], api=api).claims[uid].error == ""
+
+
+def test_individual_prepare_maps_devices(apiserver, individual, kubelet):
+    d = individual
+    # CPU 0 reserved: cpudev000 = 1, cpudev001 = 193 (its sibling), cpudev002 = 2
+    c = apiserver.put_claim(claim("w", [("cpus", "cpudev000", None), ("cpus", "cpudev001", None),
+                                        ("cpus", "cpudev002", None)]))
+    r = prepare(kubelet, d, c)
+    assert r.error == "" and len(r.devices) == 3
+    assert spec_cpus(d, c["metadata"]["uid"]) == {1, 193, 2}
+    other = apiserver.put_claim(claim("x", [("cpus", "cpudev002", None)]))
+    r = prepare(kubelet, d, other)
+    assert "overlapping device assignment" in r.error
+    assert len(d.cdi_specs()) == 1
+
+
+def test_multi_request_claim_gets_disjoint_cpus(apiserver, grouped, kubelet):
+    c = apiserver.put_claim(claim("two", [("a", "cpudevnuma000", "4"), ("b", "cpudevnuma000", "4"),
+                                          ("c", "cpudevnuma001", "2")]))
+    r = prepare(kubelet, grouped, c)
+    assert r.error == "" and [x.device_name for x in r.devices] == [
+        "cpudevnuma000", "cpudevnuma000", "cpudevnuma001"]
+    cpus = spec_cpus(grouped, c["metadata"]["uid"])
+    assert len(cpus) == 10
+
+
+def test_claim_without_our_results_succeeds_empty(apiserver, grouped, kubelet):
+    c = claim("gpu", [])
+    c["status"]["allocation"]["devices"]["results"] = [
+        {"request": "g", "driver": "gpu.example.com", "pool": NODE, "device": "gpu0"}]
+    c["spec"]["devices"]["requests"] = [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]
+    c = apiserver.put_claim(c)
+    r = prepare(kubelet, grouped, c)
+    assert r.error == "" and len(r.devices) == 0
+
+
+@pytest.mark.parametrize("consumed,msg", [
+    ("0.5", '"0.5" is not a whole number'),
+    ("1500m", '"1500m" is not a whole number'),
+    ("0", '"0" must be at least 1'),
+    ("-1", '"-1" must be at least 1'),
+    ("abc", None),
+    ("193", '"193" exceeds 192'),
+])
+def test_bad_consumed_capacity_is_a_claim_error(apiserver, grouped, kubelet, consumed, msg):
+    c = claim("bad", [("cpu", "cpudevnuma000", "1")])
+    c["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["dra.cpu/cpu"] = consumed
+    try:
+        c = apiserver.put_claim(c)
+    except ValueError:
+        pytest.skip("the schema itself refuses %r" % consumed)
+    r = prepare(kubelet, grouped, c)
+    assert r.error
+    if msg:
+        assert msg in r.error
+    assert grouped.cdi_specs() == []
+    assert grouped.metrics()["dra_cpu_allocated_cpus"] == 0
+
+
+def test_more_than_the_group_has_free(apiserver, grouped, kubelet):
+    a = apiserver.put_claim(claim("a", [("cpu", "cpudevnuma000", "150")]))
+    assert prepare(kubelet, grouped, a).error == ""
+    b = apiserver.put_claim(claim("b", [("cpu", "cpudevnuma000", "50")]))
+    r = prepare(kubelet, grouped, b)
+    assert '"50" is more than the 42 CPUs cpudevnuma000 has free' in r.error
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda c: c["status"].pop("allocation"), "not allocated"),
+    (lambda c: c["status"]["allocation"]["devices"]["results"][0].update(pool="node-2"),
+     "not this node's pool"),
+    (lambda c: c["status"]["allocation"]["devices"]["results"][0].update(device="cpudevnuma042"),
+     "is not a device of this node"),
+    (lambda c: c["status"]["allocation"]["devices"].update(
+        config=[cpu_config(policy="random")]), "policy must be"),
+    (lambda c: c["status"]["allocation"]["devices"].update(
+        config=[cpu_config(fullcores=True)]), 'unknown field "fullcores"'),
+])
+def test_bad_claims_get_errors_and_allocate_nothing(apiserver, grouped, kubelet, mutate, msg):
+    c = claim("bad", [("cpu", "cpudevnuma000", "2")])
+    mutate(c)
+    c = apiserver.put_claim(c)
+    r = prepare(kubelet, grouped, c)
+    assert msg in r.error
+    assert grouped.cdi_specs() == []
+
+
+def test_uid_mismatch_and_missing_claim(apiserver, grouped, kubelet):
+    c = apiserver.put_claim(claim("c", [("cpu", "cpudevnuma000", "2")]))
+    ns, name, _ = ref(c)
+    r = kubelet.prepare(grouped.dra_sock, [(ns, name, "00000000-0000-4000-8000-000000000000")])
+    assert "deleted and recreated" in r.claims["00000000-0000-4000-8000-000000000000"].error
+    r = kubelet.prepare(grouped.dra_sock, [(ns, "nope", "11111111-0000-4000-8000-000000000000")])
+    assert "nope" in r.claims["11111111-0000-4000-8000-000000000000"].error
+
+
+def test_cpuconfig_full_cores_and_spread(apiserver, grouped, kubelet):
+    c = apiserver.put_claim(claim("fc", [("cpu", "cpudevnuma000", "3")],
+                                  configs=[cpu_config(fullCores=True)]))
+    r = prepare(kubelet, grouped, c)
+    assert "SMT Alignment Error" in r.error
+    s = apiserver.put_claim(claim("sp", [("cpu", "cpudevnuma000", "4")],
+                                  configs=[cpu_config(policy="spread-cores")]))
+    assert prepare(kubelet, grouped, s).error == ""
+    cpus = spec_cpus(grouped, s["metadata"]["uid"])
+    cores = {x % 192 for x in cpus}
+    assert len(cores) == 4  # one thread per core
+
+
+def test_kill9_after_prepare_then_restart_gives_disjoint_cpus(apiserver, grouped, kubelet):
+    a = apiserver.put_claim(claim("a", [("cpu", "cpudevnuma000", "8")]))
+    assert prepare(kubelet, grouped, a).error == ""
+    cpus_a = spec_cpus(grouped, a["metadata"]["uid"])
+    grouped.kill9()
+    grouped.start()
+    kubelet.close()  # a new process behind the socket: new connections, as the kubelet does
+    b = apiserver.put_claim(claim("b", [("cpu", "cpudevnuma000", "8")]))
+    assert prepare(kubelet, grouped, b).error == ""
+    assert not cpus_a & spec_cpus(grouped, b["metadata"]["uid"])
+    assert "claim_restored" in grouped.log()
+    # the restored claim re-prepares to the same CPUs
+    assert prepare(kubelet, grouped, a).error == ""
+    assert spec_cpus(grouped, a["metadata"]["uid"]) == cpus_a
+
+
+def test_50_concurrent_prepares_never_overlap(apiserver, grouped, kubelet):
+    cs = [apiserver.put_claim(claim("c%d" % i, [("cpu", "cpudevnuma%03d" % (i % 2), "3")]))
+          for i in range(50)]
+    errors = []
+
+    def one(c):
+        try:
+            r = prepare(kubelet, grouped, c)
+            if r.error:
+                errors.append(r.error)
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=one, args=(c,)) for c in cs]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    seen = set()
+    for c in cs:
+        cpus = spec_cpus(grouped, c["metadata"]["uid"])
+        assert len(cpus) == 3 and not cpus & seen
+        seen |= cpus
+    assert grouped.metrics()["dra_cpu_allocated_cpus"] == 150
+
+
+def test_unknown_method_and_garbage(grouped):
+    ch = grpc.insecure_channel("unix://" + grouped.dra_sock)
+    fn = ch.unary_unary("/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/Nope")
+    with pytest.raises(grpc.RpcError) as e:
+        fn(b"", timeout=5)
+    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    ch.close()
+    ch = grpc.insecure_channel("unix://" + grouped.dra_sock)
+    big = ch.unary_unary("/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources")
+    with pytest.raises(grpc.RpcError) as e:
+        big(b"\x0a" * (5 << 20), timeout=10)
+    # RESOURCE_EXHAUSTED; under load grpcio may still be writing the body
+    # when the stream is refused and report the closed socket instead.
+    assert e.value.code() in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
+    ch.close()
+    for junk in (b"GET / HTTP/1.1\r\n\r\n", os.urandom(4096), b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00"):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(grouped.dra_sock)
+        s.sendall(junk)
+        s.settimeout(5)
+        try:
+            while s.recv(4096):
+                pass
+        except OSError:
+            pass
+        s.close()
+    assert grouped.proc.poll() is None
+    assert grouped.http("/metrics")[0] == 200
+
+
+def test_health_stream_reports_every_device(grouped, kubelet):
+    stream = kubelet.watch_resources(grouped.dra_sock, timeout=5)
+    first = next(iter(stream))
+    stream.cancel()
+    names = sorted(h.device.device_name for h in first.devices)
+    assert names == ["cpudevnuma000", "cpudevnuma001"]
+    assert all(h.health == 1 for h in first.devices)  # HEALTHY

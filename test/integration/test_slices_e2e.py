@@ -1,0 +1,179 @@
+"""ResourceSlice publication: the real driver against the strict API-server
+simulator (TLS, bearer token, resourceVersion, watch, faults)."""
+
+import json
+import os
+
+import pytest
+
+from driver import wait_for
+
+
+def ours(apiserver, node="node-1"):
+    return [s for s in apiserver.slices() if s["spec"].get("nodeName") == node]
+
+
+def published(apiserver, n):
+    return lambda: len(ours(apiserver)) == n and all(
+        s["spec"]["pool"]["resourceSliceCount"] == n for s in ours(apiserver))
+
+
+def test_first_start_creates_identical_restart_writes_nothing(apiserver, make_driver):
+    d = make_driver(args=["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    assert apiserver.writes() == 3
+    slices = ours(apiserver)
+    assert sorted(s["metadata"]["name"][:6] for s in slices) == ["00000-", "00001-", "00002-"]
+    for s in slices:
+        assert s["metadata"]["ownerReferences"] == [{
+            "apiVersion": "v1", "kind": "Node", "name": "node-1",
+            "uid": "0c1d2e3f-0000-4000-8000-00000000aaaa", "controller": True}]
+        assert s["spec"]["pool"]["generation"] == 1
+    names = [d["name"] for s in sorted(slices, key=lambda s: s["metadata"]["name"])
+             for d in s["spec"]["devices"]]
+    assert names == ["cpudev%03d" % i for i in range(384)]
+    assert d.stop() == 0
+    apiserver.reset_stats()
+    d.start()
+    d.wait_ready()
+    assert apiserver.writes() == 0
+    assert apiserver.count("list") == 1
+
+
+def test_external_delete_and_edit_are_repaired(apiserver, make_driver, kube):
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    (s,) = ours(apiserver)
+    name = s["metadata"]["name"]
+    # someone edits the devices
+    s["spec"]["devices"][0]["attributes"]["dra.cpu/numCPUs"] = {"int": 1}
+    kube.put("/apis/resource.k8s.io/v1/resourceslices/" + name, s)
+    wait_for(lambda: ours(apiserver)[0]["spec"]["devices"][0]["attributes"]
+             ["dra.cpu/numCPUs"]["int"] != 1, what="edit repaired")
+    # someone deletes it
+    kube.delete("/apis/resource.k8s.io/v1/resourceslices/" + name)
+    wait_for(published(apiserver, 1), what="delete repaired")
+    assert ours(apiserver)[0]["spec"]["devices"][0]["attributes"]["dra.cpu/numCPUs"]["int"] == 192
+
+
+def test_kubelet_wipe_is_repaired_from_the_watch(apiserver, make_driver):
+    d = make_driver(args=["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    apiserver.wipe_node("node-1")
+    assert ours(apiserver) == []
+    wait_for(published(apiserver, 3), what="slices back after the wipe")
+    gens = {s["spec"]["pool"]["generation"] for s in ours(apiserver)}
+    assert len(gens) == 1
+
+
+def test_expired_watch_relists_and_keeps_repairing(apiserver, make_driver, kube):
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    lists = apiserver.count("list")
+    apiserver.expire_watches()
+    wait_for(lambda: apiserver.count("list") > lists, what="re-list after 410")
+    (s,) = ours(apiserver)
+    kube.delete("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"])
+    wait_for(published(apiserver, 1), what="repaired after re-list")
+
+
+def test_conflict_on_update_recovers(apiserver, make_driver, kube):
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    (s,) = ours(apiserver)
+    s["spec"]["devices"][0]["attributes"]["dra.cpu/smtEnabled"] = {"bool": False}
+    kube.put("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"], s)
+    # The driver repairs a second after the event; its first PUT gets a 409:
+    # it must re-list and retry.
+    apiserver.add_fault(action="error", code=409, verb="update", count=1)
+    wait_for(lambda: ours(apiserver)[0]["spec"]["devices"][0]["attributes"]
+             ["dra.cpu/smtEnabled"]["bool"] is True, what="repaired despite a 409")
+    assert "slice_write_failed" in d.log()
+
+
+def test_api_down_at_start_publishes_once_up(apiserver, make_driver):
+    apiserver.down()
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    import time
+    time.sleep(1.0)
+    assert ours(apiserver) == []
+    assert d.http("/readyz")[0] == 503
+    apiserver.up()
+    wait_for(published(apiserver, 1), timeout=20, what="publish after the API came up")
+    d.wait_ready()
+
+
+def test_throttling_is_honoured(apiserver, make_driver):
+    apiserver.add_fault(action="throttle", retry_after=1, verb="create", count=1)
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    wait_for(published(apiserver, 1), timeout=15, what="publish after a 429")
+
+
+def test_token_rotation(apiserver, make_driver, kube):
+    d = make_driver(kubeconfig=apiserver.kubeconfig_tokenfile,
+                    args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    apiserver.rotate_token()  # the old token is refused from now on
+    (s,) = ours(apiserver)
+    kube.delete("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"])
+    wait_for(published(apiserver, 1), timeout=15, what="repair with the rotated token")
+
+
+@pytest.mark.parametrize("group_by,names", [
+    ("numanode", ["cpudevnuma%03d" % i for i in range(8)]),
+    ("socket", ["cpudevsocket%03d" % i for i in range(4)]),
+    ("machine", ["cpudevmachine"]),
+])
+def test_grouped_modes_publish_one_slice(apiserver, make_driver, group_by, names):
+    d = make_driver(topology="synthetic-1024.json",
+                    args=["--group-by", group_by, "--reserved-cpus", "0,512",
+                          "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    (s,) = ours(apiserver)
+    assert [x["name"] for x in s["spec"]["devices"]] == names
+    total = sum(int(x["capacity"]["dra.cpu/cpu"]["value"]) for x in s["spec"]["devices"])
+    assert total == 1022
+
+
+def test_individual_128_cpu_capture_is_one_full_slice(apiserver, make_driver, tmp_path):
+    import subprocess
+    from test_cli import TOPOS
+    root = tmp_path / "cap"
+    root.mkdir()
+    subprocess.run(["tar", "-xjf", os.path.join(TOPOS, "128arm-2pa2n8cluster4co.tar.bz2"),
+                    "-C", str(root)], check=True)
+    d = make_driver(topology=None, args=["--sysfs-root", str(root / "128arm-2pa2n8cluster4co"),
+                                         "--cpu-device-mode", "individual",
+                                         "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    (s,) = ours(apiserver)
+    assert len(s["spec"]["devices"]) == 128
+    assert s["spec"]["pool"]["resourceSliceCount"] == 1
+
+
+def test_bad_kubeconfig_bad_token_bad_ca(apiserver, make_driver, tmp_path):
+    bad = tmp_path / "kc"
+    bad.write_text("apiVersion: v1\nkind: Config\ncurrent-context: nope\n")
+    d = make_driver(kubeconfig=str(bad), args=["--no-nri", "--no-bpf"])
+    d.start(wait=None)
+    assert d.proc.wait(10) != 0
+    assert "kubeconfig" in d.log() and "nope" in d.log()
+
+    with open(apiserver.kubeconfig) as f:
+        kc = f.read()
+    badtok = tmp_path / "kc-token"
+    badtok.write_text(kc.replace(apiserver.token, "not-the-token"))
+    d = make_driver(kubeconfig=str(badtok), args=["--no-nri", "--no-bpf"]).start()
+    wait_for(lambda: "401" in d.log() or "Unauthorized" in d.log(), what="401 logged")
+    assert apiserver.token not in d.log() and "not-the-token" not in d.log()
+
+    import base64
+    import re
+    other_ca = base64.b64encode(open(__file__, "rb").read()[:64]).decode()
+    badca = tmp_path / "kc-ca"
+    badca.write_text(re.sub(r"certificate-authority(-data)?: .*",
+                            "certificate-authority: /etc/ssl/certs/ca-certificates.crt", kc))
+    d = make_driver(kubeconfig=str(badca), args=["--no-nri", "--no-bpf"]).start()
+    wait_for(lambda: "certificate" in d.log().lower() or "tls" in d.log().lower(),
+             what="TLS verification failure logged")
+    assert ours(apiserver) == []

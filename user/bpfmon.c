@@ -1,0 +1,1398 @@
+/* bpfmon: loads bpf/pinning.bpf.c (and bpf/enforce.bpf.c in deny mode), keeps
+ * the owner and shared-pool maps, turns ring-buffer events into log lines and
+ * remediations, and exports the counters. See bpfmon.h for the picture.
+ *
+ * Invariants:
+ *   - m->owners[] mirrors the BPF owners map (also when nothing is loaded);
+ *     gen changes on every write so the BPF side can drop a stale interval.
+ *   - m->skel != NULL  <=>  the pinning check is attached (m->error empty).
+ *   - m->enforce != NULL  <=>  deny mode is in force.
+ *   - cgroup paths are relative to the hierarchy root as seen from our mount
+ *     ("/" = the root), cached by id (kernfs ids are never reused).
+ */
+#include "bpfmon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <event2/event.h>
+
+#define LOG_MOD "bpfmon"
+#include "cpuset.h"
+#include "log.h"
+#include "metrics.h"
+
+#include "enforce.skel.h"
+#include "pinning.skel.h"
+
+_Static_assert(sizeof(struct pinning_owner) == 24, "ABI with bpf/pinning.bpf.c");
+_Static_assert(sizeof(struct pinning_cpu_stats) == 128, "ABI with bpf/pinning.bpf.c");
+_Static_assert(sizeof(struct pinning_hist) == 8 * (PINNING_HIST_SLOTS + 1),
+	       "ABI with bpf/pinning.bpf.c");
+_Static_assert(sizeof(struct pinning_event) == 64, "ABI with bpf/pinning.bpf.c");
+_Static_assert(sizeof(struct pinning_mask) == 8 * PINNING_MASK_WORDS,
+	       "ABI with bpf/enforce.bpf.c");
+
+#define FILEID_KERNFS 0xfe    /* include/linux/exportfs.h: a kernfs node id */
+#define CG_CACHE_SLOTS 64     /* cgroup id -> path */
+#define SEEN_SLOTS 256	      /* (cpu, pid) -> last logged, power of two */
+#define SEEN_PROBE 4
+#define LOG_LINES_PER_INTERVAL 32
+#define HANDLER_BUDGET_NS (10 * 1000 * 1000) /* STYLE.md: slow handlers are logged */
+#define CG_WALK_DEPTH 32
+#define SCHEDSTAT_MAX (4u << 20)
+
+struct owner {
+	uint64_t id; /* 0 = not exclusive */
+	uint32_t gen;
+	char *path; /* NULL: unresolved, exact match only */
+};
+
+struct cg_entry {
+	uint64_t id; /* 0 = free slot */
+	char *path;  /* NULL: could not be resolved (gone) */
+};
+
+struct seen {
+	uint32_t cpu, pid;
+	uint64_t until_s; /* 0 = free */
+};
+
+struct bpfmon_metrics {
+	struct metric *loaded, *enforcement, *switches, *violations, *violation_seconds;
+	struct metric *denials, *dropped, *ratelimited, *read_errors, *runq, *schedstat_wait;
+	struct metric *prog_runs, *prog_seconds;
+	uint64_t *schedstat_ns; /* [ncpu] */
+};
+
+struct bpfmon {
+	struct event_base *base;
+	struct bpfmon_opts opts;
+	int ncpu; /* possible CPUs: size of every per-CPU array */
+
+	struct pinning_bpf *skel;
+	struct enforce_bpf *enforce;
+	struct ring_buffer *rb;
+	struct event *rb_ev;
+	int stats_fd; /* bpf_enable_stats(), -1 when off */
+	unsigned features;
+	bool contention;
+	enum bpfmon_enforcement effective;
+	char error[256];
+	char notes[512];
+
+	struct owner *owners; /* [ncpu] */
+	uint32_t gen;
+	struct cpuset shared;
+	cpu_set_t *shared_mask; /* CPU_ALLOC(ncpu), for sched_setaffinity */
+	size_t shared_mask_size;
+
+	/* The hierarchy: mount point, its root in the hierarchy, an fd for
+	 * open_by_handle_at(). */
+	char *mnt;
+	int root_depth;
+	int mnt_fd;
+	char *scope_path; /* remediate_scope resolved, or NULL */
+	char *schedstat_path;
+	struct cg_entry cg_cache[CG_CACHE_SLOTS];
+	unsigned cg_next;
+
+	struct seen seen[SEEN_SLOTS];
+	uint64_t log_window_s;
+	unsigned log_lines;
+	uint64_t log_suppressed;
+	uint64_t slow_logged_s;
+
+	struct pinning_cpu_stats *stats_buf; /* [ncpu] */
+	struct pinning_hist *hist_buf;	     /* [ncpu] */
+	struct bpfmon_actions act;
+	struct bpfmon_metrics met;
+	bpfmon_event_fn event_fn;
+	void *event_userdata;
+};
+
+static const char *const kind_names[] = {
+	[PINNING_KIND_USER] = "user",
+	[PINNING_KIND_KTHREAD] = "kthread",
+	[PINNING_KIND_KTHREAD_UNBOUND] = "kthread_unbound",
+	[PINNING_KIND_DENIED] = "denied",
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void note(struct bpfmon *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct bpfmon *m, const char *fmt, ...)
+{
+	size_t len = strlen(m->notes);
+	va_list ap;
+
+	if (len && len < sizeof(m->notes) - 2) {
+		m->notes[len++] = ';';
+		m->notes[len++] = ' ';
+		m->notes[len] = 0;
+	}
+	va_start(ap, fmt);
+	(void)vsnprintf(m->notes + len, sizeof(m->notes) - len, fmt, ap);
+	va_end(ap);
+}
+
+const char *bpfmon_enforcement_name(enum bpfmon_enforcement e)
+{
+	switch (e) {
+	case BPFMON_AUDIT:
+		return "audit";
+	case BPFMON_REMEDIATE:
+		return "remediate";
+	case BPFMON_DENY:
+		return "deny";
+	}
+	return "unknown";
+}
+
+/* ---- parsers ------------------------------------------------------------------------- */
+
+/* Next whitespace-separated token of [*p, end) into tok (NUL-terminated,
+ * at most size-1 bytes); false at end of line or when it does not fit. */
+static bool next_token(const char **p, const char *end, char *tok, size_t size)
+{
+	const char *s = *p, *e;
+
+	while (s < end && *s == ' ')
+		s++;
+	e = s;
+	while (e < end && *e != ' ' && *e != '\n')
+		e++;
+	*p = e;
+	if (e == s || (size_t)(e - s) >= size)
+		return false;
+	memcpy(tok, s, (size_t)(e - s));
+	tok[e - s] = 0;
+	return true;
+}
+
+static bool parse_u64(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*ret = v;
+	return true;
+}
+
+int bpfmon_schedstat_parse(const char *buf, size_t len, uint64_t *wait_ns, int n)
+{
+	const char *p = buf, *end = buf + len;
+	bool versioned = false;
+	int cpus = 0;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *q = p;
+		char tok[32];
+
+		if (!eol)
+			eol = end;
+		if (!next_token(&q, eol, tok, sizeof(tok))) {
+			/* blank or over-long first token: only cpu/version lines matter */
+		} else if (!versioned) {
+			uint64_t v;
+
+			if (strcmp(tok, "version") || !next_token(&q, eol, tok, sizeof(tok)) ||
+			    !parse_u64(tok, &v) || v < 15 || v > 17)
+				return -EPROTO;
+			versioned = true;
+		} else if (!strncmp(tok, "cpu", 3)) {
+			/* cpuN yld_count legacy sched_count sched_goidle ttwu_count
+			 * ttwu_local rq_cpu_time run_delay pcount
+			 * (Documentation/scheduler/sched-stats.rst) */
+			uint64_t cpu, f[9];
+
+			if (!parse_u64(tok + 3, &cpu))
+				return -EPROTO;
+			for (int i = 0; i < 9; i++)
+				if (!next_token(&q, eol, tok, sizeof(tok)) || !parse_u64(tok, &f[i]))
+					return -EPROTO;
+			if (cpu < (uint64_t)n)
+				wait_ns[cpu] = f[7];
+			cpus++;
+		}
+		p = eol + 1;
+	}
+	return versioned ? cpus : -EPROTO;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static char *unescape_mount(const char *s)
+{
+	char *r = malloc(strlen(s) + 1), *o = r;
+
+	if (!r)
+		return NULL;
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = 0;
+	return r;
+}
+
+static bool has_option(const char *opts, const char *want)
+{
+	size_t n = strlen(want);
+
+	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, want, n) && (p[n] == ',' || p[n] == 0))
+			return true;
+	return false;
+}
+
+int bpfmon_mountinfo_find(const char *buf, size_t len, enum bpfmon_cgroup which,
+			  char **ret_mount, char **ret_root)
+{
+	const char *p = buf, *end = buf + len;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *q = p;
+		char root[PATH_MAX], mnt[PATH_MAX], tok[PATH_MAX];
+		bool ok = true;
+
+		if (!eol)
+			eol = end;
+		/* id parent maj:min root mount-point options [optional...] - fstype source super */
+		for (int i = 0; i < 3 && ok; i++)
+			ok = next_token(&q, eol, tok, sizeof(tok));
+		ok = ok && next_token(&q, eol, root, sizeof(root)) &&
+		     next_token(&q, eol, mnt, sizeof(mnt)) && next_token(&q, eol, tok, sizeof(tok));
+		while (ok && (ok = next_token(&q, eol, tok, sizeof(tok))) && strcmp(tok, "-"))
+			;
+		if (ok && next_token(&q, eol, tok, sizeof(tok))) {
+			bool match;
+
+			if (which == BPFMON_CGROUP_V2) {
+				match = !strcmp(tok, "cgroup2");
+			} else {
+				match = !strcmp(tok, "cgroup") && next_token(&q, eol, tok, sizeof(tok)) &&
+					next_token(&q, eol, tok, sizeof(tok)) && has_option(tok, "cpuset");
+			}
+			if (match) {
+				_cleanup_free_ char *m = unescape_mount(mnt);
+				char *r = unescape_mount(root);
+
+				if (!m || !r) {
+					free(r);
+					return -ENOMEM;
+				}
+				*ret_mount = TAKE_PTR(m);
+				*ret_root = r;
+				return 0;
+			}
+		}
+		p = eol + 1;
+	}
+	return -ENOENT;
+}
+
+/* ---- cgroups: id <-> path ----------------------------------------------------------- */
+
+int bpfmon_cgroup_id(const char *path, uint64_t *ret)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	*ret = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int bpfmon_cgroup_id_of(const struct bpfmon *m, const char *rel, uint64_t *ret)
+{
+	struct stat st;
+
+	if (m->mnt_fd < 0)
+		return -ENOENT;
+	while (*rel == '/')
+		rel++;
+	if (*rel ? fstatat(m->mnt_fd, rel, &st, 0) : fstat(m->mnt_fd, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	*ret = (uint64_t)st.st_ino;
+	return 0;
+}
+
+static int path_depth(const char *p)
+{
+	int d = 0;
+
+	for (; *p; p++)
+		if (*p == '/' && p[1] && p[1] != '/')
+			d++;
+	return d;
+}
+
+/* path is under (or is) dir; both hierarchy-relative, "/" is the root. */
+static bool path_is_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
+}
+
+/* Depth-first search for a directory whose inode is id, by readdir d_ino
+ * alone (kernfs fills it in): no stat per file. rel is the path of dfd. */
+static char *walk_for_id(int dfd, const char *rel, uint64_t id, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	char *found = NULL;
+
+	if (depth > CG_WALK_DEPTH)
+		return NULL;
+	d = fdopendir(dfd);
+	if (!d) {
+		(void)close(dfd);
+		return NULL;
+	}
+	while (!found && (de = readdir(d))) {
+		char sub[PATH_MAX];
+		int fd;
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", strcmp(rel, "/") ? rel : "", de->d_name) >=
+		    (int)sizeof(sub))
+			continue;
+		if ((uint64_t)de->d_ino == id) {
+			found = strdup(sub);
+			break;
+		}
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0)
+			found = walk_for_id(fd, sub, id, depth + 1);
+	}
+	(void)closedir(d);
+	return found;
+}
+
+/* The hierarchy-relative path of cgroup id, or NULL (gone, or no mount).
+ * open_by_handle_at() is O(1); the walk is the fallback where kernfs does
+ * not export handles. */
+static char *resolve_cgroup(struct bpfmon *m, uint64_t id)
+{
+	union {
+		struct file_handle fh;
+		char raw[sizeof(struct file_handle) + sizeof(uint64_t)];
+	} h;
+	char link[64], target[PATH_MAX];
+	struct stat st;
+	size_t mlen;
+	ssize_t n;
+	int fd;
+
+	if (m->mnt_fd < 0)
+		return NULL;
+	if (fstat(m->mnt_fd, &st) == 0 && (uint64_t)st.st_ino == id)
+		return strdup("/");
+	h.fh.handle_bytes = sizeof(uint64_t);
+	h.fh.handle_type = FILEID_KERNFS;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(m->mnt_fd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ESTALE || errno == ENOENT)
+			return NULL; /* gone */
+		fd = openat(m->mnt_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		return fd < 0 ? NULL : walk_for_id(fd, "/", id, 0);
+	}
+	(void)snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return NULL;
+	target[n] = 0;
+	mlen = strlen(m->mnt);
+	if (strncmp(target, m->mnt, mlen) || (target[mlen] != '/' && target[mlen] != 0))
+		return NULL; /* outside our mount (another cgroup namespace) */
+	return strdup(target[mlen] ? target + mlen : "/");
+}
+
+/* Cached; borrowed until the slot is reused (CG_CACHE_SLOTS lookups later). */
+static const char *cgroup_path(struct bpfmon *m, uint64_t id)
+{
+	struct cg_entry *e;
+
+	for (int i = 0; i < CG_CACHE_SLOTS; i++)
+		if (m->cg_cache[i].id == id)
+			return m->cg_cache[i].path;
+	e = &m->cg_cache[m->cg_next++ % CG_CACHE_SLOTS];
+	free(e->path);
+	e->id = id;
+	e->path = resolve_cgroup(m, id);
+	return e->path;
+}
+
+/* mount: the hierarchy's mount point, or NULL to find it in mountinfo. */
+static int open_hierarchy(struct bpfmon *m, const char *mount)
+{
+	_cleanup_free_ char *buf = NULL, *mnt = NULL, *root = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r;
+
+	if (mount) {
+		mnt = strdup(mount);
+		root = strdup("/");
+		if (!mnt || !root)
+			return -ENOMEM;
+	} else {
+		f = fopen("/proc/self/mountinfo", "re");
+		if (!f)
+			return -errno;
+		n = getdelim(&buf, &cap, 0, f);
+		if (n < 0)
+			return feof(f) ? -ENOENT : -errno;
+		r = bpfmon_mountinfo_find(buf, (size_t)n, m->opts.cgroup, &mnt, &root);
+		if (r < 0)
+			return r;
+	}
+	/* Keep "/sys/fs/cgroup", not "/sys/fs/cgroup/": readlink() output is
+	 * compared against it. */
+	for (size_t l = strlen(mnt); l > 1 && mnt[l - 1] == '/'; l--)
+		mnt[l - 1] = 0;
+	m->mnt_fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->mnt_fd < 0)
+		return -errno;
+	m->root_depth = path_depth(root);
+	m->mnt = TAKE_PTR(mnt);
+	return 0;
+}
+
+/* ---- kernel features ----------------------------------------------------------------- */
+
+static bool probe_tp_btf(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int id = libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP);
+	struct bpf_prog_load_opts po;
+	int fd;
+
+	if (id <= 0)
+		return false;
+	/* LIBBPF_OPTS() spelled out: cppcheck does not know the macro. */
+	memset(&po, 0, sizeof(po));
+	po.sz = sizeof(po);
+	po.expected_attach_type = BPF_TRACE_RAW_TP;
+	po.attach_btf_id = (__u32)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns), &po);
+	if (fd < 0)
+		return false;
+	(void)close(fd);
+	return true;
+}
+
+/* 1 = "bpf" is an active LSM, 0 = it is not, -errno = cannot tell. */
+static int lsm_has_bpf(void)
+{
+	char buf[512];
+	_cleanup_fclose_ FILE *f = fopen("/sys/kernel/security/lsm", "re");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f))
+		return -EIO;
+	buf[strcspn(buf, "\n")] = 0;
+	return has_option(buf, "bpf");
+}
+
+static unsigned probe_features(unsigned without)
+{
+	unsigned f = 0;
+
+	if (probe_tp_btf())
+		f |= BPFMON_FEAT_TP_BTF;
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1)
+		f |= BPFMON_FEAT_RINGBUF;
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1)
+		f |= BPFMON_FEAT_TASK_STORAGE;
+	/* Unknown (securityfs not mounted) counts as present: loading the
+	 * program is the real test. */
+	if (lsm_has_bpf() != 0)
+		f |= BPFMON_FEAT_BPF_LSM;
+	return f & ~without;
+}
+
+__attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level,
+							    const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG || !log_enabled(LOG_DEBUG))
+		return 0;
+	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	log_debug("libbpf", "msg=%s", log_quote(buf));
+	return 0;
+}
+
+/* ---- loading ------------------------------------------------------------------------- */
+
+static int pinning_load(struct bpfmon *m, bool contention, struct pinning_bpf **ret)
+{
+	struct pinning_bpf *s = pinning_bpf__open();
+	unsigned rate = m->opts.event_rate ? m->opts.event_rate : 100;
+	int r;
+
+	if (!s)
+		return -errno;
+	s->rodata->cgroup_mode = m->opts.cgroup == BPFMON_CGROUP_V1 ? PINNING_CGROUP_V1
+								    : PINNING_CGROUP_V2;
+	s->rodata->event_interval_ns = 1000000000ull / rate ? 1000000000ull / rate : 1;
+	s->rodata->event_burst = m->opts.event_burst ? m->opts.event_burst : 16;
+	s->rodata->events_enabled = !!(m->features & BPFMON_FEAT_RINGBUF);
+	r = bpf_map__set_max_entries(s->maps.owners, (__u32)m->ncpu);
+	if (!r)
+		r = bpf_map__set_max_entries(s->maps.shared_cpus, (__u32)m->ncpu);
+	if (!r && !(m->features & BPFMON_FEAT_RINGBUF)) {
+		/* A placeholder so the object still loads; every use is pruned. */
+		r = bpf_map__set_type(s->maps.events, BPF_MAP_TYPE_ARRAY);
+		if (!r)
+			r = bpf_map__set_key_size(s->maps.events, sizeof(__u32));
+		if (!r)
+			r = bpf_map__set_value_size(s->maps.events, sizeof(__u32));
+		if (!r)
+			r = bpf_map__set_max_entries(s->maps.events, 1);
+	}
+	if (!r && !contention) {
+		(void)bpf_program__set_autoload(s->progs.handle_sched_wakeup, false);
+		(void)bpf_program__set_autoload(s->progs.handle_sched_wakeup_new, false);
+		(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq, false);
+		r = bpf_map__set_autocreate(s->maps.enqueued_at, false);
+	}
+	if (!r)
+		r = pinning_bpf__load(s);
+	if (!r)
+		r = pinning_bpf__attach(s);
+	if (r) {
+		pinning_bpf__destroy(s);
+		return r < 0 ? r : -EINVAL;
+	}
+	*ret = s;
+	return 0;
+}
+
+static int write_exclusive_mask(struct bpfmon *m)
+{
+	struct pinning_mask mask = { { 0 } };
+	__u32 zero = 0;
+
+	if (!m->enforce)
+		return 0;
+	for (int cpu = 0; cpu < m->ncpu && cpu < PINNING_MASK_WORDS * 64; cpu++)
+		if (m->owners[cpu].id)
+			mask.w[cpu / 64] |= 1ull << (cpu % 64);
+	return bpf_map__update_elem(m->enforce->maps.exclusive_mask, &zero, sizeof(zero), &mask,
+				    sizeof(mask), BPF_ANY);
+}
+
+static int enforce_load(struct bpfmon *m, struct enforce_bpf **ret)
+{
+	struct enforce_bpf *e = enforce_bpf__open();
+	int r;
+
+	if (!e)
+		return -errno;
+	e->rodata->cgroup_mode = m->skel->rodata->cgroup_mode;
+	r = bpf_map__set_max_entries(e->maps.owners, (__u32)m->ncpu);
+	if (!r)
+		r = bpf_map__reuse_fd(e->maps.owners, bpf_map__fd(m->skel->maps.owners));
+	if (!r)
+		r = bpf_map__reuse_fd(e->maps.cpu_stats, bpf_map__fd(m->skel->maps.cpu_stats));
+	if (!r)
+		r = bpf_map__reuse_fd(e->maps.events, bpf_map__fd(m->skel->maps.events));
+	if (!r)
+		r = enforce_bpf__load(e);
+	if (!r)
+		r = enforce_bpf__attach(e);
+	if (r) {
+		enforce_bpf__destroy(e);
+		return r < 0 ? r : -EINVAL;
+	}
+	*ret = e;
+	return 0;
+}
+
+static void on_ring_readable(evutil_socket_t fd, short what, void *arg);
+static int on_sample(void *ctx, void *data, size_t len);
+
+static void load_all(struct bpfmon *m)
+{
+	bool contention = m->opts.contention;
+	int r;
+
+	if (!(m->features & BPFMON_FEAT_TP_BTF)) {
+		(void)snprintf(m->error, sizeof(m->error),
+			       "kernel lacks BTF tracepoints (tp_btf: >= 5.5 with "
+			       "CONFIG_DEBUG_INFO_BTF) or CAP_BPF/CAP_PERFMON");
+		return;
+	}
+	if (contention && !(m->features & BPFMON_FEAT_TASK_STORAGE)) {
+		note(m, "contention off: kernel lacks task storage for tracing (< 5.11)");
+		contention = false;
+	}
+	r = pinning_load(m, contention, &m->skel);
+	if (r < 0 && contention) {
+		note(m, "contention off: its programs did not load (%s)", strerror(-r));
+		contention = false;
+		r = pinning_load(m, false, &m->skel);
+	}
+	if (r < 0) {
+		(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s",
+			       strerror(-r));
+		return;
+	}
+	m->contention = contention;
+	if (!(m->features & BPFMON_FEAT_RINGBUF))
+		note(m, "no violation events: kernel lacks BPF ring buffers (< 5.8), counters only");
+
+	if (m->opts.enforcement == BPFMON_DENY) {
+		if (!(m->features & BPFMON_FEAT_BPF_LSM))
+			note(m, "deny -> remediate: bpf is not an active LSM (lsm= boot parameter)");
+		else if ((m->features & (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE)) !=
+			 (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE))
+			note(m, "deny -> remediate: kernel lacks ring buffers or task storage");
+		else if ((r = enforce_load(m, &m->enforce)) < 0)
+			note(m, "deny -> remediate: BPF LSM program did not load: %s", strerror(-r));
+		else
+			m->effective = BPFMON_DENY;
+	}
+}
+
+static int start_events(struct bpfmon *m)
+{
+	if (!m->skel || !(m->features & BPFMON_FEAT_RINGBUF))
+		return 0;
+	m->rb = ring_buffer__new(bpf_map__fd(m->skel->maps.events), on_sample, m, NULL);
+	if (!m->rb)
+		return -errno;
+	if (!m->base)
+		return 0;
+	m->rb_ev = event_new(m->base, ring_buffer__epoll_fd(m->rb), EV_READ | EV_PERSIST,
+			     on_ring_readable, m);
+	if (!m->rb_ev || event_add(m->rb_ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfmon **ret)
+{
+	_cleanup_(bpfmon_freep) struct bpfmon *m = NULL;
+	int r;
+
+	if (!o || o->enforcement > BPFMON_DENY || o->cgroup > BPFMON_CGROUP_V1)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->base = base;
+	m->opts = *o;
+	m->opts.cgroup_mount = NULL; /* borrowed strings are not kept */
+	m->opts.schedstat_path = NULL;
+	m->mnt_fd = -1;
+	m->stats_fd = -1;
+	m->effective = o->enforcement == BPFMON_DENY ? BPFMON_REMEDIATE : o->enforcement;
+	if (!m->opts.log_interval_s)
+		m->opts.log_interval_s = 10;
+	m->schedstat_path = strdup(o->schedstat_path ? o->schedstat_path : "/proc/schedstat");
+	if (!m->schedstat_path)
+		return -ENOMEM;
+	m->ncpu = libbpf_num_possible_cpus();
+	if (m->ncpu <= 0)
+		return m->ncpu < 0 ? m->ncpu : -EINVAL;
+	m->owners = calloc((size_t)m->ncpu, sizeof(*m->owners));
+	m->stats_buf = calloc((size_t)m->ncpu, sizeof(*m->stats_buf));
+	m->hist_buf = calloc((size_t)m->ncpu, sizeof(*m->hist_buf));
+	m->shared_mask = CPU_ALLOC((size_t)m->ncpu);
+	m->shared_mask_size = CPU_ALLOC_SIZE((size_t)m->ncpu);
+	if (!m->owners || !m->stats_buf || !m->hist_buf || !m->shared_mask)
+		return -ENOMEM;
+	CPU_ZERO_S(m->shared_mask_size, m->shared_mask);
+
+	r = open_hierarchy(m, o->cgroup_mount);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		note(m, "cgroup paths unknown: no %s hierarchy mount (%s)",
+		     o->cgroup == BPFMON_CGROUP_V1 ? "cpuset v1" : "cgroup2", strerror(-r));
+	if (o->remediate_scope) {
+		const char *p = cgroup_path(m, o->remediate_scope);
+
+		if (p && !(m->scope_path = strdup(p)))
+			return -ENOMEM;
+		if (!p)
+			note(m, "remediation off: scope cgroup %" PRIu64 " not found",
+			     o->remediate_scope);
+	}
+
+	libbpf_set_print(libbpf_log);
+	m->features = probe_features(o->without);
+	load_all(m);
+	if (m->skel && o->self_stats) {
+		m->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (m->stats_fd < 0)
+			note(m, "no self stats: bpf_enable_stats: %s", strerror(errno));
+	}
+	r = start_events(m);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		note(m, "no violation events: ring buffer: %s", strerror(-r));
+
+	if (m->skel)
+		log_info("bpf_loaded",
+			 "cgroup=%s contention=%s enforcement=%s requested=%s notes=%s",
+			 o->cgroup == BPFMON_CGROUP_V1 ? "v1-cpuset" : "v2",
+			 m->contention ? "on" : "off", bpfmon_enforcement_name(m->effective),
+			 bpfmon_enforcement_name(o->enforcement), log_quote(m->notes));
+	else
+		log_warn("bpf_not_loaded", "reason=%s action=continuing_without_pinning_checks",
+			 log_quote(m->error));
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+struct bpfmon *bpfmon_free(struct bpfmon *m)
+{
+	if (!m)
+		return NULL;
+	if (m->rb_ev)
+		event_free(m->rb_ev);
+	ring_buffer__free(m->rb);
+	enforce_bpf__destroy(m->enforce);
+	pinning_bpf__destroy(m->skel);
+	if (m->stats_fd >= 0)
+		(void)close(m->stats_fd);
+	if (m->mnt_fd >= 0)
+		(void)close(m->mnt_fd);
+	if (m->owners)
+		for (int i = 0; i < m->ncpu; i++)
+			free(m->owners[i].path);
+	for (int i = 0; i < CG_CACHE_SLOTS; i++)
+		free(m->cg_cache[i].path);
+	free(m->owners);
+	free(m->stats_buf);
+	free(m->hist_buf);
+	if (m->shared_mask)
+		CPU_FREE(m->shared_mask);
+	free(m->mnt);
+	free(m->scope_path);
+	free(m->schedstat_path);
+	free(m->met.schedstat_ns);
+	free(m);
+	return NULL;
+}
+
+bool bpfmon_is_loaded(const struct bpfmon *m)
+{
+	return m->skel != NULL;
+}
+
+const char *bpfmon_error(const struct bpfmon *m)
+{
+	return m->skel ? NULL : m->error;
+}
+
+const char *bpfmon_notes(const struct bpfmon *m)
+{
+	return m->notes;
+}
+
+unsigned bpfmon_features(const struct bpfmon *m)
+{
+	return m->features;
+}
+
+bool bpfmon_has_contention(const struct bpfmon *m)
+{
+	return m->contention;
+}
+
+enum bpfmon_enforcement bpfmon_enforcement(const struct bpfmon *m)
+{
+	return m->effective;
+}
+
+/* ---- owners and the shared pool ------------------------------------------------------ */
+
+static int write_owner(struct bpfmon *m, int cpu)
+{
+	const struct owner *ow = &m->owners[cpu];
+	struct pinning_owner v = {
+		.cgroup_id = ow->id,
+		.gen = ow->gen,
+	};
+	__u32 key = (__u32)cpu;
+	int r;
+
+	if (!m->skel)
+		return 0;
+	if (ow->path)
+		v.level = (__u32)(m->root_depth + path_depth(ow->path));
+	else
+		v.flags = PINNING_OWNER_EXACT;
+	r = bpf_map__update_elem(m->skel->maps.owners, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
+	if (r < 0)
+		return r;
+	return write_exclusive_mask(m);
+}
+
+int bpfmon_set_owner(struct bpfmon *m, int cpu, uint64_t cgroup_id)
+{
+	struct owner *ow;
+	const char *path;
+	char *copy = NULL;
+
+	if (cpu < 0 || cpu >= m->ncpu || !cgroup_id)
+		return -EINVAL;
+	path = cgroup_path(m, cgroup_id);
+	if (path && !(copy = strdup(path)))
+		return -ENOMEM;
+	ow = &m->owners[cpu];
+	free(ow->path);
+	ow->path = copy;
+	ow->id = cgroup_id;
+	ow->gen = ++m->gen;
+	if (!copy)
+		log_warn("cpu_owner_unresolved", "cpu=%d cgroup_id=%" PRIu64 " action=exact_match_only",
+			 cpu, cgroup_id);
+	log_info("cpu_owner_set", "cpu=%d cgroup_id=%" PRIu64 " cgroup=%s", cpu, cgroup_id,
+		 log_quote(copy ? copy : "?"));
+	return write_owner(m, cpu);
+}
+
+int bpfmon_clear_owner(struct bpfmon *m, int cpu)
+{
+	struct owner *ow;
+
+	if (cpu < 0 || cpu >= m->ncpu)
+		return -EINVAL;
+	ow = &m->owners[cpu];
+	if (!ow->id)
+		return 0;
+	free(ow->path);
+	*ow = (struct owner){ .gen = ++m->gen };
+	log_info("cpu_owner_cleared", "cpu=%d", cpu);
+	return write_owner(m, cpu);
+}
+
+int bpfmon_set_shared(struct bpfmon *m, const struct cpuset *shared)
+{
+	int r = 0;
+
+	m->shared = *shared;
+	CPU_ZERO_S(m->shared_mask_size, m->shared_mask);
+	for (int cpu = 0; cpu < m->ncpu; cpu++) {
+		__u32 key = (__u32)cpu, v = cpuset_has(shared, cpu);
+
+		if (v)
+			CPU_SET_S((size_t)cpu, m->shared_mask_size, m->shared_mask);
+		if (m->skel && r == 0)
+			r = bpf_map__update_elem(m->skel->maps.shared_cpus, &key, sizeof(key), &v,
+						 sizeof(v), BPF_ANY);
+	}
+	return r;
+}
+
+/* ---- events: log once, remediate ---------------------------------------------------- */
+
+/* True when (cpu, pid) was handled less than an interval ago; else marks it. */
+static bool seen_recently(struct bpfmon *m, uint32_t cpu, uint32_t pid, uint64_t now_s)
+{
+	uint32_t h = (pid * 2654435761u) ^ (cpu * 40503u);
+	struct seen *victim = NULL;
+
+	for (int i = 0; i < SEEN_PROBE; i++) {
+		struct seen *s = &m->seen[(h + (uint32_t)i) & (SEEN_SLOTS - 1)];
+
+		if (s->until_s > now_s && s->cpu == cpu && s->pid == pid)
+			return true;
+		if (!victim || s->until_s < victim->until_s)
+			victim = s;
+	}
+	*victim = (struct seen){ cpu, pid, now_s + m->opts.log_interval_s };
+	return false;
+}
+
+/* Remediation touches host tasks only: not under any owner cgroup (the
+ * owner of another exclusive CPU is a container too), under the scope if
+ * one is set, and with a known path (a cgroup we cannot name is left alone). */
+static bool is_host_task(const struct bpfmon *m, const struct pinning_event *e, const char *path)
+{
+	if (e->kind != PINNING_KIND_USER || !path)
+		return false;
+	for (int cpu = 0; cpu < m->ncpu; cpu++) {
+		const struct owner *ow = &m->owners[cpu];
+
+		if (ow->id && (ow->id == e->cgroup_id || (ow->path && path_is_under(path, ow->path))))
+			return false;
+	}
+	if (m->opts.remediate_scope && (!m->scope_path || !path_is_under(path, m->scope_path)))
+		return false;
+	return true;
+}
+
+static const char *remediate(struct bpfmon *m, const struct pinning_event *e)
+{
+	if (cpuset_is_empty(&m->shared)) {
+		m->act.remediate_failed++;
+		return "no_shared_pool";
+	}
+	if (sched_setaffinity((pid_t)e->pid, m->shared_mask_size, m->shared_mask) == 0) {
+		m->act.remediated++;
+		return "remediated";
+	}
+	if (errno == ESRCH)
+		return "exited";
+	m->act.remediate_failed++;
+	return errno == EINVAL ? "remediate_failed_cpuset" : "remediate_failed";
+}
+
+static void handle_event(struct bpfmon *m, const struct pinning_event *e)
+{
+	uint64_t now_s = now_ns() / 1000000000ull;
+	const char *path, *owner = "?", *action = "none";
+	bool acted = false;
+
+	if (seen_recently(m, e->cpu, e->pid, now_s))
+		return;
+	path = cgroup_path(m, e->cgroup_id);
+	if (e->cpu < (uint32_t)m->ncpu && m->owners[e->cpu].path)
+		owner = m->owners[e->cpu].path;
+	if (e->kind == PINNING_KIND_USER && is_host_task(m, e, path)) {
+		if (m->effective == BPFMON_AUDIT) {
+			m->act.audited++;
+			action = "audit_only";
+		} else {
+			action = remediate(m, e);
+			acted = true;
+		}
+	}
+
+	if (m->event_fn)
+		m->event_fn(e, path, action, m->event_userdata);
+	if (now_s >= m->log_window_s + m->opts.log_interval_s) {
+		if (m->log_suppressed)
+			log_warn("pinning_violations_suppressed", "count=%" PRIu64
+				 " interval_s=%u", m->log_suppressed, m->opts.log_interval_s);
+		m->log_window_s = now_s;
+		m->log_lines = 0;
+		m->log_suppressed = 0;
+	}
+	/* Lines that report an action always go out; the rest within budget. */
+	if (!acted && m->log_lines >= LOG_LINES_PER_INTERVAL) {
+		m->log_suppressed++;
+		return;
+	}
+	m->log_lines++;
+	log_warn(e->kind == PINNING_KIND_DENIED ? "affinity_denied" : "pinning_violation",
+		 "cpu=%u pid=%u tgid=%u comm=%s kind=%s cgroup=%s cgroup_id=%" PRIu64
+		 " owner=%s action=%s",
+		 e->cpu, e->pid, e->tgid, log_quote(e->comm),
+		 e->kind <= PINNING_KIND_DENIED ? kind_names[e->kind] : "?",
+		 log_quote(path ? path : "?"), (uint64_t)e->cgroup_id, log_quote(owner), action);
+}
+
+static int on_sample(void *ctx, void *data, size_t len)
+{
+	struct bpfmon *m = ctx;
+	struct pinning_event e;
+
+	if (len < sizeof(e)) {
+		m->act.read_errors++;
+		return 0;
+	}
+	memcpy(&e, data, sizeof(e));
+	e.comm[sizeof(e.comm) - 1] = 0;
+	m->act.events++;
+	handle_event(m, &e);
+	return 0;
+}
+
+int bpfmon_drain(struct bpfmon *m)
+{
+	int n;
+
+	if (!m->rb)
+		return 0;
+	n = ring_buffer__consume(m->rb);
+	if (n < 0)
+		m->act.read_errors++;
+	return n;
+}
+
+/* On the loop: drain what the kernel already has, never wait for more. */
+static void on_ring_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct bpfmon *m = arg;
+	uint64_t t0 = now_ns(), took;
+
+	(void)bpfmon_drain(m);
+	took = now_ns() - t0;
+	if (took > HANDLER_BUDGET_NS && t0 / 1000000000ull >= m->slow_logged_s + 60) {
+		m->slow_logged_s = t0 / 1000000000ull;
+		log_warn("slow_handler", "handler=ring_buffer took_ms=%" PRIu64, took / 1000000);
+	}
+}
+
+void bpfmon_set_event_fn(struct bpfmon *m, bpfmon_event_fn fn, void *userdata)
+{
+	m->event_fn = fn;
+	m->event_userdata = userdata;
+}
+
+void bpfmon_read_actions(const struct bpfmon *m, struct bpfmon_actions *ret)
+{
+	*ret = m->act;
+}
+
+static int prog_stats(const struct bpf_program *p, uint64_t *ret_runs, uint64_t *ret_ns)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_program__fd(p) < 0)
+		return -ENOENT;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) < 0)
+		return -errno;
+	*ret_runs = info.run_cnt;
+	*ret_ns = info.run_time_ns;
+	return 0;
+}
+
+int bpfmon_prog_stats(const struct bpfmon *m, const char *name, uint64_t *ret_runs,
+		      uint64_t *ret_ns)
+{
+	struct bpf_object *objs[2] = { m->skel ? m->skel->obj : NULL,
+				       m->enforce ? m->enforce->obj : NULL };
+
+	for (size_t i = 0; i < ARRAY_SIZE(objs); i++) {
+		struct bpf_program *p = objs[i] ? bpf_object__find_program_by_name(objs[i], name)
+						: NULL;
+
+		if (p && bpf_program__fd(p) >= 0)
+			return prog_stats(p, ret_runs, ret_ns);
+	}
+	return -ENOENT;
+}
+
+/* ---- counters ------------------------------------------------------------------------ */
+
+static int read_stats(struct bpfmon *m)
+{
+	__u32 zero = 0;
+
+	if (!m->skel)
+		return -ENODEV;
+	return bpf_map__lookup_elem(m->skel->maps.cpu_stats, &zero, sizeof(zero), m->stats_buf,
+				    sizeof(*m->stats_buf) * (size_t)m->ncpu, 0);
+}
+
+static void add_counters(struct bpfmon_counters *c, const struct pinning_cpu_stats *s)
+{
+	c->switches += s->switches;
+	c->owner_switches += s->owner_switches;
+	for (int k = 0; k < PINNING_KIND_MAX; k++) {
+		c->violations[k] += s->violations[k];
+		c->foreign_ns[k] += s->foreign_ns[k];
+	}
+	c->events_sent += s->events_sent;
+	c->events_ratelimited += s->events_ratelimited;
+	c->events_dropped += s->events_dropped;
+	c->denials += s->denials;
+}
+
+int bpfmon_read_counters(struct bpfmon *m, int cpu, struct bpfmon_counters *ret)
+{
+	struct bpfmon_counters c = { 0 };
+	int r;
+
+	if (cpu < -1 || cpu >= m->ncpu)
+		return -EINVAL;
+	r = read_stats(m);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < m->ncpu; i++)
+		if (cpu < 0 || i == cpu)
+			add_counters(&c, &m->stats_buf[i]);
+	*ret = c;
+	return 0;
+}
+
+int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint64_t *ret_sum_ns)
+{
+	uint64_t sum = 0;
+	__u32 zero = 0;
+	int r;
+
+	if (!m->skel || !m->contention)
+		return -ENODEV;
+	r = bpf_map__lookup_elem(m->skel->maps.runq_hist, &zero, sizeof(zero), m->hist_buf,
+				 sizeof(*m->hist_buf) * (size_t)m->ncpu, 0);
+	if (r < 0)
+		return r;
+	memset(slots, 0, sizeof(uint64_t) * PINNING_HIST_SLOTS);
+	for (int i = 0; i < m->ncpu; i++) {
+		for (int s = 0; s < PINNING_HIST_SLOTS; s++)
+			slots[s] += m->hist_buf[i].slots[s];
+		sum += m->hist_buf[i].sum_ns;
+	}
+	*ret_sum_ns = sum;
+	return 0;
+}
+
+/* ---- metrics ------------------------------------------------------------------------- */
+
+static int read_file(const char *path, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= SCHEDSTAT_MAX)
+				return -E2BIG;
+			cap = cap ? cap * 2 : 16384;
+			nb = realloc(buf, cap);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*ret = TAKE_PTR(buf);
+	*ret_len = len;
+	return 0;
+}
+
+/* metric_with() for one and two labels, with a typed sentinel (a bare NULL
+ * through "..." is not portable). */
+static struct metric_series *series1(struct metric *f, const char *a)
+{
+	return metric_with(f, a, (const char *)NULL);
+}
+
+static struct metric_series *series2(struct metric *f, const char *a, const char *b)
+{
+	return metric_with(f, a, b, (const char *)NULL);
+}
+
+static void collect_schedstat(struct bpfmon *m)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	char cpu[16];
+
+	if (read_file(m->schedstat_path, &buf, &len) < 0 ||
+	    bpfmon_schedstat_parse(buf, len, m->met.schedstat_ns, m->ncpu) < 0)
+		return;
+	for (int i = 0; i < m->ncpu; i++) {
+		(void)snprintf(cpu, sizeof(cpu), "%d", i);
+		metric_series_set(series1(m->met.schedstat_wait, cpu),
+				  (double)m->met.schedstat_ns[i] / 1e9);
+	}
+}
+
+static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program *p)
+{
+	const char *name = bpf_program__name(p);
+	uint64_t runs, ns;
+
+	if (prog_stats(p, &runs, &ns) < 0)
+		return;
+	metric_series_set(series1(mt->prog_runs, name), (double)runs);
+	metric_series_set(series1(mt->prog_seconds, name), (double)ns / 1e9);
+}
+
+static void collect(struct metrics *reg, void *userdata)
+{
+	struct bpfmon *m = userdata;
+	struct bpfmon_metrics *mt = &m->met;
+	struct bpfmon_counters total = { 0 };
+	char cpu[16];
+
+	metric_series_set(series1(mt->loaded, "pinning"), m->skel != NULL);
+	metric_series_set(series1(mt->loaded, "runqueue"), m->contention);
+	metric_series_set(series1(mt->loaded, "enforce"), m->enforce != NULL);
+	metric_reset(mt->enforcement);
+	metric_series_set(series2(mt->enforcement, bpfmon_enforcement_name(m->effective),
+				  bpfmon_enforcement_name(m->opts.enforcement)),
+			  1);
+	metric_series_set(series1(mt->denials, "audit"), (double)m->act.audited);
+	metric_series_set(series1(mt->denials, "remediate"), (double)m->act.remediated);
+	metric_set(mt->read_errors, (double)m->act.read_errors);
+	if (mt->schedstat_wait)
+		collect_schedstat(m);
+	if (read_stats(m) < 0)
+		return;
+
+	for (int i = 0; i < m->ncpu; i++) {
+		const struct pinning_cpu_stats *s = &m->stats_buf[i];
+
+		add_counters(&total, s);
+		/* Series for CPUs that are or were exclusive only. */
+		if (!m->owners[i].id && !s->switches)
+			continue;
+		(void)snprintf(cpu, sizeof(cpu), "%d", i);
+		metric_series_set(series1(mt->switches, cpu), (double)s->switches);
+		for (int k = 0; k < PINNING_KIND_MAX; k++) {
+			metric_series_set(series2(mt->violations, cpu, kind_names[k]),
+					  (double)s->violations[k]);
+			metric_series_set(series2(mt->violation_seconds, cpu, kind_names[k]),
+					  (double)s->foreign_ns[k] / 1e9);
+		}
+	}
+	metric_series_set(series1(mt->denials, "deny"), (double)total.denials);
+	metric_set(mt->dropped, (double)total.events_dropped);
+	metric_set(mt->ratelimited, (double)total.events_ratelimited);
+
+	if (m->contention) {
+		uint64_t slots[PINNING_HIST_SLOTS], sum_ns;
+		unsigned long long counts[PINNING_HIST_SLOTS];
+
+		if (bpfmon_read_runq(m, slots, &sum_ns) == 0) {
+			for (int s = 0; s < PINNING_HIST_SLOTS; s++)
+				counts[s] = slots[s];
+			metric_series_set_histogram(series1(mt->runq, "shared"), counts,
+						    (double)sum_ns / 1e9);
+		}
+	}
+	if (mt->prog_runs) {
+		struct bpf_object *objs[2] = { m->skel->obj, m->enforce ? m->enforce->obj : NULL };
+
+		for (size_t i = 0; i < ARRAY_SIZE(objs) && objs[i]; i++)
+			for (struct bpf_program *p = bpf_object__next_program(objs[i], NULL); p;
+			     p = bpf_object__next_program(objs[i], p))
+				collect_program(mt, p);
+	}
+}
+
+int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
+{
+	struct bpfmon_metrics *mt = &m->met;
+	/* Slot i of the BPF histogram ends at 2^(i+1) µs; the last is +Inf. */
+	double bounds[PINNING_HIST_SLOTS - 1];
+
+	for (int i = 0; i < PINNING_HIST_SLOTS - 1; i++)
+		bounds[i] = (double)(2ull << i) * 1e-6;
+	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_loaded",
+				   "1 when the BPF program is attached (pinning check, run-queue "
+				   "latency, enforcement).",
+				   "program");
+	mt->enforcement = metrics_gauge(reg, "dra_cpu_pinning_enforcement_info",
+					"Pinning enforcement in force (mode) and asked for "
+					"(requested); deny falls back to remediate without BPF LSM.",
+					"mode,requested");
+	mt->switches = metrics_counter(reg, "dra_cpu_pinning_switches_total",
+				       "Context switches onto a CPU while it was exclusive.", "cpu");
+	mt->violations = metrics_counter(reg, "dra_cpu_pinning_violations_total",
+					 "Switch-ins of a non-owner onto an exclusive CPU "
+					 "(kind=kthread: per-CPU kernel threads, routine).",
+					 "cpu,kind");
+	mt->violation_seconds = metrics_counter(reg, "dra_cpu_pinning_violation_seconds_total",
+						"Time non-owners ran on exclusive CPUs.", "cpu,kind");
+	mt->denials = metrics_counter(reg, "dra_cpu_affinity_denials_total",
+				      "Enforcement decisions: deny = affinity change refused, "
+				      "remediate = host task moved to the shared pool, audit = "
+				      "would have been moved.",
+				      "mode");
+	mt->dropped = metrics_counter(reg, "dra_cpu_bpf_events_dropped_total",
+				      "Violation events lost: ring buffer full.", NULL);
+	mt->ratelimited = metrics_counter(reg, "dra_cpu_bpf_events_ratelimited_total",
+					  "Violation events not sent: per-CPU rate limit.", NULL);
+	mt->read_errors = metrics_counter(reg, "dra_cpu_bpf_read_errors_total",
+					  "Ring-buffer reads that failed or returned short records.",
+					  NULL);
+	mt->runq = metrics_histogram(reg, "dra_cpu_runqueue_latency_seconds",
+				     "Wakeup/preemption to run latency of tasks on shared-pool CPUs.",
+				     "pool", bounds, PINNING_HIST_SLOTS - 1);
+	if (!mt->loaded || !mt->enforcement || !mt->switches || !mt->violations ||
+	    !mt->violation_seconds || !mt->denials || !mt->dropped || !mt->ratelimited ||
+	    !mt->read_errors || !mt->runq)
+		return -ENOMEM;
+	if (m->stats_fd >= 0) {
+		mt->prog_runs = metrics_counter(reg, "dra_cpu_bpf_program_runs_total",
+						"Runs of each BPF program (bpf_stats).", "program");
+		mt->prog_seconds = metrics_counter(reg, "dra_cpu_bpf_program_run_seconds_total",
+						   "Time spent in each BPF program (bpf_stats).",
+						   "program");
+		if (!mt->prog_runs || !mt->prog_seconds)
+			return -ENOMEM;
+	}
+	/* The kernel's own per-CPU wait time costs nothing: export it when the
+	 * kernel has it (CONFIG_SCHEDSTATS). */
+	if (access(m->schedstat_path, R_OK) == 0) {
+		mt->schedstat_ns = calloc((size_t)m->ncpu, sizeof(*mt->schedstat_ns));
+		mt->schedstat_wait = metrics_counter(reg, "dra_cpu_schedstat_waiting_seconds_total",
+						     "Time tasks waited on each CPU's run queue "
+						     "(/proc/schedstat run_delay).",
+						     "cpu");
+		if (!mt->schedstat_ns || !mt->schedstat_wait)
+			return -ENOMEM;
+	} else {
+		log_info("schedstat_unavailable", "path=%s", m->schedstat_path);
+	}
+	return metrics_add_collector(reg, collect, m);
+}

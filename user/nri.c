@@ -1,0 +1,1449 @@
+/* NRI plugin: the protocol session and its life on the loop; see nri.h.
+ *
+ * A session owns one ttrpc mux: conn 1 carries the runtime's requests to our
+ * Plugin service, conn 2 our calls to its Runtime service. The session sends
+ * RegisterPlugin first and serves conn 1 from the start, because Configure
+ * may come before the RegisterPlugin reply (wire-protocols.md 4.6). Everything
+ * decoded from the runtime goes through a budget allocator.
+ */
+#define LOG_MOD "nri"
+#include "nri.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "cpuset.h"
+#include "log.h"
+#include "nri_api.pb-c.h"
+#include "ttrpc.h"
+
+#define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
+#define SVC_RUNTIME "nri.pkg.api.v1alpha1.Runtime"
+#define CONN_PLUGIN 1	/* runtime calls us */
+#define CONN_RUNTIME 2	/* we call the runtime */
+#define SYNC_PARTS_MAX 64u
+#define PUSH_CHUNK (1u << 20) /* bytes of updates per UpdateContainers call */
+#define SLOW_HANDLER_MS 10
+
+/* ---- configuration ------------------------------------------------------------------------ */
+
+struct cfg {
+	char *socket_path;
+	char *name;
+	char *idx;
+	unsigned backoff_min_ms;
+	unsigned backoff_max_ms;
+	unsigned register_timeout_ms;
+	unsigned setup_timeout_ms;
+	unsigned call_timeout_ms;
+};
+
+static void cfg_done(struct cfg *c)
+{
+	free(c->socket_path);
+	free(c->name);
+	free(c->idx);
+	*c = (struct cfg){ 0 };
+}
+
+/* The runtime's own checks for external plugins (wire-protocols.md 4.6). */
+static bool is_valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n < 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") == n;
+}
+
+static bool is_valid_idx(const char *s)
+{
+	return strlen(s) == 2 && s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9';
+}
+
+static unsigned or_default(unsigned v, unsigned def)
+{
+	return v ? v : def;
+}
+
+static int cfg_init(struct cfg *c, const struct nri_config *in)
+{
+	static const struct nri_config none;
+	const struct nri_config *i = in ? in : &none;
+
+	*c = (struct cfg){
+		.socket_path = strdup(i->socket_path ? i->socket_path : NRI_SOCKET_DEFAULT),
+		.name = strdup(i->plugin_name ? i->plugin_name : NRI_PLUGIN_NAME),
+		.idx = strdup(i->plugin_idx ? i->plugin_idx : NRI_PLUGIN_IDX),
+		.backoff_min_ms = or_default(i->backoff_min_ms, 250),
+		.backoff_max_ms = or_default(i->backoff_max_ms, 10000),
+		.register_timeout_ms = or_default(i->register_timeout_ms, 5000),
+		.setup_timeout_ms = or_default(i->setup_timeout_ms, 15000),
+		.call_timeout_ms = or_default(i->call_timeout_ms, 5000),
+	};
+	if (!c->socket_path || !c->name || !c->idx) {
+		cfg_done(c);
+		return -ENOMEM;
+	}
+	if (!is_valid_name(c->name) || !is_valid_idx(c->idx) || !*c->socket_path) {
+		cfg_done(c);
+		return -EINVAL;
+	}
+	if (c->backoff_max_ms < c->backoff_min_ms)
+		c->backoff_max_ms = c->backoff_min_ms;
+	return 0;
+}
+
+/* ---- handler outputs ---------------------------------------------------------------------- */
+
+struct nri_adjust {
+	char *cpus;
+};
+
+struct nri_updates {
+	struct nri_update *v; /* strings owned */
+	size_t n;
+	size_t cap;
+};
+
+/* A cpuset string we may send: a valid, non-empty CPU list of sane length,
+ * nothing but the list (the parser would also take sysfs's trailing newline,
+ * which must not reach the runtime). */
+static int check_cpus(const char *cpus)
+{
+	struct cpuset set;
+	size_t len;
+
+	if (!cpus)
+		return -EINVAL;
+	len = strnlen(cpus, NRI_CPUS_MAX + 1);
+	if (len > NRI_CPUS_MAX)
+		return -E2BIG;
+	if (strspn(cpus, "0123456789,-") != len || cpuset_parse_n(cpus, len, &set, NULL) < 0 ||
+	    cpuset_is_empty(&set))
+		return -EINVAL;
+	return 0;
+}
+
+int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
+{
+	char *dup;
+	int r = check_cpus(cpus);
+
+	if (r < 0)
+		return r;
+	dup = strdup(cpus);
+	if (!dup)
+		return -ENOMEM;
+	free(a->cpus);
+	a->cpus = dup;
+	return 0;
+}
+
+int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus)
+{
+	_cleanup_free_ char *id = NULL, *c = NULL;
+	int r = check_cpus(cpus);
+
+	if (r < 0)
+		return r;
+	if (!container_id || !*container_id || strlen(container_id) > 1024)
+		return -EINVAL;
+	if (u->n >= NRI_UPDATES_MAX)
+		return -E2BIG;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? u->cap * 2 : 16;
+		struct nri_update *v = realloc(u->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		u->v = v;
+		u->cap = cap;
+	}
+	id = strdup(container_id);
+	c = strdup(cpus);
+	if (!id || !c)
+		return -ENOMEM;
+	u->v[u->n++] = (struct nri_update){ .container_id = TAKE_PTR(id), .cpus = TAKE_PTR(c) };
+	return 0;
+}
+
+static void updates_done(struct nri_updates *u)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		free((char *)u->v[i].container_id);
+		free((char *)u->v[i].cpus);
+	}
+	free(u->v);
+	*u = (struct nri_updates){ 0 };
+}
+
+/* ContainerUpdate messages for a list of (id, cpus), pointing into it. */
+struct pb_updates {
+	Nri__ContainerUpdate **ptrs;
+	Nri__ContainerUpdate *u;
+	Nri__LinuxContainerUpdate *l;
+	Nri__LinuxResources *r;
+	Nri__LinuxCPU *c;
+	size_t n;
+};
+
+static void pb_updates_done(struct pb_updates *p)
+{
+	free(p->ptrs);
+	free(p->u);
+	free(p->l);
+	free(p->r);
+	free(p->c);
+	*p = (struct pb_updates){ 0 };
+}
+
+static int pb_updates_init(struct pb_updates *p, const struct nri_update *v, size_t n)
+{
+	*p = (struct pb_updates){ 0 };
+	if (n == 0)
+		return 0;
+	p->ptrs = calloc(n, sizeof(*p->ptrs));
+	p->u = calloc(n, sizeof(*p->u));
+	p->l = calloc(n, sizeof(*p->l));
+	p->r = calloc(n, sizeof(*p->r));
+	p->c = calloc(n, sizeof(*p->c));
+	if (!p->ptrs || !p->u || !p->l || !p->r || !p->c) {
+		pb_updates_done(p);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		nri__container_update__init(&p->u[i]);
+		nri__linux_container_update__init(&p->l[i]);
+		nri__linux_resources__init(&p->r[i]);
+		nri__linux_cpu__init(&p->c[i]);
+		p->c[i].cpus = (char *)v[i].cpus;
+		p->r[i].cpu = &p->c[i];
+		p->l[i].resources = &p->r[i];
+		p->u[i].container_id = (char *)v[i].container_id;
+		p->u[i].linux_ = &p->l[i];
+		p->ptrs[i] = &p->u[i];
+	}
+	p->n = n;
+	return 0;
+}
+
+/* ---- views -------------------------------------------------------------------------------- */
+
+static const char *str(const char *s)
+{
+	return s ? s : "";
+}
+
+static void pod_view(struct nri_pod *v, const Nri__PodSandbox *p)
+{
+	if (!p) {
+		*v = (struct nri_pod){ "", "", "", "", "" };
+		return;
+	}
+	*v = (struct nri_pod){
+		.id = str(p->id),
+		.uid = str(p->uid),
+		.name = str(p->name),
+		.namespace = str(p->namespace_),
+		.cgroup_parent = p->linux_ ? str(p->linux_->cgroup_parent) : "",
+	};
+}
+
+static void container_view(struct nri_container *v, const Nri__Container *c,
+			   const struct nri_pod *pod)
+{
+	const Nri__LinuxContainer *l = c->linux_;
+	const Nri__LinuxCPU *cpu = l && l->resources ? l->resources->cpu : NULL;
+
+	*v = (struct nri_container){
+		.id = str(c->id),
+		.pod_sandbox_id = str(c->pod_sandbox_id),
+		.name = str(c->name),
+		.state = (int)c->state,
+		.env = (const char *const *)c->env,
+		.n_env = c->n_env,
+		.cgroups_path = l ? str(l->cgroups_path) : "",
+		.cpus = cpu ? str(cpu->cpus) : "",
+		.mems = cpu ? str(cpu->mems) : "",
+		.pid = c->pid,
+		.pod = pod,
+	};
+}
+
+const char *nri_container_getenv(const struct nri_container *c, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (size_t i = 0; i < c->n_env; i++) {
+		const char *e = c->env[i];
+
+		if (e && strncmp(e, key, k) == 0 && e[k] == '=')
+			return e + k + 1;
+	}
+	return NULL;
+}
+
+/* ---- the session -------------------------------------------------------------------------- */
+
+struct nri_session {
+	struct cfg cfg;
+	struct nri_handlers h;
+	void *ud;
+	int (*write)(void *wud, const void *buf, size_t len);
+	void *wud;
+	struct ttrpc_mux *mux;
+	uint32_t handled;	/* event bits with a handler */
+	uint32_t events;	/* what Configure answers */
+	bool registered;
+	bool synchronized;
+	bool connected_called;
+	int fatal;		/* set by a call's outcome; ends the session */
+	int end;		/* why the session ended, for disconnected() */
+	/* parts of a split Synchronize, until the last one */
+	struct ttrpc_pb_alloc sync_alloc;
+	Nri__SynchronizeRequest **parts;
+	size_t n_parts;
+	size_t sync_bytes;
+	struct nri_stats st;
+	char why[192];
+};
+
+static void set_why(struct nri_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_why(struct nri_session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+}
+
+static void sync_reset(struct nri_session *s)
+{
+	for (size_t i = 0; i < s->n_parts; i++)
+		nri__synchronize_request__free_unpacked(s->parts[i], &s->sync_alloc.base);
+	free(s->parts);
+	s->parts = NULL;
+	s->n_parts = 0;
+	s->sync_bytes = 0;
+}
+
+static int mux_write(void *ud, const void *buf, size_t len)
+{
+	struct nri_session *s = ud;
+
+	return s->write(s->wud, buf, len);
+}
+
+static int on_request(void *ud, const struct ttrpc_request *rq);
+
+int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, void *ud,
+		    int (*write)(void *wud, const void *buf, size_t len), void *wud,
+		    struct nri_session **ret)
+{
+	static const struct ttrpc_mux_ops ops = { .write = mux_write, .request = on_request };
+	_cleanup_(nri_session_freep) struct nri_session *s = NULL;
+	int r;
+
+	if (!h || !write)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	r = cfg_init(&s->cfg, cfg);
+	if (r < 0)
+		return r;
+	s->h = *h;
+	s->ud = ud;
+	s->write = write;
+	s->wud = wud;
+	r = ttrpc_mux_new(CONN_PLUGIN, CONN_RUNTIME, &ops, s, &s->mux);
+	if (r < 0)
+		return r;
+	if (h->create_container)
+		s->handled |= NRI_EVENT_BIT(NRI_EVENT_CREATE_CONTAINER);
+	if (h->post_create_container)
+		s->handled |= NRI_EVENT_BIT(NRI_EVENT_POST_CREATE_CONTAINER);
+	if (h->start_container)
+		s->handled |= NRI_EVENT_BIT(NRI_EVENT_START_CONTAINER);
+	if (h->update_container)
+		s->handled |= NRI_EVENT_BIT(NRI_EVENT_UPDATE_CONTAINER);
+	if (h->stop_container)
+		s->handled |= NRI_EVENT_BIT(NRI_EVENT_STOP_CONTAINER);
+	if (h->remove_container)
+		s->handled |= NRI_EVENT_BIT(NRI_EVENT_REMOVE_CONTAINER);
+	/* A mask of 0 means "all events" to the runtime, and an UNIMPLEMENTED
+	 * CreateContainer fails the container: with no handler at all, ask for
+	 * RemoveContainer alone and answer it. */
+	s->events = s->handled ? s->handled : NRI_EVENT_BIT(NRI_EVENT_REMOVE_CONTAINER);
+	s->end = -ECONNRESET;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct nri_session *nri_session_free(struct nri_session *s)
+{
+	if (!s)
+		return NULL;
+	/* Pending calls end first (push_done() learns of it), then the
+	 * connection as a whole. */
+	s->mux = ttrpc_mux_free(s->mux);
+	if (s->connected_called && s->h.disconnected)
+		s->h.disconnected(s->ud, s->end);
+	sync_reset(s);
+	cfg_done(&s->cfg);
+	free(s);
+	return NULL;
+}
+
+bool nri_session_is_registered(const struct nri_session *s)
+{
+	return s->registered;
+}
+
+bool nri_session_is_synchronized(const struct nri_session *s)
+{
+	return s->synchronized;
+}
+
+const char *nri_session_why(const struct nri_session *s)
+{
+	return s->why;
+}
+
+const struct nri_stats *nri_session_stats(const struct nri_session *s)
+{
+	return &s->st;
+}
+
+uint32_t nri_session_events(const struct nri_session *s)
+{
+	return s->events;
+}
+
+/* Ends the session on the runtime's bad data or a missed deadline, with the
+ * reason counted and kept for the log line and disconnected(). */
+static int session_fail(struct nri_session *s, int r)
+{
+	if (!*s->why && s->mux && ttrpc_mux_is_dead(s->mux))
+		set_why(s, "%s", ttrpc_mux_why(s->mux));
+	if (r == -EPROTO || r == -E2BIG)
+		s->st.protocol_errors++;
+	if (r == -E2BIG)
+		s->st.oversized++;
+	if (r == -ETIMEDOUT)
+		s->st.timeouts++;
+	s->end = r;
+	return r;
+}
+
+/* ---- registration and Runtime calls ------------------------------------------------------- */
+
+static void on_registered(void *ud, int r, int code, const char *msg, const uint8_t *payload,
+			  size_t len)
+{
+	struct nri_session *s = ud;
+
+	if (r == -ECONNRESET) /* the session is closing anyway */
+		return;
+	if (r < 0) {
+		set_why(s, "no RegisterPlugin reply within %u ms", s->cfg.register_timeout_ms);
+		s->fatal = r;
+		return;
+	}
+	if (code != TTRPC_OK) {
+		set_why(s, "registration refused: %s %s", ttrpc_code_name(code), log_quote(msg));
+		s->fatal = -ECONNREFUSED;
+		return;
+	}
+	s->registered = true;
+	s->st.registrations++;
+	log_info("nri_registered", "plugin=%s-%s", s->cfg.idx, s->cfg.name);
+	s->connected_called = true;
+	if (s->h.connected)
+		s->h.connected(s->ud);
+}
+
+int nri_session_start(struct nri_session *s)
+{
+	Nri__RegisterPluginRequest req = NRI__REGISTER_PLUGIN_REQUEST__INIT;
+	uint8_t buf[256];
+	size_t len;
+
+	req.plugin_name = s->cfg.name;
+	req.plugin_idx = s->cfg.idx;
+	len = nri__register_plugin_request__get_packed_size(&req);
+	if (len > sizeof(buf)) /* name < 64 bytes: cannot happen */
+		return -E2BIG;
+	(void)nri__register_plugin_request__pack(&req, buf);
+	return ttrpc_mux_call(s->mux, SVC_RUNTIME, "RegisterPlugin", buf, len,
+			      s->cfg.register_timeout_ms, on_registered, s, NULL);
+}
+
+static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t *payload,
+		      size_t len)
+{
+	struct nri_session *s = ud;
+	struct ttrpc_pb_alloc a;
+	Nri__UpdateContainersResponse *resp;
+	_cleanup_free_ const char **ids = NULL;
+
+	if (r == 0 && code != TTRPC_OK) {
+		log_warn("nri_push_refused", "code=%s msg=%s", ttrpc_code_name(code),
+			 log_quote(msg));
+		r = -EREMOTEIO;
+	}
+	if (r < 0) {
+		if (r != -ECONNRESET)
+			log_warn_errno(r, "nri_push_failed", "action=reported");
+		if (s->h.push_done)
+			s->h.push_done(s->ud, r, NULL, 0);
+		return;
+	}
+	ttrpc_pb_alloc_init(&a, NRI_DECODE_BUDGET);
+	resp = nri__update_containers_response__unpack(&a.base, len, payload);
+	if (!resp) {
+		set_why(s, "undecodable UpdateContainersResponse");
+		s->fatal = -EPROTO;
+		if (s->h.push_done)
+			s->h.push_done(s->ud, -EPROTO, NULL, 0);
+		return;
+	}
+	if (resp->n_failed > 0)
+		ids = calloc(resp->n_failed, sizeof(*ids));
+	if (resp->n_failed > 0 && !ids) {
+		nri__update_containers_response__free_unpacked(resp, &a.base);
+		if (s->h.push_done)
+			s->h.push_done(s->ud, -ENOMEM, NULL, 0);
+		return;
+	}
+	for (size_t i = 0; i < resp->n_failed; i++)
+		ids[i] = resp->failed[i] ? str(resp->failed[i]->container_id) : "";
+	if (resp->n_failed > 0) /* one line, however many */
+		log_warn("nri_update_failed", "n=%zu first=%s action=reported",
+			 resp->n_failed, log_quote(ids[0]));
+	s->st.updates_failed += resp->n_failed;
+	if (s->h.push_done)
+		s->h.push_done(s->ud, 0, ids, resp->n_failed);
+	nri__update_containers_response__free_unpacked(resp, &a.base);
+}
+
+static int push_chunk(struct nri_session *s, const struct nri_update *u, size_t n)
+{
+	Nri__UpdateContainersRequest req = NRI__UPDATE_CONTAINERS_REQUEST__INIT;
+	struct pb_updates pu;
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+	int r;
+
+	r = pb_updates_init(&pu, u, n);
+	if (r < 0)
+		return r;
+	req.n_update = pu.n;
+	req.update = pu.ptrs;
+	len = nri__update_containers_request__get_packed_size(&req);
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		pb_updates_done(&pu);
+		return -ENOMEM;
+	}
+	(void)nri__update_containers_request__pack(&req, buf);
+	pb_updates_done(&pu);
+	r = ttrpc_mux_call(s->mux, SVC_RUNTIME, "UpdateContainers", buf, len,
+			   s->cfg.call_timeout_ms, on_pushed, s, NULL);
+	if (r < 0)
+		return r;
+	s->st.updates_pushed += n;
+	return 0;
+}
+
+int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, size_t n)
+{
+	size_t start = 0, bytes = 0;
+	int r;
+
+	if (!s->registered)
+		return -ENOTCONN;
+	if (n > NRI_UPDATES_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		r = check_cpus(u[i].cpus);
+		if (r < 0)
+			return r;
+		if (!u[i].container_id || !*u[i].container_id)
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bytes += strlen(u[i].container_id) + strlen(u[i].cpus) + 16;
+		if (bytes < PUSH_CHUNK && i + 1 < n)
+			continue;
+		r = push_chunk(s, u + start, i + 1 - start);
+		if (r < 0)
+			return r;
+		start = i + 1;
+		bytes = 0;
+	}
+	return 0;
+}
+
+/* ---- Plugin service ----------------------------------------------------------------------- */
+
+static int reply_error(struct nri_session *s, uint32_t sid, int code, const char *msg)
+{
+	return ttrpc_mux_reply(s->mux, sid, code, msg, NULL, 0);
+}
+
+static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage *msg)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len = protobuf_c_message_get_packed_size(msg);
+
+	if (len > TTRPC_MSG_MAX) {
+		log_error("nri_reply_too_large", "bytes=%zu max=%u", len, TTRPC_MSG_MAX);
+		return reply_error(s, sid, TTRPC_RESOURCE_EXHAUSTED, "response too large");
+	}
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	(void)protobuf_c_message_pack(msg, buf);
+	return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, buf, len);
+}
+
+static int reply_empty(struct nri_session *s, uint32_t sid)
+{
+	return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, NULL, 0);
+}
+
+/* A handler's error becomes the runtime's error; logged here, once. */
+static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
+			const struct nri_container *c, int r, char *err)
+{
+	const char *msg;
+
+	err[NRI_ERR_MAX - 1] = 0; /* whatever the handler wrote */
+	msg = *err ? err : strerror(r < 0 ? -r : EINVAL);
+	s->st.handler_errors++;
+	if (c)
+		log_error("nri_handler_failed", "method=%s container=%s name=%s err=%s", method,
+			  log_quote(c->id), log_quote(c->name), log_quote(msg));
+	else
+		log_error("nri_handler_failed", "method=%s err=%s", method, log_quote(msg));
+	return reply_error(s, sid, TTRPC_UNKNOWN, msg);
+}
+
+static void check_slow(const char *method, int64_t t0)
+{
+	int64_t ms = ttrpc_now_ms() - t0;
+
+	if (ms > SLOW_HANDLER_MS)
+		log_warn("nri_slow_handler", "method=%s ms=%lld budget_ms=%d", method,
+			 (long long)ms, SLOW_HANDLER_MS);
+}
+
+static void *decode(struct nri_session *s, const ProtobufCMessageDescriptor *d,
+		    const struct ttrpc_request *rq, struct ttrpc_pb_alloc *a)
+{
+	void *m;
+
+	ttrpc_pb_alloc_init(a, NRI_DECODE_BUDGET);
+	m = protobuf_c_message_unpack(d, &a->base, rq->len, rq->payload);
+	if (!m)
+		set_why(s, "undecodable %s request (%zu bytes)", rq->method, rq->len);
+	return m;
+}
+
+static int do_configure(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	Nri__ConfigureResponse resp = NRI__CONFIGURE_RESPONSE__INIT;
+	struct ttrpc_pb_alloc a;
+	Nri__ConfigureRequest *req = decode(s, &nri__configure_request__descriptor, rq, &a);
+	int r;
+
+	if (!req)
+		return -EPROTO;
+	log_info("nri_configured", "runtime=%s version=%s nri_version=%s events=0x%x",
+		 log_quote(req->runtime_name), log_quote(req->runtime_version),
+		 log_quote(req->nri_version), s->events);
+	resp.events = (int32_t)s->events;
+	r = reply_msg(s, rq->stream_id, &resp.base);
+	nri__configure_request__free_unpacked(req, &a.base);
+	return r;
+}
+
+static int cmp_pod_id(const void *a, const void *b)
+{
+	const struct nri_pod *x = *(const struct nri_pod *const *)a;
+	const struct nri_pod *y = *(const struct nri_pod *const *)b;
+
+	return strcmp(x->id, y->id);
+}
+
+static const struct nri_pod *find_pod(const struct nri_pod **index, size_t n, const char *id)
+{
+	struct nri_pod key = { .id = id };
+	const struct nri_pod *k = &key, **hit;
+
+	if (!*id)
+		return NULL;
+	hit = bsearch(&k, index, n, sizeof(*index), cmp_pod_id);
+	return hit ? *hit : NULL;
+}
+
+/* The last part is in: one handler call over all parts. */
+static int sync_finish(struct nri_session *s, uint32_t sid)
+{
+	Nri__SynchronizeResponse resp = NRI__SYNCHRONIZE_RESPONSE__INIT;
+	_cleanup_free_ struct nri_pod *pods = NULL;
+	_cleanup_free_ const struct nri_pod **index = NULL;
+	_cleanup_free_ struct nri_container *ctrs = NULL;
+	struct nri_updates upd = { 0 };
+	struct pb_updates pu = { 0 };
+	char err[NRI_ERR_MAX] = "";
+	size_t np = 0, nc = 0, ip = 0, ic = 0;
+	int64_t t0;
+	int r;
+
+	for (size_t i = 0; i < s->n_parts; i++) {
+		np += s->parts[i]->n_pods;
+		nc += s->parts[i]->n_containers;
+	}
+	pods = calloc(np ? np : 1, sizeof(*pods));
+	index = calloc(np ? np : 1, sizeof(*index));
+	ctrs = calloc(nc ? nc : 1, sizeof(*ctrs));
+	if (!pods || !index || !ctrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_parts; i++)
+		for (size_t j = 0; j < s->parts[i]->n_pods; j++, ip++) {
+			pod_view(&pods[ip], s->parts[i]->pods[j]);
+			index[ip] = &pods[ip];
+		}
+	qsort(index, np, sizeof(*index), cmp_pod_id);
+	for (size_t i = 0; i < s->n_parts; i++)
+		for (size_t j = 0; j < s->parts[i]->n_containers; j++) {
+			const Nri__Container *c = s->parts[i]->containers[j];
+
+			if (!c)
+				continue;
+			container_view(&ctrs[ic], c, NULL);
+			ctrs[ic].pod = find_pod(index, np, ctrs[ic].pod_sandbox_id);
+			ic++;
+		}
+	r = 0;
+	if (s->h.synchronize) {
+		t0 = ttrpc_now_ms();
+		r = s->h.synchronize(s->ud, pods, np, ctrs, ic, &upd, err);
+		check_slow("Synchronize", t0);
+	}
+	if (r < 0) {
+		r = reply_failed(s, sid, "Synchronize", NULL, r, err);
+		goto out;
+	}
+	r = pb_updates_init(&pu, upd.v, upd.n);
+	if (r < 0)
+		goto out;
+	resp.n_update = pu.n;
+	resp.update = pu.ptrs;
+	r = reply_msg(s, sid, &resp.base);
+	if (r < 0)
+		goto out;
+	s->synchronized = true;
+	log_info("nri_synchronized", "pods=%zu containers=%zu updates=%zu parts=%zu", np, ic,
+		 upd.n, s->n_parts);
+out:
+	pb_updates_done(&pu);
+	updates_done(&upd);
+	return r;
+}
+
+static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	Nri__SynchronizeResponse resp = NRI__SYNCHRONIZE_RESPONSE__INIT;
+	Nri__SynchronizeRequest *req, **parts;
+	int r;
+
+	s->st.sync_parts++;
+	if (s->sync_bytes + rq->len > NRI_SYNC_MAX || s->n_parts >= SYNC_PARTS_MAX) {
+		set_why(s, "Synchronize over %zu parts and %zu bytes", s->n_parts + 1,
+			s->sync_bytes + rq->len);
+		return -E2BIG;
+	}
+	if (s->n_parts == 0)
+		ttrpc_pb_alloc_init(&s->sync_alloc, NRI_SYNC_DECODE_BUDGET);
+	parts = realloc(s->parts, (s->n_parts + 1) * sizeof(*parts));
+	if (!parts)
+		return -ENOMEM;
+	s->parts = parts;
+	req = nri__synchronize_request__unpack(&s->sync_alloc.base, rq->len, rq->payload);
+	if (!req) {
+		set_why(s, "undecodable Synchronize part %zu (%zu bytes)", s->n_parts + 1,
+			rq->len);
+		return -EPROTO;
+	}
+	s->parts[s->n_parts++] = req;
+	s->sync_bytes += rq->len;
+	if (req->more) {
+		/* An intermediate part is answered "more" and nothing else, or the
+		 * runtime drops us (wire-protocols.md 4.6). */
+		resp.more = true;
+		return reply_msg(s, rq->stream_id, &resp.base);
+	}
+	r = sync_finish(s, rq->stream_id);
+	sync_reset(s);
+	return r;
+}
+
+static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	Nri__CreateContainerResponse resp = NRI__CREATE_CONTAINER_RESPONSE__INIT;
+	Nri__ContainerAdjustment adjust = NRI__CONTAINER_ADJUSTMENT__INIT;
+	Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
+	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
+	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
+	struct ttrpc_pb_alloc a;
+	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
+	struct nri_adjust adj = { 0 };
+	struct nri_updates upd = { 0 };
+	struct pb_updates pu = { 0 };
+	struct nri_pod pod;
+	struct nri_container c;
+	char err[NRI_ERR_MAX] = "";
+	int64_t t0;
+	int r;
+
+	if (!req)
+		return -EPROTO;
+	if (!req->container) {
+		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
+		goto out;
+	}
+	pod_view(&pod, req->pod);
+	container_view(&c, req->container, &pod);
+	t0 = ttrpc_now_ms();
+	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, err);
+	check_slow("CreateContainer", t0);
+	if (r < 0) {
+		r = reply_failed(s, rq->stream_id, "CreateContainer", &c, r, err);
+		goto out;
+	}
+	if (adj.cpus) {
+		cpu.cpus = adj.cpus;
+		res.cpu = &cpu;
+		ladj.resources = &res;
+		adjust.linux_ = &ladj;
+		resp.adjust = &adjust;
+	}
+	r = pb_updates_init(&pu, upd.v, upd.n);
+	if (r < 0)
+		goto out;
+	resp.n_update = pu.n;
+	resp.update = pu.ptrs;
+	log_debug("nri_create", "container=%s cpus=%s updates=%zu", log_quote(c.id),
+		  adj.cpus ? adj.cpus : "", upd.n);
+	r = reply_msg(s, rq->stream_id, &resp.base);
+out:
+	pb_updates_done(&pu);
+	updates_done(&upd);
+	free(adj.cpus);
+	nri__container_request__free_unpacked(req, &a.base);
+	return r;
+}
+
+static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	Nri__UpdateContainerResponse resp = NRI__UPDATE_CONTAINER_RESPONSE__INIT;
+	struct ttrpc_pb_alloc a;
+	Nri__UpdateContainerRequest *req = decode(s, &nri__update_container_request__descriptor,
+						  rq, &a);
+	struct nri_updates upd = { 0 };
+	struct pb_updates pu = { 0 };
+	struct nri_pod pod;
+	struct nri_container c;
+	char err[NRI_ERR_MAX] = "";
+	const char *cpus = "";
+	int64_t t0;
+	int r;
+
+	if (!req)
+		return -EPROTO;
+	if (!req->container) {
+		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
+		goto out;
+	}
+	if (req->linux_resources && req->linux_resources->cpu)
+		cpus = str(req->linux_resources->cpu->cpus);
+	pod_view(&pod, req->pod);
+	container_view(&c, req->container, &pod);
+	t0 = ttrpc_now_ms();
+	r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, err);
+	check_slow("UpdateContainer", t0);
+	if (r < 0) {
+		r = reply_failed(s, rq->stream_id, "UpdateContainer", &c, r, err);
+		goto out;
+	}
+	r = pb_updates_init(&pu, upd.v, upd.n);
+	if (r < 0)
+		goto out;
+	resp.n_update = pu.n;
+	resp.update = pu.ptrs;
+	r = reply_msg(s, rq->stream_id, &resp.base);
+out:
+	pb_updates_done(&pu);
+	updates_done(&upd);
+	nri__update_container_request__free_unpacked(req, &a.base);
+	return r;
+}
+
+static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	Nri__StopContainerResponse resp = NRI__STOP_CONTAINER_RESPONSE__INIT;
+	struct ttrpc_pb_alloc a;
+	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
+	struct nri_updates upd = { 0 };
+	struct pb_updates pu = { 0 };
+	struct nri_pod pod;
+	struct nri_container c;
+	char err[NRI_ERR_MAX] = "";
+	int64_t t0;
+	int r;
+
+	if (!req)
+		return -EPROTO;
+	if (!req->container) {
+		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
+		goto out;
+	}
+	pod_view(&pod, req->pod);
+	container_view(&c, req->container, &pod);
+	t0 = ttrpc_now_ms();
+	r = s->h.stop_container(s->ud, &pod, &c, &upd, err);
+	check_slow("StopContainer", t0);
+	if (r < 0) {
+		r = reply_failed(s, rq->stream_id, "StopContainer", &c, r, err);
+		goto out;
+	}
+	r = pb_updates_init(&pu, upd.v, upd.n);
+	if (r < 0)
+		goto out;
+	resp.n_update = pu.n;
+	resp.update = pu.ptrs;
+	r = reply_msg(s, rq->stream_id, &resp.base);
+out:
+	pb_updates_done(&pu);
+	updates_done(&upd);
+	nri__container_request__free_unpacked(req, &a.base);
+	return r;
+}
+
+/* Events we only observe: the handler's error is logged, the runtime gets ok. */
+static void notify(struct nri_session *s, int event, const char *method,
+		   const Nri__PodSandbox *p, const Nri__Container *ctr)
+{
+	int (*fn)(void *, const struct nri_pod *, const struct nri_container *) = NULL;
+	struct nri_pod pod;
+	struct nri_container c;
+	int64_t t0;
+	int r;
+
+	switch (event) {
+	case NRI_EVENT_POST_CREATE_CONTAINER:
+		fn = s->h.post_create_container;
+		break;
+	case NRI_EVENT_START_CONTAINER:
+		fn = s->h.start_container;
+		break;
+	case NRI_EVENT_REMOVE_CONTAINER:
+		fn = s->h.remove_container;
+		break;
+	}
+	if (!fn || !ctr)
+		return;
+	pod_view(&pod, p);
+	container_view(&c, ctr, &pod);
+	t0 = ttrpc_now_ms();
+	r = fn(s->ud, &pod, &c);
+	check_slow(method, t0);
+	if (r < 0) {
+		s->st.handler_errors++;
+		log_error_errno(r, "nri_handler_failed", "method=%s container=%s", method,
+				log_quote(c.id));
+	}
+}
+
+static int event_of(const char *method)
+{
+	if (strcmp(method, "PostCreateContainer") == 0)
+		return NRI_EVENT_POST_CREATE_CONTAINER;
+	if (strcmp(method, "StartContainer") == 0)
+		return NRI_EVENT_START_CONTAINER;
+	return NRI_EVENT_REMOVE_CONTAINER;
+}
+
+static int do_notify(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	struct ttrpc_pb_alloc a;
+	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
+	int r;
+
+	if (!req)
+		return -EPROTO;
+	notify(s, event_of(rq->method), rq->method, req->pod, req->container);
+	r = reply_empty(s, rq->stream_id);
+	nri__container_request__free_unpacked(req, &a.base);
+	return r;
+}
+
+/* What a runtime sends when a newer event method was UNIMPLEMENTED. */
+static int do_state_change(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	struct ttrpc_pb_alloc a;
+	Nri__StateChangeEvent *ev = decode(s, &nri__state_change_event__descriptor, rq, &a);
+	int r;
+
+	if (!ev)
+		return -EPROTO;
+	if (ev->event == NRI__EVENT__POST_CREATE_CONTAINER ||
+	    ev->event == NRI__EVENT__START_CONTAINER || ev->event == NRI__EVENT__REMOVE_CONTAINER)
+		notify(s, (int)ev->event, "StateChange", ev->pod, ev->container);
+	r = reply_empty(s, rq->stream_id);
+	nri__state_change_event__free_unpacked(ev, &a.base);
+	return r;
+}
+
+static int do_shutdown(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	int r;
+
+	if (s->h.shutdown)
+		s->h.shutdown(s->ud);
+	r = reply_empty(s, rq->stream_id);
+	if (r < 0)
+		return r;
+	set_why(s, "the runtime asked us to shut down");
+	return -ESHUTDOWN;
+}
+
+static const struct method {
+	const char *name;
+	int event; /* 0: always served */
+	int (*fn)(struct nri_session *s, const struct ttrpc_request *rq);
+} methods[] = {
+	{ "Configure", 0, do_configure },
+	{ "Synchronize", 0, do_synchronize },
+	{ "Shutdown", 0, do_shutdown },
+	{ "StateChange", 0, do_state_change },
+	{ "CreateContainer", NRI_EVENT_CREATE_CONTAINER, do_create },
+	{ "UpdateContainer", NRI_EVENT_UPDATE_CONTAINER, do_update },
+	{ "StopContainer", NRI_EVENT_STOP_CONTAINER, do_stop },
+	{ "PostCreateContainer", NRI_EVENT_POST_CREATE_CONTAINER, do_notify },
+	{ "StartContainer", NRI_EVENT_START_CONTAINER, do_notify },
+	{ "RemoveContainer", NRI_EVENT_REMOVE_CONTAINER, do_notify },
+};
+
+static int on_request(void *ud, const struct ttrpc_request *rq)
+{
+	struct nri_session *s = ud;
+	const struct method *m = NULL;
+	char msg[160];
+
+	s->st.requests++;
+	if (strcmp(rq->service, SVC_PLUGIN) == 0)
+		for (size_t i = 0; i < ARRAY_SIZE(methods) && !m; i++)
+			if (strcmp(rq->method, methods[i].name) == 0)
+				m = &methods[i];
+	if (m && m->event && !(s->events & NRI_EVENT_BIT(m->event)))
+		m = NULL;
+	if (m)
+		return m->fn(s, rq);
+	/* The text ttrpc's Go server uses, so runtimes see what they expect. */
+	if (strcmp(rq->service, SVC_PLUGIN) != 0)
+		(void)snprintf(msg, sizeof(msg), "service %s", rq->service);
+	else
+		(void)snprintf(msg, sizeof(msg), "method %s", rq->method);
+	s->st.unimplemented++;
+	log_debug("nri_unimplemented", "service=%s method=%s", log_quote(rq->service),
+		  log_quote(rq->method));
+	return reply_error(s, rq->stream_id, TTRPC_UNIMPLEMENTED, msg);
+}
+
+int nri_session_feed(struct nri_session *s, const void *buf, size_t len)
+{
+	int r = ttrpc_mux_feed(s->mux, buf, len);
+
+	if (r < 0)
+		return session_fail(s, r);
+	if (s->fatal)
+		return session_fail(s, s->fatal);
+	return 0;
+}
+
+int64_t nri_session_next_deadline(const struct nri_session *s)
+{
+	return ttrpc_mux_next_deadline(s->mux);
+}
+
+int nri_session_expire(struct nri_session *s, int64_t now_ms)
+{
+	(void)ttrpc_mux_expire(s->mux, now_ms);
+	return s->fatal ? session_fail(s, s->fatal) : 0;
+}
+
+/* ---- the plugin on the loop --------------------------------------------------------------- */
+
+struct nri {
+	struct event_base *base;
+	struct cfg cfg;
+	struct nri_handlers h;
+	void *ud;
+	struct sockaddr_un addr;
+	socklen_t addr_len;
+	struct bufferevent *bev;
+	struct nri_session *s;
+	struct event *retry;	/* next connection attempt */
+	struct event *deadline;	/* earliest call deadline of the session */
+	struct event *setup;	/* connected -> synchronized within setup_timeout_ms */
+	unsigned backoff_ms;
+	int last_connect_err;	/* log a connect failure once per errno */
+	bool started;
+	struct nri_stats totals; /* of sessions that ended */
+};
+
+static void stats_add(struct nri_stats *d, const struct nri_stats *s)
+{
+	d->connects += s->connects;
+	d->connect_failures += s->connect_failures;
+	d->registrations += s->registrations;
+	d->disconnects += s->disconnects;
+	d->protocol_errors += s->protocol_errors;
+	d->oversized += s->oversized;
+	d->timeouts += s->timeouts;
+	d->requests += s->requests;
+	d->unimplemented += s->unimplemented;
+	d->handler_errors += s->handler_errors;
+	d->sync_parts += s->sync_parts;
+	d->updates_pushed += s->updates_pushed;
+	d->updates_failed += s->updates_failed;
+}
+
+struct nri_stats nri_get_stats(const struct nri *n)
+{
+	struct nri_stats st = n->totals;
+
+	if (n->s)
+		stats_add(&st, nri_session_stats(n->s));
+	return st;
+}
+
+bool nri_is_synchronized(const struct nri *n)
+{
+	return n->s && nri_session_is_synchronized(n->s);
+}
+
+static void schedule_retry(struct nri *n)
+{
+	struct timeval tv = { n->backoff_ms / 1000, (n->backoff_ms % 1000) * 1000 };
+
+	(void)evtimer_add(n->retry, &tv);
+	n->backoff_ms = n->backoff_ms >= n->cfg.backoff_max_ms / 2 ? n->cfg.backoff_max_ms
+								  : n->backoff_ms * 2;
+}
+
+/* Ends the connection (r: why) and schedules the next attempt. */
+static void conn_drop(struct nri *n, int r)
+{
+	const char *why = n->s ? nri_session_why(n->s) : "";
+	bool was_synced = n->s && nri_session_is_synchronized(n->s);
+	bool was_registered = n->s && nri_session_is_registered(n->s);
+
+	switch (r) {
+	case -EPROTO:
+	case -E2BIG:
+		log_error("nri_protocol_error", "why=%s action=reconnecting", log_quote(why));
+		break;
+	case -ECONNREFUSED:
+	case -ETIMEDOUT:
+		log_error_errno(r, "nri_session_failed", "why=%s action=reconnecting",
+				log_quote(why));
+		break;
+	case -ESHUTDOWN:
+		log_info("nri_shutdown", "why=%s action=reconnecting", log_quote(why));
+		break;
+	default:
+		log_warn_errno(r, "nri_disconnected", "registered=%d action=reconnecting",
+			       was_registered);
+	}
+	if (n->s) {
+		stats_add(&n->totals, nri_session_stats(n->s));
+		n->s->end = r;
+		n->s = nri_session_free(n->s);
+	}
+	n->totals.disconnects++;
+	if (n->bev) {
+		bufferevent_free(n->bev);
+		n->bev = NULL;
+	}
+	(void)evtimer_del(n->deadline);
+	(void)evtimer_del(n->setup);
+	/* A connection that worked resets the backoff: a runtime restart is
+	 * picked up quickly, a runtime that keeps dropping us is not hammered. */
+	if (was_synced)
+		n->backoff_ms = n->cfg.backoff_min_ms;
+	n->last_connect_err = 0;
+	schedule_retry(n);
+}
+
+static void arm_deadline(struct nri *n)
+{
+	int64_t d = n->s ? nri_session_next_deadline(n->s) : -1;
+	int64_t ms;
+	struct timeval tv;
+
+	if (d < 0) {
+		(void)evtimer_del(n->deadline);
+		return;
+	}
+	ms = d - ttrpc_now_ms();
+	if (ms < 0)
+		ms = 0;
+	tv = (struct timeval){ (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	(void)evtimer_add(n->deadline, &tv);
+}
+
+/* Work after any input or call: deadlines and the setup watchdog. */
+static void after_io(struct nri *n)
+{
+	arm_deadline(n);
+	if (nri_session_is_synchronized(n->s) && evtimer_pending(n->setup, NULL))
+		(void)evtimer_del(n->setup);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct nri *n = arg;
+
+	if (what & BEV_EVENT_EOF)
+		conn_drop(n, -ECONNRESET);
+	else if (what & BEV_EVENT_ERROR)
+		conn_drop(n, -(EVUTIL_SOCKET_ERROR() ? EVUTIL_SOCKET_ERROR() : EIO));
+}
+
+static void on_flushed(struct bufferevent *bev, void *arg)
+{
+	conn_drop(arg, -ESHUTDOWN);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct nri *n = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	int r;
+
+	/* What one read brought (libevent caps a read at 16 KiB): bounded. */
+	while (evbuffer_get_length(in) > 0) {
+		struct evbuffer_iovec v;
+
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		r = nri_session_feed(n->s, v.iov_base, v.iov_len);
+		(void)evbuffer_drain(in, v.iov_len);
+		if (r == -ESHUTDOWN && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+			/* Our Shutdown reply goes out before we close. */
+			(void)bufferevent_disable(bev, EV_READ);
+			bufferevent_setcb(bev, NULL, on_flushed, on_event, n);
+			return;
+		}
+		if (r < 0) {
+			conn_drop(n, r);
+			return;
+		}
+	}
+	after_io(n);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct nri *n = arg;
+	int r;
+
+	if (!n->s)
+		return;
+	if (ttrpc_mux_is_dead(n->s->mux)) { /* a push failed to write */
+		conn_drop(n, -EPIPE);
+		return;
+	}
+	r = nri_session_expire(n->s, ttrpc_now_ms());
+	if (r < 0) {
+		conn_drop(n, r);
+		return;
+	}
+	arm_deadline(n);
+}
+
+static void on_setup_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct nri *n = arg;
+
+	if (!n->s || nri_session_is_synchronized(n->s))
+		return;
+	n->s->st.timeouts++;
+	set_why(n->s, "not synchronized within %u ms", n->cfg.setup_timeout_ms);
+	log_error("nri_setup_timeout", "why=%s", log_quote(nri_session_why(n->s)));
+	conn_drop(n, -ETIMEDOUT);
+}
+
+static int conn_write(void *ud, const void *buf, size_t len)
+{
+	struct nri *n = ud;
+	struct evbuffer *out = bufferevent_get_output(n->bev);
+
+	if (evbuffer_get_length(out) + len > NRI_OUTBUF_MAX)
+		return -ENOBUFS;
+	return evbuffer_add(out, buf, len) < 0 ? -ENOMEM : 0;
+}
+
+static void on_retry(evutil_socket_t unused, short what, void *arg)
+{
+	struct nri *n = arg;
+	struct timeval tv = { n->cfg.setup_timeout_ms / 1000,
+			      (n->cfg.setup_timeout_ms % 1000) * 1000 };
+	int fd, r;
+
+	/* A unix socket connect completes or fails at once: it does not block. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (connect(fd, (struct sockaddr *)&n->addr, n->addr_len) < 0) {
+		r = -errno;
+		(void)close(fd);
+		goto fail;
+	}
+	n->bev = bufferevent_socket_new(n->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!n->bev) {
+		(void)close(fd);
+		r = -ENOMEM;
+		goto fail;
+	}
+	n->totals.connects++;
+	log_info("nri_connected", "socket=%s", log_quote(n->cfg.socket_path));
+	r = nri_session_new(&(struct nri_config){ .plugin_name = n->cfg.name,
+						  .plugin_idx = n->cfg.idx,
+						  .register_timeout_ms = n->cfg.register_timeout_ms,
+						  .call_timeout_ms = n->cfg.call_timeout_ms },
+			    &n->h, n->ud, conn_write, n, &n->s);
+	if (r < 0) {
+		conn_drop(n, r);
+		return;
+	}
+	bufferevent_setcb(n->bev, on_read, NULL, on_event, n);
+	r = bufferevent_enable(n->bev, EV_READ | EV_WRITE) < 0 ? -ENOMEM : nri_session_start(n->s);
+	if (r < 0) {
+		conn_drop(n, r);
+		return;
+	}
+	(void)evtimer_add(n->setup, &tv);
+	arm_deadline(n);
+	return;
+fail:
+	n->totals.connect_failures++;
+	if (r != n->last_connect_err)
+		log_warn_errno(r, "nri_connect_failed", "socket=%s retry_ms=%u action=retrying",
+			       log_quote(n->cfg.socket_path), n->backoff_ms);
+	else
+		log_debug("nri_connect_failed", "socket=%s retry_ms=%u",
+			  log_quote(n->cfg.socket_path), n->backoff_ms);
+	n->last_connect_err = r;
+	schedule_retry(n);
+}
+
+int nri_new(struct event_base *base, const struct nri_config *cfg, const struct nri_handlers *h,
+	    void *ud, struct nri **ret)
+{
+	_cleanup_(nri_freep) struct nri *n = NULL;
+	size_t len;
+	int r;
+
+	if (!base || !h)
+		return -EINVAL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	r = cfg_init(&n->cfg, cfg);
+	if (r < 0)
+		return r;
+	len = strlen(n->cfg.socket_path);
+	if (len >= sizeof(n->addr.sun_path))
+		return -ENAMETOOLONG;
+	n->addr.sun_family = AF_UNIX;
+	memcpy(n->addr.sun_path, n->cfg.socket_path, len + 1);
+	n->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+	n->base = base;
+	n->h = *h;
+	n->ud = ud;
+	n->backoff_ms = n->cfg.backoff_min_ms;
+	n->retry = evtimer_new(base, on_retry, n);
+	n->deadline = evtimer_new(base, on_deadline, n);
+	n->setup = evtimer_new(base, on_setup_timeout, n);
+	if (!n->retry || !n->deadline || !n->setup)
+		return -ENOMEM;
+	*ret = TAKE_PTR(n);
+	return 0;
+}
+
+struct nri *nri_free(struct nri *n)
+{
+	if (!n)
+		return NULL;
+	if (n->s) {
+		n->s->end = -ECANCELED;
+		n->s = nri_session_free(n->s);
+	}
+	if (n->bev)
+		bufferevent_free(n->bev);
+	if (n->retry)
+		event_free(n->retry);
+	if (n->deadline)
+		event_free(n->deadline);
+	if (n->setup)
+		event_free(n->setup);
+	cfg_done(&n->cfg);
+	free(n);
+	return NULL;
+}
+
+int nri_start(struct nri *n)
+{
+	static const struct timeval now = { 0, 0 };
+
+	if (n->started)
+		return -EALREADY;
+	n->started = true;
+	return evtimer_add(n->retry, &now) < 0 ? -ENOMEM : 0;
+}
+
+int nri_push_updates(struct nri *n, const struct nri_update *u, size_t count)
+{
+	int r;
+
+	if (!n->s || !nri_session_is_registered(n->s))
+		return -ENOTCONN;
+	r = nri_session_push_updates(n->s, u, count);
+	/* We may be inside a handler, inside the session: a connection broken
+	 * by a failed write is dropped from the loop, not from here. */
+	if (ttrpc_mux_is_dead(n->s->mux))
+		event_active(n->deadline, EV_TIMEOUT, 0);
+	else
+		arm_deadline(n);
+	return r;
+}

@@ -1,0 +1,650 @@
+/* ResourceSlice publication. See publisher.h for the rules.
+ *
+ *   phase NODE ─ok─> LIST ─ok─> WATCHING ──events──> (sync after resync_delay)
+ *     ^  └─err─┐      └─err─┐     │  └─end: normal ─> WATCH again from the last rv
+ *     └─backoff┘  backoff ──┘     └─end: 410 / error ─> backoff ─> LIST
+ *
+ * A sync is a queue of writes run one at a time; any failure drops the rest,
+ * waits out a backoff and re-lists, so conflicts resolve from fresh state.
+ */
+#include "publisher.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#define LOG_MOD "publisher"
+#include "backoff.h"
+#include "devices.h"
+#include "kube.h"
+#include "log.h"
+#include "metrics.h"
+#include "slices.h"
+
+#define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
+#define WATCH_TIMEOUT_S 300
+
+enum phase { PH_NODE, PH_LIST, PH_WATCHING };
+enum op_kind { OP_DELETE, OP_UPDATE, OP_CREATE };
+
+struct op {
+	enum op_kind kind;
+	int index;		   /* desired slice index (update, create) */
+	struct json_object *slice; /* delete: the cached slice; update: body; create: body */
+};
+
+struct publisher {
+	struct event_base *base;
+	struct kube *kube;
+	struct publisher_opts o;
+	char *node, *node_uid;
+	enum phase phase;
+	struct kube_call *call;
+	struct kube_watch *watch;
+	char *rv; /* last resourceVersion seen (list or watch) */
+	struct event *retry_timer, *sync_timer;
+	struct backoff bo;
+	/* desired: full slice objects (generation filled at sync) */
+	struct json_object *desired;
+	int n_desired;
+	struct json_object **adopted; /* per index: server-normalized devices, or NULL */
+	/* existing slices of ours, by name */
+	struct json_object *cache; /* object: name -> slice */
+	/* current sync */
+	struct op *ops;
+	int n_ops, next_op;
+	bool syncing, dirty, in_sync, dropped_logged;
+	/* metrics */
+	struct metric *writes, *errors, *published, *dropped;
+};
+
+static void schedule_sync(struct publisher *p, int delay_ms);
+static void start_list(struct publisher *p);
+static void start_watch(struct publisher *p);
+static void run_sync(struct publisher *p);
+static void get_node(struct publisher *p);
+
+static void set_in_sync(struct publisher *p, bool v)
+{
+	if (p->in_sync == v)
+		return;
+	p->in_sync = v;
+	if (p->o.on_state)
+		p->o.on_state(p->o.ud, v);
+}
+
+static const char *meta_str(struct json_object *o, const char *k)
+{
+	struct json_object *m, *v;
+
+	if (!json_object_object_get_ex(o, "metadata", &m) || !json_object_object_get_ex(m, k, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static struct json_object *get_path(struct json_object *o, const char *a, const char *b,
+				    const char *c)
+{
+	if (a && !json_object_object_get_ex(o, a, &o))
+		return NULL;
+	if (b && !json_object_object_get_ex(o, b, &o))
+		return NULL;
+	if (c && !json_object_object_get_ex(o, c, &o))
+		return NULL;
+	return o;
+}
+
+static void set_rv(struct publisher *p, const char *rv)
+{
+	char *n;
+
+	if (!rv || !*rv || (p->rv && !strcmp(p->rv, rv)))
+		return;
+	n = strdup(rv);
+	if (!n)
+		return;
+	free(p->rv);
+	p->rv = n;
+}
+
+static void ops_clear(struct publisher *p)
+{
+	for (int i = 0; i < p->n_ops; i++)
+		json_object_put(p->ops[i].slice);
+	free(p->ops);
+	p->ops = NULL;
+	p->n_ops = p->next_op = 0;
+}
+
+/* Backoff, then do `what` (re-list, usually). */
+static void retry_later(struct publisher *p, int floor_s)
+{
+	struct timeval tv;
+	uint32_t ms = floor_s > 0 ? backoff_next_at_least(&p->bo, (uint32_t)floor_s * 1000)
+				  : backoff_next(&p->bo);
+
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	(void)event_add(p->retry_timer, &tv);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *ud)
+{
+	struct publisher *p = ud;
+
+	if (p->phase == PH_NODE)
+		get_node(p);
+	else
+		start_list(p);
+}
+
+/* ---- node ---------------------------------------------------------------------------- */
+
+static void on_node(void *ud, const struct kube_result *r)
+{
+	struct publisher *p = ud;
+	const char *uid;
+	struct json_object *arr = NULL;
+	int rc;
+
+	p->call = NULL;
+	uid = r->error ? NULL : meta_str(r->body, "uid");
+	if (!uid) {
+		log_warn("node_get_failed", "node=%s error=%s action=retrying", p->node,
+			 log_quote(r->error ? r->error_text : "no metadata.uid"));
+		metric_add(p->errors, 1);
+		retry_later(p, r->retry_after_s);
+		return;
+	}
+	p->node_uid = strdup(uid);
+	if (!p->node_uid) {
+		retry_later(p, 0);
+		return;
+	}
+	{
+		struct slices_opts so = { .node = p->node, .node_uid = p->node_uid,
+					  .generation = 1, .max_devices = p->o.max_devices };
+
+		rc = slices_build(p->o.devices, &so, &arr);
+	}
+	if (rc < 0) {
+		log_error_errno(rc, "slices_build_failed", "");
+		retry_later(p, 0);
+		return;
+	}
+	p->desired = arr;
+	p->n_desired = (int)json_object_array_length(arr);
+	p->adopted = calloc((size_t)p->n_desired, sizeof(*p->adopted));
+	if (!p->adopted) {
+		retry_later(p, 0);
+		return;
+	}
+	log_info("node_found", "node=%s uid=%s slices=%d devices=%d", p->node, p->node_uid,
+		 p->n_desired, p->o.devices->n);
+	p->phase = PH_LIST;
+	start_list(p);
+}
+
+static void get_node(struct publisher *p)
+{
+	char path[512];
+	int r;
+
+	(void)snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+	r = kube_request(p->kube, KUBE_GET, path, NULL, NULL, on_node, p, &p->call);
+	if (r < 0)
+		retry_later(p, 0);
+}
+
+/* ---- list and watch ---------------------------------------------------------------- */
+
+static char *selector_path(struct publisher *p, bool watch)
+{
+	char *path = strdup(SLICES_PATH), sel[400];
+
+	(void)snprintf(sel, sizeof(sel), "spec.driver=%s,spec.nodeName=%s", SLICES_DRIVER, p->node);
+	if (!path || kube_query_add(&path, "fieldSelector", sel) < 0)
+		goto fail;
+	if (watch) {
+		char to[16];
+
+		(void)snprintf(to, sizeof(to), "%d", WATCH_TIMEOUT_S);
+		if (kube_query_add(&path, "watch", "1") < 0 ||
+		    kube_query_add(&path, "allowWatchBookmarks", "true") < 0 ||
+		    kube_query_add(&path, "timeoutSeconds", to) < 0 ||
+		    (p->rv && kube_query_add(&path, "resourceVersion", p->rv) < 0))
+			goto fail;
+	}
+	return path;
+fail:
+	free(path);
+	return NULL;
+}
+
+static void cache_put(struct publisher *p, struct json_object *slice)
+{
+	const char *name = meta_str(slice, "name");
+
+	if (name)
+		json_object_object_add(p->cache, name, json_object_get(slice));
+}
+
+static void on_list(void *ud, const struct kube_result *r)
+{
+	struct publisher *p = ud;
+	struct json_object *items;
+
+	p->call = NULL;
+	if (r->error) {
+		log_warn("slice_list_failed", "error=%s action=retrying", log_quote(r->error_text));
+		metric_add(p->errors, 1);
+		retry_later(p, r->retry_after_s);
+		return;
+	}
+	json_object_put(p->cache);
+	p->cache = json_object_new_object();
+	items = get_path(r->body, "items", NULL, NULL);
+	for (size_t i = 0; items && i < json_object_array_length(items); i++)
+		cache_put(p, json_object_array_get_idx(items, i));
+	free(p->rv);
+	p->rv = NULL;
+	set_rv(p, meta_str(r->body, "resourceVersion"));
+	p->phase = PH_WATCHING;
+	start_watch(p);
+	schedule_sync(p, 0);
+}
+
+static void start_list(struct publisher *p)
+{
+	_cleanup_free_ char *path = selector_path(p, false);
+
+	kube_watch_stop(p->watch);
+	p->watch = NULL;
+	p->phase = PH_LIST;
+	if (!path || kube_request(p->kube, KUBE_GET, path, NULL, NULL, on_list, p, &p->call) < 0)
+		retry_later(p, 0);
+}
+
+static void on_event(void *ud, const struct kube_watch_event *ev)
+{
+	struct publisher *p = ud;
+	const char *name;
+
+	set_rv(p, ev->resource_version);
+	if (ev->type == KUBE_EVENT_BOOKMARK)
+		return;
+	name = meta_str(ev->object, "name");
+	if (!name)
+		return;
+	if (ev->type == KUBE_EVENT_DELETED)
+		json_object_object_del(p->cache, name);
+	else
+		cache_put(p, ev->object);
+	log_debug("slice_event", "type=%d name=%s", (int)ev->type, name);
+	/* Our own writes come back here too; a sync that finds nothing to do
+	 * writes nothing, so there is no need to tell them apart. */
+	schedule_sync(p, p->o.resync_delay_ms);
+}
+
+static void on_watch_end(void *ud, const struct kube_result *r)
+{
+	struct publisher *p = ud;
+
+	p->watch = NULL;
+	if (r->error == 0) {
+		start_watch(p); /* the server ended the stream: resume */
+		return;
+	}
+	if (kube_is_expired(r))
+		log_info("slice_watch_expired", "action=relisting");
+	else
+		log_warn("slice_watch_failed", "error=%s action=relisting",
+			 log_quote(r->error_text));
+	retry_later(p, r->retry_after_s);
+}
+
+static void start_watch(struct publisher *p)
+{
+	_cleanup_free_ char *path = selector_path(p, true);
+
+	if (!path ||
+	    kube_watch(p->kube, path, NULL, on_event, on_watch_end, p, &p->watch) < 0) {
+		p->watch = NULL;
+		retry_later(p, 0);
+	}
+}
+
+/* ---- sync --------------------------------------------------------------------------- */
+
+/* The index encoded in a slice name "<hex, width>-dra.cpu-<node>-xxxxx", or -1. */
+static int name_index(const struct publisher *p, const char *name)
+{
+	int width = 5, idx = 0;
+	char tail[320];
+
+	for (int n = p->n_desired - 1; n >= (1 << 20); n >>= 4)
+		width++;
+	for (int i = 0; i < width; i++) {
+		char c = name[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (v < 0)
+			return -1;
+		idx = idx * 16 + v;
+	}
+	(void)snprintf(tail, sizeof(tail), "-%s-%s-", SLICES_DRIVER, p->node);
+	if (strncmp(name + width, tail, strlen(tail)) != 0)
+		return -1;
+	return idx;
+}
+
+static int64_t slice_generation(struct json_object *s)
+{
+	struct json_object *g = get_path(s, "spec", "pool", "generation");
+
+	return g ? json_object_get_int64(g) : -1;
+}
+
+/* Does the existing slice differ from desired index i at generation gen? */
+static bool slice_changed(struct publisher *p, struct json_object *have, int i, int64_t gen)
+{
+	struct json_object *want = json_object_array_get_idx(p->desired, (size_t)i);
+	struct json_object *want_devs = p->adopted[i] ? p->adopted[i]
+						      : get_path(want, "spec", "devices", NULL);
+	struct json_object *spec = get_path(have, "spec", NULL, NULL), *v;
+
+	if (!spec)
+		return true;
+	if (slice_generation(have) != gen)
+		return true;
+	v = get_path(spec, "pool", "resourceSliceCount", NULL);
+	if (!v || json_object_get_int64(v) != p->n_desired)
+		return true;
+	v = get_path(spec, "pool", "name", NULL);
+	if (!v || strcmp(json_object_get_string(v), p->node) != 0)
+		return true;
+	v = get_path(spec, "nodeName", NULL, NULL);
+	if (!v || strcmp(json_object_get_string(v), p->node) != 0)
+		return true;
+	if (get_path(spec, "nodeSelector", NULL, NULL) || get_path(spec, "allNodes", NULL, NULL))
+		return true;
+	v = get_path(spec, "devices", NULL, NULL);
+	if (!v)
+		return json_object_array_length(want_devs) != 0;
+	return !json_object_equal(v, want_devs);
+}
+
+static int op_add(struct publisher *p, enum op_kind kind, int index, struct json_object *slice)
+{
+	struct op *n = realloc(p->ops, sizeof(*n) * (size_t)(p->n_ops + 1));
+
+	if (!n) {
+		json_object_put(slice);
+		return -ENOMEM;
+	}
+	p->ops = n;
+	p->ops[p->n_ops++] = (struct op){ kind, index, slice };
+	return 0;
+}
+
+/* A write body: the desired slice at gen, keeping have's metadata (update). */
+static struct json_object *body_for(struct publisher *p, int i, int64_t gen,
+				    struct json_object *have)
+{
+	struct json_object *want = json_object_array_get_idx(p->desired, (size_t)i);
+	struct json_object *body = NULL, *spec = NULL, *pool;
+
+	if (json_object_deep_copy(have ? have : want, &body, NULL) < 0 ||
+	    json_object_deep_copy(get_path(want, "spec", NULL, NULL), &spec, NULL) < 0) {
+		json_object_put(body);
+		return NULL;
+	}
+	pool = get_path(spec, "pool", NULL, NULL);
+	json_object_object_add(pool, "generation", json_object_new_int64(gen));
+	if (p->adopted[i])
+		json_object_object_add(spec, "devices", json_object_get(p->adopted[i]));
+	json_object_object_add(body, "spec", spec);
+	json_object_object_del(body, "status");
+	return body;
+}
+
+static void plan(struct publisher *p)
+{
+	struct json_object **match = calloc((size_t)p->n_desired + 1, sizeof(*match));
+	int64_t g = 0, gen;
+	int creates = 0, changes = 0;
+
+	if (!match)
+		return;
+	json_object_object_foreach(p->cache, n0, s0)
+	{
+		(void)n0;
+		if (slice_generation(s0) > g)
+			g = slice_generation(s0);
+	}
+	/* Match by index; everything else is obsolete. */
+	json_object_object_foreach(p->cache, name, s)
+	{
+		int i = slice_generation(s) < g ? -1 : name_index(p, name);
+
+		if (i >= 0 && i < p->n_desired && !match[i]) {
+			match[i] = s;
+			continue;
+		}
+		(void)op_add(p, OP_DELETE, -1, json_object_get(s));
+	}
+	for (int i = 0; i < p->n_desired; i++) {
+		if (!match[i])
+			creates++;
+		else if (slice_changed(p, match[i], i, g))
+			changes++;
+	}
+	gen = (creates == 0 && changes <= 1 && g > 0) ? g : g + 1;
+	for (int i = 0; i < p->n_desired; i++) {
+		if (!match[i])
+			(void)op_add(p, OP_CREATE, i, body_for(p, i, gen, NULL));
+		else if (gen != g || slice_changed(p, match[i], i, gen))
+			(void)op_add(p, OP_UPDATE, i, body_for(p, i, gen, match[i]));
+	}
+	free(match);
+}
+
+/* After a write: did the server keep what we sent? */
+static void check_dropped(struct publisher *p, int i, struct json_object *sent,
+			  struct json_object *got)
+{
+	struct json_object *a = get_path(sent, "spec", "devices", NULL);
+	struct json_object *b = get_path(got, "spec", "devices", NULL);
+
+	if (!a || !b || json_object_equal(a, b))
+		return;
+	if (!p->dropped_logged) {
+		log_warn("slice_fields_dropped",
+			 "slice=%s hint=\"the API server dropped device fields; is the "
+			 "DRAConsumableCapacity feature gate on?\" action=adopting",
+			 meta_str(got, "name") ? meta_str(got, "name") : "?");
+		p->dropped_logged = true;
+	}
+	metric_set(p->dropped, 1);
+	json_object_put(p->adopted[i]);
+	p->adopted[i] = json_object_get(b);
+}
+
+static void next_op(struct publisher *p);
+
+static void on_op_done(void *ud, const struct kube_result *r)
+{
+	struct publisher *p = ud;
+	struct op *op = &p->ops[p->next_op];
+	static const char *const verbs[] = { "delete", "update", "create" };
+
+	p->call = NULL;
+	if (r->error && !(op->kind == OP_DELETE && r->error == -ENOENT)) {
+		log_warn("slice_write_failed", "verb=%s slice=%s error=%s action=relisting",
+			 verbs[op->kind],
+			 meta_str(op->slice, "name") ? meta_str(op->slice, "name") : "(new)",
+			 log_quote(r->error_text));
+		metric_add(p->errors, 1);
+		ops_clear(p);
+		p->syncing = false;
+		set_in_sync(p, false);
+		kube_watch_stop(p->watch);
+		p->watch = NULL;
+		p->phase = PH_LIST;
+		retry_later(p, r->retry_after_s);
+		return;
+	}
+	metric_series_add(metric_with(p->writes, verbs[op->kind], NULL), 1);
+	if (op->kind == OP_DELETE) {
+		const char *name = meta_str(op->slice, "name");
+
+		if (name)
+			json_object_object_del(p->cache, name);
+	} else if (r->body) {
+		check_dropped(p, op->index, op->slice, r->body);
+		cache_put(p, r->body);
+	}
+	p->next_op++;
+	next_op(p);
+}
+
+static void next_op(struct publisher *p)
+{
+	struct kube_req_opts ro = { 0 };
+	_cleanup_free_ char *body = NULL;
+	char path[600];
+	struct op *op;
+	int r;
+
+	if (p->next_op == p->n_ops) {
+		int n = p->n_ops;
+
+		ops_clear(p);
+		p->syncing = false;
+		backoff_reset(&p->bo);
+		if (n)
+			log_info("slices_synced", "writes=%d slices=%d", n, p->n_desired);
+		metric_set(p->published, p->n_desired);
+		set_in_sync(p, true);
+		if (p->dirty)
+			schedule_sync(p, 0);
+		return;
+	}
+	op = &p->ops[p->next_op];
+	if (!op->slice)
+		r = -ENOMEM;
+	else if (op->kind == OP_DELETE) {
+		(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH, meta_str(op->slice, "name"));
+		ro.precondition_uid = meta_str(op->slice, "uid");
+		ro.precondition_rv = meta_str(op->slice, "resourceVersion");
+		r = kube_request(p->kube, KUBE_DELETE, path, NULL, &ro, on_op_done, p, &p->call);
+	} else {
+		body = strdup(json_object_to_json_string_ext(op->slice, JSON_C_TO_STRING_PLAIN));
+		if (op->kind == OP_UPDATE)
+			(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH,
+				       meta_str(op->slice, "name"));
+		else
+			(void)snprintf(path, sizeof(path), "%s", SLICES_PATH);
+		r = !body ? -ENOMEM
+			  : kube_request(p->kube, op->kind == OP_UPDATE ? KUBE_UPDATE : KUBE_CREATE,
+					 path, body, NULL, on_op_done, p, &p->call);
+	}
+	if (r < 0) {
+		log_error_errno(r, "slice_write_failed", "action=retrying");
+		ops_clear(p);
+		p->syncing = false;
+		retry_later(p, 0);
+	}
+}
+
+static void run_sync(struct publisher *p)
+{
+	if (p->phase != PH_WATCHING || p->syncing || p->call)
+		return;
+	p->dirty = false;
+	p->syncing = true;
+	plan(p);
+	if (p->n_ops)
+		set_in_sync(p, false);
+	next_op(p);
+}
+
+static void on_sync_timer(evutil_socket_t fd, short what, void *ud)
+{
+	run_sync(ud);
+}
+
+static void schedule_sync(struct publisher *p, int delay_ms)
+{
+	struct timeval tv = { .tv_sec = delay_ms / 1000, .tv_usec = (delay_ms % 1000) * 1000 };
+
+	if (p->syncing) {
+		p->dirty = true;
+		return;
+	}
+	if (!evtimer_pending(p->sync_timer, NULL) || delay_ms == 0)
+		(void)event_add(p->sync_timer, &tv);
+}
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+
+int publisher_new(struct event_base *base, struct kube *k, const struct publisher_opts *o,
+		  struct metrics *m, struct publisher **ret)
+{
+	_cleanup_(publisher_freep) struct publisher *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->base = base;
+	p->kube = k;
+	p->o = *o;
+	if (!p->o.resync_delay_ms)
+		p->o.resync_delay_ms = 1000;
+	p->node = strdup(o->node);
+	p->cache = json_object_new_object();
+	p->retry_timer = evtimer_new(base, on_retry, p);
+	p->sync_timer = evtimer_new(base, on_sync_timer, p);
+	if (!p->node || !p->cache || !p->retry_timer || !p->sync_timer)
+		return -ENOMEM;
+	backoff_init(&p->bo, 200, 30000);
+	p->writes = metrics_counter(m, "dra_cpu_slice_writes_total",
+				    "ResourceSlice writes by verb.", "verb");
+	p->errors = metrics_counter(m, "dra_cpu_slice_errors_total",
+				    "Failed API requests of the slice publisher.", NULL);
+	p->published = metrics_gauge(m, "dra_cpu_slices_published",
+				     "ResourceSlices of this node known to be in sync.", NULL);
+	p->dropped = metrics_gauge(m, "dra_cpu_slice_fields_dropped",
+				   "1 when the API server dropped fields we publish.", NULL);
+	p->phase = PH_NODE;
+	get_node(p);
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+struct publisher *publisher_free(struct publisher *p)
+{
+	if (!p)
+		return NULL;
+	kube_call_cancel(p->call);
+	kube_watch_stop(p->watch);
+	if (p->retry_timer)
+		event_free(p->retry_timer);
+	if (p->sync_timer)
+		event_free(p->sync_timer);
+	ops_clear(p);
+	for (int i = 0; p->adopted && i < p->n_desired; i++)
+		json_object_put(p->adopted[i]);
+	free(p->adopted);
+	json_object_put(p->desired);
+	json_object_put(p->cache);
+	free(p->node);
+	free(p->node_uid);
+	free(p->rv);
+	free(p);
+	return NULL;
+}

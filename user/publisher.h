@@ -1,0 +1,52 @@
+/* Keeps this node's ResourceSlices on the API server equal to what the node
+ * has, following the official publishing controller's rules
+ * (k8s-api-facts.md section 5):
+ *
+ *   GET node (uid for the ownerReference)
+ *     -> LIST our slices (fieldSelector spec.driver, spec.nodeName)
+ *     -> WATCH from the list's resourceVersion, with bookmarks
+ *     -> sync: match slices to desired ones by the hex index in their name;
+ *        delete obsolete ones (preconditions uid + resourceVersion), PUT
+ *        changed ones (full object, resourceVersion for optimistic
+ *        concurrency), POST missing ones (generateName); keep the pool
+ *        generation when at most one slice changes and none is created,
+ *        else bump it and rewrite every slice.
+ *
+ * An identical restart writes nothing. A slice deleted or edited by anyone
+ * (the kubelet wipes a node's slices when it starts) comes back through the
+ * watch and a sync one second later. Any API error ends the sync; after a
+ * backoff the publisher re-lists and syncs again. Fields the server dropped
+ * (a feature gate off) are detected after each write, logged once, and
+ * adopted so the publisher does not fight the server.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cleanup.h"
+
+struct event_base;
+struct kube;
+struct devices;
+struct metrics;
+struct publisher;
+
+/* Called when the node's slices become (true) or stop being (false) in sync. */
+typedef void (*publisher_state_fn)(void *ud, bool in_sync);
+
+struct publisher_opts {
+	const char *node;
+	const struct devices *devices; /* borrowed; immutable */
+	int max_devices;	       /* per slice; 0 = 128 */
+	int resync_delay_ms;	       /* after a watch event; 0 = 1000 */
+	publisher_state_fn on_state;
+	void *ud;
+};
+
+/* Starts publishing at once. k, base, metrics and the devices are borrowed. */
+int publisher_new(struct event_base *base, struct kube *k, const struct publisher_opts *o,
+		  struct metrics *m, struct publisher **ret);
+/* Stops (cancels requests and the watch). NULL-safe. Slices are left in
+ * place: the kubelet removes them when the plugin goes away for good. */
+struct publisher *publisher_free(struct publisher *p);
+DEFINE_FREEP(publisher, publisher_free)
