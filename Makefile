@@ -187,6 +187,7 @@ test: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)B=$(B) sh tools/demo.sh
+	$(Q)B=$(B) $(PYTHON) tools/demo.py
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all

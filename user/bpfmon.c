@@ -787,15 +787,7 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	if (r < 0)
 		note(m, "no violation events: ring buffer: %s", strerror(-r));
 
-	if (m->skel)
-		log_info("bpf_loaded",
-			 "cgroup=%s contention=%s enforcement=%s requested=%s notes=%s",
-			 o->cgroup == BPFMON_CGROUP_V1 ? "v1-cpuset" : "v2",
-			 m->contention ? "on" : "off", bpfmon_enforcement_name(m->effective),
-			 bpfmon_enforcement_name(o->enforcement), log_quote(m->notes));
-	else
-		log_warn("bpf_not_loaded", "reason=%s action=continuing_without_pinning_checks",
-			 log_quote(m->error));
+	/* The caller logs the outcome once (bpfmon_error(), bpfmon_notes()). */
 	*ret = TAKE_PTR(m);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -18,7 +19,10 @@
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "bpfmon.h"
 #include "metrics.h"
+#include "nri.h"
+#include "pools.h"
 #include "publisher.h"
 #include "state.h"
 #include "topo.h"
@@ -39,6 +43,9 @@ struct daemon {
 	struct publisher *publisher;
 	struct state *state;
 	struct dra *dra;
+	struct bpfmon *bpf;
+	struct pools *pools;
+	struct nri *nri;
 	int check_serving, check_registered, check_slices;
 	struct metric *g_allocated, *g_available, *g_claims;
 	bool stopping;
@@ -54,10 +61,14 @@ static void daemon_free(struct daemon *d)
 {
 	if (!d)
 		return;
-	/* The API client first: no fetch callback may reach the plugin after. */
+	/* NRI first (no handler after), the API client next (no fetch callback
+	 * may reach the plugin after), state last (everyone observes it). */
+	nri_free(d->nri);
 	publisher_free(d->publisher);
 	kube_free(d->kube);
 	dra_free(d->dra);
+	pools_free(d->pools);
+	bpfmon_free(d->bpf);
 	state_free(d->state);
 	httpd_free(d->httpd);
 	devices_free(d->devices);
@@ -184,6 +195,59 @@ static void on_slices(void *ud, bool in_sync)
 	httpd_check_set(d->httpd, d->check_slices, in_sync);
 }
 
+/* The BPF checks and the NRI plugin: both degrade (reported on /metrics and
+ * in the log) rather than stop the driver when the node lacks them. */
+static int start_node_agents(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
+				 .state_dir = cfg->state_dir };
+	int r;
+
+	if (cfg->bpf) {
+		struct bpfmon_opts bo = {
+			.contention = cfg->contention_histogram,
+			.cgroup = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0
+					  ? BPFMON_CGROUP_V2
+					  : BPFMON_CGROUP_V1,
+			.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
+		};
+
+		r = bpfmon_new(d->base, &bo, &d->bpf);
+		if (r < 0)
+			return log_error_errno(r, "bpf_init_failed", "");
+		if (bpfmon_is_loaded(d->bpf))
+			log_info("bpf_loaded", "enforcement=%s contention=%s notes=%s",
+				 bpfmon_enforcement_name(bpfmon_enforcement(d->bpf)),
+				 bpfmon_has_contention(d->bpf) ? "on" : "off",
+				 log_quote(bpfmon_notes(d->bpf) ? bpfmon_notes(d->bpf) : ""));
+		else
+			log_warn("bpf_not_loaded", "reason=%s action=serving_without_checks",
+				 log_quote(bpfmon_error(d->bpf) ? bpfmon_error(d->bpf) : "unknown"));
+		r = bpfmon_metrics_register(d->bpf, d->metrics);
+		if (r < 0)
+			return r;
+	}
+	r = pools_new(d->state, d->bpf && bpfmon_is_loaded(d->bpf) ? d->bpf : NULL, &po,
+		      d->metrics, &d->pools);
+	if (r < 0)
+		return log_error_errno(r, "pools_init_failed", "");
+	if (!cfg->nri)
+		return 0;
+	{
+		struct nri_config nc = { .socket_path = cfg->nri_socket };
+
+		r = nri_new(d->base, &nc, pools_nri_handlers(), d->pools, &d->nri);
+		if (r < 0)
+			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
+		pools_set_nri(d->pools, d->nri);
+		r = nri_start(d->nri);
+		if (r < 0)
+			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);
+	}
+	return 0;
+}
+
 static int start_kube(struct daemon *d)
 {
 	_cleanup_(kubeconfig_freep) struct kubeconfig *kc = NULL;
@@ -259,6 +323,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		update_gauges(d);
 	}
 
+	r = start_node_agents(d);
+	if (r < 0)
+		return r;
 	r = start_kube(d);
 	if (r < 0)
 		return r;

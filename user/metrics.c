@@ -21,7 +21,7 @@
 #define LOG_MOD "metrics"
 #include "log.h"
 
-#define METRIC_MAX_LABELS 4
+#define METRIC_MAX_LABELS 6
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 

@@ -1,0 +1,252 @@
+"""The NRI plugin end to end: the real driver, the strict NRI runtime
+simulator (real processes in real cgroups when root), claims prepared through
+the grpcio kubelet from the API simulator."""
+
+import os
+import socket
+import time
+
+import pytest
+
+from claims import claim, parse_list, ref
+from driver import wait_for
+
+sys_path_added = False
+
+
+@pytest.fixture
+def nri_env(apiserver, make_driver, kubelet, driver_dir):
+    from nri.nrisim import Runtime
+
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock).start()
+    d = make_driver(args=["--nri-socket", sock, "--no-bpf", "--reserved-cpus", "0"]).start()
+    rt.wait_plugin(timeout=5)
+    yield apiserver, d, kubelet, rt
+    rt.close()
+
+
+def prep(env, name, dev="cpudevnuma000", n="4"):
+    apiserver, d, kubelet, rt = env
+    c = apiserver.put_claim(claim(name, [("cpu", dev, n)]))
+    r = kubelet.prepare(d.dra_sock, [ref(c)])
+    assert r.claims[c["metadata"]["uid"]].error == ""
+    with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json" % c["metadata"]["uid"])) as f:
+        import json
+        env_line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+    return c, env_line
+
+
+def envd(line):
+    k, v = line.split("=", 1)
+    return {k: v}
+
+
+def cpus(ctr):
+    return parse_list(ctr.cpus)
+
+
+ALL = set(range(1, 384))  # synthetic-384 minus reserved CPU 0
+
+
+def test_pinned_and_shared_containers(nri_env):
+    apiserver, d, kubelet, rt = nri_env
+    pod = rt.add_pod("web")
+    shared = rt.create_container(pod, "sidecar")
+    assert cpus(shared) == ALL
+    c, line = prep(nri_env, "db")
+    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+    mine = parse_list(line.split("=", 1)[1])
+    assert cpus(app) == mine
+    # the shared container shrank when the claim's container started
+    assert cpus(shared) == ALL - mine
+    m = d.metrics()
+    assert m["dra_cpu_nri_containers_exclusive"] == 1 and m["dra_cpu_nri_containers_shared"] == 1
+    assert m["dra_cpu_shared_pool_cpus"] == 383 - 4
+    owners = [k for k in m if k.startswith("dra_cpu_cpu_owner_info")]
+    assert len(owners) == 4 and all('container="app"' in k for k in owners)
+
+
+def test_multi_claim_container_gets_the_union(nri_env):
+    apiserver, d, kubelet, rt = nri_env
+    _, l1 = prep(nri_env, "a", n="2")
+    _, l2 = prep(nri_env, "b", dev="cpudevnuma001", n="2")
+    ctr = rt.create_container(rt.add_pod("p"), "app", env={**envd(l1), **envd(l2)})
+    assert cpus(ctr) == parse_list(l1.split("=")[1]) | parse_list(l2.split("=")[1])
+
+
+@pytest.mark.parametrize("env,msg", [
+    ({"DRA_CPUSET_6f0c1c4e-0000-4000-8000-00000000dead": "1-2"}, "not prepared"),
+    ({"DRA_CPUSET_abc": "a-b"}, "malformed CPU list"),
+    ({"DRA_CPUSET_../x": "1"}, "bad claim uid"),
+])
+def test_malformed_and_unknown_env_fail_closed(nri_env, env, msg):
+    from nri.nrisim import CreateContainerError
+    apiserver, d, kubelet, rt = nri_env
+    with pytest.raises(CreateContainerError) as e:
+        rt.create_container(rt.add_pod("x"), "app", env=env)
+    assert msg in str(e.value)
+
+
+def test_forged_and_stale_env_fail(nri_env):
+    from nri.nrisim import CreateContainerError
+    apiserver, d, kubelet, rt = nri_env
+    c, line = prep(nri_env, "db")
+    k, v = line.split("=", 1)
+    with pytest.raises(CreateContainerError) as e:
+        rt.create_container(rt.add_pod("evil"), "app", env={k: "1-300"})
+    assert "forged or stale" in str(e.value)
+
+
+def test_claim_reused_by_another_pod_and_restart(nri_env):
+    from nri.nrisim import CreateContainerError
+    apiserver, d, kubelet, rt = nri_env
+    c, line = prep(nri_env, "db")
+    pod = rt.add_pod("db")
+    first = rt.create_container(pod, "app", env=envd(line))
+    with pytest.raises(CreateContainerError) as e:
+        rt.create_container(rt.add_pod("thief"), "app", env=envd(line))
+    assert "serves one container" in str(e.value)
+    with pytest.raises(CreateContainerError):
+        rt.create_container(pod, "other", env=envd(line))
+    # the same container restarting keeps its CPUs
+    rt.stop_container(first)
+    rt.remove_container(first)
+    again = rt.create_container(pod, "app", env=envd(line))
+    assert cpus(again) == parse_list(line.split("=")[1])
+
+
+def test_unprepare_widens_the_pool(nri_env):
+    apiserver, d, kubelet, rt = nri_env
+    shared = rt.create_container(rt.add_pod("web"), "sidecar")
+    c, line = prep(nri_env, "db")
+    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+    assert len(cpus(shared)) == 383 - 4
+    rt.stop_container(app)
+    rt.remove_container(app)
+    kubelet.unprepare(d.dra_sock, [ref(c)])
+    wait_for(lambda: cpus(shared) == ALL, what="shared container widened by a push")
+
+
+def test_empty_pool_refusal(apiserver, make_driver, kubelet, driver_dir):
+    from nri.nrisim import CreateContainerError, Runtime
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock).start()
+    try:
+        d = make_driver(topology=None, args=["--nri-socket", sock, "--no-bpf"]).start()
+        rt.wait_plugin(timeout=5)
+        n = len(open("/sys/devices/system/cpu/online").read().strip().split(",")) and os.cpu_count()
+        shared = rt.create_container(rt.add_pod("web"), "sidecar")
+        c = apiserver.put_claim(claim("all", [("cpu", "cpudevnuma000", str(n))]))
+        r = kubelet.prepare(d.dra_sock, [ref(c)])
+        assert "would leave no CPU" in r.claims[c["metadata"]["uid"]].error
+        assert len(cpus(shared)) == n
+        # without shared containers the whole node can be claimed, and then
+        # no shared container can start
+        rt.stop_container(shared)
+        rt.remove_container(shared)
+        assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
+        with pytest.raises(CreateContainerError) as e:
+            rt.create_container(rt.add_pod("late"), "x")
+        assert "shared CPU pool is empty" in str(e.value)
+    finally:
+        rt.close()
+
+
+def test_synchronize_after_kill9_with_50_live_containers(nri_env):
+    apiserver, d, kubelet, rt = nri_env
+    claims = [prep(nri_env, "c%d" % i, n="2") for i in range(10)]
+    ctrs = []
+    for i, (c, line) in enumerate(claims):
+        ctrs.append((rt.create_container(rt.add_pod("p%d" % i), "app", env=envd(line)), line))
+    shared = [rt.create_container(rt.add_pod("s%d" % i), "s") for i in range(40)]
+    d.kill9()
+    # meanwhile a container is created without the plugin: unrestricted
+    late = rt.create_container(rt.add_pod("late"), "x")
+    assert late.cpus == ""
+    n = len(rt.applied)
+    d.start()
+    rt.wait_plugin(timeout=5, after=1)
+    wait_for(lambda: parse_list(late.cpus or "0-1000") == ALL - set().union(
+        *(parse_list(l.split("=")[1]) for _, l in claims)), what="late container corrected")
+    for ctr, line in ctrs:
+        assert cpus(ctr) == parse_list(line.split("=")[1])
+    assert all(cpus(s) == cpus(late) for s in shared)
+    assert len(rt.applied) > n
+    assert "nri_synchronized" in d.log()
+
+
+def test_runtime_restart_and_late_socket(apiserver, make_driver, driver_dir):
+    from nri.nrisim import Runtime
+    sock = os.path.join(driver_dir, "nri.sock")
+    d = make_driver(args=["--nri-socket", sock, "--no-bpf"]).start()
+    time.sleep(0.5)
+    rt = Runtime(sock).start()  # the socket appears after the driver
+    try:
+        rt.wait_plugin(timeout=10)
+        ctr = rt.create_container(rt.add_pod("a"), "x")
+        assert cpus(ctr) == set(range(0, 384))
+        rt.restart()
+        rt.wait_plugin(timeout=10, after=1)
+        ctr2 = rt.create_container(rt.add_pod("b"), "y")
+        assert cpus(ctr2) == set(range(0, 384))
+        assert d.proc.poll() is None
+    finally:
+        rt.close()
+
+
+def test_garbage_on_the_nri_socket_reconnects(apiserver, make_driver, driver_dir):
+    """A 'runtime' that sends garbage: the driver drops it and reconnects."""
+    sock = os.path.join(driver_dir, "nri.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(sock)
+    srv.listen(4)
+    srv.settimeout(10)
+    d = make_driver(args=["--nri-socket", sock, "--no-bpf"]).start()
+    for junk in (os.urandom(3000), b"\xff" * 64, b"\x00\x00\x00\x09" + b"\x00" * 5000):
+        conn, _ = srv.accept()
+        try:
+            conn.sendall(junk)
+        except OSError:
+            pass
+        conn.close()
+    conn, _ = srv.accept()  # still reconnecting
+    conn.close()
+    srv.close()
+    assert d.proc.poll() is None
+    assert d.http("/metrics")[0] == 200
+
+
+def test_real_cgroups_owners_file_and_bpf_owner(apiserver, make_driver, kubelet, driver_dir):
+    """Real processes in real cgroups: the container's cgroup becomes the BPF
+    owner of its CPU and is listed in owners.json for bpf-verify."""
+    import json
+    from nri.nrisim import Cgroups, Runtime
+    if os.geteuid() != 0 or not Cgroups.available():
+        pytest.skip("needs root and a writable cgroup hierarchy")
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock, cgroups=True).start()
+    try:
+        d = make_driver(topology=None, args=["--nri-socket", sock, "--reserved-cpus", "0"]).start()
+        rt.wait_plugin(timeout=5)
+        c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma000", "1")]))
+        assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
+        with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json"
+                               % c["metadata"]["uid"])) as f:
+            line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+        ctr = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+        assert ctr.cpus == "1"
+        owners = os.path.join(d.state_dir, "owners.json")
+        wait_for(lambda: os.path.exists(owners) and json.load(open(owners))["owners"],
+                 what="owners.json lists the container")
+        (o,) = json.load(open(owners))["owners"]
+        assert o["cpus"] == "1" and o["container"] == "app" and o["claim"] == "default/db"
+        assert os.path.isdir(o["cgroup"]) and o["cgroupId"] == os.stat(o["cgroup"]).st_ino
+        m = d.metrics()
+        if m.get("dra_cpu_bpf_loaded") == 1:
+            assert m['dra_cpu_cpu_owner_info{cpu="1",namespace="default",pod="db",'
+                     'container="app",claim="default/db"}'] == 1
+        rt.stop_container(ctr)
+        wait_for(lambda: json.load(open(owners))["owners"] == [], what="owner gone at stop")
+    finally:
+        rt.close()

@@ -1,0 +1,817 @@
+/* NRI pinning policy. See pools.h.
+ *
+ * The container table is a plain array: a node runs a few hundred containers,
+ * and every shared-pool change touches all shared ones anyway.
+ */
+#include "pools.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#define LOG_MOD "pools"
+#include "bpfmon.h"
+#include "cdi.h"
+#include "fileio.h"
+#include "log.h"
+#include "metrics.h"
+#include "nri.h"
+#include "state.h"
+
+#define MAX_CLAIMS_PER_CONTAINER 32
+
+struct ctr {
+	char *id, *pod_uid, *pod_ns, *pod_name, *name, *cgroups_path;
+	int n_claims; /* 0: shared */
+	char claims[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	uint64_t cgroup_id;
+};
+
+struct pools {
+	struct state *state;
+	struct bpfmon *bpf;
+	struct nri *nri;
+	struct pools_opts o;
+	char *cgroup_root, *state_dir;
+	struct ctr **ctrs;
+	int n, cap;
+	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
+};
+
+static void write_owners(struct pools *p);
+
+static void ctr_free(struct ctr *c)
+{
+	if (!c)
+		return;
+	free(c->id);
+	free(c->pod_uid);
+	free(c->pod_ns);
+	free(c->pod_name);
+	free(c->name);
+	free(c->cgroups_path);
+	free(c);
+}
+
+static int find(const struct pools *p, const char *id)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!strcmp(p->ctrs[i]->id, id))
+			return i;
+	return -1;
+}
+
+static void drop(struct pools *p, int i)
+{
+	ctr_free(p->ctrs[i]);
+	p->ctrs[i] = p->ctrs[--p->n];
+}
+
+static int n_shared(const struct pools *p)
+{
+	int k = 0;
+
+	for (int i = 0; i < p->n; i++)
+		k += p->ctrs[i]->n_claims == 0;
+	return k;
+}
+
+static void update_gauges(struct pools *p)
+{
+	struct cpuset pool;
+	int sh = n_shared(p);
+
+	state_shared_pool(p->state, &pool);
+	metric_set(p->g_shared, sh);
+	metric_set(p->g_exclusive, p->n - sh);
+	metric_set(p->g_pool, cpuset_count(&pool));
+	state_prepared(p->state, &pool);
+	metric_set(p->g_excl_cpus, cpuset_count(&pool));
+}
+
+/* dra_cpu_cpu_owner_info: one series per CPU held by a running container.
+ * Rebuilt per scrape (a few hundred series at most), never per switch. */
+static void collect_owners(struct metrics *m, void *ud)
+{
+	struct pools *p = ud;
+
+	metric_reset(p->owner_info);
+	for (int i = 0; i < p->n; i++) {
+		const struct ctr *c = p->ctrs[i];
+
+		for (int j = 0; j < c->n_claims; j++) {
+			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
+			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2], cpu[16];
+
+			if (!cl)
+				continue;
+			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
+			CPUSET_FOREACH(k, &cl->cpus)
+			{
+				(void)snprintf(cpu, sizeof(cpu), "%d", k);
+				metric_series_set(metric_with(p->owner_info, cpu, c->pod_ns, c->pod_name,
+							      c->name, claim, NULL),
+						  1);
+			}
+		}
+	}
+}
+
+/* Records (or replaces) a container; takes c. */
+static int put(struct pools *p, struct ctr *c)
+{
+	int i = find(p, c->id);
+
+	if (i >= 0) {
+		ctr_free(p->ctrs[i]);
+		p->ctrs[i] = c;
+		return 0;
+	}
+	if (p->n == p->cap) {
+		int cap = p->cap ? p->cap * 2 : 64;
+		struct ctr **n = realloc(p->ctrs, sizeof(*n) * (size_t)cap);
+
+		if (!n) {
+			ctr_free(c);
+			return -ENOMEM;
+		}
+		p->ctrs = n;
+		p->cap = cap;
+	}
+	p->ctrs[p->n++] = c;
+	return 0;
+}
+
+static struct ctr *ctr_new(const struct nri_container *c)
+{
+	struct ctr *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->id = strdup(c->id);
+	n->pod_uid = strdup(c->pod ? c->pod->uid : "");
+	n->pod_ns = strdup(c->pod ? c->pod->namespace : "");
+	n->pod_name = strdup(c->pod ? c->pod->name : "");
+	n->name = strdup(c->name);
+	n->cgroups_path = strdup(c->cgroups_path);
+	if (!n->id || !n->pod_uid || !n->pod_ns || !n->pod_name || !n->name || !n->cgroups_path) {
+		ctr_free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* The DRA_CPUSET_<uid>=<cpus> entries of a container's env. Keys that only
+ * start with DRA_CPUSET (no underscore) are not ours; a bad uid or value is
+ * an error (fail closed: never run a container on CPUs we cannot read). */
+static int parse_env(const struct nri_container *c, char uids[][CDI_UID_MAX],
+		     struct cpuset *cpus, int *ret_n, char *err)
+{
+	static const char prefix[] = CDI_ENV_PREFIX;
+	int n = 0;
+
+	for (size_t i = 0; i < c->n_env; i++) {
+		const char *e = c->env[i], *eq = strchr(e, '=');
+		char why[CPUSET_ERR_MAX];
+		size_t ulen;
+
+		if (strncmp(e, prefix, sizeof(prefix) - 1) != 0)
+			continue;
+		if (!eq) {
+			(void)snprintf(err, NRI_ERR_MAX, "env %.80s has no value", e);
+			return -EINVAL;
+		}
+		ulen = (size_t)(eq - e) - (sizeof(prefix) - 1);
+		if (ulen == 0 || ulen >= CDI_UID_MAX) {
+			(void)snprintf(err, NRI_ERR_MAX, "env %.80s: bad claim uid", e);
+			return -EINVAL;
+		}
+		if (n == MAX_CLAIMS_PER_CONTAINER) {
+			(void)snprintf(err, NRI_ERR_MAX, "more than %d DRA_CPUSET_ claims",
+				       MAX_CLAIMS_PER_CONTAINER);
+			return -E2BIG;
+		}
+		memcpy(uids[n], e + sizeof(prefix) - 1, ulen);
+		uids[n][ulen] = 0;
+		if (cdi_uid_valid(uids[n]) < 0) {
+			(void)snprintf(err, NRI_ERR_MAX, "env %.80s: bad claim uid", e);
+			return -EINVAL;
+		}
+		if (cpuset_parse(eq + 1, &cpus[n], why) < 0) {
+			(void)snprintf(err, NRI_ERR_MAX, "env %s%s: malformed CPU list: %s", prefix,
+				       uids[n], why);
+			return -EINVAL;
+		}
+		for (int k = 0; k < n; k++)
+			if (!strcmp(uids[k], uids[n])) {
+				(void)snprintf(err, NRI_ERR_MAX, "claim %s appears twice in env",
+					       uids[n]);
+				return -EINVAL;
+			}
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+/* Checks env claims against state: prepared, same CPUs, owner free or us. */
+static int check_claims(struct pools *p, const struct nri_container *c,
+			char uids[][CDI_UID_MAX], const struct cpuset *cpus, int n, char *err)
+{
+	const char *pod = c->pod ? c->pod->uid : "";
+
+	for (int i = 0; i < n; i++) {
+		const struct state_claim *cl = state_claim(p->state, uids[i]);
+
+		if (!cl) {
+			(void)snprintf(err, NRI_ERR_MAX, "claim %s is not prepared on this node",
+				       uids[i]);
+			return -ENOENT;
+		}
+		if (!cpuset_equal(&cl->cpus, &cpus[i])) {
+			(void)snprintf(err, NRI_ERR_MAX,
+				       "%s%s does not match the CPUs prepared for the claim "
+				       "(forged or stale)",
+				       CDI_ENV_PREFIX, uids[i]);
+			return -EPERM;
+		}
+		if (cl->owner_pod[0] &&
+		    (strcmp(cl->owner_pod, pod) || strcmp(cl->owner_container, c->name))) {
+			(void)snprintf(err, NRI_ERR_MAX,
+				       "claim %s belongs to container %.64s of pod %s: a claim "
+				       "serves one container",
+				       uids[i], cl->owner_container, cl->owner_pod);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
+static void claims_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+
+		if (cl)
+			cpuset_or(ret, ret, &cl->cpus);
+	}
+}
+
+/* Every shared container to the pool, into upd (an event's reply) or as a
+ * push. except: a container id to skip (the one being created). */
+static int shared_updates(struct pools *p, struct nri_updates *upd, const char *except)
+{
+	_cleanup_free_ char *list = NULL;
+	struct cpuset pool;
+	int r;
+
+	state_shared_pool(p->state, &pool);
+	if (cpuset_is_empty(&pool))
+		return n_shared(p) ? -ENOSPC : 0;
+	list = cpuset_to_string(&pool);
+	if (!list)
+		return -ENOMEM;
+	for (int i = 0; i < p->n; i++) {
+		if (p->ctrs[i]->n_claims || (except && !strcmp(p->ctrs[i]->id, except)))
+			continue;
+		r = nri_updates_add(upd, p->ctrs[i]->id, list);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Resolves the cgroup id of an exclusive container and makes it the owner of
+ * its CPUs in the BPF check. Quiet when the cgroup does not exist yet. */
+static void own_cpus(struct pools *p, struct ctr *c)
+{
+	char dir[4096];
+	struct cpuset cpus;
+	uint64_t id;
+
+	if (!c->n_claims)
+		return;
+	if (!c->cgroup_id) {
+		if (pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0 ||
+		    bpfmon_cgroup_id(dir, &id) < 0)
+			return;
+		c->cgroup_id = id;
+		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", c->name,
+			 c->pod_uid, dir, (unsigned long long)id);
+		write_owners(p);
+	}
+	if (!p->bpf)
+		return;
+	claims_union(p, c, &cpus);
+	CPUSET_FOREACH(cpu, &cpus)
+	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
+}
+
+/* Rewrites owners.json from the table (see pools.h). Failures are logged:
+ * the file is for bpf-verify, pinning does not depend on it. */
+static void write_owners(struct pools *p)
+{
+	struct json_object *root, *arr;
+	const char *text;
+	int r;
+
+	if (!p->state_dir)
+		return;
+	root = json_object_new_object();
+	arr = json_object_new_array();
+	if (!root || !arr) {
+		json_object_put(root);
+		json_object_put(arr);
+		return;
+	}
+	json_object_object_add(root, "owners", arr);
+	for (int i = 0; i < p->n; i++) {
+		const struct ctr *c = p->ctrs[i];
+		char dir[4096], pod[512];
+
+		if (!c->n_claims || !c->cgroup_id ||
+		    pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0)
+			continue;
+		(void)snprintf(pod, sizeof(pod), "%s/%s", c->pod_ns, c->pod_name);
+		for (int j = 0; j < c->n_claims; j++) {
+			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
+			struct json_object *o = json_object_new_object();
+			_cleanup_free_ char *list = cl ? cpuset_to_string(&cl->cpus) : NULL;
+			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
+
+			if (!o || !list) {
+				json_object_put(o);
+				continue;
+			}
+			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
+			json_object_object_add(o, "cpus", json_object_new_string(list));
+			json_object_object_add(o, "cgroup", json_object_new_string(dir));
+			json_object_object_add(o, "cgroupId", json_object_new_uint64(c->cgroup_id));
+			json_object_object_add(o, "claim", json_object_new_string(claim));
+			json_object_object_add(o, "claimUID", json_object_new_string(cl->uid));
+			json_object_object_add(o, "pod", json_object_new_string(pod));
+			json_object_object_add(o, "container", json_object_new_string(c->name));
+			json_object_array_add(arr, o);
+		}
+	}
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE);
+	r = fileio_write_atomic(p->state_dir, POOLS_OWNERS_FILE, text, strlen(text), 0600);
+	if (r < 0)
+		log_warn_errno(r, "owners_write_failed", "dir=%s", p->state_dir);
+	json_object_put(root);
+}
+
+static void disown_cpus(struct pools *p, const struct cpuset *cpus)
+{
+	if (!p->bpf)
+		return;
+	CPUSET_FOREACH(cpu, cpus)
+	(void)bpfmon_clear_owner(p->bpf, cpu);
+}
+
+static void set_bpf_shared(struct pools *p)
+{
+	struct cpuset pool;
+
+	if (!p->bpf)
+		return;
+	state_shared_pool(p->state, &pool);
+	(void)bpfmon_set_shared(p->bpf, &pool);
+}
+
+/* ---- NRI handlers ------------------------------------------------------------------- */
+
+static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
+		     struct nri_adjust *adj, struct nri_updates *upd, char *err)
+{
+	struct pools *p = ud;
+	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER], cpus;
+	_cleanup_free_ char *list = NULL;
+	bool newly = false;
+	struct ctr *n;
+	int k, r;
+
+	r = parse_env(c, uids, env_cpus, &k, err);
+	if (r == 0 && k > 0)
+		r = check_claims(p, c, uids, env_cpus, k, err);
+	if (r < 0) {
+		metric_series_add(metric_with(p->rejects, "claim", NULL), 1);
+		return r;
+	}
+	n = ctr_new(c);
+	if (!n)
+		return -ENOMEM;
+	if (k == 0) {
+		state_shared_pool(p->state, &cpus);
+		if (cpuset_is_empty(&cpus)) {
+			ctr_free(n);
+			metric_series_add(metric_with(p->rejects, "pool_empty", NULL), 1);
+			(void)snprintf(err, NRI_ERR_MAX,
+				       "the shared CPU pool is empty: every allocatable CPU is held "
+				       "by a claim");
+			return -ENOSPC;
+		}
+	} else {
+		for (int i = 0; i < k; i++) {
+			const struct state_claim *cl = state_claim(p->state, uids[i]);
+
+			newly |= !cl->owner_pod[0];
+			r = state_claim_bind(p->state, uids[i], c->pod ? c->pod->uid : "", c->name);
+			if (r < 0) {
+				ctr_free(n);
+				(void)snprintf(err, NRI_ERR_MAX, "binding claim %.63s: %.64s", uids[i],
+					       strerror(-r));
+				return r;
+			}
+			memcpy(n->claims[i], uids[i], sizeof(uids[i]));
+		}
+		n->n_claims = k;
+		claims_union(p, n, &cpus);
+	}
+	list = cpuset_to_string(&cpus);
+	if (!list) {
+		ctr_free(n);
+		return -ENOMEM;
+	}
+	r = nri_adjust_set_cpus(adj, list);
+	if (r < 0) {
+		ctr_free(n);
+		return r;
+	}
+	r = put(p, n);
+	if (r < 0)
+		return r;
+	log_info("container_pinned", "pod=%s/%s container=%s id=%.12s kind=%s cpus=%s",
+		 pod ? pod->namespace : "", pod ? pod->name : "", c->name, c->id,
+		 k ? "exclusive" : "shared", list);
+	/* First start of a claim's container: shrink every shared container. */
+	if (newly) {
+		r = shared_updates(p, upd, c->id);
+		if (r < 0 && r != -ENOSPC)
+			return r;
+	}
+	update_gauges(p);
+	return 0;
+}
+
+static int on_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
+		     const char *cpus, struct nri_updates *upd, char *err)
+{
+	struct pools *p = ud;
+	int i = find(p, c->id);
+	_cleanup_free_ char *list = NULL;
+	struct cpuset want, got;
+
+	if (i < 0 || !cpus[0])
+		return 0;
+	if (p->ctrs[i]->n_claims)
+		claims_union(p, p->ctrs[i], &want);
+	else
+		state_shared_pool(p->state, &want);
+	if (cpuset_is_empty(&want) ||
+	    (cpuset_parse(cpus, &got, NULL) == 0 && cpuset_equal(&got, &want)))
+		return 0;
+	/* Someone (the kubelet's CPU manager, an operator) moved it: move it back. */
+	list = cpuset_to_string(&want);
+	if (!list)
+		return -ENOMEM;
+	log_warn("container_repinned", "container=%s id=%.12s asked=%s cpus=%s", c->name, c->id,
+		 cpus, list);
+	return nri_updates_add(upd, c->id, list);
+}
+
+static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
+		   struct nri_updates *upd, char *err)
+{
+	struct pools *p = ud;
+	int i = find(p, c->id);
+	struct cpuset cpus;
+
+	/* The claim stays reserved and bound: a restart gets the same CPUs. */
+	if (i < 0)
+		return 0;
+	if (p->ctrs[i]->n_claims) {
+		claims_union(p, p->ctrs[i], &cpus);
+		disown_cpus(p, &cpus);
+		drop(p, i);
+		write_owners(p);
+	} else {
+		drop(p, i);
+	}
+	update_gauges(p);
+	return 0;
+}
+
+static int on_remove(void *ud, const struct nri_pod *pod, const struct nri_container *c)
+{
+	struct nri_updates *none = NULL;
+
+	return on_stop(ud, pod, c, none, NULL);
+}
+
+static int on_started(void *ud, const struct nri_pod *pod, const struct nri_container *c)
+{
+	struct pools *p = ud;
+	int i = find(p, c->id);
+
+	if (i >= 0)
+		own_cpus(p, p->ctrs[i]);
+	return 0;
+}
+
+static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
+		   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
+		   char *err)
+{
+	struct pools *p = ud;
+	_cleanup_free_ char *pool_list = NULL;
+	struct cpuset pool;
+	int rebuilt = 0, bad = 0;
+
+	for (int i = p->n - 1; i >= 0; i--)
+		drop(p, i);
+	for (size_t i = 0; i < n_ctrs; i++) {
+		const struct nri_container *c = &ctrs[i];
+		char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX], why[NRI_ERR_MAX] = "";
+		struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER];
+		struct ctr *n;
+		int k = 0;
+
+		if (c->state == NRI_CONTAINER_STOPPED)
+			continue;
+		if (parse_env(c, uids, env_cpus, &k, why) < 0) {
+			log_warn("sync_container_skipped", "container=%s id=%.12s reason=%s", c->name,
+				 c->id, log_quote(why));
+			bad++;
+			continue;
+		}
+		n = ctr_new(c);
+		if (!n)
+			return -ENOMEM;
+		for (int j = 0; j < k; j++) {
+			/* Trust an env claim only if state prepared exactly that. */
+			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, why) < 0) {
+				log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
+					 c->name, uids[j], log_quote(why));
+				continue;
+			}
+			if (state_claim_bind(p->state, uids[j], c->pod ? c->pod->uid : "",
+					     c->name) < 0)
+				continue;
+			memcpy(n->claims[n->n_claims++], uids[j], CDI_UID_MAX);
+		}
+		if (put(p, n) < 0)
+			return -ENOMEM;
+		rebuilt++;
+	}
+	state_shared_pool(p->state, &pool);
+	pool_list = cpuset_to_string(&pool);
+	if (!pool_list)
+		return -ENOMEM;
+	for (int i = 0; i < p->n; i++) {
+		struct ctr *c = p->ctrs[i];
+		_cleanup_free_ char *list = NULL;
+		struct cpuset cpus;
+
+		if (c->n_claims) {
+			claims_union(p, c, &cpus);
+			list = cpuset_to_string(&cpus);
+			if (!list)
+				return -ENOMEM;
+			(void)nri_updates_add(upd, c->id, list);
+			own_cpus(p, c);
+		} else if (!cpuset_is_empty(&pool)) {
+			(void)nri_updates_add(upd, c->id, pool_list);
+		}
+	}
+	set_bpf_shared(p);
+	update_gauges(p);
+	write_owners(p);
+	log_info("nri_synchronized", "containers=%d exclusive=%d shared_pool=%s skipped=%d",
+		 rebuilt, p->n - n_shared(p), pool_list, bad);
+	return 0;
+}
+
+static void on_connected(void *ud)
+{
+	log_info("nri_connected", "");
+}
+
+static void on_disconnected(void *ud, int r)
+{
+	log_warn("nri_disconnected", "reason=%s action=reconnecting", log_quote(strerror(r < 0 ? -r : r)));
+}
+
+static void on_push_done(void *ud, int r, const char *const *failed, size_t n_failed)
+{
+	struct pools *p = ud;
+
+	if (r < 0)
+		log_warn("nri_push_failed", "err=%s action=next_synchronize_repairs",
+			 log_quote(strerror(-r)));
+	for (size_t i = 0; i < n_failed; i++)
+		log_warn("nri_update_failed", "container=%.12s", failed[i]);
+	metric_series_add(metric_with(p->pushes, r < 0 ? "error" : "ok", NULL), 1);
+}
+
+static const struct nri_handlers handlers = {
+	.connected = on_connected,
+	.disconnected = on_disconnected,
+	.synchronize = on_sync,
+	.create_container = on_create,
+	.update_container = on_update,
+	.stop_container = on_stop,
+	.post_create_container = on_started,
+	.start_container = on_started,
+	.remove_container = on_remove,
+	.push_done = on_push_done,
+};
+
+const struct nri_handlers *pools_nri_handlers(void)
+{
+	return &handlers;
+}
+
+/* ---- state events ------------------------------------------------------------------ */
+
+static int guard(void *ud, const struct cpuset *after, char *why)
+{
+	struct pools *p = ud;
+	int sh = n_shared(p);
+
+	if (!cpuset_is_empty(after) || sh == 0)
+		return 0;
+	(void)snprintf(why, STATE_ERR_MAX,
+		       "the claim would leave no CPU for the %d container(s) running in the "
+		       "shared pool",
+		       sh);
+	return -ENOSPC;
+}
+
+/* A push of the widened pool after Unprepare (runtimes with NRI >= 0.12.1). */
+static void push_pool(struct pools *p)
+{
+	_cleanup_free_ char *list = NULL;
+	_cleanup_free_ struct nri_update *u = NULL;
+	struct cpuset pool;
+	size_t k = 0;
+
+	if (!p->nri || !p->o.push_updates || n_shared(p) == 0)
+		return;
+	state_shared_pool(p->state, &pool);
+	list = cpuset_to_string(&pool);
+	u = calloc((size_t)p->n, sizeof(*u));
+	if (!list || !u || cpuset_is_empty(&pool))
+		return;
+	for (int i = 0; i < p->n; i++)
+		if (!p->ctrs[i]->n_claims)
+			u[k++] = (struct nri_update){ p->ctrs[i]->id, list };
+	if (nri_push_updates(p->nri, u, k) == 0)
+		log_info("shared_pool_widened", "containers=%zu cpus=%s", k, list);
+}
+
+static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
+{
+	struct pools *p = ud;
+
+	if (ev == STATE_CLAIM_REMOVED) {
+		disown_cpus(p, &c->cpus);
+		/* Containers still listing the claim lose it (they are gone or
+		 * about to be: Unprepare comes after the pod stopped). */
+		for (int i = 0; i < p->n; i++)
+			for (int j = 0; j < p->ctrs[i]->n_claims; j++)
+				if (!strcmp(p->ctrs[i]->claims[j], c->uid)) {
+					memmove(p->ctrs[i]->claims[j], p->ctrs[i]->claims[j + 1],
+						sizeof(p->ctrs[i]->claims[0]) *
+							(size_t)(p->ctrs[i]->n_claims - j - 1));
+					p->ctrs[i]->n_claims--;
+					j--;
+				}
+		push_pool(p);
+		write_owners(p);
+	}
+	if (ev != STATE_CLAIM_BOUND) {
+		set_bpf_shared(p);
+		update_gauges(p);
+	}
+}
+
+/* ---- cgroups ------------------------------------------------------------------------ */
+
+int pools_cgroup_dir(const char *root, const char *path, char *buf, size_t size)
+{
+	const char *c1, *c2;
+	size_t o, slen;
+	int n;
+
+	if (!path || !*path)
+		return -ENOENT;
+	if (strstr(path, ".."))
+		return -EINVAL;
+	if (path[0] == '/') { /* cgroupfs driver */
+		n = snprintf(buf, size, "%s%s", root, path);
+		return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	}
+	/* systemd driver: "<slice>:<prefix>:<name>" -> the slice's ancestry, then
+	 * "<prefix>-<name>.scope". "kubepods-besteffort-pod1.slice" lives in
+	 * kubepods.slice/kubepods-besteffort.slice/. */
+	c1 = strchr(path, ':');
+	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c1 || !c2 || strchr(c2 + 1, ':') || strchr(path, '/') || c1 == path ||
+	    (size_t)(c1 - path) < 7 || strncmp(c1 - 6, ".slice", 6) != 0)
+		return -EINVAL;
+	n = snprintf(buf, size, "%s", root);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	o = (size_t)n;
+	slen = (size_t)(c1 - 6 - path); /* the slice name without ".slice" */
+	for (size_t i = 1; i <= slen; i++) {
+		if (i < slen && path[i] != '-')
+			continue;
+		n = snprintf(buf + o, size - o, "/%.*s.slice", (int)i, path);
+		if (n < 0 || (size_t)n >= size - o)
+			return -ENAMETOOLONG;
+		o += (size_t)n;
+	}
+	n = snprintf(buf + o, size - o, "/%.*s-%s.scope", (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
+	return n < 0 || (size_t)n >= size - o ? -ENAMETOOLONG : 0;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *o,
+		struct metrics *m, struct pools **ret)
+{
+	_cleanup_(pools_freep) struct pools *p = calloc(1, sizeof(*p));
+	struct stat st;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	p->state = state;
+	p->bpf = bpf;
+	p->o = *o;
+	if (o->cgroup_root)
+		p->cgroup_root = strdup(o->cgroup_root);
+	else if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
+		p->cgroup_root = strdup("/sys/fs/cgroup");
+	else
+		p->cgroup_root = strdup("/sys/fs/cgroup/cpuset");
+	if (!p->cgroup_root)
+		return -ENOMEM;
+	if (o->state_dir && !(p->state_dir = strdup(o->state_dir)))
+		return -ENOMEM;
+	p->g_exclusive = metrics_gauge(m, "dra_cpu_nri_containers_exclusive",
+				       "Containers pinned to claimed CPUs.", NULL);
+	p->g_shared = metrics_gauge(m, "dra_cpu_nri_containers_shared",
+				    "Containers confined to the shared pool.", NULL);
+	p->g_pool = metrics_gauge(m, "dra_cpu_shared_pool_cpus", "CPUs in the shared pool.", NULL);
+	p->rejects = metrics_counter(m, "dra_cpu_nri_rejected_containers_total",
+				     "Container creations refused, by reason.", "reason");
+	p->pushes = metrics_counter(m, "dra_cpu_nri_update_pushes_total",
+				    "UpdateContainers pushes after Unprepare, by result.", "result");
+	p->g_excl_cpus = metrics_gauge(m, "dra_cpu_exclusive_cpus",
+				       "CPUs held exclusively by prepared claims.", NULL);
+	p->owner_info = metrics_gauge(m, "dra_cpu_cpu_owner_info",
+				      "Which container owns an exclusive CPU (value 1).",
+				      "cpu,namespace,pod,container,claim");
+	r = metrics_add_collector(m, collect_owners, p);
+	if (r < 0)
+		return r;
+	r = state_add_observer(state, on_state, p);
+	if (r < 0)
+		return r;
+	state_set_guard(state, guard, p);
+	set_bpf_shared(p);
+	update_gauges(p);
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+struct pools *pools_free(struct pools *p)
+{
+	if (!p)
+		return NULL;
+	for (int i = 0; i < p->n; i++)
+		ctr_free(p->ctrs[i]);
+	free(p->ctrs);
+	free(p->cgroup_root);
+	free(p->state_dir);
+	if (p->state)
+		state_set_guard(p->state, NULL, NULL);
+	free(p);
+	return NULL;
+}
+
+void pools_set_nri(struct pools *p, struct nri *n)
+{
+	p->nri = n;
+}

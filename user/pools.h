@@ -1,0 +1,63 @@
+/* The NRI policy: which cpuset every container gets, and keeping it so.
+ *
+ *   container env DRA_CPUSET_<uid>=<cpus>  ──> exclusive: the union of its
+ *                                              claims' CPUs (each must equal
+ *                                              what was prepared for that uid)
+ *   no DRA_CPUSET_ env                     ──> shared pool = online - reserved
+ *                                              - every prepared claim
+ *
+ * A claim belongs to one container (pod uid + container name); a restart of
+ * that container keeps it. When a claim is first bound, every shared
+ * container shrinks (updates returned from CreateContainer); when a claim is
+ * unprepared they widen again (UpdateContainers, unless push is off). The
+ * pool is never handed out empty (the runtime reads "" as "no limit"): a
+ * shared container cannot be created then, and state's guard refuses a claim
+ * that would empty it while shared containers run.
+ *
+ * Synchronize rebuilds the container table from the runtime's view, trusting
+ * env claims only when they match what state prepared, and re-pins everything.
+ * Exclusive containers' cgroups are resolved to cgroup ids once the runtime
+ * created them, and become the owners the BPF check enforces.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cleanup.h"
+
+struct state;
+struct bpfmon;
+struct metrics;
+struct nri;
+struct nri_handlers;
+struct pools;
+
+struct pools_opts {
+	const char *cgroup_root; /* NULL: /sys/fs/cgroup (v2) or /sys/fs/cgroup/cpuset (v1) */
+	bool push_updates;	 /* --nri-push-updates */
+	/* Where owners.json goes (NULL: nowhere): the exclusive CPUs, their
+	 * cgroup and claim, for bpf-verify. See POOLS_OWNERS_FILE. */
+	const char *state_dir;
+};
+
+/* <state-dir>/owners.json, rewritten atomically whenever an owner changes:
+ * {"owners":[{"cpus":"4-7","cgroup":"/sys/fs/cgroup/...","cgroupId":123,
+ *   "claim":"ns/name","claimUID":"...","pod":"ns/name","container":"app"}]}
+ * Only containers whose cgroup is resolved are listed. */
+#define POOLS_OWNERS_FILE "owners.json"
+
+/* state, bpfmon (may be NULL) and metrics are borrowed. Installs the state
+ * guard and an observer. */
+int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *o,
+		struct metrics *m, struct pools **ret);
+struct pools *pools_free(struct pools *p);
+DEFINE_FREEP(pools, pools_free)
+
+/* The handler table to give nri_new() with the pools as userdata. */
+const struct nri_handlers *pools_nri_handlers(void);
+/* The connection pushes go through (NULL: none). */
+void pools_set_nri(struct pools *p, struct nri *n);
+
+/* Resolves a runtime cgroups_path (cgroupfs "/kubepods/.../<id>" or systemd
+ * "slice:prefix:name") to a directory under root. Public for tests. */
+int pools_cgroup_dir(const char *root, const char *cgroups_path, char *buf, size_t size);
