@@ -1219,18 +1219,6 @@ static int read_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
-/* metric_with() for one and two labels, with a typed sentinel (a bare NULL
- * through "..." is not portable). */
-static struct metric_series *series1(struct metric *f, const char *a)
-{
-	return metric_with(f, a, (const char *)NULL);
-}
-
-static struct metric_series *series2(struct metric *f, const char *a, const char *b)
-{
-	return metric_with(f, a, b, (const char *)NULL);
-}
-
 static void collect_schedstat(struct bpfmon *m)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -1242,7 +1230,7 @@ static void collect_schedstat(struct bpfmon *m)
 		return;
 	for (int i = 0; i < m->ncpu; i++) {
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
-		metric_series_set(series1(m->met.schedstat_wait, cpu),
+		metric_series_set(metric_with(m->met.schedstat_wait, cpu),
 				  (double)m->met.schedstat_ns[i] / 1e9);
 	}
 }
@@ -1254,8 +1242,8 @@ static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program 
 
 	if (prog_stats(p, &runs, &ns) < 0)
 		return;
-	metric_series_set(series1(mt->prog_runs, name), (double)runs);
-	metric_series_set(series1(mt->prog_seconds, name), (double)ns / 1e9);
+	metric_series_set(metric_with(mt->prog_runs, name), (double)runs);
+	metric_series_set(metric_with(mt->prog_seconds, name), (double)ns / 1e9);
 }
 
 static void collect(struct metrics *reg, void *userdata)
@@ -1265,15 +1253,15 @@ static void collect(struct metrics *reg, void *userdata)
 	struct bpfmon_counters total = { 0 };
 	char cpu[16];
 
-	metric_series_set(series1(mt->loaded, "pinning"), m->skel != NULL);
-	metric_series_set(series1(mt->loaded, "runqueue"), m->contention);
-	metric_series_set(series1(mt->loaded, "enforce"), m->enforce != NULL);
+	metric_series_set(metric_with(mt->loaded, "pinning"), m->skel != NULL);
+	metric_series_set(metric_with(mt->loaded, "runqueue"), m->contention);
+	metric_series_set(metric_with(mt->loaded, "enforce"), m->enforce != NULL);
 	metric_reset(mt->enforcement);
-	metric_series_set(series2(mt->enforcement, bpfmon_enforcement_name(m->effective),
+	metric_series_set(metric_with(mt->enforcement, bpfmon_enforcement_name(m->effective),
 				  bpfmon_enforcement_name(m->opts.enforcement)),
 			  1);
-	metric_series_set(series1(mt->denials, "audit"), (double)m->act.audited);
-	metric_series_set(series1(mt->denials, "remediate"), (double)m->act.remediated);
+	metric_series_set(metric_with(mt->denials, "audit"), (double)m->act.audited);
+	metric_series_set(metric_with(mt->denials, "remediate"), (double)m->act.remediated);
 	metric_set(mt->read_errors, (double)m->act.read_errors);
 	if (mt->schedstat_wait)
 		collect_schedstat(m);
@@ -1288,15 +1276,15 @@ static void collect(struct metrics *reg, void *userdata)
 		if (!m->owners[i].id && !s->switches)
 			continue;
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
-		metric_series_set(series1(mt->switches, cpu), (double)s->switches);
+		metric_series_set(metric_with(mt->switches, cpu), (double)s->switches);
 		for (int k = 0; k < PINNING_KIND_MAX; k++) {
-			metric_series_set(series2(mt->violations, cpu, kind_names[k]),
+			metric_series_set(metric_with(mt->violations, cpu, kind_names[k]),
 					  (double)s->violations[k]);
-			metric_series_set(series2(mt->violation_seconds, cpu, kind_names[k]),
+			metric_series_set(metric_with(mt->violation_seconds, cpu, kind_names[k]),
 					  (double)s->foreign_ns[k] / 1e9);
 		}
 	}
-	metric_series_set(series1(mt->denials, "deny"), (double)total.denials);
+	metric_series_set(metric_with(mt->denials, "deny"), (double)total.denials);
 	metric_set(mt->dropped, (double)total.events_dropped);
 	metric_set(mt->ratelimited, (double)total.events_ratelimited);
 
@@ -1307,7 +1295,7 @@ static void collect(struct metrics *reg, void *userdata)
 		if (bpfmon_read_runq(m, slots, &sum_ns) == 0) {
 			for (int s = 0; s < PINNING_HIST_SLOTS; s++)
 				counts[s] = slots[s];
-			metric_series_set_histogram(series1(mt->runq, "shared"), counts,
+			metric_series_set_histogram(metric_with(mt->runq, "shared"), counts,
 						    (double)sum_ns / 1e9);
 		}
 	}

@@ -709,8 +709,8 @@ static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns
 	char c[8];
 
 	(void)snprintf(c, sizeof(c), "%d", (int)code);
-	metric_series_add(metric_with(d->grpc_calls, path, c, NULL), 1);
-	metric_series_observe(metric_with(d->grpc_seconds, path, NULL), (double)ns / 1e9);
+	metric_series_add(metric_with(d->grpc_calls, path, c), 1);
+	metric_series_observe(metric_with(d->grpc_seconds, path), (double)ns / 1e9);
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -744,12 +744,12 @@ static void register_metrics(struct dra *d, struct metrics *m)
 
 	f = metrics_counter(m, "dra_cpu_prepare_claims_total", "Claims NodePrepareResources handled.",
 			    "result");
-	d->prep_ok = metric_with(f, "success", NULL);
-	d->prep_err = metric_with(f, "error", NULL);
+	d->prep_ok = metric_with(f, "success");
+	d->prep_err = metric_with(f, "error");
 	f = metrics_counter(m, "dra_cpu_unprepare_claims_total",
 			    "Claims NodeUnprepareResources handled.", "result");
-	d->unprep_ok = metric_with(f, "success", NULL);
-	d->unprep_err = metric_with(f, "error", NULL);
+	d->unprep_ok = metric_with(f, "success");
+	d->unprep_err = metric_with(f, "error");
 	d->prep_seconds = metrics_histogram(m, "dra_cpu_prepare_claim_duration_seconds",
 					    "NodePrepareResources call duration.", NULL, secs,
 					    (int)ARRAY_SIZE(secs));
