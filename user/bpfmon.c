@@ -74,6 +74,7 @@ struct bpfmon_metrics {
 	struct metric *loaded, *enforcement, *switches, *violations, *violation_seconds;
 	struct metric *denials, *dropped, *ratelimited, *read_errors, *runq, *schedstat_wait;
 	struct metric *prog_runs, *prog_seconds;
+	struct metric *loaded_any, *mode, *remediations, *pool_wait;
 	uint64_t *schedstat_ns; /* [ncpu] */
 };
 
@@ -1225,6 +1226,8 @@ static void collect_schedstat(struct bpfmon *m)
 	size_t len = 0;
 	char cpu[16];
 
+	uint64_t pool_ns = 0;
+
 	if (read_file(m->schedstat_path, &buf, &len) < 0 ||
 	    bpfmon_schedstat_parse(buf, len, m->met.schedstat_ns, m->ncpu) < 0)
 		return;
@@ -1232,7 +1235,12 @@ static void collect_schedstat(struct bpfmon *m)
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
 		metric_series_set(metric_with(m->met.schedstat_wait, cpu),
 				  (double)m->met.schedstat_ns[i] / 1e9);
+		if (cpuset_has(&m->shared, i))
+			pool_ns += m->met.schedstat_ns[i];
 	}
+	/* Summed over the CPUs in the pool now: a CPU leaving the pool can make
+	 * it step down; rate() treats that as a counter reset. */
+	metric_set(m->met.pool_wait, (double)pool_ns / 1e9);
 }
 
 static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program *p)
@@ -1253,6 +1261,11 @@ static void collect(struct metrics *reg, void *userdata)
 	struct bpfmon_counters total = { 0 };
 	char cpu[16];
 
+	metric_set(mt->loaded_any, m->skel != NULL);
+	for (int e = BPFMON_AUDIT; e <= BPFMON_DENY; e++)
+		metric_series_set(metric_with(mt->mode, bpfmon_enforcement_name(e)),
+				  e == (int)m->effective);
+	metric_set(mt->remediations, (double)m->act.remediated);
 	metric_series_set(metric_with(mt->loaded, "pinning"), m->skel != NULL);
 	metric_series_set(metric_with(mt->loaded, "runqueue"), m->contention);
 	metric_series_set(metric_with(mt->loaded, "enforce"), m->enforce != NULL);
@@ -1317,10 +1330,23 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 
 	for (int i = 0; i < PINNING_HIST_SLOTS - 1; i++)
 		bounds[i] = (double)(2ull << i) * 1e-6;
-	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_loaded",
+	mt->loaded_any = metrics_gauge(reg, "dra_cpu_bpf_loaded",
+				       "1 when the BPF pinning check is attached.", NULL);
+	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_program_loaded",
 				   "1 when the BPF program is attached (pinning check, run-queue "
 				   "latency, enforcement).",
 				   "program");
+	mt->mode = metrics_gauge(reg, "dra_cpu_enforcement_mode",
+				 "1 for the pinning enforcement mode in force (deny falls back to "
+				 "remediate where BPF LSM is unavailable).",
+				 "mode");
+	mt->remediations = metrics_counter(reg, "dra_cpu_remediations_total",
+					   "Host tasks moved off exclusive CPUs to the shared pool.",
+					   NULL);
+	mt->pool_wait = metrics_counter(reg, "dra_cpu_shared_pool_wait_seconds_total",
+					"Run-queue wait on shared-pool CPUs from the kernel's own "
+					"schedstat (stays 0 without CONFIG_SCHEDSTATS).",
+					NULL);
 	mt->enforcement = metrics_gauge(reg, "dra_cpu_pinning_enforcement_info",
 					"Pinning enforcement in force (mode) and asked for "
 					"(requested); deny falls back to remediate without BPF LSM.",
@@ -1348,7 +1374,8 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 	mt->runq = metrics_histogram(reg, "dra_cpu_runqueue_latency_seconds",
 				     "Wakeup/preemption to run latency of tasks on shared-pool CPUs.",
 				     "pool", bounds, PINNING_HIST_SLOTS - 1);
-	if (!mt->loaded || !mt->enforcement || !mt->switches || !mt->violations ||
+	if (!mt->loaded_any || !mt->mode || !mt->remediations || !mt->pool_wait || !mt->loaded ||
+	    !mt->enforcement || !mt->switches || !mt->violations ||
 	    !mt->violation_seconds || !mt->denials || !mt->dropped || !mt->ratelimited ||
 	    !mt->read_errors || !mt->runq)
 		return -ENOMEM;

@@ -713,27 +713,6 @@ static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns
 	metric_series_observe(metric_with(d->grpc_seconds, path), (double)ns / 1e9);
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static void register_metrics(struct dra *d, struct metrics *m)
 {
 	static const double secs[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -814,11 +793,11 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 			return r;
 	}
 	(void)snprintf(dir, sizeof(dir), "%s/%s", o->kubelet_root, DRA_DIR);
-	r = mkdir_p(dir, 0750);
+	r = fileio_mkdir_p(dir, 0750);
 	if (r < 0)
 		return log_error_errno(r, "plugin_dir_failed", "path=%s", dir);
 	(void)snprintf(dir, sizeof(dir), "%s/plugins_registry", o->kubelet_root);
-	r = mkdir_p(dir, 0755);
+	r = fileio_mkdir_p(dir, 0755);
 	if (r < 0)
 		return log_error_errno(r, "registry_dir_failed", "path=%s", dir);
 	r = grpc_server_listen_unix(d->grpc, d->endpoint, 0600);
