@@ -499,7 +499,7 @@ static void on_op_done(void *ud, const struct kube_result *r)
 		retry_later(p, r->retry_after_s);
 		return;
 	}
-	metric_series_add(metric_with(p->writes, verbs[op->kind], NULL), 1);
+	metric_series_add(metric_with(p->writes, verbs[op->kind]), 1);
 	if (op->kind == OP_DELETE) {
 		const char *name = meta_str(op->slice, "name");
 
