@@ -236,6 +236,19 @@ def test_daemonset_arguments_are_accepted_by_the_driver(overlay, first_device):
     assert items[0]["spec"]["devices"][0]["name"] == first_device
 
 
+def test_kind_config_enables_dra_nri_and_cdi():
+    (cfg,) = load_docs(os.path.join(DEPLOY, "kind", "cluster.yaml"))
+    assert cfg["kind"] == "Cluster" and cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert cfg["featureGates"] == {"DynamicResourceAllocation": True,
+                                   "DRAConsumableCapacity": True}
+    patch = "\n".join(cfg["containerdConfigPatches"])
+    assert re.search(r'\[plugins\."io\.containerd\.nri\.v1\.nri"\]\s+disable = false', patch)
+    assert "enable_cdi = true" in patch and '"/var/run/cdi"' in patch
+    workers = [n for n in cfg["nodes"] if n["role"] == "worker"]
+    assert len(workers) == 1, "kind nodes share the host's CPUs: one driver only"
+    assert {"hostPath": "/sys/fs/bpf", "containerPath": "/sys/fs/bpf"} in workers[0]["extraMounts"]
+
+
 # ------------------------------------------------------- DaemonSet and RBAC
 
 def base_docs():
