@@ -2,7 +2,7 @@
 # Renders deploy/install.yaml from the grouped overlay (the default install).
 #   tools/render-deploy.sh           rewrite deploy/install.yaml
 #   tools/render-deploy.sh --check   exit 1 if deploy/install.yaml is stale
-# Needs kubectl with built-in kustomize (v1.14+; written against v1.32 / kustomize v5.5).
+# Needs kubectl 1.27+ (built-in kustomize v5; written against kubectl 1.32, kustomize v5.5).
 # test/integration/test_deploy.py checks that the committed file is current.
 set -eu
 
@@ -11,7 +11,15 @@ out=deploy/install.yaml
 overlay=deploy/overlays/grouped
 
 if ! command -v kubectl >/dev/null 2>&1; then
-	echo "render-deploy: kubectl not found (Debian: apt-get install kubernetes-client)" >&2
+	echo "render-deploy: kubectl not found (kubectl 1.27+ is needed, for kustomize v5)" >&2
+	exit 2
+fi
+# The overlays use kustomize v5 (`patches`), and its output layout is what is
+# committed; older kubectl (Debian 12's kubernetes-client is 1.20) would differ.
+kv=$(kubectl version --client -o json 2>/dev/null |
+	sed -n 's/.*"kustomizeVersion": *"v\([0-9]*\)\..*/\1/p')
+if [ -z "$kv" ] || [ "$kv" -lt 5 ]; then
+	echo "render-deploy: kubectl's kustomize is older than v5; use kubectl 1.27+" >&2
 	exit 2
 fi
 
