@@ -177,8 +177,9 @@ $(B)/bpf $(B)/gen $(B)/obj $(B)/test $(B)/fuzz build/fuzz-lf build/fuzz-lf/lib:
 
 # ---- tests, demo, bench -------------------------------------------------------------------
 # check: unit tests and fuzz corpus replay. test: check + integration + kernel tests.
+# With SAN=1 the integration tests run too: the real binaries under ASan+UBSan.
 check: $(TEST_BINS) $(FUZZ_REPLAY) all
-	$(Q)B=$(B) bash test/run.sh unit
+	$(Q)B=$(B) PYTHON=$(PYTHON) bash test/run.sh $(if $(filter 1,$(SAN)),all,unit)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS) $(FUZZ_REPLAY)
