@@ -43,6 +43,8 @@ def test_no_fd_leak_across_1000_prepare_unprepare(apiserver, make_driver, kubele
 
 
 @pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind not installed")
+@pytest.mark.skipif("san" in os.path.basename(os.environ.get("B", "build")),
+                    reason="valgrind cannot run a sanitizer build (ASan covers it there)")
 def test_scenario_under_valgrind_is_clean(apiserver, make_driver, kubelet, driver_dir):
     from nri.nrisim import Runtime
     sock = os.path.join(driver_dir, "nri.sock")

@@ -59,9 +59,11 @@ def test_external_delete_and_edit_are_repaired(apiserver, make_driver, kube):
 def test_kubelet_wipe_is_repaired_from_the_watch(apiserver, make_driver):
     d = make_driver(args=["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"]).start()
     d.wait_ready()
+    assert d.metrics()["dra_cpu_slices_in_sync"] == 1
     apiserver.wipe_node("node-1")
     assert ours(apiserver) == []
     wait_for(published(apiserver, 3), what="slices back after the wipe")
+    wait_for(lambda: d.metrics()["dra_cpu_slices_in_sync"] == 1, what="in sync again")
     gens = {s["spec"]["pool"]["generation"] for s in ours(apiserver)}
     assert len(gens) == 1
 
