@@ -32,6 +32,7 @@
 #include <json-c/json.h>
 
 #include "bpfmon.h"
+#include "caps.h"
 #include "cleanup.h"
 #include "cpuset.h"
 #include "fileio.h"
@@ -362,25 +363,6 @@ static int verb_version(const struct args *a)
 
 /* ---- privileges ----------------------------------------------------------------------- */
 
-/* The effective capability set, from /proc/self/status. */
-static int cap_effective(uint64_t *ret)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "CapEff:", 7)) {
-			char *end;
-
-			errno = 0;
-			*ret = strtoull(line + 7, &end, 16);
-			return errno ? -errno : 0;
-		}
-	return -ENOENT;
-}
-
 /* Why BPF programs do not load, in words an SRE can act on; NULL when
  * neither BTF nor privileges explain it. */
 static const char *load_hint(unsigned features)
@@ -389,7 +371,7 @@ static const char *load_hint(unsigned features)
 
 	if (!(features & BPFMON_FEAT_BTF))
 		return "the kernel has no BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)";
-	if (cap_effective(&caps) == 0 && !(caps & (1ull << CAP_SYS_ADMIN)) &&
+	if (caps_effective(&caps) == 0 && !(caps & (1ull << CAP_SYS_ADMIN)) &&
 	    (!(caps & (1ull << CAP_BPF)) || !(caps & (1ull << CAP_PERFMON))))
 		return "needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN): run as root";
 	return NULL;
