@@ -616,8 +616,11 @@ static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 	r->watched = true;
 	r->events = true;
 	r->duration_s = 1;
+	r->t1_ns = 2000000000;
 	e = ev(2, 77, PINNING_KIND_USER, 999999999, "early");
 	assert_int_equal(verify_report_add_event(r, &e, "/x"), 0); /* before the window */
+	e = ev(2, 77, PINNING_KIND_USER, 2000000001, "late");
+	assert_int_equal(verify_report_add_event(r, &e, "/x"), 0); /* after it */
 	e = ev(0, 77, PINNING_KIND_USER, 1100000000, "shared");
 	assert_int_equal(verify_report_add_event(r, &e, "/x"), 0); /* not exclusive */
 	e = ev(2, 78, PINNING_KIND_KTHREAD, 1100000000, "ksoftirqd/2");

@@ -11,7 +11,8 @@
  * every BPF object of the project and says which kernel features exist.
  *
  * Exit status: 0 clean, 1 violations found, 2 could not check (the reason in
- * one line on stderr; with --json also as {"verdict":"error",...} on stdout).
+ * one line on stderr; with --json also as {"verdict":"error",...} on stdout)
+ * or, with --scope, a verdict left open ("incomplete").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -216,7 +217,8 @@ static void usage(FILE *f)
 		print_wrapped(f, opts[i].help, 27, 79);
 	}
 	fprintf(f, "\nExit status: 0 clean, 1 violations found, 2 could not check (no CAP_BPF,\n"
-		   "no BTF, bad arguments, a cgroup that does not exist, unreadable state).\n");
+		   "no BTF, bad arguments, a cgroup that does not exist, unreadable state; with\n"
+		   "--scope also: switch-ins no event could place inside or outside it).\n");
 }
 
 /* ---- arguments ------------------------------------------------------------------------ */
@@ -377,11 +379,15 @@ static const char *load_hint(unsigned features)
 	return NULL;
 }
 
-static const char *load_failure(const struct bpfmon *m)
+static void load_failure(const struct bpfmon *m, char *buf, size_t size)
 {
 	const char *hint = load_hint(bpfmon_features(m));
 
-	return hint ? hint : bpfmon_error(m);
+	if (hint)
+		(void)snprintf(buf, size, "%s", hint);
+	else /* the verifier's say is long: --probe prints it */
+		(void)snprintf(buf, size, "%s (bpf-verify --probe prints the verifier log)",
+			       bpfmon_error(m));
 }
 
 /* Same choice as dra-cpu-driver (user/daemon.c): v2 when /sys/fs/cgroup is
@@ -576,7 +582,10 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 		goto out;
 	}
 	if (!bpfmon_is_loaded(m)) {
-		ret = cannot_check(a, "the BPF check did not load: %s", load_failure(m));
+		char why[VERIFY_ERR_MAX];
+
+		load_failure(m, why, sizeof(why));
+		ret = cannot_check(a, "the BPF check did not load: %s", why);
 		goto out;
 	}
 	rep->events = bpfmon_features(m) & BPFMON_FEAT_RINGBUF;
@@ -593,9 +602,9 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 			goto out;
 		}
 	}
-	/* The window opens before the first counter read and its events are
-	 * drained after the last one: every counted switch-in is named (a few
-	 * at the edges are named and not counted, which is harmless). */
+	/* The window opens just before the first counter read and closes just
+	 * before the last: the events inside it are the switch-ins counted,
+	 * give or take one racing the read (the BPF side counts, then stamps). */
 	t0 = now_ns();
 	rep->t0_ns = t0;
 	for (int i = 0; i < rep->ncpus; i++) {
@@ -625,7 +634,8 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	if (w.interrupted && evtimer_pending(timer, NULL))
 		verify_report_note(rep, "interrupted: watched %.2f s of %.2f s",
 				   (double)(now_ns() - t0) / 1e9, a->duration);
-	rep->duration_s = (double)(now_ns() - t0) / 1e9;
+	rep->t1_ns = now_ns();
+	rep->duration_s = (double)(rep->t1_ns - t0) / 1e9;
 	for (int i = 0; i < rep->ncpus; i++) {
 		struct bpfmon_counters after;
 
@@ -636,8 +646,8 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 		}
 		verify_report_set_counters(rep, rep->cpus[i].cpu, &before[i], &after);
 	}
-	/* A program that counted a switch-in may still be submitting its
-	 * event on the exclusive CPU: let the loop run a little longer. */
+	/* Events of the window may still sit in the ring buffer or be on
+	 * their way: let the loop run a little longer. */
 	tv = (struct timeval){ 0, SETTLE_US };
 	(void)event_base_loopexit(base, &tv);
 	(void)event_base_dispatch(base);

@@ -803,7 +803,8 @@ int verify_report_add_event(struct verify_report *r, const struct pinning_event 
 	bool outside = is_outside(r, e->kind, cgroup);
 	struct verify_seen *s;
 
-	if (e->ts_ns < r->t0_ns || !report_cpu(r, (int)e->cpu) ||
+	if (e->ts_ns < r->t0_ns || (r->t1_ns && e->ts_ns > r->t1_ns) ||
+	    !report_cpu(r, (int)e->cpu) ||
 	    (e->kind != PINNING_KIND_USER && e->kind != PINNING_KIND_KTHREAD_UNBOUND))
 		return 0;
 	for (uint32_t i = 0; i < SEEN_SLOTS; i++) {

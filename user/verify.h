@@ -177,6 +177,7 @@ struct verify_report {
 	bool events;	   /* ... and the kernel named offenders (ring buffer) */
 	double duration_s; /* of the window */
 	uint64_t t0_ns;	   /* window start, CLOCK_MONOTONIC (event timestamps) */
+	uint64_t t1_ns;	   /* window end, 0 while open: later events are ignored */
 	struct verify_cpu *cpus;
 	int ncpus;
 	int *owner_tasks; /* [owners->n]: threads found under each owner by the scan */
@@ -205,8 +206,9 @@ DEFINE_FREEP(verify_report, verify_report_free)
 
 void verify_report_note(struct verify_report *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* A bpfmon tap record (cgroup may be NULL). Events before t0_ns, on CPUs
- * that are not exclusive, and per-CPU kthreads (never sent) are ignored.
+/* A bpfmon tap record (cgroup may be NULL). Events outside [t0_ns, t1_ns],
+ * on CPUs that are not exclusive, and of per-CPU kthreads (never sent) are
+ * ignored.
  * -ENOMEM. */
 int verify_report_add_event(struct verify_report *r, const struct pinning_event *e,
 			    const char *cgroup);

@@ -233,7 +233,8 @@ def test_pinned_intruder_is_named_with_exit_1(tree):
     assert ran["cgroup"] == tree.rel(tree.b)
     assert ran["switches"] > 0
     assert intruder.pid in pids(c["pinned"])
-    assert c["foreign"]["user"]["switches"] >= ran["switches"]
+    # Events and counters agree but for one racing each end of the window.
+    assert c["foreign"]["user"]["switches"] + 2 >= ran["switches"]
 
 
 def test_intruder_for_a_moment_mid_window_is_caught(tree):
