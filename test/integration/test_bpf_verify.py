@@ -239,24 +239,30 @@ def test_pinned_intruder_is_named_with_exit_1(tree):
 
 def test_intruder_for_a_moment_mid_window_is_caught(tree):
     tree.spawn(tree.a, EXCL, "dra-owner")
+    # 3 s: the blip must be gone well before the scan at the end, even on
+    # a loaded machine (and under ASan).
     p = subprocess.Popen([BIN, "--exclusive", "%d=%s" % (EXCL, tree.a), "--scope", tree.root,
-                          "--duration", "2", "--json", "--verbose"],
+                          "--duration", "3", "--json", "--verbose"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()
     while line and "event=window_started" not in line:
         line = p.stderr.readline()
+    t0 = time.monotonic()
     time.sleep(0.6)
     blip = tree.spawn(tree.b, EXCL, "dra-blip")
     time.sleep(0.2)
     tree.kill(blip)  # gone before the scan: only the watch can see it
+    gone = time.monotonic() - t0
     out, err = p.communicate(timeout=30)
     assert p.returncode == 1, out + err
     j = check_json(out)
     c = cpu_entry(j)
     ran = next(e for e in c["ran"] if e["pid"] == blip.pid)
     assert ran["comm"] == "dra-blip"
-    assert 0.4 <= ran["firstSeenSeconds"] <= 1.6
-    assert ran["lastSeenSeconds"] - ran["firstSeenSeconds"] < 0.6
+    # bpf-verify's clock starts a little before ours (it logs, we read).
+    assert 0.4 <= ran["firstSeenSeconds"] <= gone + 0.5
+    assert ran["lastSeenSeconds"] <= gone + 0.5
+    assert gone < 2.5, "the machine is too slow for this test's timing"
     assert blip.pid not in pids(c["pinned"])
 
 
