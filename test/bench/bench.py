@@ -191,8 +191,8 @@ def plan(build, quick):
         "alloc": (lambda: fig_prepare.run_alloc(build, runs=1 if q else 3), rows_alloc),
         "slices": (lambda: fig_slices.run(build, runs=2 if q else 5, scrapes=10 if q else 30),
                    rows_slices),
-        "prepare": (lambda: fig_prepare.run_grpc(build, rounds=1 if q else 3,
-                                                 per_round=100 if q else 300), rows_prepare),
+        "prepare": (lambda: fig_prepare.run_grpc(build, rounds=1 if q else 5,
+                                                 per_round=100 if q else 200), rows_prepare),
         "nri": (lambda: fig_nri.run(build, shared_creates=50 if q else 200,
                                     claim_creates=10 if q else 60), rows_nri),
         "scale": (lambda: fig_scale.run(build, claims=1000, restarts=1 if q else 3,
@@ -200,6 +200,20 @@ def plan(build, quick):
         "bpf": (lambda: fig_bpf.run(build, round_trips=20000 if q else 50000,
                                     pairs=3 if q else 15), rows_bpf),
     }
+
+
+def cpu_jiffies():
+    """(busy, total) jiffies of the whole machine from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return sum(v) - v[3] - v[4], sum(v)
+
+
+def busy_since(j0):
+    """Fraction of the machine's CPU time busy since j0, this benchmark
+    included: high values mean other work competed for the 2 vCPUs."""
+    b, t = cpu_jiffies()
+    return round((b - j0[0]) / max(1, t - j0[1]), 3)
 
 
 def loadavg():
@@ -224,7 +238,7 @@ def main(argv=None):
         print("bench: %s/dra-cpu-driver missing: run make first" % build, file=sys.stderr)
         return 1
     todo = plan(build, a.quick)
-    t_start = time.monotonic()
+    t_start, j_start = time.monotonic(), cpu_jiffies()
     meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "kernel": platform.release(),
             "cpus": os.cpu_count(), "euid": os.geteuid(), "quick": a.quick,
             "loadavg_before": loadavg(), "git": _git()}
@@ -233,14 +247,16 @@ def main(argv=None):
         if name not in only:
             continue
         fn, rows = todo[name]
-        t0 = time.monotonic()
+        t0, j0 = time.monotonic(), cpu_jiffies()
         print("bench: %-10s ..." % TITLES[name], end="", flush=True)
         try:
             r = fn()
             r["seconds"] = round(time.monotonic() - t0, 1)
+            r["machine_busy"] = busy_since(j0)
             results[name] = r
             rows(table, r)
-            print(" %.1f s" % r["seconds"], flush=True)
+            print(" %.1f s, machine %.0f%% busy" % (r["seconds"], 100 * r["machine_busy"]),
+                  flush=True)
         except Exception as e:  # noqa: BLE001 - any failure = could not run
             failed.append(name)
             results[name] = {"error": "%s: %s" % (type(e).__name__, e),
@@ -252,6 +268,7 @@ def main(argv=None):
                 traceback.print_exc()
     meta["seconds"] = round(time.monotonic() - t_start, 1)
     meta["loadavg_after"] = loadavg()
+    meta["machine_busy"] = busy_since(j_start)
     out_dir = os.path.join(build, "bench")
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "results.json")
@@ -263,9 +280,9 @@ def main(argv=None):
     print()
     nfail = sum(r["status"] == "FAIL" for r in table.rows)
     print("bench: %d figures, %d pass, %d miss their target, %d could not run; %.0f s; "
-          "load %s -> %s; raw: %s"
+          "machine %.0f%% busy, load %s -> %s; raw: %s"
           % (len(table.rows), sum(r["status"] == "pass" for r in table.rows), nfail, len(failed),
-             meta["seconds"], "/".join(meta["loadavg_before"] or []),
+             meta["seconds"], 100 * meta["machine_busy"], "/".join(meta["loadavg_before"] or []),
              "/".join(meta["loadavg_after"] or []), os.path.relpath(path, ROOT)))
     return 1 if failed else 0
 

@@ -65,7 +65,7 @@ def _concurrent(k, sock, claims, inflight):
     return time.perf_counter() - t0
 
 
-def run_grpc(build_dir, rounds=3, per_round=300, inflight=8, warmup=20):
+def run_grpc(build_dir, rounds=5, per_round=200, inflight=8, warmup=20):
     env = Env(build_dir)
     try:
         api = env.api
