@@ -118,22 +118,33 @@ def rows_nri(t, r):
           "simulator at p50 %.1f ms" % (r["push_updates"], a["p50"]))
 
 
+# bpf-anchors.md (where the ns targets come from) measured on a VM doing the
+# same pipe round trip in about 2.2 us; per-switch costs scale with it.
+REF_RT_NS = 2200.0
+
+
 def rows_bpf(t, r):
     f = "4"
     if "skipped" in r:
         t.special(f, "BPF per-switch cost", "skip", r["skipped"])
         return
+    k = REF_RT_NS / r["baseline_rt_ns"]
     t.add(f, "BPF pinning check per switch", "+%.0f ns" % r["pinning_ns"], "<= 40 ns",
           r["pinning_ns"] <= 40,
-          "ratio %.3f on a %d ns round trip; an empty program adds +%.0f (check over it %+.0f); "
-          "CPU not exclusive +%.0f, all violations +%.0f ns"
-          % (r["pinning_ratio"], r["baseline_rt_ns"], r["empty_program_ns"],
-             r["pinning_ns"] - r["empty_program_ns"], r["unowned_ns"], r["violation_ns"]))
+          "ratio %.3f on a %d ns round trip (%.0f ns at the reference's 2.2 us); an empty "
+          "program adds +%.0f (check over it %+.0f); CPU not exclusive +%.0f, all violations "
+          "+%.0f ns"
+          % (r["pinning_ratio"], r["baseline_rt_ns"], r["pinning_ns"] * k,
+             r["empty_program_ns"], r["pinning_ns"] - r["empty_program_ns"], r["unowned_ns"],
+             r["violation_ns"]))
     st = r["rows"]
     t.add(f, "BPF contention histogram per switch", "+%.0f ns" % r["histogram_ns"], "<= 120 ns",
           r["histogram_ns"] <= 120,
-          "pinning+histogram +%.0f ns over none; bpf_stats ns/run: pinning %.0f, runq %s"
-          % (r["pinning_plus_histogram_ns"], st["pinning, owner runs"]["bpf_stats_ns_per_run"],
+          "%.0f ns at the reference's 2.2 us round trip; pinning+histogram +%.0f ns over none "
+          "(ratio %.3f); bpf_stats ns/run: pinning %.0f, runq %s"
+          % (r["histogram_ns"] * k, r["pinning_plus_histogram_ns"],
+             st["pinning + runq latency"]["ratio"],
+             st["pinning, owner runs"]["bpf_stats_ns_per_run"],
              st["pinning + runq latency"]["bpf_stats"]))
 
 
