@@ -637,7 +637,8 @@ static void test_bpfmon_keeps_going_when_nothing_loads(void **st)
 	assert_int_equal(metrics_render(reg, out), 0);
 	evbuffer_add(out, "", 1);
 	text = (char *)evbuffer_pullup(out, -1);
-	assert_non_null(strstr(text, "dra_cpu_bpf_loaded{program=\"pinning\"} 0\n"));
+	assert_non_null(strstr(text, "dra_cpu_bpf_program_loaded{program=\"pinning\"} 0\n"));
+	assert_non_null(strstr(text, "\ndra_cpu_bpf_loaded 0\n"));
 	assert_non_null(strstr(text, "dra_cpu_pinning_enforcement_info{mode=\"audit\",requested=\"audit\"} 1\n"));
 	evbuffer_free(out);
 }
@@ -668,8 +669,13 @@ static void test_bpfmon_metrics_export_counters_and_histogram(void **st)
 	assert_int_equal(metrics_render(reg, out), 0);
 	evbuffer_add(out, "", 1);
 	text = (char *)evbuffer_pullup(out, -1);
-	assert_non_null(strstr(text, "dra_cpu_bpf_loaded{program=\"pinning\"} 1\n"));
-	assert_non_null(strstr(text, "dra_cpu_bpf_loaded{program=\"runqueue\"} 1\n"));
+	assert_non_null(strstr(text, "dra_cpu_bpf_program_loaded{program=\"pinning\"} 1\n"));
+	assert_non_null(strstr(text, "dra_cpu_bpf_program_loaded{program=\"runqueue\"} 1\n"));
+	assert_non_null(strstr(text, "\ndra_cpu_bpf_loaded 1\n"));
+	assert_non_null(strstr(text, "dra_cpu_enforcement_mode{mode=\"audit\"} 1\n"));
+	assert_non_null(strstr(text, "dra_cpu_enforcement_mode{mode=\"deny\"} 0\n"));
+	assert_non_null(strstr(text, "\ndra_cpu_remediations_total "));
+	assert_non_null(strstr(text, "\ndra_cpu_shared_pool_wait_seconds_total "));
 	assert_non_null(strstr(text, "dra_cpu_pinning_violations_total{cpu=\"1\",kind=\"user\"} "));
 	assert_null(strstr(text, "dra_cpu_pinning_violations_total{cpu=\"1\",kind=\"user\"} 0\n"));
 	assert_non_null(strstr(text, "dra_cpu_pinning_violation_seconds_total{cpu=\"1\",kind=\"user\"} "));
@@ -677,7 +683,7 @@ static void test_bpfmon_metrics_export_counters_and_histogram(void **st)
 	assert_non_null(strstr(text, "dra_cpu_runqueue_latency_seconds_count{pool=\"shared\"} "));
 	assert_null(strstr(text, "dra_cpu_runqueue_latency_seconds_count{pool=\"shared\"} 0\n"));
 	assert_non_null(strstr(text, "dra_cpu_affinity_denials_total{mode=\"audit\"} "));
-	assert_non_null(strstr(text, "dra_cpu_bpf_events_dropped_total 0\n"));
+	assert_non_null(strstr(text, "\ndra_cpu_bpf_events_dropped_total "));
 	assert_non_null(strstr(text, "dra_cpu_bpf_program_runs_total{program=\"handle_sched_switch\"} "));
 	/* CPU 0 was never exclusive: no series for it. */
 	assert_null(strstr(text, "dra_cpu_pinning_violations_total{cpu=\"0\""));

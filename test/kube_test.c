@@ -77,6 +77,8 @@ static void test_kube_lines_joins_partial_chunks(void **st)
 	struct kube_lines l;
 
 	kube_lines_init(&l, 64);
+	assert_int_equal(kube_lines_feed(&l, "", 0), 0); /* empty write before any buffer */
+	expect_no_line(&l);
 	assert_int_equal(kube_lines_feed(&l, "{\"a\":", 5), 0);
 	expect_no_line(&l);
 	assert_int_equal(kube_lines_feed(&l, "1}\n{\"b\"", 7), 0);
@@ -942,6 +944,23 @@ static void test_kube_401_rereads_token_and_retries_once(void **st)
 	assert_int_equal(s.token_read_errors, 1);
 }
 
+static void test_kube_new_needs_a_readable_token_file(void **st)
+{
+	struct fix *f = *st;
+	struct kubeconfig *cfg = NULL;
+	struct kube *k = (struct kube *)0x1;
+	const char *y = "current-context: t\n"
+			"contexts: [{name: t, context: {cluster: c, user: u}}]\n"
+			"clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+			"users: [{name: u, user: {tokenFile: /nonexistent/token}}]\n";
+	char err[KUBECONFIG_ERR_MAX];
+
+	assert_int_equal(kubeconfig_parse(y, strlen(y), NULL, NULL, 0, &cfg, err), 0);
+	assert_int_equal(kube_new(f->base, cfg, NULL, &k), -ENOENT);
+	assert_ptr_equal(k, (void *)0x1);
+	kubeconfig_free(cfg);
+}
+
 static void test_kube_token_refreshed_periodically(void **st)
 {
 	struct fix *f = *st;
@@ -1070,9 +1089,13 @@ static void test_kube_cancel_means_no_callback(void **st)
 static void on_done_free_client(void *ud, const struct kube_result *r)
 {
 	struct fix *f = ud;
+	struct kube *k = f->k;
 
 	f->done++;
-	f->k = kube_free(f->k);
+	f->k = kube_free(k);
+	/* Still inside the callback round: k is not gone yet, but closed. */
+	assert_int_equal(kube_request(k, KUBE_GET, "/ok", NULL, NULL, on_done_unexpected, f, NULL),
+			 -ESHUTDOWN);
 }
 
 static void test_kube_free_inside_callback_stops_everything(void **st)
@@ -1366,6 +1389,7 @@ int main(void)
 		LOOP(test_kube_retry_after_is_honoured),
 		LOOP(test_kube_retries_exhausted_report_last_status),
 		LOOP(test_kube_401_rereads_token_and_retries_once),
+		LOOP(test_kube_new_needs_a_readable_token_file),
 		LOOP(test_kube_token_refreshed_periodically),
 		LOOP(test_kube_timeout_without_blocking_the_loop),
 		LOOP(test_kube_body_cap_and_bad_json),

@@ -45,9 +45,9 @@ static void test_metrics_counter_and_gauge_render(void **st)
 	g = metrics_gauge(m, "dra_cpu_allocated_cpus", "CPUs held by claims.", NULL);
 	assert_non_null(c);
 	assert_non_null(g);
-	metric_series_add(metric_with(c, "success", NULL), 2);
-	metric_series_add(metric_with(c, "error", NULL), 1);
-	metric_series_add(metric_with(c, "success", NULL), 1);
+	metric_series_add(metric_with(c, "success"), 2);
+	metric_series_add(metric_with(c, "error"), 1);
+	metric_series_add(metric_with(c, "success"), 1);
 	metric_set(g, 12);
 	s = render(m);
 	assert_string_equal(s, "# HELP dra_cpu_prepare_claims_total Claims prepared.\n"
@@ -106,10 +106,10 @@ static void test_metrics_histogram_set_from_bucketed_counts(void **st)
 
 	assert_int_equal(metrics_new(&m), 0);
 	h = metrics_histogram(m, "rq_seconds", "Wait.", "pool", b, 2);
-	metric_series_set_histogram(metric_with(h, "shared", NULL), first, 1.5);
-	metric_series_set_histogram(metric_with(h, "shared", NULL), second, 0.25);
+	metric_series_set_histogram(metric_with(h, "shared"), first, 1.5);
+	metric_series_set_histogram(metric_with(h, "shared"), second, 0.25);
 	/* Wrong type: ignored, no crash. */
-	metric_series_set_histogram(metric_with(metrics_counter(m, "c_total", "c", NULL), NULL),
+	metric_series_set_histogram(metric_with(metrics_counter(m, "c_total", "c", NULL)),
 				    second, 1);
 	s = render(m);
 	assert_contains(s, "rq_seconds_bucket{pool=\"shared\",le=\"0.001\"} 4\n"
@@ -130,9 +130,9 @@ static void test_metrics_labelled_histogram_and_escaping(void **st)
 
 	assert_int_equal(metrics_new(&m), 0);
 	h = metrics_histogram(m, "h", "Help with \\ and\nnewline.", "cpu,kind", b, 1);
-	metric_series_observe(metric_with(h, "3", "user", NULL), 0.5);
+	metric_series_observe(metric_with(h, "3", "user"), 0.5);
 	c = metrics_counter(m, "c_total", "x", "v");
-	metric_series_add(metric_with(c, "a\"b\\c\nd", NULL), 1);
+	metric_series_add(metric_with(c, "a\"b\\c\nd"), 1);
 	s = render(m);
 	assert_contains(s, "# HELP h Help with \\\\ and\\nnewline.\n");
 	assert_contains(s, "h_bucket{cpu=\"3\",kind=\"user\",le=\"1\"} 1\n");
@@ -154,9 +154,9 @@ static void test_metrics_rejects_bad_names_and_label_counts(void **st)
 	assert_null(metrics_histogram(m, "h", "x", NULL, bad, 2));
 	c = metrics_counter(m, "two_total", "x", "a,b");
 	assert_non_null(c);
-	assert_null(metric_with(c, "1", NULL));
-	assert_null(metric_with(c, "1", "2", "3", NULL));
-	assert_non_null(metric_with(c, "1", "2", NULL));
+	assert_null(metric_with(c, "1"));
+	assert_null(metric_with(c, "1", "2", "3"));
+	assert_non_null(metric_with(c, "1", "2"));
 	/* same name, same type: the same family; other type: refused */
 	assert_ptr_equal(metrics_counter(m, "two_total", "x", "a,b"), c);
 	assert_null(metrics_gauge(m, "two_total", "x", NULL));
@@ -171,7 +171,7 @@ static void collect(struct metrics *m, void *ud)
 	static int calls;
 
 	metric_reset(g);
-	metric_series_set(metric_with(g, calls++ % 2 ? "odd" : "even", NULL), 7);
+	metric_series_set(metric_with(g, calls++ % 2 ? "odd" : "even"), 7);
 }
 
 static void test_metrics_collectors_run_before_render_and_reset_hides(void **st)

@@ -74,6 +74,7 @@ struct bpfmon_metrics {
 	struct metric *loaded, *enforcement, *switches, *violations, *violation_seconds;
 	struct metric *denials, *dropped, *ratelimited, *read_errors, *runq, *schedstat_wait;
 	struct metric *prog_runs, *prog_seconds;
+	struct metric *loaded_any, *mode, *remediations, *pool_wait;
 	uint64_t *schedstat_ns; /* [ncpu] */
 };
 
@@ -787,15 +788,7 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	if (r < 0)
 		note(m, "no violation events: ring buffer: %s", strerror(-r));
 
-	if (m->skel)
-		log_info("bpf_loaded",
-			 "cgroup=%s contention=%s enforcement=%s requested=%s notes=%s",
-			 o->cgroup == BPFMON_CGROUP_V1 ? "v1-cpuset" : "v2",
-			 m->contention ? "on" : "off", bpfmon_enforcement_name(m->effective),
-			 bpfmon_enforcement_name(o->enforcement), log_quote(m->notes));
-	else
-		log_warn("bpf_not_loaded", "reason=%s action=continuing_without_pinning_checks",
-			 log_quote(m->error));
+	/* The caller logs the outcome once (bpfmon_error(), bpfmon_notes()). */
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -1227,32 +1220,27 @@ static int read_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
-/* metric_with() for one and two labels, with a typed sentinel (a bare NULL
- * through "..." is not portable). */
-static struct metric_series *series1(struct metric *f, const char *a)
-{
-	return metric_with(f, a, (const char *)NULL);
-}
-
-static struct metric_series *series2(struct metric *f, const char *a, const char *b)
-{
-	return metric_with(f, a, b, (const char *)NULL);
-}
-
 static void collect_schedstat(struct bpfmon *m)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	char cpu[16];
 
+	uint64_t pool_ns = 0;
+
 	if (read_file(m->schedstat_path, &buf, &len) < 0 ||
 	    bpfmon_schedstat_parse(buf, len, m->met.schedstat_ns, m->ncpu) < 0)
 		return;
 	for (int i = 0; i < m->ncpu; i++) {
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
-		metric_series_set(series1(m->met.schedstat_wait, cpu),
+		metric_series_set(metric_with(m->met.schedstat_wait, cpu),
 				  (double)m->met.schedstat_ns[i] / 1e9);
+		if (cpuset_has(&m->shared, i))
+			pool_ns += m->met.schedstat_ns[i];
 	}
+	/* Summed over the CPUs in the pool now: a CPU leaving the pool can make
+	 * it step down; rate() treats that as a counter reset. */
+	metric_set(m->met.pool_wait, (double)pool_ns / 1e9);
 }
 
 static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program *p)
@@ -1262,8 +1250,8 @@ static void collect_program(struct bpfmon_metrics *mt, const struct bpf_program 
 
 	if (prog_stats(p, &runs, &ns) < 0)
 		return;
-	metric_series_set(series1(mt->prog_runs, name), (double)runs);
-	metric_series_set(series1(mt->prog_seconds, name), (double)ns / 1e9);
+	metric_series_set(metric_with(mt->prog_runs, name), (double)runs);
+	metric_series_set(metric_with(mt->prog_seconds, name), (double)ns / 1e9);
 }
 
 static void collect(struct metrics *reg, void *userdata)
@@ -1273,15 +1261,20 @@ static void collect(struct metrics *reg, void *userdata)
 	struct bpfmon_counters total = { 0 };
 	char cpu[16];
 
-	metric_series_set(series1(mt->loaded, "pinning"), m->skel != NULL);
-	metric_series_set(series1(mt->loaded, "runqueue"), m->contention);
-	metric_series_set(series1(mt->loaded, "enforce"), m->enforce != NULL);
+	metric_set(mt->loaded_any, m->skel != NULL);
+	for (int e = BPFMON_AUDIT; e <= BPFMON_DENY; e++)
+		metric_series_set(metric_with(mt->mode, bpfmon_enforcement_name(e)),
+				  e == (int)m->effective);
+	metric_set(mt->remediations, (double)m->act.remediated);
+	metric_series_set(metric_with(mt->loaded, "pinning"), m->skel != NULL);
+	metric_series_set(metric_with(mt->loaded, "runqueue"), m->contention);
+	metric_series_set(metric_with(mt->loaded, "enforce"), m->enforce != NULL);
 	metric_reset(mt->enforcement);
-	metric_series_set(series2(mt->enforcement, bpfmon_enforcement_name(m->effective),
+	metric_series_set(metric_with(mt->enforcement, bpfmon_enforcement_name(m->effective),
 				  bpfmon_enforcement_name(m->opts.enforcement)),
 			  1);
-	metric_series_set(series1(mt->denials, "audit"), (double)m->act.audited);
-	metric_series_set(series1(mt->denials, "remediate"), (double)m->act.remediated);
+	metric_series_set(metric_with(mt->denials, "audit"), (double)m->act.audited);
+	metric_series_set(metric_with(mt->denials, "remediate"), (double)m->act.remediated);
 	metric_set(mt->read_errors, (double)m->act.read_errors);
 	if (mt->schedstat_wait)
 		collect_schedstat(m);
@@ -1296,15 +1289,15 @@ static void collect(struct metrics *reg, void *userdata)
 		if (!m->owners[i].id && !s->switches)
 			continue;
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
-		metric_series_set(series1(mt->switches, cpu), (double)s->switches);
+		metric_series_set(metric_with(mt->switches, cpu), (double)s->switches);
 		for (int k = 0; k < PINNING_KIND_MAX; k++) {
-			metric_series_set(series2(mt->violations, cpu, kind_names[k]),
+			metric_series_set(metric_with(mt->violations, cpu, kind_names[k]),
 					  (double)s->violations[k]);
-			metric_series_set(series2(mt->violation_seconds, cpu, kind_names[k]),
+			metric_series_set(metric_with(mt->violation_seconds, cpu, kind_names[k]),
 					  (double)s->foreign_ns[k] / 1e9);
 		}
 	}
-	metric_series_set(series1(mt->denials, "deny"), (double)total.denials);
+	metric_series_set(metric_with(mt->denials, "deny"), (double)total.denials);
 	metric_set(mt->dropped, (double)total.events_dropped);
 	metric_set(mt->ratelimited, (double)total.events_ratelimited);
 
@@ -1315,7 +1308,7 @@ static void collect(struct metrics *reg, void *userdata)
 		if (bpfmon_read_runq(m, slots, &sum_ns) == 0) {
 			for (int s = 0; s < PINNING_HIST_SLOTS; s++)
 				counts[s] = slots[s];
-			metric_series_set_histogram(series1(mt->runq, "shared"), counts,
+			metric_series_set_histogram(metric_with(mt->runq, "shared"), counts,
 						    (double)sum_ns / 1e9);
 		}
 	}
@@ -1337,10 +1330,23 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 
 	for (int i = 0; i < PINNING_HIST_SLOTS - 1; i++)
 		bounds[i] = (double)(2ull << i) * 1e-6;
-	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_loaded",
+	mt->loaded_any = metrics_gauge(reg, "dra_cpu_bpf_loaded",
+				       "1 when the BPF pinning check is attached.", NULL);
+	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_program_loaded",
 				   "1 when the BPF program is attached (pinning check, run-queue "
 				   "latency, enforcement).",
 				   "program");
+	mt->mode = metrics_gauge(reg, "dra_cpu_enforcement_mode",
+				 "1 for the pinning enforcement mode in force (deny falls back to "
+				 "remediate where BPF LSM is unavailable).",
+				 "mode");
+	mt->remediations = metrics_counter(reg, "dra_cpu_remediations_total",
+					   "Host tasks moved off exclusive CPUs to the shared pool.",
+					   NULL);
+	mt->pool_wait = metrics_counter(reg, "dra_cpu_shared_pool_wait_seconds_total",
+					"Run-queue wait on shared-pool CPUs from the kernel's own "
+					"schedstat (stays 0 without CONFIG_SCHEDSTATS).",
+					NULL);
 	mt->enforcement = metrics_gauge(reg, "dra_cpu_pinning_enforcement_info",
 					"Pinning enforcement in force (mode) and asked for "
 					"(requested); deny falls back to remediate without BPF LSM.",
@@ -1368,7 +1374,8 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 	mt->runq = metrics_histogram(reg, "dra_cpu_runqueue_latency_seconds",
 				     "Wakeup/preemption to run latency of tasks on shared-pool CPUs.",
 				     "pool", bounds, PINNING_HIST_SLOTS - 1);
-	if (!mt->loaded || !mt->enforcement || !mt->switches || !mt->violations ||
+	if (!mt->loaded_any || !mt->mode || !mt->remediations || !mt->pool_wait || !mt->loaded ||
+	    !mt->enforcement || !mt->switches || !mt->violations ||
 	    !mt->violation_seconds || !mt->denials || !mt->dropped || !mt->ratelimited ||
 	    !mt->read_errors || !mt->runq)
 		return -ENOMEM;

@@ -12,7 +12,7 @@
  * still records state (so a later scrape or log is consistent) and the
  * dra_cpu_bpf_loaded gauge reads 0. Features the kernel lacks degrade one
  * piece at a time (contention histogram, events, deny mode) with a reason in
- * bpfmon_notes().
+ * bpfmon_notes(). bpfmon_new() does not log the outcome: its caller does, once.
  *
  * Cgroups are named by id: the kernfs id of the v2 cgroup, or on cgroup v1
  * nodes of the cpuset hierarchy's cgroup (the inode number of its directory:

@@ -90,8 +90,9 @@ int cdi_spec_write(const char *dir, const char *uid, const struct cpuset *cpus)
 		json = NULL;
 		return -ENOMEM;
 	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	r = fileio_mkdir_p(dir, 0755);
+	if (r < 0)
+		return r;
 	/* The temp file is dot-named: CDI scanners only read *.json. */
 	return fileio_write_atomic(dir, name, json, (size_t)n, 0644);
 }

@@ -2,6 +2,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "kubeconfig.h"
 #include "log.h"
 #include "bpfmon.h"
+#include "caps.h"
 #include "metrics.h"
 #include "nri.h"
 #include "pools.h"
@@ -248,6 +250,37 @@ static int start_node_agents(struct daemon *d)
 	return 0;
 }
 
+/* dra_cpu_kube_*: the API client's own counters, copied at each scrape. */
+static void collect_kube(struct metrics *m, void *ud)
+{
+	struct daemon *d = ud;
+	struct kube_stats st;
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fams[] = {
+		{ "dra_cpu_kube_requests_total", "HTTP attempts to the API server, watches included.",
+		  offsetof(struct kube_stats, attempts) },
+		{ "dra_cpu_kube_retries_total", "Attempts that were retries (backoff or 401).",
+		  offsetof(struct kube_stats, retries) },
+		{ "dra_cpu_kube_failures_total", "API requests that failed after retries.",
+		  offsetof(struct kube_stats, failures) },
+		{ "dra_cpu_kube_token_reloads_total", "Token file reads that changed the token.",
+		  offsetof(struct kube_stats, token_reloads) },
+		{ "dra_cpu_kube_oversized_total", "Bodies or watch lines over the size cap.",
+		  offsetof(struct kube_stats, too_big) },
+		{ "dra_cpu_kube_watch_events_total", "Watch events received.",
+		  offsetof(struct kube_stats, watch_events) },
+	};
+
+	if (!d->kube)
+		return;
+	kube_get_stats(d->kube, &st);
+	for (size_t i = 0; i < ARRAY_SIZE(fams); i++)
+		metric_set(metrics_counter(m, fams[i].name, fams[i].help, NULL),
+			   (double)*(const uint64_t *)((const char *)&st + fams[i].off));
+}
+
 static int start_kube(struct daemon *d)
 {
 	_cleanup_(kubeconfig_freep) struct kubeconfig *kc = NULL;
@@ -266,6 +299,9 @@ static int start_kube(struct daemon *d)
 	r = kube_new(d->base, kc, NULL, &d->kube);
 	if (r < 0)
 		return log_error_errno(r, "api_client_failed", "server=%s", kc->server);
+	r = metrics_add_collector(d->metrics, collect_kube, d);
+	if (r < 0)
+		return r;
 	log_info("api_server", "server=%s source=%s", kc->server, kc->source);
 	return 0;
 }
@@ -361,6 +397,15 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	if (!d->sigterm || !d->sigint || !d->grace || event_add(d->sigterm, NULL) < 0 ||
 	    event_add(d->sigint, NULL) < 0)
 		return log_error_errno(-ENOMEM, "signal_setup_failed", "");
+
+	/* Everything that needs privilege is set up: keep only what the loop uses. */
+	r = caps_drop_except(CAPS_KEEP_DAEMON);
+	if (r < 0)
+		log_warn_errno(r, "capability_drop_failed", "action=continuing");
+	else if (r > 0)
+		log_info("capabilities_dropped", "dropped=%d kept=\"dac_override dac_read_search "
+						 "fowner sys_nice\"",
+			 r);
 
 	log_info("started", "node=%s devices=%d mode=%s http_port=%d cpus=%d", d->node,
 		 d->devices->n, cfg_device_mode_name(cfg->device_mode), httpd_port(d->httpd),

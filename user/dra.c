@@ -709,29 +709,8 @@ static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns
 	char c[8];
 
 	(void)snprintf(c, sizeof(c), "%d", (int)code);
-	metric_series_add(metric_with(d->grpc_calls, path, c, NULL), 1);
-	metric_series_observe(metric_with(d->grpc_seconds, path, NULL), (double)ns / 1e9);
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	metric_series_add(metric_with(d->grpc_calls, path, c), 1);
+	metric_series_observe(metric_with(d->grpc_seconds, path), (double)ns / 1e9);
 }
 
 static void register_metrics(struct dra *d, struct metrics *m)
@@ -744,12 +723,12 @@ static void register_metrics(struct dra *d, struct metrics *m)
 
 	f = metrics_counter(m, "dra_cpu_prepare_claims_total", "Claims NodePrepareResources handled.",
 			    "result");
-	d->prep_ok = metric_with(f, "success", NULL);
-	d->prep_err = metric_with(f, "error", NULL);
+	d->prep_ok = metric_with(f, "success");
+	d->prep_err = metric_with(f, "error");
 	f = metrics_counter(m, "dra_cpu_unprepare_claims_total",
 			    "Claims NodeUnprepareResources handled.", "result");
-	d->unprep_ok = metric_with(f, "success", NULL);
-	d->unprep_err = metric_with(f, "error", NULL);
+	d->unprep_ok = metric_with(f, "success");
+	d->unprep_err = metric_with(f, "error");
 	d->prep_seconds = metrics_histogram(m, "dra_cpu_prepare_claim_duration_seconds",
 					    "NodePrepareResources call duration.", NULL, secs,
 					    (int)ARRAY_SIZE(secs));
@@ -814,11 +793,11 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 			return r;
 	}
 	(void)snprintf(dir, sizeof(dir), "%s/%s", o->kubelet_root, DRA_DIR);
-	r = mkdir_p(dir, 0750);
+	r = fileio_mkdir_p(dir, 0750);
 	if (r < 0)
 		return log_error_errno(r, "plugin_dir_failed", "path=%s", dir);
 	(void)snprintf(dir, sizeof(dir), "%s/plugins_registry", o->kubelet_root);
-	r = mkdir_p(dir, 0755);
+	r = fileio_mkdir_p(dir, 0755);
 	if (r < 0)
 		return log_error_errno(r, "registry_dir_failed", "path=%s", dir);
 	r = grpc_server_listen_unix(d->grpc, d->endpoint, 0600);

@@ -18,3 +18,7 @@ int fileio_write_atomic(const char *dir, const char *name, const char *data, siz
 
 /* unlink + fsync of the directory; a missing file is success. */
 int fileio_remove(const char *dir, const char *name);
+
+/* mkdir -p: parents 0755, the last component with mode. An existing
+ * directory is success (its mode is left alone). */
+int fileio_mkdir_p(const char *path, mode_t mode);

@@ -1361,25 +1361,26 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 		    struct grpc_server **ret)
 {
 	_cleanup_(grpc_server_freep) struct grpc_server *srv = NULL;
-	struct grpc_limits def;
+	struct grpc_limits def, lim;
 	nghttp2_session_callbacks *cbs;
+
+	grpc_limits_default(&def);
+	lim = limits ? *limits : def;
+#define DEF(f)                   \
+	if (!lim.f)              \
+		lim.f = def.f;
+	DEF(max_message) DEF(max_conn_buffered) DEF(max_conn_queued) DEF(max_conn_output)
+	DEF(max_streams) DEF(max_connections) DEF(handshake_timeout_ms) DEF(idle_timeout_ms)
+	DEF(write_timeout_ms)
+#undef DEF
+	if (lim.max_message > UINT32_MAX - GRPC_PREFIX_LEN)
+		return -EINVAL;
 
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
 		return -ENOMEM;
 	srv->base = base;
-	grpc_limits_default(&def);
-	srv->limits = limits ? *limits : def;
-#define DEF(f)                               \
-	if (!srv->limits.f)                  \
-		srv->limits.f = def.f;
-	DEF(max_message) DEF(max_conn_buffered) DEF(max_conn_queued) DEF(max_conn_output)
-	DEF(max_streams) DEF(max_connections) DEF(handshake_timeout_ms) DEF(idle_timeout_ms)
-	DEF(write_timeout_ms)
-#undef DEF
-	if (srv->limits.max_message > UINT32_MAX - GRPC_PREFIX_LEN)
-		return -EINVAL;
-
+	srv->limits = lim;
 	if (nghttp2_session_callbacks_new(&srv->cbs) < 0)
 		return -ENOMEM;
 	cbs = srv->cbs;
@@ -1450,34 +1451,22 @@ static struct grpc_listener *listener_free(struct grpc_listener *l)
 	free(l);
 	return NULL;
 }
-DEFINE_FREEP(grpc_listener, listener_free)
 
-int grpc_server_listen_unix(struct grpc_server *srv, const char *path, mode_t mode)
+/* Binds l->path and starts accepting; on failure the caller frees l, which
+ * also removes a socket file bound here. */
+static int listener_open(struct grpc_listener *l, mode_t mode)
 {
-	_cleanup_(listener_freep) struct grpc_listener *l = NULL;
 	_cleanup_close_ int fd = -1;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t len = strlen(path);
 	struct stat st;
 	mode_t old;
 	int r;
 
-	if (len == 0 || (mode & ~(mode_t)0777))
-		return -EINVAL;
-	if (len >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, len + 1);
-
-	l = calloc(1, sizeof(*l) + len + 1);
-	if (!l)
-		return -ENOMEM;
-	l->srv = srv;
-	memcpy(l->path, path, len + 1);
-
-	if (lstat(path, &st) == 0) {
+	memcpy(sa.sun_path, l->path, strlen(l->path) + 1); /* length checked by the caller */
+	if (lstat(l->path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return -EEXIST;
-		if (unlink(path) < 0 && errno != ENOENT)
+		if (unlink(l->path) < 0 && errno != ENOENT)
 			return -errno;
 	} else if (errno != ENOENT) {
 		return -errno;
@@ -1493,22 +1482,46 @@ int grpc_server_listen_unix(struct grpc_server *srv, const char *path, mode_t mo
 	umask(old);
 	if (r < 0)
 		return -errno;
-	if (lstat(path, &st) < 0)
+	if (lstat(l->path, &st) < 0)
 		return -errno;
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
 
-	l->retry = evtimer_new(srv->base, on_accept_retry, l);
+	l->retry = evtimer_new(l->srv->base, on_accept_retry, l);
 	if (!l->retry)
 		return -ENOMEM;
-	l->lev = evconnlistener_new(srv->base, on_accept, l,
+	l->lev = evconnlistener_new(l->srv->base, on_accept, l,
 				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
 	if (!l->lev)
 		return -errno ? -errno : -ENOMEM;
 	TAKE_FD(fd);
 	evconnlistener_set_error_cb(l->lev, on_accept_error);
+	return 0;
+}
+
+int grpc_server_listen_unix(struct grpc_server *srv, const char *path, mode_t mode)
+{
+	struct sockaddr_un sa;
+	struct grpc_listener *l;
+	size_t len = strlen(path);
+	int r;
+
+	if (len == 0 || (mode & ~(mode_t)0777))
+		return -EINVAL;
+	if (len >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	l = calloc(1, sizeof(*l) + len + 1);
+	if (!l)
+		return -ENOMEM;
+	l->srv = srv;
+	memcpy(l->path, path, len + 1);
+	r = listener_open(l, mode);
+	if (r < 0) {
+		listener_free(l);
+		return r;
+	}
 	l->next = srv->listeners;
-	srv->listeners = TAKE_PTR(l);
+	srv->listeners = l;
 	return 0;
 }
 

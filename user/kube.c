@@ -24,7 +24,6 @@
  */
 #include "kube.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -121,9 +120,9 @@ struct kube {
 	CURLM *multi;
 	struct event *timer;	/* curl's timeout */
 	struct event *token_ev; /* periodic token file re-read */
-	TAILQ_HEAD(, kube_call) calls;
-	TAILQ_HEAD(, kube_call) ready;
-	LIST_HEAD(, kube_sock) socks;
+	TAILQ_HEAD(kube_call_list, kube_call) calls;
+	TAILQ_HEAD(kube_ready_list, kube_call) ready;
+	LIST_HEAD(kube_sock_list, kube_sock) socks;
 	bool dispatching;
 	bool dead; /* kube_free() called during dispatch: destroy on the way out */
 	bool global_init;
@@ -170,6 +169,8 @@ int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
 
 	if (l->failed)
 		return l->failed;
+	if (n == 0)
+		return 0;
 	/* Check every line length before taking any byte. */
 	while (rest) {
 		const char *nl = memchr(p, '\n', rest);
@@ -270,6 +271,8 @@ int kube_json_parse(const char *s, size_t len, struct json_object **ret)
 
 	if (len > INT_MAX)
 		return -E2BIG;
+	if (len == 0)
+		return -EPROTO;
 	/* json-c would stop at a raw NUL; JSON never has one outside \u0000. */
 	if (memchr(s, 0, len))
 		return -EPROTO;
@@ -425,9 +428,11 @@ void kube_watch_event_done(struct kube_watch_event *ev)
 	*ev = (struct kube_watch_event){ 0 };
 }
 
+/* RFC 3986 unreserved, in ASCII whatever the locale says. */
 static bool is_unreserved(unsigned char c)
 {
-	return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 static char *pct_encode(const char *s)
@@ -1352,6 +1357,8 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 	if (!k || !cb || !path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
 	    o->max_attempts < 0)
 		return -EINVAL;
+	if (k->dead) /* kube_free() was called in this callback round */
+		return -ESHUTDOWN;
 	if (verb == KUBE_GET ? body_json != NULL : (verb != KUBE_DELETE && !body_json))
 		return -EINVAL;
 	r = call_new(k, CALL_REQUEST, path, &c);
@@ -1400,6 +1407,8 @@ int kube_watch(struct kube *k, const char *path_with_query, const struct kube_wa
 		o = &none;
 	if (!k || !on_event || !on_end || !path_ok(path_with_query) || o->timeout_ms < 0)
 		return -EINVAL;
+	if (k->dead)
+		return -ESHUTDOWN;
 	r = call_new(k, CALL_WATCH, path_with_query, &c);
 	if (r < 0)
 		return r;

@@ -127,7 +127,8 @@ typedef void (*kube_done_fn)(void *userdata, const struct kube_result *r);
  * query; see kube_query_add()) with an optional JSON body (copied). Returns 0
  * and, if ret_call is not NULL, a handle for kube_call_cancel(); cb then runs
  * exactly once, later, from the loop (unless cancelled or the client freed).
- * Returns -EINVAL (bad path/verb/options) or -ENOMEM and never calls cb. */
+ * Returns -EINVAL (bad path/verb/options), -ENOMEM, or -ESHUTDOWN (kube_free()
+ * was called earlier in this callback) and never calls cb then. */
 int kube_request(struct kube *k, enum kube_verb verb, const char *path, const char *body_json,
 		 const struct kube_req_opts *o, kube_done_fn cb, void *userdata,
 		 struct kube_call **ret_call);
@@ -176,7 +177,7 @@ struct kube_watch_opts {
  *                            ended inside a line
  *   transport errors         as for kube_request
  * No automatic re-watch: the caller owns the resourceVersion and the backoff.
- * Returns 0 and *ret (may be NULL) or -EINVAL/-ENOMEM (callbacks never run). */
+ * Returns 0 and *ret (may be NULL) or -EINVAL/-ENOMEM/-ESHUTDOWN (callbacks never run). */
 int kube_watch(struct kube *k, const char *path_with_query, const struct kube_watch_opts *o,
 	       kube_event_fn on_event, kube_watch_end_fn on_end, void *userdata,
 	       struct kube_watch **ret);

@@ -583,13 +583,16 @@ static int kc_user(struct kcp *p, yaml_node_t *u, const char *what, struct kubec
 	return 0;
 }
 
-static int kc_walk(struct kcp *p, unsigned flags, struct kubeconfig *c)
+static int kc_walk(struct kcp *p, unsigned flags, const char *source, struct kubeconfig *c)
 {
 	_cleanup_free_ char *ctx_name = NULL, *cluster_name = NULL, *user_name = NULL;
 	char what[160];
 	yaml_node_t *root, *ctx, *cl, *u;
 	int r;
 
+	c->source = strdup(source ? source : "kubeconfig");
+	if (!c->source)
+		return -ENOMEM;
 	root = yaml_document_get_root_node(p->doc);
 	if (!root)
 		return kc_errf(p->err, -EINVAL, "kubeconfig is empty");
@@ -648,12 +651,6 @@ int kubeconfig_parse(const char *data, size_t len, const char *base_dir, const c
 		err[0] = 0;
 	if (len > KUBECONFIG_MAX_SIZE)
 		return kc_errf(err, -E2BIG, "kubeconfig: larger than %u bytes", KUBECONFIG_MAX_SIZE);
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->source = strdup(source ? source : "kubeconfig");
-	if (!c->source)
-		return -ENOMEM;
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
@@ -668,7 +665,10 @@ int kubeconfig_parse(const char *data, size_t len, const char *base_dir, const c
 	}
 	yaml_parser_delete(&parser);
 	docp = &doc;
-	r = kc_walk(&p, flags, c);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	r = kc_walk(&p, flags, source, c);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);

@@ -104,9 +104,12 @@ int log_errno(enum log_level level, const char *mod, int r, const char *event, c
 
 	if (level > cur_level)
 		return r;
-	va_start(ap, fmt);
-	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	buf[0] = 0;
+	if (fmt) {
+		va_start(ap, fmt);
+		(void)vsnprintf(buf, sizeof(buf), fmt, ap);
+		va_end(ap);
+	}
 	log_emit(level, mod, event, "%s%serr=%s", buf, *buf ? " " : "",
 		 log_quote(strerror(r < 0 ? -r : r)));
 	return r;

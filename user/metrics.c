@@ -211,7 +211,9 @@ static struct metric_series *series_find(struct metric *f, const char *const *va
 	for (s = f->series; s; s = s->next) {
 		int i;
 
+		/* values is NULL only for families without labels (no iteration) */
 		for (i = 0; i < f->n_labels; i++)
+			// cppcheck-suppress nullPointer
 			if (strcmp(s->values[i], values[i]) != 0)
 				break;
 		if (i == f->n_labels)
@@ -238,7 +240,7 @@ static struct metric_series *series_find(struct metric *f, const char *const *va
 	return s;
 }
 
-struct metric_series *metric_with(struct metric *f, ...)
+struct metric_series *metric_with_labels(struct metric *f, ...)
 {
 	const char *values[METRIC_MAX_LABELS];
 	const char *v;

@@ -7,7 +7,7 @@
  *
  *	struct metric *f = metrics_counter(m, "dra_cpu_prepare_claims_total",
  *					   "NodePrepareResources claims.", "result");
- *	struct metric_series *ok = metric_with(f, "success", NULL);
+ *	struct metric_series *ok = metric_with(f, "success");
  *	metric_series_add(ok, 1);
  *
  * Values that live elsewhere (BPF maps, state) are pulled by collectors, run
@@ -40,9 +40,11 @@ struct metric *metrics_gauge(struct metrics *m, const char *name, const char *he
 struct metric *metrics_histogram(struct metrics *m, const char *name, const char *help,
 				 const char *label_names, const double *bounds, int n_bounds);
 
-/* The series of a label combination: exactly one value per label name, then
- * NULL. Created on first use. NULL on ENOMEM or a wrong count. */
-struct metric_series *metric_with(struct metric *f, ...) __attribute__((sentinel));
+/* The series of a label combination: exactly one value per label name.
+ * Created on first use. NULL on ENOMEM or a wrong count. The macro adds the
+ * typed sentinel (a bare NULL in a variadic call is not portable). */
+struct metric_series *metric_with_labels(struct metric *f, ...) __attribute__((sentinel));
+#define metric_with(...) metric_with_labels(__VA_ARGS__, (const char *)NULL)
 
 void metric_series_add(struct metric_series *s, double v);
 void metric_series_set(struct metric_series *s, double v);

@@ -21,6 +21,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "backoff.h"
 #include "cpuset.h"
 #include "log.h"
 #include "nri_api.pb-c.h"
@@ -1112,7 +1113,7 @@ struct nri {
 	struct event *retry;	/* next connection attempt */
 	struct event *deadline;	/* earliest call deadline of the session */
 	struct event *setup;	/* connected -> synchronized within setup_timeout_ms */
-	unsigned backoff_ms;
+	struct backoff backoff;
 	int last_connect_err;	/* log a connect failure once per errno */
 	bool started;
 	struct nri_stats totals; /* of sessions that ended */
@@ -1149,13 +1150,14 @@ bool nri_is_synchronized(const struct nri *n)
 	return n->s && nri_session_is_synchronized(n->s);
 }
 
-static void schedule_retry(struct nri *n)
+/* Next connection attempt after the next backoff delay; returns the delay. */
+static uint32_t schedule_retry(struct nri *n)
 {
-	struct timeval tv = { n->backoff_ms / 1000, (n->backoff_ms % 1000) * 1000 };
+	uint32_t ms = backoff_next(&n->backoff);
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
 	(void)evtimer_add(n->retry, &tv);
-	n->backoff_ms = n->backoff_ms >= n->cfg.backoff_max_ms / 2 ? n->cfg.backoff_max_ms
-								  : n->backoff_ms * 2;
+	return ms;
 }
 
 /* Ends the connection (r: why) and schedules the next attempt. */
@@ -1197,9 +1199,9 @@ static void conn_drop(struct nri *n, int r)
 	/* A connection that worked resets the backoff: a runtime restart is
 	 * picked up quickly, a runtime that keeps dropping us is not hammered. */
 	if (was_synced)
-		n->backoff_ms = n->cfg.backoff_min_ms;
+		backoff_reset(&n->backoff);
 	n->last_connect_err = 0;
-	schedule_retry(n);
+	(void)schedule_retry(n);
 }
 
 static void arm_deadline(struct nri *n)
@@ -1316,6 +1318,7 @@ static void on_retry(evutil_socket_t unused, short what, void *arg)
 	struct nri *n = arg;
 	struct timeval tv = { n->cfg.setup_timeout_ms / 1000,
 			      (n->cfg.setup_timeout_ms % 1000) * 1000 };
+	uint32_t ms;
 	int fd, r;
 
 	/* A unix socket connect completes or fails at once: it does not block. */
@@ -1357,14 +1360,14 @@ static void on_retry(evutil_socket_t unused, short what, void *arg)
 	return;
 fail:
 	n->totals.connect_failures++;
+	ms = schedule_retry(n);
 	if (r != n->last_connect_err)
 		log_warn_errno(r, "nri_connect_failed", "socket=%s retry_ms=%u action=retrying",
-			       log_quote(n->cfg.socket_path), n->backoff_ms);
+			       log_quote(n->cfg.socket_path), ms);
 	else
 		log_debug("nri_connect_failed", "socket=%s retry_ms=%u",
-			  log_quote(n->cfg.socket_path), n->backoff_ms);
+			  log_quote(n->cfg.socket_path), ms);
 	n->last_connect_err = r;
-	schedule_retry(n);
 }
 
 int nri_new(struct event_base *base, const struct nri_config *cfg, const struct nri_handlers *h,
@@ -1391,7 +1394,7 @@ int nri_new(struct event_base *base, const struct nri_config *cfg, const struct 
 	n->base = base;
 	n->h = *h;
 	n->ud = ud;
-	n->backoff_ms = n->cfg.backoff_min_ms;
+	backoff_init(&n->backoff, n->cfg.backoff_min_ms, n->cfg.backoff_max_ms);
 	n->retry = evtimer_new(base, on_retry, n);
 	n->deadline = evtimer_new(base, on_deadline, n);
 	n->setup = evtimer_new(base, on_setup_timeout, n);

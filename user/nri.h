@@ -12,9 +12,9 @@
  *    life: registration, Plugin service, Runtime calls). Tests and fuzzers
  *    drive it with bytes.
  *  - struct nri: the session on a libevent loop: the socket, reconnection
- *    with exponential backoff when the runtime is absent or goes away, and
- *    timers (registration, setup, call deadlines). The rest of the daemon
- *    keeps serving whatever NRI does.
+ *    with exponential backoff (backoff.h: doubling, equal jitter) when the
+ *    runtime is absent or goes away, and timers (registration, setup, call
+ *    deadlines). The rest of the daemon keeps serving whatever NRI does.
  *
  * Policy is not here. The daemon fills struct nri_handlers; each gets plain C
  * views of what the runtime sent (borrowed for the call only) and fills
@@ -179,8 +179,8 @@ struct nri_config {
 	const char *socket_path;	/* NULL: NRI_SOCKET_DEFAULT */
 	const char *plugin_name;	/* NULL: NRI_PLUGIN_NAME; [A-Za-z0-9_.+-]+ */
 	const char *plugin_idx;		/* NULL: NRI_PLUGIN_IDX; two digits */
-	unsigned backoff_min_ms;	/* 0: 250 */
-	unsigned backoff_max_ms;	/* 0: 10000 */
+	unsigned backoff_min_ms;	/* 0: 250, first retry delay (jittered) */
+	unsigned backoff_max_ms;	/* 0: 10000, the longest */
 	unsigned register_timeout_ms;	/* 0: 5000, RegisterPlugin reply */
 	unsigned setup_timeout_ms;	/* 0: 15000, connect to end of Synchronize */
 	unsigned call_timeout_ms;	/* 0: 5000, UpdateContainers reply */

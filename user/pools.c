@@ -115,7 +115,7 @@ static void collect_owners(struct metrics *m, void *ud)
 			{
 				(void)snprintf(cpu, sizeof(cpu), "%d", k);
 				metric_series_set(metric_with(p->owner_info, cpu, c->pod_ns, c->pod_name,
-							      c->name, claim, NULL),
+							      c->name, claim),
 						  1);
 			}
 		}
@@ -403,7 +403,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	if (r == 0 && k > 0)
 		r = check_claims(p, c, uids, env_cpus, k, err);
 	if (r < 0) {
-		metric_series_add(metric_with(p->rejects, "claim", NULL), 1);
+		metric_series_add(metric_with(p->rejects, "claim"), 1);
 		return r;
 	}
 	n = ctr_new(c);
@@ -413,7 +413,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		state_shared_pool(p->state, &cpus);
 		if (cpuset_is_empty(&cpus)) {
 			ctr_free(n);
-			metric_series_add(metric_with(p->rejects, "pool_empty", NULL), 1);
+			metric_series_add(metric_with(p->rejects, "pool_empty"), 1);
 			(void)snprintf(err, NRI_ERR_MAX,
 				       "the shared CPU pool is empty: every allocatable CPU is held "
 				       "by a claim");
@@ -619,7 +619,7 @@ static void on_push_done(void *ud, int r, const char *const *failed, size_t n_fa
 			 log_quote(strerror(-r)));
 	for (size_t i = 0; i < n_failed; i++)
 		log_warn("nri_update_failed", "container=%.12s", failed[i]);
-	metric_series_add(metric_with(p->pushes, r < 0 ? "error" : "ok", NULL), 1);
+	metric_series_add(metric_with(p->pushes, r < 0 ? "error" : "ok"), 1);
 }
 
 static const struct nri_handlers handlers = {

@@ -59,7 +59,7 @@ struct publisher {
 	int n_ops, next_op;
 	bool syncing, dirty, in_sync, dropped_logged;
 	/* metrics */
-	struct metric *writes, *errors, *published, *dropped;
+	struct metric *writes, *errors, *published, *dropped, *in_sync_g;
 };
 
 static void schedule_sync(struct publisher *p, int delay_ms);
@@ -73,6 +73,7 @@ static void set_in_sync(struct publisher *p, bool v)
 	if (p->in_sync == v)
 		return;
 	p->in_sync = v;
+	metric_set(p->in_sync_g, v);
 	if (p->o.on_state)
 		p->o.on_state(p->o.ud, v);
 }
@@ -499,7 +500,7 @@ static void on_op_done(void *ud, const struct kube_result *r)
 		retry_later(p, r->retry_after_s);
 		return;
 	}
-	metric_series_add(metric_with(p->writes, verbs[op->kind], NULL), 1);
+	metric_series_add(metric_with(p->writes, verbs[op->kind]), 1);
 	if (op->kind == OP_DELETE) {
 		const char *name = meta_str(op->slice, "name");
 
@@ -620,6 +621,8 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
 				     "ResourceSlices of this node known to be in sync.", NULL);
 	p->dropped = metrics_gauge(m, "dra_cpu_slice_fields_dropped",
 				   "1 when the API server dropped fields we publish.", NULL);
+	p->in_sync_g = metrics_gauge(m, "dra_cpu_slices_in_sync",
+				     "1 while the node's ResourceSlices match what it has.", NULL);
 	p->phase = PH_NODE;
 	get_node(p);
 	*ret = TAKE_PTR(p);

@@ -720,8 +720,9 @@ int state_load(struct state *s)
 	size_t len = 0;
 	int r;
 
-	if (mkdir(s->state_dir, 0700) < 0 && errno != EEXIST)
-		return log_error_errno(-errno, "state_dir_failed", "path=%s", s->state_dir);
+	r = fileio_mkdir_p(s->state_dir, 0700);
+	if (r < 0)
+		return log_error_errno(r, "state_dir_failed", "path=%s", s->state_dir);
 	if (stat(s->state_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return log_error_errno(-ENOTDIR, "state_dir_failed", "path=%s", s->state_dir);
 	if ((st.st_mode & 0777) != 0700 && chmod(s->state_dir, 0700) < 0)

@@ -318,6 +318,7 @@ static void cgroups_remove(const struct bench *b)
 int main(int argc, char **argv)
 {
 	struct bench b = { .cpu = 1, .round_trips = 200000, .pairs = 7 };
+	double base_per_run = 0;
 	struct utsname u;
 	int opt, r;
 
@@ -361,7 +362,7 @@ int main(int argc, char **argv)
 	printf("bpf_bench: %ld round trips x %d pairs, both threads on CPU %d%s, kernel %s\n",
 	       b.round_trips, b.pairs, b.cpu, b.fifo ? " (SCHED_FIFO)" : "", u.release);
 	printf("%-28s %10s %10s %7s %11s  %s\n", "program", "ns/rt none", "ns/rt prog", "ratio",
-	       "+ns/switch", "kernel-measured ns/run (bpf_stats)");
+	       "+ns/switch", "kernel-measured ns/run (bpf_stats), +ns over baseline");
 	for (int m = 0; m < M_COUNT; m++) {
 		double ratio[100] = { 0 }, delta[100] = { 0 }, none[100] = { 0 }, prog[100] = { 0 };
 		double per_run;
@@ -392,7 +393,11 @@ int main(int argc, char **argv)
 		per_run = prog_ns_per_run(&b, (enum mode)m, detail, sizeof(detail));
 		printf("%-28s %10.0f %10.0f %7.3f %11.1f  ", mode_names[m], median(none, b.pairs),
 		       median(prog, b.pairs), median(ratio, b.pairs), median(delta, b.pairs));
-		if (per_run > 0)
+		if (m == M_BASELINE)
+			base_per_run = per_run;
+		if (per_run > 0 && base_per_run > 0 && m != M_BASELINE)
+			printf("%.1f (%s), %+.1f\n", per_run, detail, per_run - base_per_run);
+		else if (per_run > 0)
 			printf("%.1f (%s)\n", per_run, detail);
 		else
 			printf("n/a\n");

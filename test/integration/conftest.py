@@ -100,6 +100,9 @@ def make_driver(apiserver, node, driver_dir):
     yield make
     for d in made:
         d.stop(timeout=5)
+    for d in made:  # a sanitizer build reports into the driver's log
+        for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert bad not in d.log(), d.log()[-4000:]
 
 
 @pytest.fixture

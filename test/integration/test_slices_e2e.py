@@ -59,9 +59,11 @@ def test_external_delete_and_edit_are_repaired(apiserver, make_driver, kube):
 def test_kubelet_wipe_is_repaired_from_the_watch(apiserver, make_driver):
     d = make_driver(args=["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"]).start()
     d.wait_ready()
+    assert d.metrics()["dra_cpu_slices_in_sync"] == 1
     apiserver.wipe_node("node-1")
     assert ours(apiserver) == []
     wait_for(published(apiserver, 3), what="slices back after the wipe")
+    wait_for(lambda: d.metrics()["dra_cpu_slices_in_sync"] == 1, what="in sync again")
     gens = {s["spec"]["pool"]["generation"] for s in ours(apiserver)}
     assert len(gens) == 1
 
@@ -177,3 +179,16 @@ def test_bad_kubeconfig_bad_token_bad_ca(apiserver, make_driver, tmp_path):
     wait_for(lambda: "certificate" in d.log().lower() or "tls" in d.log().lower(),
              what="TLS verification failure logged")
     assert ours(apiserver) == []
+
+
+def test_running_daemon_keeps_only_the_capabilities_it_needs(apiserver, make_driver):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to have capabilities to drop")
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    with open("/proc/%d/status" % d.proc.pid) as f:
+        caps = dict(line.split(":\t") for line in f if line.startswith("Cap"))
+    keep = (1 << 1) | (1 << 2) | (1 << 3) | (1 << 23)
+    assert int(caps["CapEff"], 16) == keep
+    assert int(caps["CapBnd"], 16) == keep
+    assert "capabilities_dropped" in d.log()
