@@ -129,23 +129,25 @@ def rows_bpf(t, r):
         t.special(f, "BPF per-switch cost", "skip", r["skipped"])
         return
     k = REF_RT_NS / r["baseline_rt_ns"]
-    t.add(f, "BPF pinning check per switch", "+%.0f ns" % r["pinning_ns"], "<= 40 ns",
+    t.add(f, "BPF pinning check per switch", "%+.0f ns" % r["pinning_ns"], "<= 40 ns",
           r["pinning_ns"] <= 40,
-          "ratio %.3f on a %d ns round trip (%.0f ns at the reference's 2.2 us); an empty "
-          "program adds +%.0f (check over it %+.0f); CPU not exclusive +%.0f, all violations "
-          "+%.0f ns"
+          "ratio %.3f on a %d ns round trip (%.0f ns at the reference's 2.2 us); empty "
+          "program %+.0f, CPU not exclusive %+.0f, all violations %+.0f ns; bpf_stats: %s ns/run "
+          "over the empty program"
           % (r["pinning_ratio"], r["baseline_rt_ns"], r["pinning_ns"] * k,
-             r["empty_program_ns"], r["pinning_ns"] - r["empty_program_ns"], r["unowned_ns"],
-             r["violation_ns"]))
-    st = r["rows"]
-    t.add(f, "BPF contention histogram per switch", "+%.0f ns" % r["histogram_ns"], "<= 120 ns",
+             r["empty_program_ns"], r["unowned_ns"], r["violation_ns"],
+             _s(r.get("pinning_stats_over_empty_ns"))))
+    t.add(f, "BPF contention histogram per switch", "%+.0f ns" % r["histogram_ns"], "<= 120 ns",
           r["histogram_ns"] <= 120,
-          "%.0f ns at the reference's 2.2 us round trip; pinning+histogram +%.0f ns over none "
-          "(ratio %.3f); bpf_stats ns/run: pinning %.0f, runq %s"
+          "%.0f ns at the reference's 2.2 us round trip; pinning+histogram %+.0f ns over none "
+          "(ratio %.3f), one program alone %+.0f; bpf_stats: %s ns/run over pinning alone"
           % (r["histogram_ns"] * k, r["pinning_plus_histogram_ns"],
-             st["pinning + runq latency"]["ratio"],
-             st["pinning, owner runs"]["bpf_stats_ns_per_run"],
-             st["pinning + runq latency"]["bpf_stats"]))
+             r["rows"]["pinning + runq latency"]["ratio"], r["one_program_ns"],
+             _s(r.get("histogram_stats_over_empty_ns"))))
+
+
+def _s(x):
+    return "-" if x is None else "%+.0f" % x
 
 
 def rows_scale(t, r):

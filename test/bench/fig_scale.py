@@ -70,7 +70,8 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
             raise BenchError("after setup: claims_active=%s exclusive containers=%s"
                              % (m.get("dra_cpu_resource_claims_active"),
                                 m.get("dra_cpu_nri_containers_exclusive")))
-        bpf_loaded = m.get('dra_cpu_bpf_loaded{program="pinning"}') == 1
+        bpf_loaded = m.get('dra_cpu_bpf_loaded{program="pinning"}',
+                           m.get("dra_cpu_bpf_loaded")) == 1
         time.sleep(0.2)
         mem = memory(pid)
         mx = measure_metrics(d.port, scrapes)
