@@ -41,6 +41,7 @@ struct pools {
 	struct ctr **ctrs;
 	int n, cap;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
+	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
 };
 
 static void write_owners(struct pools *p);
@@ -92,6 +93,7 @@ static void update_gauges(struct pools *p)
 	metric_set(p->g_pool, cpuset_count(&pool));
 	state_prepared(p->state, &pool);
 	metric_set(p->g_excl_cpus, cpuset_count(&pool));
+	p->owners_dirty = true;
 }
 
 /* dra_cpu_cpu_owner_info: one series per CPU held by a running container.
@@ -100,6 +102,9 @@ static void collect_owners(struct metrics *m, void *ud)
 {
 	struct pools *p = ud;
 
+	if (!p->owners_dirty)
+		return;
+	p->owners_dirty = false;
 	metric_reset(p->owner_info);
 	for (int i = 0; i < p->n; i++) {
 		const struct ctr *c = p->ctrs[i];
