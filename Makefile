@@ -121,6 +121,7 @@ $(LIB): $(LIB_OBJS)
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(B)/obj/main.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
+$(B)/obj/bpf_verify.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
 
 $(B)/dra-cpu-driver: $(B)/obj/main.o $(LIB)
 	$(call msg,LD,$@)

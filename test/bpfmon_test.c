@@ -743,6 +743,70 @@ static void test_bpfmon_cgroup_v1_cpuset_owner(void **st)
 	assert_string_equal(event_of(f, intruder)->comm, "dra-v1-intruder");
 }
 
+/* The tap sees every switch-in the ring buffer carries, while the event
+ * callback still gets one call per (cpu, pid) per interval. */
+static int tapped;
+static pid_t tap_pid;
+static char tap_cgroup[PATH_MAX];
+
+static void tap(const struct pinning_event *e, const char *cgroup, void *userdata)
+{
+	if (e->pid != (uint32_t)tap_pid)
+		return;
+	tapped++;
+	snprintf(tap_cgroup, sizeof(tap_cgroup), "%s", cgroup ? cgroup : "?");
+}
+
+static void test_bpfmon_tap_sees_every_switch_in(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { 0 };
+
+	start(f, &o);
+	tapped = 0;
+	tap_cgroup[0] = 0;
+	bpfmon_set_tap_fn(f->m, tap, NULL);
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	tap_pid = spawn(f, f->b, EXCL_CPU, "dra-tapped", 400);
+	run_loop(f, 600);
+	assert_int_equal(bpfmon_drain(f->m) >= 0, 1);
+	assert_true(tapped >= 50); /* ~130 wakeups in 400 ms */
+	assert_int_equal(events_for(f, tap_pid), 1);
+	assert_string_equal(tap_cgroup, f->b + strlen(f->mnt));
+	bpfmon_set_tap_fn(f->m, NULL, NULL);
+}
+
+/* The probe loads and attaches every object it can and says why the others
+ * fail; enforce is allowed to fail (BPF LSM is not everywhere), but then
+ * with a reason. */
+static void test_bpfmon_probe_loads_every_object(void **st)
+{
+	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
+
+	if (geteuid() != 0) {
+		print_message("skipped: needs CAP_BPF\n");
+		skip();
+	}
+	assert_int_equal(bpfmon_probe_new(BPFMON_CGROUP_V2, &p), 0);
+	assert_true(p->features & BPFMON_FEAT_BTF);
+	assert_true(p->features & BPFMON_FEAT_TP_BTF);
+	assert_string_equal(p->obj[BPFMON_OBJ_PINNING].name, "pinning");
+	assert_int_equal(p->obj[BPFMON_OBJ_PINNING].load, 0);
+	assert_int_equal(p->obj[BPFMON_OBJ_PINNING].attach, 0);
+	assert_string_equal(p->obj[BPFMON_OBJ_BASELINE].name, "baseline");
+	assert_int_equal(p->obj[BPFMON_OBJ_BASELINE].load, 0);
+	assert_int_equal(p->obj[BPFMON_OBJ_BASELINE].attach, 0);
+	for (int i = 0; i < BPFMON_OBJ_MAX; i++)
+		assert_non_null(p->obj[i].log);
+	if (p->obj[BPFMON_OBJ_ENFORCE].load < 0) {
+		/* libbpf names the program that failed. */
+		assert_non_null(strstr(p->obj[BPFMON_OBJ_ENFORCE].log, "prog '"));
+		print_message("enforce does not load here: %s\n",
+			      strerror(-p->obj[BPFMON_OBJ_ENFORCE].load));
+	}
+	assert_int_equal(bpfmon_probe_new((enum bpfmon_cgroup)7, &p), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +833,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpfmon_metrics_export_counters_and_histogram,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpfmon_cgroup_v1_cpuset_owner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_tap_sees_every_switch_in, setup,
+						teardown),
+		cmocka_unit_test(test_bpfmon_probe_loads_every_object),
 	};
 
 	log_set_level(LOG_ERROR); /* violations by the machine's own tasks are warnings */

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "metrics.h"
 
+#include "baseline.skel.h"
 #include "enforce.skel.h"
 #include "pinning.skel.h"
 
@@ -122,6 +123,8 @@ struct bpfmon {
 	struct bpfmon_metrics met;
 	bpfmon_event_fn event_fn;
 	void *event_userdata;
+	bpfmon_tap_fn tap_fn;
+	void *tap_userdata;
 };
 
 static const char *const kind_names[] = {
@@ -547,7 +550,9 @@ static unsigned probe_features(unsigned without)
 	unsigned f = 0;
 
 	if (probe_tp_btf())
-		f |= BPFMON_FEAT_TP_BTF;
+		f |= BPFMON_FEAT_TP_BTF | BPFMON_FEAT_BTF;
+	else if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		f |= BPFMON_FEAT_BTF; /* there, but we may not load programs */
 	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1)
 		f |= BPFMON_FEAT_RINGBUF;
 	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1)
@@ -577,14 +582,12 @@ __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_le
 
 /* ---- loading ------------------------------------------------------------------------- */
 
-static int pinning_load(struct bpfmon *m, bool contention, struct pinning_bpf **ret)
+/* Knobs and map sizes of a freshly opened pinning object. */
+static int pinning_prepare(const struct bpfmon *m, struct pinning_bpf *s, bool contention)
 {
-	struct pinning_bpf *s = pinning_bpf__open();
 	unsigned rate = m->opts.event_rate ? m->opts.event_rate : 100;
 	int r;
 
-	if (!s)
-		return -errno;
 	s->rodata->cgroup_mode = m->opts.cgroup == BPFMON_CGROUP_V1 ? PINNING_CGROUP_V1
 								    : PINNING_CGROUP_V2;
 	s->rodata->event_interval_ns = 1000000000ull / rate ? 1000000000ull / rate : 1;
@@ -609,6 +612,17 @@ static int pinning_load(struct bpfmon *m, bool contention, struct pinning_bpf **
 		(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq, false);
 		r = bpf_map__set_autocreate(s->maps.enqueued_at, false);
 	}
+	return r;
+}
+
+static int pinning_load(struct bpfmon *m, bool contention, struct pinning_bpf **ret)
+{
+	struct pinning_bpf *s = pinning_bpf__open();
+	int r;
+
+	if (!s)
+		return -errno;
+	r = pinning_prepare(m, s, contention);
 	if (!r)
 		r = pinning_bpf__load(s);
 	if (!r)
@@ -1046,6 +1060,8 @@ static int on_sample(void *ctx, void *data, size_t len)
 	memcpy(&e, data, sizeof(e));
 	e.comm[sizeof(e.comm) - 1] = 0;
 	m->act.events++;
+	if (m->tap_fn)
+		m->tap_fn(&e, cgroup_path(m, e.cgroup_id), m->tap_userdata);
 	handle_event(m, &e);
 	return 0;
 }
@@ -1080,6 +1096,12 @@ void bpfmon_set_event_fn(struct bpfmon *m, bpfmon_event_fn fn, void *userdata)
 {
 	m->event_fn = fn;
 	m->event_userdata = userdata;
+}
+
+void bpfmon_set_tap_fn(struct bpfmon *m, bpfmon_tap_fn fn, void *userdata)
+{
+	m->tap_fn = fn;
+	m->tap_userdata = userdata;
 }
 
 void bpfmon_read_actions(const struct bpfmon *m, struct bpfmon_actions *ret)
@@ -1180,6 +1202,180 @@ int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint6
 	}
 	*ret_sum_ns = sum;
 	return 0;
+}
+
+/* ---- probe ---------------------------------------------------------------------------- */
+
+#define PROBE_LOG_MAX (1u << 20)
+
+/* libbpf's print callback has no userdata: the capture buffer of the object
+ * being probed is a file-scope pointer, set only inside bpfmon_probe_new(). */
+struct capture {
+	char *buf;
+	size_t len, cap;
+	bool truncated;
+};
+static struct capture *probe_capture;
+
+__attribute__((format(printf, 2, 0))) static int probe_print(enum libbpf_print_level level,
+							     const char *fmt, va_list ap)
+{
+	struct capture *c = probe_capture;
+	va_list aq;
+	int n;
+
+	/* Warnings carry the verifier log of a failed load; debug is noise. */
+	if (!c || level == LIBBPF_DEBUG || c->truncated)
+		return 0;
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n <= 0)
+		return 0;
+	if (c->len + (size_t)n + 1 > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		char *nb;
+
+		while (cap < c->len + (size_t)n + 1)
+			cap *= 2;
+		if (cap > PROBE_LOG_MAX || !(nb = realloc(c->buf, cap))) {
+			c->truncated = true;
+			return 0;
+		}
+		c->buf = nb;
+		c->cap = cap;
+	}
+	(void)vsnprintf(c->buf + c->len, c->cap - c->len, fmt, ap);
+	c->len += (size_t)n;
+	return 0;
+}
+
+static void probe_pinning(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
+{
+	struct pinning_bpf *s = pinning_bpf__open();
+	int r;
+
+	if (!s) {
+		o->load = -errno;
+		return;
+	}
+	r = pinning_prepare(tmp, s, tmp->features & BPFMON_FEAT_TASK_STORAGE);
+	if (!r)
+		r = pinning_bpf__load(s);
+	o->load = r < 0 ? r : r ? -EINVAL : 0;
+	if (!o->load) {
+		r = pinning_bpf__attach(s);
+		o->attach = r < 0 ? r : r ? -EINVAL : 0;
+	}
+	pinning_bpf__destroy(s);
+}
+
+static void probe_enforce(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
+{
+	struct enforce_bpf *e = enforce_bpf__open();
+	int r;
+
+	if (!e) {
+		o->load = -errno;
+		return;
+	}
+	e->rodata->cgroup_mode = tmp->opts.cgroup == BPFMON_CGROUP_V1 ? PINNING_CGROUP_V1
+								      : PINNING_CGROUP_V2;
+	/* Its own, empty maps: no CPU is exclusive, nothing is refused. */
+	r = bpf_map__set_max_entries(e->maps.owners, (__u32)tmp->ncpu);
+	if (!r)
+		r = enforce_bpf__load(e);
+	o->load = r < 0 ? r : r ? -EINVAL : 0;
+	if (!o->load) {
+		r = enforce_bpf__attach(e);
+		o->attach = r < 0 ? r : r ? -EINVAL : 0;
+	}
+	enforce_bpf__destroy(e);
+}
+
+static void probe_baseline(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
+{
+	struct baseline_bpf *b = baseline_bpf__open();
+	int r;
+
+	if (!b) {
+		o->load = -errno;
+		return;
+	}
+	r = baseline_bpf__load(b);
+	o->load = r < 0 ? r : r ? -EINVAL : 0;
+	if (!o->load) {
+		r = baseline_bpf__attach(b);
+		o->attach = r < 0 ? r : r ? -EINVAL : 0;
+	}
+	baseline_bpf__destroy(b);
+}
+
+int bpfmon_probe_new(enum bpfmon_cgroup cgroup, struct bpfmon_probe **ret)
+{
+	static const struct {
+		const char *name;
+		void (*run)(const struct bpfmon *tmp, struct bpfmon_probe_obj *o);
+	} objs[BPFMON_OBJ_MAX] = {
+		[BPFMON_OBJ_PINNING] = { "pinning", probe_pinning },
+		[BPFMON_OBJ_ENFORCE] = { "enforce", probe_enforce },
+		[BPFMON_OBJ_BASELINE] = { "baseline", probe_baseline },
+	};
+	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
+	_cleanup_free_ struct bpfmon *tmp = NULL;
+	libbpf_print_fn_t old;
+
+	if (cgroup > BPFMON_CGROUP_V1)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	tmp = calloc(1, sizeof(*tmp)); /* what pinning_prepare() reads, nothing else */
+	if (!p || !tmp)
+		return -ENOMEM;
+	p->cgroup = cgroup;
+	p->features = probe_features(0);
+	tmp->opts.cgroup = cgroup;
+	tmp->features = p->features;
+	tmp->ncpu = libbpf_num_possible_cpus();
+	if (tmp->ncpu <= 0)
+		tmp->ncpu = 1;
+
+	old = libbpf_set_print(probe_print);
+	for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
+		struct bpfmon_probe_obj *o = &p->obj[i];
+		struct capture c = { 0 };
+
+		o->name = objs[i].name;
+		o->attach = 1;
+		probe_capture = &c;
+		objs[i].run(tmp, o);
+		probe_capture = NULL;
+		o->log = c.buf ? c.buf : strdup("");
+		if (!o->log) {
+			(void)libbpf_set_print(old);
+			return -ENOMEM;
+		}
+		if (c.truncated) {
+			char *t = realloc(o->log, c.len + sizeof("\n... (truncated)\n"));
+
+			if (t) {
+				memcpy(t + c.len, "\n... (truncated)\n", sizeof("\n... (truncated)\n"));
+				o->log = t;
+			}
+		}
+	}
+	(void)libbpf_set_print(old);
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+struct bpfmon_probe *bpfmon_probe_free(struct bpfmon_probe *p)
+{
+	if (!p)
+		return NULL;
+	for (int i = 0; i < BPFMON_OBJ_MAX; i++)
+		free(p->obj[i].log);
+	free(p);
+	return NULL;
 }
 
 /* ---- metrics ------------------------------------------------------------------------- */

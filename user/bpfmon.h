@@ -52,6 +52,7 @@ enum {
 	BPFMON_FEAT_RINGBUF = 1u << 1,	    /* BPF ring buffer (5.8) */
 	BPFMON_FEAT_TASK_STORAGE = 1u << 2, /* task storage from tracing (5.11) */
 	BPFMON_FEAT_BPF_LSM = 1u << 3,	    /* "bpf" among the active LSMs */
+	BPFMON_FEAT_BTF = 1u << 4,	    /* vmlinux BTF (CONFIG_DEBUG_INFO_BTF) */
 };
 
 struct bpfmon_opts {
@@ -144,6 +145,12 @@ int bpfmon_drain(struct bpfmon *m);
 typedef void (*bpfmon_event_fn)(const struct pinning_event *e, const char *cgroup,
 				const char *action, void *userdata);
 void bpfmon_set_event_fn(struct bpfmon *m, bpfmon_event_fn fn, void *userdata);
+/* Called for every record the ring buffer delivers, before the
+ * once-per-interval filter, the log line and any action, with the offender's
+ * cgroup path (NULL if unknown, borrowed for the call). For CLIs that count
+ * every switch-in (bpf-verify); fn NULL removes it. */
+typedef void (*bpfmon_tap_fn)(const struct pinning_event *e, const char *cgroup, void *userdata);
+void bpfmon_set_tap_fn(struct bpfmon *m, bpfmon_tap_fn fn, void *userdata);
 
 /* Registers (once) the dra_cpu_bpf_*, dra_cpu_pinning_*, dra_cpu_affinity_*,
  * dra_cpu_runqueue_* and dra_cpu_schedstat_* families and a collector that
@@ -158,6 +165,37 @@ int bpfmon_cgroup_id(const char *path, uint64_t *ret);
  * /proc/<pid>/cgroup and container runtimes name it ("/kubepods/pod1/c1").
  * -ENOENT when m found no hierarchy mount. */
 int bpfmon_cgroup_id_of(const struct bpfmon *m, const char *rel, uint64_t *ret);
+
+/* ---- probe: every BPF object of the project against the running kernel -------------- */
+
+enum bpfmon_obj {
+	BPFMON_OBJ_PINNING = 0,	 /* bpf/pinning.bpf.c, run-queue programs included */
+	BPFMON_OBJ_ENFORCE = 1,	 /* bpf/enforce.bpf.c (deny mode) */
+	BPFMON_OBJ_BASELINE = 2, /* bpf/baseline.bpf.c (the benchmark yardstick) */
+	BPFMON_OBJ_MAX = 3,
+};
+
+struct bpfmon_probe_obj {
+	const char *name; /* "pinning", "enforce", "baseline" */
+	int load;	  /* 0 loaded, else -errno */
+	int attach;	  /* 0 attached (and detached again), -errno, 1 not tried */
+	char *log;	  /* what libbpf said meanwhile (the verifier log on failure), never NULL */
+};
+
+struct bpfmon_probe {
+	unsigned features; /* BPFMON_FEAT_* */
+	enum bpfmon_cgroup cgroup;
+	struct bpfmon_probe_obj obj[BPFMON_OBJ_MAX];
+};
+
+/* Loads and attaches every object in turn, each with its own maps (owners
+ * all empty: nothing is checked or refused), and detaches it again at once.
+ * libbpf's warnings (the verifier log of a failed load) are captured per
+ * object instead of printed. Returns 0 and a new result in *ret whatever
+ * loaded, -ENOMEM. Caller frees with bpfmon_probe_free(). */
+int bpfmon_probe_new(enum bpfmon_cgroup cgroup, struct bpfmon_probe **ret);
+struct bpfmon_probe *bpfmon_probe_free(struct bpfmon_probe *p);
+DEFINE_FREEP(bpfmon_probe, bpfmon_probe_free)
 
 /* Parsers, public for tests and fuzzing. */
 

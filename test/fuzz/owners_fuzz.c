@@ -1,0 +1,128 @@
+/* bpf-verify's input parsers (user/verify.c): every input goes through all
+ * of them, so corpus files are plain text.
+ *   - owners.json (verify_owners_add_json);
+ *   - each line as an --exclusive CPUS=CGROUP flag, into one owner table;
+ *   - the /proc status, stat and cgroup (v2 and v1) parsers.
+ * Never crashes; returns only the documented codes, with a reason when it
+ * fails; whatever it accepts keeps the owner invariants (CPU sets non-empty
+ * and disjoint, their union the exclusive set, absolute paths without a
+ * trailing '/', at most VERIFY_OWNERS_MAX owners). */
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verify.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_owners(const struct verify_owners *o)
+{
+	struct cpuset all;
+
+	cpuset_zero(&all);
+	assert(o->n >= 0 && o->n <= VERIFY_OWNERS_MAX);
+	for (int i = 0; i < o->n; i++) {
+		const struct verify_owner *w = &o->v[i];
+		size_t len = strlen(w->cgroup);
+
+		assert(!cpuset_is_empty(&w->cpus));
+		assert(!cpuset_intersects(&all, &w->cpus));
+		cpuset_or(&all, &all, &w->cpus);
+		assert(w->cgroup[0] == '/' && len < PATH_MAX);
+		assert(len == 1 || w->cgroup[len - 1] != '/');
+		for (int j = 0; j < i; j++)
+			assert(strcmp(o->v[j].cgroup, w->cgroup));
+		CPUSET_FOREACH(cpu, &w->cpus)
+		assert(verify_owner_of(o, cpu) == i);
+	}
+	assert(cpuset_equal(&all, &o->exclusive));
+}
+
+static void check_error(int r, const char *why)
+{
+	assert(r == -EPROTO || r == -EINVAL || r == -E2BIG);
+	assert(memchr(why, 0, VERIFY_ERR_MAX) && why[0]);
+}
+
+static void fuzz_json(const char *text, size_t size)
+{
+	struct verify_owners *o = NULL;
+	char why[VERIFY_ERR_MAX] = "";
+	int r;
+
+	assert(verify_owners_new(&o) == 0);
+	r = verify_owners_add_json(o, text, size, why);
+	if (r < 0)
+		check_error(r, why);
+	check_owners(o); /* entries before a bad one may stay: still consistent */
+	verify_owners_free(o);
+}
+
+static void fuzz_flags(const char *text, size_t size)
+{
+	struct verify_owners *o = NULL;
+	const char *p = text, *end = text + size;
+
+	assert(verify_owners_new(&o) == 0);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		char *line, why[VERIFY_ERR_MAX] = "";
+		int n_before = o->n, r;
+		struct cpuset before = o->exclusive;
+
+		if (!eol)
+			eol = end;
+		line = strndup(p, (size_t)(eol - p));
+		assert(line);
+		r = verify_owners_add_flag(o, line, why);
+		if (r < 0) {
+			check_error(r, why);
+			/* A refused flag leaves the table as it was. */
+			assert(o->n == n_before && cpuset_equal(&before, &o->exclusive));
+		}
+		free(line);
+		p = eol + 1;
+	}
+	check_owners(o);
+	verify_owners_free(o);
+}
+
+static void fuzz_proc(const char *text, size_t size)
+{
+	char comm[VERIFY_COMM_MAX], path[256];
+	struct cpuset allowed;
+	unsigned flags;
+	uint64_t ticks;
+	int tgid, r;
+
+	r = verify_status_parse(text, size, comm, &tgid, &allowed);
+	assert(r == 0 || r == -EPROTO);
+	if (r == 0)
+		assert(strlen(comm) < VERIFY_COMM_MAX && tgid >= 0);
+	r = verify_stat_parse(text, size, &flags, &ticks);
+	assert(r == 0 || r == -EPROTO);
+	for (int mode = BPFMON_CGROUP_V2; mode <= BPFMON_CGROUP_V1; mode++) {
+		r = verify_cgroup_parse(text, size, (enum bpfmon_cgroup)mode, path, sizeof(path));
+		assert(r == 0 || r == -ENOENT || r == -EPROTO || r == -E2BIG);
+		if (r == 0)
+			assert(path[0] == '/' && strlen(path) < sizeof(path));
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* The parsers take a length; a copy without slack lets ASan catch any
+	 * read past it. */
+	char *text = malloc(size ? size : 1);
+
+	assert(text);
+	memcpy(text, data, size);
+	fuzz_json(text, size);
+	fuzz_flags(text, size);
+	fuzz_proc(text, size);
+	free(text);
+	return 0;
+}
