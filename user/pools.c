@@ -28,7 +28,7 @@
 struct ctr {
 	char *id, *pod_uid, *pod_ns, *pod_name, *name, *cgroups_path;
 	int n_claims; /* 0: shared */
-	char claims[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	char (*claims)[CDI_UID_MAX]; /* n_claims uids (most containers: none) */
 	uint64_t cgroup_id;
 };
 
@@ -56,6 +56,7 @@ static void ctr_free(struct ctr *c)
 	free(c->pod_name);
 	free(c->name);
 	free(c->cgroups_path);
+	free(c->claims);
 	free(c);
 }
 
@@ -425,6 +426,11 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			return -ENOSPC;
 		}
 	} else {
+		n->claims = calloc((size_t)k, sizeof(*n->claims));
+		if (!n->claims) {
+			ctr_free(n);
+			return -ENOMEM;
+		}
 		for (int i = 0; i < k; i++) {
 			const struct state_claim *cl = state_claim(p->state, uids[i]);
 
@@ -559,8 +565,10 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			continue;
 		}
 		n = ctr_new(c);
-		if (!n)
+		if (!n || (k && !(n->claims = calloc((size_t)k, sizeof(*n->claims))))) {
+			ctr_free(n);
 			return -ENOMEM;
+		}
 		for (int j = 0; j < k; j++) {
 			/* Trust an env claim only if state prepared exactly that. */
 			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, why) < 0) {
