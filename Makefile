@@ -192,7 +192,7 @@ demo: deps
 	$(Q)B=$(B) $(PYTHON) tools/demo.py
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)B=$(B) PYTHON=$(PYTHON) sh test/bench/run.sh
 
 format:
@@ -223,3 +223,14 @@ $(B)/test/nri_echo_plugin: test/nri_echo_plugin.c $(LIB) | $(B)/test $(GEN_HDRS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 all: $(B)/test/nri_echo_plugin
+
+# ---- bench: the C benchmarks test/bench/run.sh calls (methods in test/bench/README.md) ------
+BENCH_BINS := $(B)/alloc_bench $(B)/bpf_bench
+$(B)/alloc_bench: test/bench/alloc_bench.c $(LIB) | $(GEN_HDRS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(B)/bpf_bench: test/bench/bpf_bench.c $(LIB) | $(GEN_HDRS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
+		-lpthread -o $@
+-include $(wildcard $(B)/*_bench.d)

@@ -8,11 +8,13 @@
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/util.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #define LOG_MOD "httpd"
@@ -85,6 +87,20 @@ static void on_readyz(struct evhttp_request *req, void *arg)
 	on_check(req, arg, HTTPD_READY);
 }
 
+/* TCP_NODELAY on the scrape's connection: a /metrics body leaves in several
+ * writes, and Nagle plus the scraper's delayed ACK would hold the tail ~40 ms
+ * on a keep-alive connection. (libevent 2.1 has no hook at accept time.) */
+static void set_nodelay(struct evhttp_request *req)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	int one = 1;
+
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
 	struct httpd *h = arg;
@@ -95,6 +111,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, 500, NULL);
 		return;
 	}
+	set_nodelay(req);
 	(void)metrics_render(h->metrics, b);
 	dt = now_ns() - t0;
 	metric_observe(h->scrape_seconds, (double)dt / 1e9);

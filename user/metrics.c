@@ -44,6 +44,11 @@ struct metric {
 	double *bounds;
 	int n_bounds;
 	struct metric_series *series, **tail;
+	/* Index of series by label values: open addressing, power-of-two size,
+	 * at most half full. Labelled families can hold thousands of series
+	 * (one per exclusive CPU), looked up at every scrape. */
+	struct metric_series **index;
+	size_t index_size, n_series;
 };
 
 struct collector {
@@ -87,6 +92,7 @@ static void family_free(struct metric *f)
 	for (int i = 0; i < f->n_labels; i++)
 		free(f->labels[i]);
 	free(f->bounds);
+	free(f->index);
 	free(f);
 }
 
@@ -204,20 +210,76 @@ struct metric *metrics_histogram(struct metrics *m, const char *name, const char
 	return family_add(m, METRIC_HISTOGRAM, name, help, label_names, bounds, n_bounds);
 }
 
+static uint64_t hash_values(int n, const char *const *values)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (int i = 0; i < n; i++) {
+		for (const char *p = values[i]; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		h = (h ^ 0xff) * 1099511628211ull; /* separator: ("a","bc") != ("ab","c") */
+	}
+	return h;
+}
+
+static bool values_equal(const struct metric *f, const struct metric_series *s,
+			 const char *const *values)
+{
+	for (int i = 0; i < f->n_labels; i++)
+		if (strcmp(s->values[i], values[i]) != 0)
+			return false;
+	return true;
+}
+
+static int index_insert(struct metric *f, struct metric_series *s)
+{
+	size_t mask;
+
+	if (2 * (f->n_series + 1) > f->index_size) {
+		size_t size = f->index_size ? f->index_size * 2 : 16;
+		struct metric_series **idx = calloc(size, sizeof(*idx));
+
+		if (!idx)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->index_size; i++) {
+			struct metric_series *o = f->index[i];
+			size_t k;
+
+			if (!o)
+				continue;
+			k = hash_values(f->n_labels, (const char *const *)o->values) & (size - 1);
+			while (idx[k])
+				k = (k + 1) & (size - 1);
+			idx[k] = o;
+		}
+		free(f->index);
+		f->index = idx;
+		f->index_size = size;
+	}
+	mask = f->index_size - 1;
+	for (size_t k = hash_values(f->n_labels, (const char *const *)s->values) & mask;;
+	     k = (k + 1) & mask)
+		if (!f->index[k]) {
+			f->index[k] = s;
+			f->n_series++;
+			return 0;
+		}
+}
+
 static struct metric_series *series_find(struct metric *f, const char *const *values)
 {
 	struct metric_series *s;
 
-	for (s = f->series; s; s = s->next) {
-		int i;
+	if (f->n_labels == 0) {
+		if (f->series)
+			return f->series;
+	} else if (f->index) {
+		size_t mask = f->index_size - 1;
 
-		/* values is NULL only for families without labels (no iteration) */
-		for (i = 0; i < f->n_labels; i++)
-			// cppcheck-suppress nullPointer
-			if (strcmp(s->values[i], values[i]) != 0)
-				break;
-		if (i == f->n_labels)
-			return s;
+		for (size_t k = hash_values(f->n_labels, values) & mask; f->index[k];
+		     k = (k + 1) & mask)
+			if (values_equal(f, f->index[k], values))
+				return f->index[k];
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -234,6 +296,10 @@ static struct metric_series *series_find(struct metric *f, const char *const *va
 			series_free(s, f->n_labels);
 			return NULL;
 		}
+	}
+	if (f->n_labels && index_insert(f, s) < 0) {
+		series_free(s, f->n_labels);
+		return NULL;
 	}
 	*f->tail = s;
 	f->tail = &s->next;
@@ -385,17 +451,22 @@ static void put_value(struct evbuffer *out, double v)
 	evbuffer_add(out, buf, strlen(buf));
 }
 
+/* Escapes \\ and newline (and " in label values), adding unescaped runs in
+ * one piece: rendering thousands of series must not go byte by byte. */
 static void put_escaped(struct evbuffer *out, const char *s, bool quote_too)
 {
-	for (; *s; s++) {
-		if (*s == '\\')
-			evbuffer_add(out, "\\\\", 2);
-		else if (*s == '\n')
-			evbuffer_add(out, "\\n", 2);
-		else if (*s == '"' && quote_too)
-			evbuffer_add(out, "\\\"", 2);
-		else
-			evbuffer_add(out, s, 1);
+	const char *special = quote_too ? "\\\n\"" : "\\\n";
+
+	for (;;) {
+		size_t run = strcspn(s, special);
+
+		if (run)
+			evbuffer_add(out, s, run);
+		s += run;
+		if (!*s)
+			return;
+		evbuffer_add(out, *s == '\n' ? "\\n" : *s == '"' ? "\\\"" : "\\\\", 2);
+		s++;
 	}
 }
 

@@ -152,10 +152,15 @@ int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
 int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus)
 {
 	_cleanup_free_ char *id = NULL, *c = NULL;
-	int r = check_cpus(cpus);
+	int r;
 
-	if (r < 0)
-		return r;
+	/* A pool change sends one list to hundreds of containers: validate a
+	 * list only when it differs from the previous update's. */
+	if (!(u->n > 0 && cpus && strcmp(u->v[u->n - 1].cpus, cpus) == 0)) {
+		r = check_cpus(cpus);
+		if (r < 0)
+			return r;
+	}
 	if (!container_id || !*container_id || strlen(container_id) > 1024)
 		return -EINVAL;
 	if (u->n >= NRI_UPDATES_MAX)

@@ -28,7 +28,7 @@
 struct ctr {
 	char *id, *pod_uid, *pod_ns, *pod_name, *name, *cgroups_path;
 	int n_claims; /* 0: shared */
-	char claims[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	char (*claims)[CDI_UID_MAX]; /* n_claims uids (most containers: none) */
 	uint64_t cgroup_id;
 };
 
@@ -41,6 +41,7 @@ struct pools {
 	struct ctr **ctrs;
 	int n, cap;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
+	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
 };
 
 static void write_owners(struct pools *p);
@@ -55,6 +56,7 @@ static void ctr_free(struct ctr *c)
 	free(c->pod_name);
 	free(c->name);
 	free(c->cgroups_path);
+	free(c->claims);
 	free(c);
 }
 
@@ -92,6 +94,7 @@ static void update_gauges(struct pools *p)
 	metric_set(p->g_pool, cpuset_count(&pool));
 	state_prepared(p->state, &pool);
 	metric_set(p->g_excl_cpus, cpuset_count(&pool));
+	p->owners_dirty = true;
 }
 
 /* dra_cpu_cpu_owner_info: one series per CPU held by a running container.
@@ -100,6 +103,9 @@ static void collect_owners(struct metrics *m, void *ud)
 {
 	struct pools *p = ud;
 
+	if (!p->owners_dirty)
+		return;
+	p->owners_dirty = false;
 	metric_reset(p->owner_info);
 	for (int i = 0; i < p->n; i++) {
 		const struct ctr *c = p->ctrs[i];
@@ -420,6 +426,11 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			return -ENOSPC;
 		}
 	} else {
+		n->claims = calloc((size_t)k, sizeof(*n->claims));
+		if (!n->claims) {
+			ctr_free(n);
+			return -ENOMEM;
+		}
 		for (int i = 0; i < k; i++) {
 			const struct state_claim *cl = state_claim(p->state, uids[i]);
 
@@ -554,8 +565,10 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			continue;
 		}
 		n = ctr_new(c);
-		if (!n)
+		if (!n || (k && !(n->claims = calloc((size_t)k, sizeof(*n->claims))))) {
+			ctr_free(n);
 			return -ENOMEM;
+		}
 		for (int j = 0; j < k; j++) {
 			/* Trust an env claim only if state prepared exactly that. */
 			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, why) < 0) {

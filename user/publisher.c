@@ -10,6 +10,7 @@
 #include "publisher.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,22 @@
 enum phase { PH_NODE, PH_LIST, PH_WATCHING };
 enum op_kind { OP_DELETE, OP_UPDATE, OP_CREATE };
 
+/* What is kept of a slice on the server: enough to match, compare, update
+ * and delete it. Whole objects are never held: a 1024-CPU node's slices are
+ * ~340 KB of JSON but ~7 MB as json-c trees, and a few copies of those were
+ * most of the daemon's memory. */
+struct seen {
+	char *name, *uid, *rv;
+	int64_t gen, count;
+	bool pool_ok;	  /* pool name and nodeName are ours, no other node selection */
+	uint64_t devices; /* canonical hash of spec.devices (0: none) */
+};
+
 struct op {
 	enum op_kind kind;
-	int index;		   /* desired slice index (update, create) */
-	struct json_object *slice; /* delete: the cached slice; update: body; create: body */
+	int index;	 /* desired slice index (update, create) */
+	struct seen old; /* delete, update: the slice on the server (owned strings) */
+	uint64_t sent;	 /* create, update: hash of the devices sent */
 };
 
 struct publisher {
@@ -48,15 +61,18 @@ struct publisher {
 	char *rv; /* last resourceVersion seen (list or watch) */
 	struct event *retry_timer, *sync_timer;
 	struct backoff bo;
-	/* desired: full slice objects (generation filled at sync) */
-	struct json_object *desired;
+	/* desired: slices are built on demand from the devices; kept are the
+	 * hashes of their devices, and of what the server kept of them when it
+	 * dropped fields (adopted, 0 = none) */
 	int n_desired;
-	struct json_object **adopted; /* per index: server-normalized devices, or NULL */
-	/* existing slices of ours, by name */
-	struct json_object *cache; /* object: name -> slice */
+	uint64_t *want, *adopted;
+	/* existing slices of ours */
+	struct seen *seen;
+	int n_seen, cap_seen;
 	/* current sync */
 	struct op *ops;
 	int n_ops, next_op;
+	int64_t sync_gen; /* pool generation the current sync writes */
 	bool syncing, dirty, in_sync, dropped_logged;
 	/* metrics */
 	struct metric *writes, *errors, *published, *dropped, *in_sync_g;
@@ -76,6 +92,79 @@ static void set_in_sync(struct publisher *p, bool v)
 	metric_set(p->in_sync_g, v);
 	if (p->o.on_state)
 		p->o.on_state(p->o.ud, v);
+}
+
+/* A hash of a JSON value that does not depend on key order (the server
+ * returns objects with its own field order). FNV-1a over a canonical walk. */
+static uint64_t mix(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *b = data;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static uint64_t json_hash(struct json_object *o, uint64_t h)
+{
+	char tag = (char)json_object_get_type(o);
+
+	h = mix(h, &tag, 1);
+	switch (json_object_get_type(o)) {
+	case json_type_object: {
+		int n = json_object_object_length(o), k = 0;
+		const char **keys = malloc(sizeof(*keys) * (size_t)(n ? n : 1));
+
+		if (!keys)
+			return 0;
+		json_object_object_foreach(o, key, val)
+		{
+			(void)val;
+			keys[k++] = key;
+		}
+		qsort(keys, (size_t)n, sizeof(*keys), cmp_str);
+		for (k = 0; k < n; k++) {
+			struct json_object *v = NULL;
+
+			h = mix(h, keys[k], strlen(keys[k]) + 1);
+			(void)json_object_object_get_ex(o, keys[k], &v);
+			h = json_hash(v, h);
+		}
+		free(keys);
+		return h;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			h = json_hash(json_object_array_get_idx(o, i), h);
+		return mix(h, "]", 1);
+	case json_type_null:
+		return h;
+	default: {
+		const char *t = json_object_get_string(o);
+
+		return mix(h, t, strlen(t) + 1);
+	}
+	}
+}
+
+static uint64_t devices_hash(struct json_object *devices)
+{
+	uint64_t h = devices ? json_hash(devices, 1469598103934665603ull) : 0;
+
+	return h ? h : 1; /* 0 means "none" */
+}
+
+static void seen_done(struct seen *s)
+{
+	free(s->name);
+	free(s->uid);
+	free(s->rv);
+	memset(s, 0, sizeof(*s));
 }
 
 static const char *meta_str(struct json_object *o, const char *k)
@@ -116,7 +205,7 @@ static void set_rv(struct publisher *p, const char *rv)
 static void ops_clear(struct publisher *p)
 {
 	for (int i = 0; i < p->n_ops; i++)
-		json_object_put(p->ops[i].slice);
+		seen_done(&p->ops[i].old);
 	free(p->ops);
 	p->ops = NULL;
 	p->n_ops = p->next_op = 0;
@@ -167,23 +256,26 @@ static void on_node(void *ud, const struct kube_result *r)
 		retry_later(p, 0);
 		return;
 	}
-	{
-		struct slices_opts so = { .node = p->node, .node_uid = p->node_uid,
-					  .generation = 1, .max_devices = p->o.max_devices };
-
-		rc = slices_build(p->o.devices, &so, &arr);
-	}
-	if (rc < 0) {
-		log_error_errno(rc, "slices_build_failed", "");
-		retry_later(p, 0);
-		return;
-	}
-	p->desired = arr;
-	p->n_desired = (int)json_object_array_length(arr);
+	p->n_desired = slices_count(p->o.devices, &(struct slices_opts){ .max_devices =
+										 p->o.max_devices });
+	p->want = calloc((size_t)p->n_desired, sizeof(*p->want));
 	p->adopted = calloc((size_t)p->n_desired, sizeof(*p->adopted));
-	if (!p->adopted) {
+	if (!p->want || !p->adopted) {
 		retry_later(p, 0);
 		return;
+	}
+	for (int i = 0; i < p->n_desired; i++) {
+		struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices };
+
+		rc = slices_build_devices(p->o.devices, &so, i, &arr);
+		if (rc < 0) {
+			log_error_errno(rc, "slices_build_failed", "");
+			retry_later(p, 0);
+			return;
+		}
+		p->want[i] = devices_hash(arr);
+		json_object_put(arr);
+		arr = NULL;
 	}
 	log_info("node_found", "node=%s uid=%s slices=%d devices=%d", p->node, p->node_uid,
 		 p->n_desired, p->o.devices->n);
@@ -227,12 +319,72 @@ fail:
 	return NULL;
 }
 
-static void cache_put(struct publisher *p, struct json_object *slice)
+/* Records (or refreshes) what we know of a slice from the server's object. */
+static void seen_put(struct publisher *p, struct json_object *slice)
 {
-	const char *name = meta_str(slice, "name");
+	const char *name = meta_str(slice, "name"), *uid = meta_str(slice, "uid");
+	const char *rv = meta_str(slice, "resourceVersion");
+	struct json_object *spec = get_path(slice, "spec", NULL, NULL), *v;
+	struct seen n = { 0 };
+	int i;
 
-	if (name)
-		json_object_object_add(p->cache, name, json_object_get(slice));
+	if (!name || !uid || !rv)
+		return;
+	n.name = strdup(name);
+	n.uid = strdup(uid);
+	n.rv = strdup(rv);
+	if (!n.name || !n.uid || !n.rv) {
+		seen_done(&n);
+		return;
+	}
+	v = get_path(spec, "pool", "generation", NULL);
+	n.gen = v ? json_object_get_int64(v) : -1;
+	v = get_path(spec, "pool", "resourceSliceCount", NULL);
+	n.count = v ? json_object_get_int64(v) : -1;
+	v = get_path(spec, "pool", "name", NULL);
+	n.pool_ok = v && !strcmp(json_object_get_string(v), p->node);
+	v = get_path(spec, "nodeName", NULL, NULL);
+	n.pool_ok = n.pool_ok && v && !strcmp(json_object_get_string(v), p->node) &&
+		    !get_path(spec, "nodeSelector", NULL, NULL) &&
+		    !get_path(spec, "allNodes", NULL, NULL);
+	n.devices = devices_hash(get_path(spec, "devices", NULL, NULL));
+	for (i = 0; i < p->n_seen; i++)
+		if (!strcmp(p->seen[i].name, name))
+			break;
+	if (i == p->n_seen) {
+		if (p->n_seen == p->cap_seen) {
+			int cap = p->cap_seen ? 2 * p->cap_seen : 16;
+			struct seen *ns = realloc(p->seen, sizeof(*ns) * (size_t)cap);
+
+			if (!ns) {
+				seen_done(&n);
+				return;
+			}
+			p->seen = ns;
+			p->cap_seen = cap;
+		}
+		p->n_seen++;
+	} else {
+		seen_done(&p->seen[i]);
+	}
+	p->seen[i] = n;
+}
+
+static void seen_del(struct publisher *p, const char *name)
+{
+	for (int i = 0; i < p->n_seen; i++)
+		if (!strcmp(p->seen[i].name, name)) {
+			seen_done(&p->seen[i]);
+			p->seen[i] = p->seen[--p->n_seen];
+			return;
+		}
+}
+
+static void seen_clear(struct publisher *p)
+{
+	for (int i = 0; i < p->n_seen; i++)
+		seen_done(&p->seen[i]);
+	p->n_seen = 0;
 }
 
 static void on_list(void *ud, const struct kube_result *r)
@@ -247,11 +399,10 @@ static void on_list(void *ud, const struct kube_result *r)
 		retry_later(p, r->retry_after_s);
 		return;
 	}
-	json_object_put(p->cache);
-	p->cache = json_object_new_object();
+	seen_clear(p);
 	items = get_path(r->body, "items", NULL, NULL);
 	for (size_t i = 0; items && i < json_object_array_length(items); i++)
-		cache_put(p, json_object_array_get_idx(items, i));
+		seen_put(p, json_object_array_get_idx(items, i));
 	free(p->rv);
 	p->rv = NULL;
 	set_rv(p, meta_str(r->body, "resourceVersion"));
@@ -283,9 +434,9 @@ static void on_event(void *ud, const struct kube_watch_event *ev)
 	if (!name)
 		return;
 	if (ev->type == KUBE_EVENT_DELETED)
-		json_object_object_del(p->cache, name);
+		seen_del(p, name);
 	else
-		cache_put(p, ev->object);
+		seen_put(p, ev->object);
 	log_debug("slice_event", "type=%d name=%s", (int)ev->type, name);
 	/* Our own writes come back here too; a sync that finds nothing to do
 	 * writes nothing, so there is no need to tell them apart. */
@@ -344,100 +495,76 @@ static int name_index(const struct publisher *p, const char *name)
 	return idx;
 }
 
-static int64_t slice_generation(struct json_object *s)
+/* Does the slice on the server differ from desired index i at generation gen? */
+static bool slice_changed(struct publisher *p, const struct seen *have, int i, int64_t gen)
 {
-	struct json_object *g = get_path(s, "spec", "pool", "generation");
+	uint64_t want = p->adopted[i] ? p->adopted[i] : p->want[i];
 
-	return g ? json_object_get_int64(g) : -1;
+	return have->gen != gen || have->count != p->n_desired || !have->pool_ok ||
+	       have->devices != want;
 }
 
-/* Does the existing slice differ from desired index i at generation gen? */
-static bool slice_changed(struct publisher *p, struct json_object *have, int i, int64_t gen)
-{
-	struct json_object *want = json_object_array_get_idx(p->desired, (size_t)i);
-	struct json_object *want_devs = p->adopted[i] ? p->adopted[i]
-						      : get_path(want, "spec", "devices", NULL);
-	struct json_object *spec = get_path(have, "spec", NULL, NULL), *v;
-
-	if (!spec)
-		return true;
-	if (slice_generation(have) != gen)
-		return true;
-	v = get_path(spec, "pool", "resourceSliceCount", NULL);
-	if (!v || json_object_get_int64(v) != p->n_desired)
-		return true;
-	v = get_path(spec, "pool", "name", NULL);
-	if (!v || strcmp(json_object_get_string(v), p->node) != 0)
-		return true;
-	v = get_path(spec, "nodeName", NULL, NULL);
-	if (!v || strcmp(json_object_get_string(v), p->node) != 0)
-		return true;
-	if (get_path(spec, "nodeSelector", NULL, NULL) || get_path(spec, "allNodes", NULL, NULL))
-		return true;
-	v = get_path(spec, "devices", NULL, NULL);
-	if (!v)
-		return json_object_array_length(want_devs) != 0;
-	return !json_object_equal(v, want_devs);
-}
-
-static int op_add(struct publisher *p, enum op_kind kind, int index, struct json_object *slice)
+static int op_add(struct publisher *p, enum op_kind kind, int index, const struct seen *old)
 {
 	struct op *n = realloc(p->ops, sizeof(*n) * (size_t)(p->n_ops + 1));
+	struct op op = { .kind = kind, .index = index };
 
-	if (!n) {
-		json_object_put(slice);
+	if (!n)
 		return -ENOMEM;
-	}
 	p->ops = n;
-	p->ops[p->n_ops++] = (struct op){ kind, index, slice };
+	if (old) {
+		op.old.name = strdup(old->name);
+		op.old.uid = strdup(old->uid);
+		op.old.rv = strdup(old->rv);
+		if (!op.old.name || !op.old.uid || !op.old.rv) {
+			seen_done(&op.old);
+			return -ENOMEM;
+		}
+	}
+	p->ops[p->n_ops++] = op;
 	return 0;
 }
 
-/* A write body: the desired slice at gen, keeping have's metadata (update). */
-static struct json_object *body_for(struct publisher *p, int i, int64_t gen,
-				    struct json_object *have)
+/* The write body of desired slice i at gen; for an update, the identity of
+ * the slice it replaces. Built when sent and freed right after. */
+static struct json_object *body_for(struct publisher *p, const struct op *op, int64_t gen)
 {
-	struct json_object *want = json_object_array_get_idx(p->desired, (size_t)i);
-	struct json_object *body = NULL, *spec = NULL, *pool;
+	struct slices_opts so = { .node = p->node, .node_uid = p->node_uid, .generation = gen,
+				  .max_devices = p->o.max_devices };
+	struct json_object *body = NULL, *meta;
 
-	if (json_object_deep_copy(have ? have : want, &body, NULL) < 0 ||
-	    json_object_deep_copy(get_path(want, "spec", NULL, NULL), &spec, NULL) < 0) {
-		json_object_put(body);
+	if (slices_build_one(p->o.devices, &so, op->index, &body) < 0)
 		return NULL;
+	if (op->kind == OP_UPDATE && json_object_object_get_ex(body, "metadata", &meta)) {
+		json_object_object_add(meta, "name", json_object_new_string(op->old.name));
+		json_object_object_add(meta, "uid", json_object_new_string(op->old.uid));
+		json_object_object_add(meta, "resourceVersion",
+				       json_object_new_string(op->old.rv));
 	}
-	pool = get_path(spec, "pool", NULL, NULL);
-	json_object_object_add(pool, "generation", json_object_new_int64(gen));
-	if (p->adopted[i])
-		json_object_object_add(spec, "devices", json_object_get(p->adopted[i]));
-	json_object_object_add(body, "spec", spec);
-	json_object_object_del(body, "status");
 	return body;
 }
 
 static void plan(struct publisher *p)
 {
-	struct json_object **match = calloc((size_t)p->n_desired + 1, sizeof(*match));
+	const struct seen **match = calloc((size_t)p->n_desired + 1, sizeof(*match));
 	int64_t g = 0, gen;
 	int creates = 0, changes = 0;
 
 	if (!match)
 		return;
-	json_object_object_foreach(p->cache, n0, s0)
-	{
-		(void)n0;
-		if (slice_generation(s0) > g)
-			g = slice_generation(s0);
-	}
+	for (int k = 0; k < p->n_seen; k++)
+		if (p->seen[k].gen > g)
+			g = p->seen[k].gen;
 	/* Match by index; everything else is obsolete. */
-	json_object_object_foreach(p->cache, name, s)
-	{
-		int i = slice_generation(s) < g ? -1 : name_index(p, name);
+	for (int k = 0; k < p->n_seen; k++) {
+		const struct seen *s = &p->seen[k];
+		int i = s->gen < g ? -1 : name_index(p, s->name);
 
 		if (i >= 0 && i < p->n_desired && !match[i]) {
 			match[i] = s;
 			continue;
 		}
-		(void)op_add(p, OP_DELETE, -1, json_object_get(s));
+		(void)op_add(p, OP_DELETE, -1, s);
 	}
 	for (int i = 0; i < p->n_desired; i++) {
 		if (!match[i])
@@ -446,24 +573,25 @@ static void plan(struct publisher *p)
 			changes++;
 	}
 	gen = (creates == 0 && changes <= 1 && g > 0) ? g : g + 1;
+	p->sync_gen = gen;
 	for (int i = 0; i < p->n_desired; i++) {
 		if (!match[i])
-			(void)op_add(p, OP_CREATE, i, body_for(p, i, gen, NULL));
+			(void)op_add(p, OP_CREATE, i, NULL);
 		else if (gen != g || slice_changed(p, match[i], i, gen))
-			(void)op_add(p, OP_UPDATE, i, body_for(p, i, gen, match[i]));
+			(void)op_add(p, OP_UPDATE, i, match[i]);
 	}
 	free(match);
 }
 
 /* After a write: did the server keep what we sent? */
-static void check_dropped(struct publisher *p, int i, struct json_object *sent,
-			  struct json_object *got)
+static void check_dropped(struct publisher *p, const struct op *op, struct json_object *got)
 {
-	struct json_object *a = get_path(sent, "spec", "devices", NULL);
-	struct json_object *b = get_path(got, "spec", "devices", NULL);
+	uint64_t h = devices_hash(get_path(got, "spec", "devices", NULL));
 
-	if (!a || !b || json_object_equal(a, b))
+	if (h == p->want[op->index]) {
+		p->adopted[op->index] = 0;
 		return;
+	}
 	if (!p->dropped_logged) {
 		log_warn("slice_fields_dropped",
 			 "slice=%s hint=\"the API server dropped device fields; is the "
@@ -472,8 +600,7 @@ static void check_dropped(struct publisher *p, int i, struct json_object *sent,
 		p->dropped_logged = true;
 	}
 	metric_set(p->dropped, 1);
-	json_object_put(p->adopted[i]);
-	p->adopted[i] = json_object_get(b);
+	p->adopted[op->index] = h;
 }
 
 static void next_op(struct publisher *p);
@@ -487,8 +614,7 @@ static void on_op_done(void *ud, const struct kube_result *r)
 	p->call = NULL;
 	if (r->error && !(op->kind == OP_DELETE && r->error == -ENOENT)) {
 		log_warn("slice_write_failed", "verb=%s slice=%s error=%s action=relisting",
-			 verbs[op->kind],
-			 meta_str(op->slice, "name") ? meta_str(op->slice, "name") : "(new)",
+			 verbs[op->kind], op->old.name ? op->old.name : "(new)",
 			 log_quote(r->error_text));
 		metric_add(p->errors, 1);
 		ops_clear(p);
@@ -502,13 +628,10 @@ static void on_op_done(void *ud, const struct kube_result *r)
 	}
 	metric_series_add(metric_with(p->writes, verbs[op->kind]), 1);
 	if (op->kind == OP_DELETE) {
-		const char *name = meta_str(op->slice, "name");
-
-		if (name)
-			json_object_object_del(p->cache, name);
+		seen_del(p, op->old.name);
 	} else if (r->body) {
-		check_dropped(p, op->index, op->slice, r->body);
-		cache_put(p, r->body);
+		check_dropped(p, op, r->body);
+		seen_put(p, r->body);
 	}
 	p->next_op++;
 	next_op(p);
@@ -528,8 +651,12 @@ static void next_op(struct publisher *p)
 		ops_clear(p);
 		p->syncing = false;
 		backoff_reset(&p->bo);
-		if (n)
+		if (n) {
 			log_info("slices_synced", "writes=%d slices=%d", n, p->n_desired);
+			/* The write bodies and responses were large and short-lived:
+			 * give their pages back (glibc keeps freed heap otherwise). */
+			(void)malloc_trim(0);
+		}
 		metric_set(p->published, p->n_desired);
 		set_in_sync(p, true);
 		if (p->dirty)
@@ -537,18 +664,19 @@ static void next_op(struct publisher *p)
 		return;
 	}
 	op = &p->ops[p->next_op];
-	if (!op->slice)
-		r = -ENOMEM;
-	else if (op->kind == OP_DELETE) {
-		(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH, meta_str(op->slice, "name"));
-		ro.precondition_uid = meta_str(op->slice, "uid");
-		ro.precondition_rv = meta_str(op->slice, "resourceVersion");
+	if (op->kind == OP_DELETE) {
+		(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH, op->old.name);
+		ro.precondition_uid = op->old.uid;
+		ro.precondition_rv = op->old.rv;
 		r = kube_request(p->kube, KUBE_DELETE, path, NULL, &ro, on_op_done, p, &p->call);
 	} else {
-		body = strdup(json_object_to_json_string_ext(op->slice, JSON_C_TO_STRING_PLAIN));
+		struct json_object *b = body_for(p, op, p->sync_gen);
+
+		if (b)
+			body = strdup(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN));
+		json_object_put(b);
 		if (op->kind == OP_UPDATE)
-			(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH,
-				       meta_str(op->slice, "name"));
+			(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH, op->old.name);
 		else
 			(void)snprintf(path, sizeof(path), "%s", SLICES_PATH);
 		r = !body ? -ENOMEM
@@ -607,10 +735,9 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
 	if (!p->o.resync_delay_ms)
 		p->o.resync_delay_ms = 1000;
 	p->node = strdup(o->node);
-	p->cache = json_object_new_object();
 	p->retry_timer = evtimer_new(base, on_retry, p);
 	p->sync_timer = evtimer_new(base, on_sync_timer, p);
-	if (!p->node || !p->cache || !p->retry_timer || !p->sync_timer)
+	if (!p->node || !p->retry_timer || !p->sync_timer)
 		return -ENOMEM;
 	backoff_init(&p->bo, 200, 30000);
 	p->writes = metrics_counter(m, "dra_cpu_slice_writes_total",
@@ -640,11 +767,10 @@ struct publisher *publisher_free(struct publisher *p)
 	if (p->sync_timer)
 		event_free(p->sync_timer);
 	ops_clear(p);
-	for (int i = 0; p->adopted && i < p->n_desired; i++)
-		json_object_put(p->adopted[i]);
+	free(p->want);
 	free(p->adopted);
-	json_object_put(p->desired);
-	json_object_put(p->cache);
+	seen_clear(p);
+	free(p->seen);
 	free(p->node);
 	free(p->node_uid);
 	free(p->rv);

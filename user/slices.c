@@ -202,14 +202,18 @@ int slices_build_devices(const struct devices *d, const struct slices_opts *o, i
 	return 0;
 }
 
-static int slice_json(const struct devices *d, const struct slices_opts *o, int i, int count,
-		      struct json_object **ret)
+int slices_build_one(const struct devices *d, const struct slices_opts *o, int i,
+		     struct json_object **ret)
 {
-	_cleanup_json_ struct json_object *s = json_object_new_object();
+	int count = slices_count(d, o);
+	_cleanup_json_ struct json_object *s = NULL;
 	struct json_object *meta, *spec, *pool, *devs = NULL;
 	char gen_name[320];
 	int r;
 
+	if (i < 0 || i >= count)
+		return -EINVAL;
+	s = json_object_new_object();
 	if (!s)
 		return -ENOMEM;
 	r = add(s, "apiVersion", json_object_new_string("resource.k8s.io/v1"));
@@ -256,7 +260,7 @@ int slices_build(const struct devices *d, const struct slices_opts *o, struct js
 		return -ENOMEM;
 	for (int i = 0; i < count; i++) {
 		struct json_object *s;
-		int r = slice_json(d, o, i, count, &s);
+		int r = slices_build_one(d, o, i, &s);
 
 		if (r < 0)
 			return r;

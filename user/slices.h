@@ -30,6 +30,10 @@ int slices_count(const struct devices *d, const struct slices_opts *o);
 /* A new JSON array of complete ResourceSlice objects; caller puts it. */
 int slices_build(const struct devices *d, const struct slices_opts *o, struct json_object **ret);
 
+/* Slice i alone, complete (what slices_build() puts at index i). */
+int slices_build_one(const struct devices *d, const struct slices_opts *o, int i,
+		     struct json_object **ret);
+
 /* The spec.devices array of slice i alone (what the publisher compares). */
 int slices_build_devices(const struct devices *d, const struct slices_opts *o, int i,
 			 struct json_object **ret);

@@ -192,3 +192,21 @@ def test_running_daemon_keeps_only_the_capabilities_it_needs(apiserver, make_dri
     assert int(caps["CapEff"], 16) == keep
     assert int(caps["CapBnd"], 16) == keep
     assert "capabilities_dropped" in d.log()
+
+
+def test_fields_dropped_by_the_server_are_logged_once_and_adopted(apiserver, make_driver):
+    """A cluster without DRAConsumableCapacity drops capacity, requestPolicy
+    and allowMultipleAllocations silently: the driver notices after its write,
+    says so once, and does not fight the server with endless rewrites."""
+    import time
+    apiserver.set_gates(DRAConsumableCapacity=False)
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    (s,) = ours(apiserver)
+    assert "allowMultipleAllocations" not in s["spec"]["devices"][0]
+    writes = apiserver.writes()
+    time.sleep(2.5)  # two resync periods
+    assert apiserver.writes() == writes
+    assert d.log().count("slice_fields_dropped") == 1
+    assert "DRAConsumableCapacity" in d.log()
+    assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1
