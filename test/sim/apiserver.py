@@ -55,11 +55,16 @@ import uuid
 
 
 def shared_dir():
-    """The project's shared/ directory: $DRA_CPU_SHARED or ../shared from the root."""
+    """The project's shared/ directory: $DRA_CPU_SHARED, else ../shared next to
+    the project root, else /work/shared (where machines of this kind keep it,
+    for clones made elsewhere) -- the same search as test/run.sh."""
     env = os.environ.get("DRA_CPU_SHARED")
     if env:
         return os.path.abspath(env)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for cand in (os.path.join(root, "..", "shared"), "/work/shared"):
+        if os.path.exists(os.path.join(cand, "api", "validate_k8s_object.py")):
+            return os.path.abspath(cand)
     return os.path.abspath(os.path.join(root, "..", "shared"))
 
 
