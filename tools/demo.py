@@ -180,7 +180,16 @@ def main():
             step("   bpf-verify: is the exclusive CPU running only its owner?")
             v = subprocess.run([verify, "--state-dir", os.path.join(base, "state"),
                                 "--duration", "1"], capture_output=True, text=True)
-            print("\n".join("  " + l for l in (v.stdout + v.stderr).splitlines()[-12:]))
+            print("  node-wide (host processes are not confined by anyone here):")
+            print("\n".join("    " + l for l in (v.stdout + v.stderr).splitlines()[-6:]))
+            scope = os.path.dirname(rt.cg.path_of(pinned.id))
+            v = subprocess.run([verify, "--state-dir", os.path.join(base, "state"),
+                                "--duration", "1", "--scope", scope],
+                               capture_output=True, text=True)
+            print("  containers only (--scope %s):" % scope)
+            print("\n".join("    " + l for l in (v.stdout + v.stderr).splitlines()[-3:]))
+            show("exit code", "%d (0 = the containers never ran on the claimed CPU)"
+                 % v.returncode)
 
         step("5. The pod ends: unprepare, and the shared pool widens again")
         rt.stop_container(pinned)
