@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "allocator.h"
+#include "cfg.h"
 #include "cleanup.h"
 #include "cpuset.h"
 #include "topo.h"
@@ -92,26 +93,6 @@ static int argerr(char *err, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* Words of s from column `col` on, wrapped before `width`, indented to col. */
-static void print_wrapped(FILE *f, const char *s, int col, int width)
-{
-	int x = col;
-
-	while (*s) {
-		int len = (int)strcspn(s, " ");
-
-		if (x > col && x + 1 + len > width) {
-			fprintf(f, "\n%*s", col - 1, "");
-			x = col;
-		}
-		fprintf(f, " %.*s", len, s);
-		x += 1 + len;
-		s += len;
-		s += strspn(s, " ");
-	}
-	fputc('\n', f);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: " PROG " --topology FILE --available LIST --count N [options]\n\n"
@@ -123,7 +104,7 @@ static void usage(FILE *f)
 		(void)snprintf(lhs, sizeof(lhs), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
 			       opts[i].arg ? opts[i].arg : "");
 		fprintf(f, "  %-22s", lhs);
-		print_wrapped(f, opts[i].help, 25, 79);
+		cfg_print_wrapped(f, opts[i].help, 25, 79);
 	}
 	fprintf(f, "\nExit status: 0 CPUs printed, 1 no allocation (reason on stderr),\n"
 		   "2 bad options or unreadable topology.\n");

@@ -34,6 +34,7 @@
 
 #include "bpfmon.h"
 #include "caps.h"
+#include "cfg.h"
 #include "cleanup.h"
 #include "cpuset.h"
 #include "fileio.h"
@@ -175,26 +176,6 @@ static int cannot_check(const struct args *a, const char *fmt, ...)
 	return EXIT_CANNOT;
 }
 
-/* Words of s from column col on, wrapped before width, indented to col. */
-static void print_wrapped(FILE *f, const char *s, int col, int width)
-{
-	int x = col;
-
-	while (*s) {
-		int len = (int)strcspn(s, " ");
-
-		if (x > col && x + 1 + len > width) {
-			fprintf(f, "\n%*s", col - 1, "");
-			x = col;
-		}
-		fprintf(f, " %.*s", len, s);
-		x += 1 + len;
-		s += len;
-		s += strspn(s, " ");
-	}
-	fputc('\n', f);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -214,7 +195,7 @@ static void usage(FILE *f)
 		(void)snprintf(lhs, sizeof(lhs), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
 			       opts[i].arg ? opts[i].arg : "");
 		fprintf(f, "  %-24s", lhs);
-		print_wrapped(f, opts[i].help, 27, 79);
+		cfg_print_wrapped(f, opts[i].help, 27, 79);
 	}
 	fprintf(f, "\nExit status: 0 clean, 1 violations found, 2 could not check (no CAP_BPF,\n"
 		   "no BTF, bad arguments, a cgroup that does not exist, unreadable state; with\n"

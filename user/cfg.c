@@ -367,6 +367,25 @@ int cfg_node_name(const struct cfg *c, char *buf, size_t size)
 	return n ? 0 : -EINVAL;
 }
 
+void cfg_print_wrapped(FILE *f, const char *s, int col, int width)
+{
+	int x = col;
+
+	while (*s) {
+		int len = (int)strcspn(s, " ");
+
+		if (x > col && x + 1 + len > width) {
+			fprintf(f, "\n%*s", col - 1, "");
+			x = col;
+		}
+		fprintf(f, " %.*s", len, s);
+		x += 1 + len;
+		s += len;
+		s += strspn(s, " ");
+	}
+	fputc('\n', f);
+}
+
 void cfg_usage(FILE *f)
 {
 	fputs("Usage: dra-cpu-driver [flags]\n\n"

@@ -80,6 +80,10 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err);
  * lower-cased and trimmed. Writes into buf (size >= 256). */
 int cfg_node_name(const struct cfg *c, char *buf, size_t size);
 
+/* Help text: s word-wrapped at width columns, continuation lines indented
+ * to col (the first line continues where the caller left the cursor). */
+void cfg_print_wrapped(FILE *f, const char *s, int col, int width);
+
 /* The full --help text, generated from the option table. */
 void cfg_usage(FILE *f);
 
