@@ -48,8 +48,10 @@ struct state {
 	int n_observers;
 	state_guard_fn guard;
 	void *guard_ud;
+	bool dirty; /* the record holds changes the checkpoint file does not */
 };
 
+static int write_checkpoint(struct state *s);
 static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *why, int r, const char *fmt, ...)
@@ -180,6 +182,9 @@ struct state *state_free(struct state *s)
 {
 	if (!s)
 		return NULL;
+	/* A clean stop writes what is pending (bindings). */
+	if (s->dirty && write_checkpoint(s) < 0)
+		log_warn("checkpoint_flush_failed", "path=%s", s->checkpoint);
 	for (unsigned i = 0; i < TABLE_SIZE; i++)
 		entry_free(s->table[i]);
 	free(s->cdi_dir);
@@ -440,13 +445,17 @@ out:
 	return r;
 }
 
-static int write_checkpoint(const struct state *s)
+static int write_checkpoint(struct state *s)
 {
 	_cleanup_free_ char *text = state_checkpoint_serialize(s);
+	int r;
 
 	if (!text)
 		return -ENOMEM;
-	return fileio_write_atomic(s->state_dir, CHECKPOINT_NAME, text, strlen(text), 0600);
+	r = fileio_write_atomic(s->state_dir, CHECKPOINT_NAME, text, strlen(text), 0600);
+	if (r == 0)
+		s->dirty = false;
+	return r;
 }
 
 /* ---- changes ------------------------------------------------------------------------- */
@@ -598,13 +607,14 @@ int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 		return -EINVAL;
 	memcpy(c->owner_pod, pod_uid, strlen(pod_uid) + 1);
 	memcpy(c->owner_container, container, strlen(container) + 1);
+	/* The binding goes into the record now and reaches the disk with the
+	 * next commit, not with a rewrite of its own: after a crash the NRI
+	 * Synchronize rebuilds every binding from the containers' env anyway,
+	 * and a claim holder's CreateContainer is on the pod's start path. */
 	r = entry_encode(e);
 	if (r < 0)
 		return r;
-	r = write_checkpoint(s);
-	if (r < 0)
-		log_warn_errno(r, "checkpoint_write_failed", "path=%s action=continuing",
-			       s->checkpoint);
+	s->dirty = true;
 	notify(s, STATE_CLAIM_BOUND, c);
 	return 0;
 }

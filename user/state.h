@@ -97,7 +97,9 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why);
 int state_claim_remove(struct state *s, const char *uid);
 
 /* Binds the claim to a container; -ENOENT unknown claim, -EBUSY bound to
- * another (pod, container). Binding the same owner again is a no-op. */
+ * another (pod, container). Binding the same owner again is a no-op. The
+ * binding is written with the next commit (NRI Synchronize rebuilds
+ * bindings after a crash, so it needs no write of its own). */
 int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 		     const char *container);
 
