@@ -40,12 +40,7 @@ enum opt_id {
 };
 
 /* The one table: getopt_long's options and --help. */
-static const struct opt {
-	enum opt_id id;
-	const char *name;
-	const char *arg; /* NULL: a switch */
-	const char *help;
-} opts[] = {
+static const struct cfg_cli_opt opts[] = {
 	{ OPT_TOPOLOGY, "topology", "FILE",
 	  "node topology JSON, as printed by dra-cpu-driver --print-topology (required)" },
 	{ OPT_AVAILABLE, "available", "LIST",
@@ -98,14 +93,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: " PROG " --topology FILE --available LIST --count N [options]\n\n"
 		   "Chooses CPUs for one claim exactly as kubelet's CPU manager (static policy)\n"
 		   "would, and prints them as a CPU list.\n\nOptions:\n");
-	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
-		char lhs[40];
-
-		(void)snprintf(lhs, sizeof(lhs), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
-			       opts[i].arg ? opts[i].arg : "");
-		fprintf(f, "  %-22s", lhs);
-		cfg_print_wrapped(f, opts[i].help, 25, 79);
-	}
+	cfg_cli_print_options(f, opts, ARRAY_SIZE(opts), 25);
 	fprintf(f, "\nExit status: 0 CPUs printed, 1 no allocation (reason on stderr),\n"
 		   "2 bad options or unreadable topology.\n");
 }
@@ -170,11 +158,7 @@ static int parse_args(int argc, char **argv, struct args *a, char *err)
 	bool has_count = false;
 	int r = 0, c;
 
-	memset(lopts, 0, sizeof(lopts));
-	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
-		lopts[i] = (struct option){ opts[i].name,
-					    opts[i].arg ? required_argument : no_argument, NULL,
-					    (int)opts[i].id };
+	cfg_cli_getopt_table(opts, ARRAY_SIZE(opts), lopts);
 	opterr = 0;
 	optind = 1;
 	while (r == 0 && (c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {

@@ -79,12 +79,7 @@ enum opt_id {
 };
 
 /* The one table of flags: getopt_long's options and --help. */
-static const struct opt {
-	enum opt_id id;
-	const char *name;
-	const char *arg; /* NULL: a switch */
-	const char *help;
-} opts[] = {
+static const struct cfg_cli_opt opts[] = {
 	{ OPT_DURATION, "duration", "SECONDS",
 	  "how long to watch the exclusive CPUs, 0.1-86400 (default 5)" },
 	{ OPT_STATE_DIR, "state-dir", "DIR",
@@ -189,14 +184,7 @@ static void usage(FILE *f)
 		"CPUs is a violation too; one allowed on them among others is \"unconfined\".\n"
 		"Per-CPU kernel threads are listed apart. Needs CAP_BPF and CAP_PERFMON (root).\n\n"
 		"Options:\n");
-	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
-		char lhs[40];
-
-		(void)snprintf(lhs, sizeof(lhs), "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
-			       opts[i].arg ? opts[i].arg : "");
-		fprintf(f, "  %-24s", lhs);
-		cfg_print_wrapped(f, opts[i].help, 27, 79);
-	}
+	cfg_cli_print_options(f, opts, ARRAY_SIZE(opts), 27);
 	fprintf(f, "\nExit status: 0 clean, 1 violations found, 2 could not check (no CAP_BPF,\n"
 		   "no BTF, bad arguments, a cgroup that does not exist, unreadable state; with\n"
 		   "--scope also: switch-ins no event could place inside or outside it).\n");
@@ -207,7 +195,7 @@ static void usage(FILE *f)
 static const char *opt_name(enum opt_id id)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
-		if (opts[i].id == id)
+		if (opts[i].id == (int)id)
 			return opts[i].name;
 	return "?";
 }
@@ -233,11 +221,7 @@ static int parse_args(int argc, char **argv, struct args *a, char *err, size_t s
 	struct option lopts[ARRAY_SIZE(opts) + 1];
 	int c;
 
-	memset(lopts, 0, sizeof(lopts));
-	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
-		lopts[i] = (struct option){ opts[i].name,
-					    opts[i].arg ? required_argument : no_argument, NULL,
-					    (int)opts[i].id };
+	cfg_cli_getopt_table(opts, ARRAY_SIZE(opts), lopts);
 	*a = (struct args){ .duration = DEFAULT_DURATION, .state_dir = DEFAULT_STATE_DIR };
 	a->exclusive = calloc((size_t)argc + 1, sizeof(*a->exclusive));
 	if (!a->exclusive)

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -367,7 +368,7 @@ int cfg_node_name(const struct cfg *c, char *buf, size_t size)
 	return n ? 0 : -EINVAL;
 }
 
-void cfg_print_wrapped(FILE *f, const char *s, int col, int width)
+static void print_wrapped(FILE *f, const char *s, int col, int width)
 {
 	int x = col;
 
@@ -384,6 +385,26 @@ void cfg_print_wrapped(FILE *f, const char *s, int col, int width)
 		s += strspn(s, " ");
 	}
 	fputc('\n', f);
+}
+
+void cfg_cli_print_options(FILE *f, const struct cfg_cli_opt *o, size_t n, int col)
+{
+	for (size_t i = 0; i < n; i++) {
+		char lhs[64];
+
+		(void)snprintf(lhs, sizeof(lhs), "--%s%s%s", o[i].name, o[i].arg ? " " : "",
+			       o[i].arg ? o[i].arg : "");
+		fprintf(f, "  %-*s", col - 3, lhs);
+		print_wrapped(f, o[i].help, col, 79);
+	}
+}
+
+void cfg_cli_getopt_table(const struct cfg_cli_opt *o, size_t n, struct option *out)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = (struct option){ o[i].name, o[i].arg ? required_argument : no_argument,
+					  NULL, o[i].id };
+	out[n] = (struct option){ 0 };
 }
 
 void cfg_usage(FILE *f)

@@ -80,9 +80,21 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err);
  * lower-cased and trimmed. Writes into buf (size >= 256). */
 int cfg_node_name(const struct cfg *c, char *buf, size_t size);
 
-/* Help text: s word-wrapped at width columns, continuation lines indented
- * to col (the first line continues where the caller left the cursor). */
-void cfg_print_wrapped(FILE *f, const char *s, int col, int width);
+/* The option table of the project's smaller CLIs (dra-cpu-alloc,
+ * bpf-verify): one row per long option drives both getopt_long and --help. */
+struct cfg_cli_opt {
+	int id;		  /* getopt_long's return value for it */
+	const char *name; /* long name, without "--" */
+	const char *arg;  /* argument placeholder, NULL for a switch */
+	const char *help;
+};
+struct option;
+
+/* The "Options:" lines of --help: "  --name ARG" padded to col, then the help
+ * word-wrapped at 79 columns. */
+void cfg_cli_print_options(FILE *f, const struct cfg_cli_opt *o, size_t n, int col);
+/* getopt_long's table for o; out has room for n + 1 entries (zero last). */
+void cfg_cli_getopt_table(const struct cfg_cli_opt *o, size_t n, struct option *out);
 
 /* The full --help text, generated from the option table. */
 void cfg_usage(FILE *f);
