@@ -24,11 +24,11 @@ RUN make -j"$(nproc)" VERSION="$VERSION" \
 
 FROM debian:12-slim
 # Runtime libraries only. libbpf1/libelf1/zlib1g: BPF loading; libhwloc15:
-# topology; libcurl4: API server client; libjson-c5, libyaml-0-2: JSON and
-# kubeconfig; libprotobuf-c1, libnghttp2-14: kubelet gRPC and NRI messages;
-# libevent-2.1-7: the event loop and /metrics.
+# topology; libmbedtls14, libmbedx509-1, libmbedcrypto7: TLS to the API server;
+# libjson-c5, libyaml-0-2: JSON and kubeconfig; libprotobuf-c1, libnghttp2-14:
+# kubelet gRPC and NRI messages; libevent-2.1-7: the event loop, DNS, /metrics.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libbpf1 libelf1 zlib1g libhwloc15 libcurl4 libjson-c5 libyaml-0-2 libprotobuf-c1 libnghttp2-14 libevent-2.1-7 \
+    && apt-get install -y --no-install-recommends libbpf1 libelf1 zlib1g libhwloc15 libmbedtls14 libmbedx509-1 libmbedcrypto7 libjson-c5 libyaml-0-2 libprotobuf-c1 libnghttp2-14 libevent-2.1-7 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /usr/local/bin/
 # No USER: the driver must run as root. It creates sockets and files in

@@ -1,26 +1,24 @@
-/* Kubernetes REST client on libevent + libcurl multi-socket. See kube.h.
+/* Kubernetes REST client on libevent + httpc. See kube.h.
  *
  * Internals. A struct kube_call ("call") is one logical request or watch; each
- * HTTP attempt gets a fresh curl easy handle (connections and DNS are cached
- * by the multi handle, so this costs nothing on the wire).
+ * HTTP attempt is one httpc transfer (httpc keeps connections alive, so a
+ * retry or the next request costs no handshake).
  *
- *   start ──> RUNNING (easy in multi) ──curl DONE──> collected ──> ready queue
- *     ^                                                                │
- *     └── retry timer <── retry (401 once / backoff) <── finish ───────┘
- *                                                          └──> callback, freed
+ *   start ──> RUNNING (httpc transfer) ──on_done──> ready queue
+ *     ^                                                  │
+ *     └── retry timer <── retry (401 once / backoff) <── finish
+ *                                                  └──> callback, freed
  *
- * libcurl calls us back (socket, timer, write, header callbacks) only from
- * inside curl_multi_socket_action(). Those callbacks never call the user: they
- * buffer bytes and mark the call ready. After every curl_multi_socket_action()
- * we collect finished transfers (outside libcurl: curl_multi_remove_handle is
- * legal here) and run kube_dispatch(), the only place user callbacks run.
+ * httpc calls us back (head, body, done) from its own handlers. Those
+ * callbacks never call the user: they buffer bytes, mark the call ready and
+ * wake the dispatcher (an immediate event), the only place user callbacks run.
  * The dispatcher marks the call it works on busy: a user who cancels it, or
  * frees the whole client, from inside a callback only sets a flag, and the
  * dispatcher releases things once the callback has returned.
  *
- * Watch back-pressure: the write callback refuses to buffer more than one
- * max_line of complete lines (CURL_WRITEFUNC_PAUSE); the dispatcher drains
- * them and unpauses, so memory is bounded by about two lines.
+ * Watch back-pressure: when a max_line of complete lines waits, the body
+ * callback pauses the transfer; the dispatcher drains them and resumes, so
+ * memory is bounded by about two lines and one read.
  */
 #include "kube.h"
 
@@ -34,18 +32,17 @@
 #include <sys/queue.h>
 #include <time.h>
 
-#include <curl/curl.h>
 #include <event2/event.h>
 #include <json-c/json.h>
 
 #include "backoff.h"
+#include "httpc.h"
 #include "kubeconfig.h"
 
 #define LOG_MOD "kube"
 #include "log.h"
 
 #define SLOW_DISPATCH_MS 10
-#define WARNING_MAX 512
 
 enum call_kind { CALL_REQUEST, CALL_WATCH };
 
@@ -58,16 +55,15 @@ struct kube_call {
 	bool busy;	   /* the dispatcher is working on it: do not free */
 	bool cancelled;	   /* cancelled while busy: the dispatcher frees it */
 	bool finished;	   /* final callback delivered: the dispatcher frees it */
-	bool done;	   /* the current attempt is over (curl finished or never started) */
-	bool paused;	   /* watch: write callback returned CURL_WRITEFUNC_PAUSE */
+	bool done;	   /* the current attempt is over (finished or never started) */
+	bool paused;	   /* watch: the body callback paused the transfer */
 	bool auth_retried; /* the one 401 retry has been used */
-	bool status_seen;  /* watch: response code looked at in the write callback */
 	bool stream_ok;	   /* watch: 200, bytes go to the line splitter */
-	bool sent;	   /* the request left this host (pretransfer happened) */
+	bool sent;	   /* request bytes reached the server */
 
 	/* what to do */
 	enum kube_verb verb;
-	char *url;
+	char *path;
 	char *body;
 	size_t body_len;
 	char *content_type;
@@ -79,10 +75,8 @@ struct kube_call {
 	struct event *retry_ev;
 
 	/* the current attempt */
-	CURL *easy;
-	struct curl_slist *headers;
-	char errbuf[CURL_ERROR_SIZE];
-	CURLcode cres;
+	struct httpc_xfer *x;
+	int xfer_err;  /* the transfer's own error (transport) */
 	int local_err; /* set by our callbacks: -E2BIG, -ENOMEM, -EPROTO */
 	long http_status;
 	long retry_after_s;
@@ -104,28 +98,19 @@ struct kube_watch {
 	struct kube_call call;
 };
 
-struct kube_sock {
-	struct kube *k;
-	curl_socket_t fd;
-	struct event *ev;
-	LIST_ENTRY(kube_sock) link;
-};
-
 struct kube {
 	struct event_base *base;
 	struct kubeconfig *cfg;
 	struct kube_opts o;
 	char *user_agent;
 	char *token;
-	CURLM *multi;
-	struct event *timer;	/* curl's timeout */
-	struct event *token_ev; /* periodic token file re-read */
+	struct httpc *http;
+	struct event *dispatch_ev; /* wakes the dispatcher after httpc callbacks */
+	struct event *token_ev;	   /* periodic token file re-read */
 	TAILQ_HEAD(kube_call_list, kube_call) calls;
 	TAILQ_HEAD(kube_ready_list, kube_call) ready;
-	LIST_HEAD(kube_sock_list, kube_sock) socks;
 	bool dispatching;
 	bool dead; /* kube_free() called during dispatch: destroy on the way out */
-	bool global_init;
 	bool token_failing;
 	int64_t slow_logged_ms;
 	struct kube_stats st;
@@ -473,53 +458,6 @@ int kube_query_add(char **path, const char *key, const char *value)
 	return 0;
 }
 
-static int errno_from_curl(CURLcode c)
-{
-	switch (c) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return -EHOSTUNREACH;
-	case CURLE_PEER_FAILED_VERIFICATION:
-		return -EKEYREJECTED;
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_ENGINE_INITFAILED:
-		return -ENOKEY;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SSL_CIPHER:
-		return -ECONNABORTED;
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return -ECONNRESET;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-	case CURLE_BAD_FUNCTION_ARGUMENT:
-	case CURLE_UNKNOWN_OPTION:
-		return -EINVAL;
-	case CURLE_FILESIZE_EXCEEDED:
-		return -E2BIG;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return -ECANCELED;
-	default:
-		return -EIO;
-	}
-}
-
 /* ---- token --------------------------------------------------------------------------- */
 
 /* A small bounded local read (KUBECONFIG_TOKEN_MAX, regular file): fine on the loop.
@@ -558,104 +496,25 @@ static void on_token_timer(evutil_socket_t fd, short what, void *arg)
 	kube_token_reload(arg, "periodic");
 }
 
-/* ---- curl <-> libevent --------------------------------------------------------------- */
-
-static void kube_after_curl(struct kube *k);
-static void kube_dispatch(struct kube *k);
-
-static void sock_free(struct kube_sock *ks)
-{
-	if (ks->ev)
-		event_free(ks->ev);
-	LIST_REMOVE(ks, link);
-	free(ks);
-}
-
-static void on_sock_event(evutil_socket_t fd, short what, void *arg)
-{
-	/* ks may be freed inside socket_action (CURL_POLL_REMOVE): read k first. */
-	struct kube *k = ((struct kube_sock *)arg)->k;
-	int action = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
-	int running = 0;
-
-	(void)curl_multi_socket_action(k->multi, fd, action, &running);
-	kube_after_curl(k);
-}
-
-static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct kube *k = userp;
-	struct kube_sock *ks = socketp;
-	short flags = EV_PERSIST;
-
-	if (what == CURL_POLL_REMOVE) {
-		if (ks)
-			sock_free(ks);
-		return 0;
-	}
-	if (!ks) {
-		ks = calloc(1, sizeof(*ks));
-		if (!ks)
-			return -1;
-		ks->k = k;
-		ks->fd = s;
-		LIST_INSERT_HEAD(&k->socks, ks, link);
-		if (curl_multi_assign(k->multi, s, ks) != CURLM_OK) {
-			sock_free(ks);
-			return -1;
-		}
-	}
-	if (ks->ev) {
-		event_free(ks->ev);
-		ks->ev = NULL;
-	}
-	if (what & CURL_POLL_IN)
-		flags |= EV_READ;
-	if (what & CURL_POLL_OUT)
-		flags |= EV_WRITE;
-	ks->ev = event_new(k->base, s, flags, on_sock_event, ks);
-	if (!ks->ev || event_add(ks->ev, NULL) < 0)
-		return -1;
-	return 0;
-}
-
-static void on_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct kube *k = arg;
-	int running = 0;
-
-	(void)curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	kube_after_curl(k);
-}
-
-static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
-{
-	struct kube *k = userp;
-	struct timeval tv;
-
-	if (timeout_ms < 0)
-		return evtimer_del(k->timer) < 0 ? -1 : 0;
-	tv = ms_to_tv(timeout_ms);
-	return evtimer_add(k->timer, &tv) < 0 ? -1 : 0;
-}
-
 /* ---- calls: one attempt -------------------------------------------------------------- */
 
-static void slist_wipe_free(struct curl_slist *l)
+static void kube_dispatch(struct kube *k);
+
+static void on_dispatch(evutil_socket_t fd, short what, void *arg)
 {
-	for (struct curl_slist *i = l; i; i = i->next)
-		explicit_bzero(i->data, strlen(i->data));
-	curl_slist_free_all(l);
+	kube_dispatch(arg);
 }
 
 /* Also while busy: the dispatcher took c off the queue before working on it,
- * so bytes that arrive meanwhile (curl_easy_pause) get another round. */
+ * so bytes that arrive meanwhile get another round. */
 static void call_mark_ready(struct kube_call *c)
 {
 	if (c->in_ready)
 		return;
 	TAILQ_INSERT_TAIL(&c->k->ready, c, ready);
 	c->in_ready = true;
+	if (!c->k->dispatching)
+		event_active(c->k->dispatch_ev, EV_TIMEOUT, 0);
 }
 
 static void call_unready(struct kube_call *c)
@@ -666,279 +525,136 @@ static void call_unready(struct kube_call *c)
 	c->in_ready = false;
 }
 
-/* Removes the attempt's easy handle from the multi. Never from inside libcurl. */
-static void call_stop_easy(struct kube_call *c)
+/* Ends the attempt's transfer, if one runs (no callback from it after this). */
+static void call_stop_xfer(struct kube_call *c)
 {
-	if (c->easy) {
-		(void)curl_multi_remove_handle(c->k->multi, c->easy);
-		curl_easy_cleanup(c->easy);
-		c->easy = NULL;
-	}
-	slist_wipe_free(c->headers);
-	c->headers = NULL;
+	httpc_xfer_cancel(c->x);
+	c->x = NULL;
 	c->paused = false;
 }
 
-static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+static int on_head(void *arg, const struct httpc_head *h)
 {
 	struct kube_call *c = arg;
-	size_t n = size * nmemb;
+
+	c->http_status = h->status;
+	if (h->retry_after_s > 0)
+		c->retry_after_s = h->retry_after_s > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S
+									     : h->retry_after_s;
+	if (h->warning && !(c->warning = strdup(h->warning)))
+		return -ENOMEM;
+	c->stream_ok = c->kind == CALL_WATCH && h->status == 200;
+	return 0;
+}
+
+static int on_body(void *arg, const char *data, size_t n)
+{
+	struct kube_call *c = arg;
 	int r;
 
-	if (c->kind == CALL_WATCH && !c->status_seen) {
-		long code = 0;
-
-		(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
-		c->status_seen = true;
-		c->stream_ok = code == 200;
-	}
+	c->k->st.bytes_received += n;
 	if (c->stream_ok) {
-		/* Back-pressure: complete lines waiting and a max_line of them already. */
-		if (kube_lines_pending(&c->lines) - c->lines.cur > 0 &&
-		    kube_lines_pending(&c->lines) >= c->lines.max_line) {
-			c->paused = true;
-			call_mark_ready(c);
-			return CURL_WRITEFUNC_PAUSE;
-		}
 		r = kube_lines_feed(&c->lines, data, n);
-		if (r < 0) {
-			c->local_err = r;
-			return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-		}
-		c->k->st.bytes_received += n;
+		if (r < 0)
+			return c->local_err = r;
 		call_mark_ready(c);
-		return n;
-	}
-	if (n > c->max_body - c->in_len) {
-		c->local_err = -E2BIG;
+		/* Back-pressure: a max_line of complete lines waits for the dispatcher. */
+		if (kube_lines_pending(&c->lines) - c->lines.cur >= c->lines.max_line) {
+			c->paused = true;
+			return HTTPC_PAUSE;
+		}
 		return 0;
 	}
+	if (n > c->max_body - c->in_len)
+		return c->local_err = -E2BIG;
 	if (n > c->in_cap - c->in_len) {
 		size_t cap = c->in_cap ? c->in_cap : 16384;
 		char *nb;
 
 		while (cap < c->in_len + n)
 			cap *= 2;
+		if (cap > c->max_body)
+			cap = c->max_body;
 		nb = realloc(c->in, cap);
-		if (!nb) {
-			c->local_err = -ENOMEM;
-			return 0;
-		}
+		if (!nb)
+			return c->local_err = -ENOMEM;
 		c->in = nb;
 		c->in_cap = cap;
 	}
 	memcpy(c->in + c->in_len, data, n);
 	c->in_len += n;
-	c->k->st.bytes_received += n;
-	return n;
+	return 0;
 }
 
-static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+static void on_xfer_done(void *arg, int err, const char *text, bool sent)
 {
 	struct kube_call *c = arg;
-	size_t n = size * nmemb, v = 8;
 
-	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (after 100, a retry) */
-		free(c->warning);
-		c->warning = NULL;
-	} else if (!c->warning && n > 8 && strncasecmp(data, "Warning:", 8) == 0) {
-		while (v < n && (data[v] == ' ' || data[v] == '\t'))
-			v++;
-		while (n > v && (data[n - 1] == '\r' || data[n - 1] == '\n' || data[n - 1] == ' '))
-			n--;
-		c->warning = strndup(data + v, n - v > WARNING_MAX ? WARNING_MAX : n - v);
-		for (char *p = c->warning; p && *p; p++)
-			if ((unsigned char)*p < 0x20)
-				*p = ' ';
-		return size * nmemb;
-	}
-	return size * nmemb;
+	c->x = NULL; /* httpc frees it after this returns */
+	c->xfer_err = err;
+	c->sent = sent || c->http_status > 0;
+	if (err && !c->local_err)
+		(void)snprintf(c->errtext, sizeof(c->errtext), "%s", text);
+	c->done = true;
+	call_mark_ready(c);
 }
 
-/* Trace output (log level trace only): headers and curl's notes, with every
- * credential redacted. curl prints HTTP/2 request headers as text lines, so
- * all kinds are filtered, not just HEADER_OUT. */
-static int on_curl_debug(CURL *e, curl_infotype type, char *data, size_t size, void *userp)
-{
-	const char *dir = type == CURLINFO_HEADER_OUT  ? "out"
-			  : type == CURLINFO_HEADER_IN ? "in"
-			  : type == CURLINFO_TEXT      ? "info"
-						       : NULL;
-	const char *p = data, *end = data + size;
-
-	if (!dir)
-		return 0;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((nl ? nl : end) - p);
-		char line[256];
-		char *hit;
-
-		if (n && p[n - 1] == '\r')
-			n--;
-		if (n) {
-			(void)snprintf(line, sizeof(line), "%.*s", (int)n, p);
-			hit = strcasestr(line, "authorization");
-			if (!hit)
-				hit = strcasestr(line, "bearer");
-			if (hit)
-				(void)snprintf(hit, sizeof(line) - (size_t)(hit - line),
-					       "%s", "<redacted>");
-			log_emit(LOG_TRACE, LOG_MOD, "curl", "dir=%s line=%s", dir, log_quote(line));
-		}
-		p = nl ? nl + 1 : end;
-	}
-	return 0;
-}
-
-static void curl_easy_cleanupp(CURL **e)
-{
-	if (*e)
-		curl_easy_cleanup(*e);
-}
-
-static void slist_wipe_freep(struct curl_slist **l)
-{
-	slist_wipe_free(*l);
-}
-
-static int header_add(struct curl_slist **l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int header_add(struct curl_slist **l, const char *fmt, ...)
-{
-	_cleanup_free_ char *h = NULL;
-	struct curl_slist *n;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&h, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	n = curl_slist_append(*l, h);
-	explicit_bzero(h, (size_t)r);
-	if (!n)
-		return -ENOMEM;
-	*l = n;
-	return 0;
-}
+static const struct httpc_handlers call_handlers = {
+	.on_head = on_head,
+	.on_body = on_body,
+	.on_done = on_xfer_done,
+};
 
 static const char *const verb_method[] = {
 	[KUBE_GET] = "GET",	   [KUBE_CREATE] = "POST",   [KUBE_UPDATE] = "PUT",
 	[KUBE_PATCH] = "PATCH",	   [KUBE_DELETE] = "DELETE",
 };
 
-/* Starts one attempt of c with the current token. Outside libcurl only. */
+/* Starts one attempt of c with the current token. */
 static int call_start(struct kube_call *c)
 {
 	struct kube *k = c->k;
-	const struct kubeconfig *cfg = k->cfg;
-	_cleanup_(curl_easy_cleanupp) CURL *e = NULL;
-	_cleanup_(slist_wipe_freep) struct curl_slist *h = NULL;
-	CURLcode cc = CURLE_OK;
-	CURLMcode mc;
+	_cleanup_free_ char *ua = NULL, *ct = NULL, *auth = NULL;
+	const char *hdr[4];
+	struct httpc_req rq;
+	size_t n = 0;
 	int r;
-
-#define SET(opt, val)                                            \
-	do {                                                     \
-		if (cc == CURLE_OK)                              \
-			cc = curl_easy_setopt(e, opt, val);      \
-	} while (0)
 
 	/* Fresh per-attempt state. */
 	c->done = false;
-	c->cres = CURLE_OK;
+	c->xfer_err = 0;
 	c->local_err = 0;
 	c->http_status = 0;
 	c->retry_after_s = 0;
-	c->status_seen = c->stream_ok = c->sent = false;
+	c->stream_ok = c->sent = false;
 	c->in_len = 0;
-	c->errbuf[0] = c->errtext[0] = 0;
+	c->errtext[0] = 0;
 	free(c->warning);
 	c->warning = NULL;
 	kube_lines_done(&c->lines);
 
-	e = curl_easy_init();
-	if (!e)
-		return -ENOMEM;
-	r = header_add(&h, "Accept: application/json");
-	if (r >= 0 && c->body)
-		r = header_add(&h, "Content-Type: %s", c->content_type);
-	if (r >= 0 && k->token)
-		r = header_add(&h, "Authorization: Bearer %s", k->token);
-	if (r >= 0) /* no "Expect: 100-continue" round trip */
-		r = header_add(&h, "Expect:");
+	hdr[n++] = "Accept: application/json";
+	if (asprintf(&ua, "User-Agent: %s", k->user_agent) < 0)
+		return ua = NULL, -ENOMEM;
+	hdr[n++] = ua;
+	if (c->body) {
+		if (asprintf(&ct, "Content-Type: %s", c->content_type) < 0)
+			return ct = NULL, -ENOMEM;
+		hdr[n++] = ct;
+	}
+	if (k->token) {
+		if (asprintf(&auth, "Authorization: Bearer %s", k->token) < 0)
+			return auth = NULL, -ENOMEM;
+		hdr[n++] = auth;
+	}
+	rq = (struct httpc_req){ .method = verb_method[c->verb], .path = c->path,
+				 .headers = hdr, .n_headers = n, .body = c->body,
+				 .body_len = c->body_len, .timeout_ms = c->timeout_ms };
+	r = httpc_start(k->http, &rq, &call_handlers, c, &c->x);
+	if (auth)
+		explicit_bzero(auth, strlen(auth));
 	if (r < 0)
 		return r;
-
-	SET(CURLOPT_URL, c->url);
-	SET(CURLOPT_PRIVATE, c);
-	SET(CURLOPT_ERRORBUFFER, c->errbuf);
-	SET(CURLOPT_NOSIGNAL, 1L);
-	SET(CURLOPT_PROTOCOLS_STR, cfg->insecure ? "http,https" : "https");
-	SET(CURLOPT_FOLLOWLOCATION, 0L);
-	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)k->o.connect_timeout_ms);
-	SET(CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
-	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
-	if (cfg->ca_pem) {
-		struct curl_blob b = { .data = cfg->ca_pem, .len = cfg->ca_pem_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SET(CURLOPT_CAINFO_BLOB, &b);
-		SET(CURLOPT_CAPATH, NULL); /* only the cluster's CA, not the system's too */
-	} else if (cfg->ca_file) {
-		SET(CURLOPT_CAINFO, cfg->ca_file);
-		SET(CURLOPT_CAPATH, NULL);
-	}
-	if (cfg->cert_pem) {
-		struct curl_blob b = { .data = cfg->cert_pem, .len = cfg->cert_pem_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SET(CURLOPT_SSLCERT_BLOB, &b);
-	} else if (cfg->cert_file) {
-		SET(CURLOPT_SSLCERT, cfg->cert_file);
-	}
-	if (cfg->key_pem) {
-		struct curl_blob b = { .data = cfg->key_pem, .len = cfg->key_pem_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SET(CURLOPT_SSLKEY_BLOB, &b);
-	} else if (cfg->key_file) {
-		SET(CURLOPT_SSLKEY, cfg->key_file);
-	}
-	SET(CURLOPT_HTTPHEADER, h);
-	SET(CURLOPT_USERAGENT, k->user_agent);
-	SET(CURLOPT_ACCEPT_ENCODING, ""); /* gzip from the server; caps apply after decoding */
-	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_WRITEFUNCTION, on_body);
-	SET(CURLOPT_WRITEDATA, c);
-	SET(CURLOPT_HEADERFUNCTION, on_header);
-	SET(CURLOPT_HEADERDATA, c);
-	if (c->kind == CALL_WATCH) /* one long stream per connection; no h2 flow-control games */
-		SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	if (c->verb == KUBE_GET)
-		SET(CURLOPT_HTTPGET, 1L);
-	else if (c->verb != KUBE_CREATE)
-		SET(CURLOPT_CUSTOMREQUEST, verb_method[c->verb]);
-	if (c->body) {
-		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
-		SET(CURLOPT_POSTFIELDS, c->body); /* c->body outlives the easy handle */
-	}
-	if (log_enabled(LOG_TRACE)) {
-		SET(CURLOPT_DEBUGFUNCTION, on_curl_debug);
-		SET(CURLOPT_VERBOSE, 1L);
-	}
-#undef SET
-	if (cc != CURLE_OK)
-		return errno_from_curl(cc);
-	mc = curl_multi_add_handle(k->multi, e);
-	if (mc != CURLM_OK)
-		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
-	c->easy = TAKE_PTR(e);
-	c->headers = TAKE_PTR(h);
 	c->attempts++;
 	k->st.attempts++;
 	if (c->attempts > 1)
@@ -950,12 +666,12 @@ static void call_free(struct kube_call *c)
 {
 	struct kube *k = c->k;
 
-	call_stop_easy(c);
+	call_stop_xfer(c);
 	call_unready(c);
 	TAILQ_REMOVE(&k->calls, c, link);
 	if (c->retry_ev)
 		event_free(c->retry_ev);
-	free(c->url);
+	free(c->path);
 	if (c->body)
 		explicit_bzero(c->body, c->body_len);
 	free(c->body);
@@ -966,41 +682,6 @@ static void call_free(struct kube_call *c)
 	if (c->end_status)
 		(void)json_object_put(c->end_status);
 	free(c);
-}
-
-/* After curl reported the attempt done: keep what the result needs, drop the easy. */
-static void call_collect(struct kube_call *c, CURLcode res)
-{
-	curl_off_t ra = 0, pre = 0;
-
-	c->cres = res;
-	(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->http_status);
-	if (curl_easy_getinfo(c->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-		c->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (long)ra;
-	if (curl_easy_getinfo(c->easy, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK)
-		c->sent = pre > 0;
-	if (c->http_status > 0)
-		c->sent = true;
-	call_stop_easy(c);
-	c->done = true;
-	call_mark_ready(c);
-}
-
-static void kube_after_curl(struct kube *k)
-{
-	CURLMsg *m;
-	int left;
-
-	while ((m = curl_multi_info_read(k->multi, &left))) {
-		struct kube_call *c = NULL;
-
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
-		if (c)
-			call_collect(c, m->data.result);
-	}
-	kube_dispatch(k);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -1095,10 +776,8 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 			(void)snprintf(c->errtext, sizeof(c->errtext), "%s", strerror(-c->local_err));
 		return;
 	}
-	if (c->cres != CURLE_OK) {
-		res->error = errno_from_curl(c->cres);
-		(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
-			       curl_easy_strerror(c->cres), c->errbuf[0] ? ": " : "", c->errbuf);
+	if (c->xfer_err) {
+		res->error = c->xfer_err;
 		return;
 	}
 	if (c->stream_ok) { /* the server ended a watch normally */
@@ -1154,8 +833,8 @@ static void call_finish(struct kube_call *c)
 	if (call_should_retry(c, &res)) {
 		delay = backoff_next_at_least(
 			&c->bo, res.retry_after_s > 0 ? (uint32_t)res.retry_after_s * 1000u : 0);
-		log_debug("request_retry", "url=%s attempt=%u error=%s delay_ms=%u",
-			  log_quote(c->url), c->attempts, log_quote(res.error_text), delay);
+		log_debug("request_retry", "path=%s attempt=%u error=%s delay_ms=%u",
+			  log_quote(c->path), c->attempts, log_quote(res.error_text), delay);
 		if (call_schedule(c, delay) == 0)
 			return;
 	}
@@ -1215,14 +894,13 @@ static void call_process(struct kube_call *c)
 		if (k->dead || c->cancelled)
 			return;
 		if (r < 0) {
-			call_stop_easy(c);
+			call_stop_xfer(c);
 			if (r != -ECANCELED)
 				c->local_err = r;
 			c->done = true;
-		} else if (c->paused && c->easy) {
-			/* May call on_body right away, which marks c ready again. */
+		} else if (c->paused && c->x) {
 			c->paused = false;
-			(void)curl_easy_pause(c->easy, CURLPAUSE_CONT);
+			httpc_xfer_resume(c->x);
 		}
 	}
 	if (c->done)
@@ -1287,8 +965,8 @@ static int call_new(struct kube *k, enum call_kind kind, const char *path, struc
 	c->kind = kind;
 	TAILQ_INSERT_TAIL(&k->calls, c, link);
 	backoff_init(&c->bo, k->o.backoff_initial_ms, k->o.backoff_max_ms);
-	if (asprintf(&c->url, "%s%s", k->cfg->server, path) < 0) {
-		c->url = NULL;
+	c->path = strdup(path);
+	if (!c->path) {
 		call_free(c);
 		return -ENOMEM;
 	}
@@ -1389,7 +1067,7 @@ void kube_call_cancel(struct kube_call *c)
 		return;
 	if (c->busy) {
 		c->cancelled = true;
-		call_stop_easy(c);
+		call_stop_xfer(c);
 		return;
 	}
 	call_free(c);
@@ -1444,24 +1122,17 @@ void kube_get_stats(const struct kube *k, struct kube_stats *ret)
 static void kube_destroy(struct kube *k)
 {
 	struct kube_call *c;
-	struct kube_sock *ks;
 
 	while ((c = TAILQ_FIRST(&k->calls)))
 		call_free(c);
-	/* May call on_curl_socket(CURL_POLL_REMOVE) and on_curl_timer(-1): k is intact. */
-	if (k->multi)
-		(void)curl_multi_cleanup(k->multi);
-	while ((ks = LIST_FIRST(&k->socks)))
-		sock_free(ks);
-	if (k->timer)
-		event_free(k->timer);
+	k->http = httpc_free(k->http);
+	if (k->dispatch_ev)
+		event_free(k->dispatch_ev);
 	if (k->token_ev)
 		event_free(k->token_ev);
 	(void)kubeconfig_token_free(k->token);
 	kubeconfig_free(k->cfg);
 	free(k->user_agent);
-	if (k->global_init)
-		curl_global_cleanup();
 	free(k);
 }
 
@@ -1484,7 +1155,8 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 {
 	static const struct kube_opts none;
 	_cleanup_(kube_freep) struct kube *k = NULL;
-	const curl_version_info_data *vi;
+	struct httpc_tls tls;
+	struct httpc_opts ho;
 	struct timeval tv;
 	int r;
 
@@ -1497,7 +1169,6 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 		return -ENOMEM;
 	TAILQ_INIT(&k->calls);
 	TAILQ_INIT(&k->ready);
-	LIST_INIT(&k->socks);
 	k->base = base;
 	k->o = *opts;
 	k->o.user_agent = NULL;
@@ -1533,21 +1204,20 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	} else if (k->cfg->token && !(k->token = strdup(k->cfg->token))) {
 		return -ENOMEM;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+	tls = (struct httpc_tls){
+		.ca_pem = k->cfg->ca_pem, .ca_pem_len = k->cfg->ca_pem_len, .ca_file = k->cfg->ca_file,
+		.cert_pem = k->cfg->cert_pem, .cert_pem_len = k->cfg->cert_pem_len,
+		.cert_file = k->cfg->cert_file, .key_pem = k->cfg->key_pem,
+		.key_pem_len = k->cfg->key_pem_len, .key_file = k->cfg->key_file,
+		.insecure = k->cfg->insecure,
+	};
+	ho = (struct httpc_opts){ .connect_timeout_ms = k->o.connect_timeout_ms };
+	r = httpc_new(base, k->cfg->server, &tls, &ho, &k->http);
+	if (r < 0)
+		return r;
+	k->dispatch_ev = event_new(base, -1, 0, on_dispatch, k);
+	if (!k->dispatch_ev)
 		return -ENOMEM;
-	k->global_init = true;
-	vi = curl_version_info(CURLVERSION_NOW);
-	if (!(vi->features & CURL_VERSION_ASYNCHDNS))
-		log_warn("curl_sync_dns", "version=%s action=dns_may_block_loop", vi->version);
-	k->multi = curl_multi_init();
-	k->timer = evtimer_new(base, on_timer, k);
-	if (!k->multi || !k->timer)
-		return -ENOMEM;
-	if (curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
-	    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k) != CURLM_OK ||
-	    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer) != CURLM_OK ||
-	    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k) != CURLM_OK)
-		return -EINVAL;
 	if (k->cfg->token_file) {
 		k->token_ev = event_new(base, -1, EV_PERSIST, on_token_timer, k);
 		tv = ms_to_tv(k->o.token_refresh_ms);

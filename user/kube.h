@@ -1,20 +1,18 @@
 /* kube: an asynchronous Kubernetes REST client on the process's libevent loop.
  *
- * Transfers run on libcurl's multi-socket interface: curl says which fds to
- * watch and when to wake it, libevent does the waiting, nothing blocks (DNS is
- * curl's threaded resolver, connect and TLS are non-blocking). Every user
- * callback runs from kube's own libevent handlers, never from inside libcurl,
- * so a callback may start requests, cancel calls, stop watches or free the
- * client; after kube_free() no callback runs.
+ * Transfers run on httpc (HTTP/1.1 keep-alive, mbedTLS, evdns): nothing
+ * blocks. Every user callback runs from kube's own dispatcher, never from
+ * inside httpc, so a callback may start requests, cancel calls, stop watches
+ * or free the client; after kube_free() no callback runs.
  *
- *   kube_request() -> call -> attempt (curl easy in the multi) -> done -+-> cb(result), once
+ *   kube_request() -> call -> attempt (one httpc transfer) -> done ------+-> cb(result), once
  *                      ^   401 + token file: re-read token, once       |
  *                      +-- backoff timer <- 429/503 (any verb), 5xx and|
  *                          transport errors (GET only), max_attempts --+
  *
  *   kube_watch() -> stream -> line splitter -> JSON -> on_event()* -> on_end(result), once
  *
- * Ownership: struct kube owns every curl handle, libevent event and buffer.
+ * Ownership: struct kube owns the httpc client, every libevent event and buffer.
  * A struct kube_call is valid from kube_request() until its callback returns
  * or kube_call_cancel(); a struct kube_watch until on_end returns or
  * kube_watch_stop(). Everything a callback receives (result, body, event
@@ -26,7 +24,7 @@
  * connect timeout on every transfer. TLS verification is always on unless the
  * kubeconfig was explicitly allowed to be insecure. The bearer token is sent
  * from the current value of the token file, re-read every minute and after
- * any 401, and is never logged (curl's trace output is redacted).
+ * any 401, and is never logged (the HTTP trace redacts it).
  *
  * Errors: functions return -errno. A result's error is 0 for a 2xx reply, else:
  *   400/422 -EINVAL  401 -EACCES  403 -EPERM  404 -ENOENT  405 -EOPNOTSUPP
@@ -203,7 +201,7 @@ struct kube_stats {
 	uint64_t token_read_errors;  /* token file reads that failed (kept the old one) */
 	uint64_t too_big;	     /* bodies or watch lines over the cap */
 	uint64_t watch_events;	     /* events delivered to on_event */
-	uint64_t bytes_received;     /* response bytes, after decompression */
+	uint64_t bytes_received;     /* response body bytes */
 	uint64_t slow_dispatches;    /* callback rounds that held the loop > 10 ms */
 };
 void kube_get_stats(const struct kube *k, struct kube_stats *ret);

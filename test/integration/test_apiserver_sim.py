@@ -670,7 +670,7 @@ def test_a_watch_whose_client_left_is_unregistered(apiserver, kube):
 
 
 @pytest.mark.skipif(not shutil.which("curl"), reason="curl not installed")
-def test_libcurl_lists_and_watches_over_one_tls_connection(apiserver, kube):
+def test_curl_lists_and_watches_over_one_tls_connection(apiserver, kube):
     create(kube, make_slice(name="s1"))
     auth = ["-H", "Authorization: Bearer " + apiserver.token, "--cacert", apiserver.ca]
     r = subprocess.run(["curl", "-sS", "-v", "-N"] + auth +

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A strict kube-apiserver simulator for dra-cpu's integration tests.
 
-The driver's C client (libcurl + json-c) talks to this over HTTPS exactly as it
+The driver's C client (httpc + mbedTLS + json-c) talks to this over HTTPS exactly as it
 would to a real kube-apiserver: bearer-token auth, ResourceSlice
 list/watch/get/create/update/delete with a global resourceVersion, 409/410/422
 Status bodies, server-side ResourceSlice validation (through the project's
@@ -134,7 +134,7 @@ def make_certs(directory, hosts=("127.0.0.1", "::1", "localhost"), name="dra-cpu
 
     EC P-256 keys (fast to make), CA with basicConstraints CA:TRUE, server cert
     with the hosts as subjectAltName and extendedKeyUsage serverAuth, which is
-    what OpenSSL-backed libcurl verifies.
+    what a strict TLS client verifies (the driver's checks the IP or DNS name).
     """
     os.makedirs(directory, exist_ok=True)
     c = Certs(directory)
@@ -1787,8 +1787,8 @@ class ApiServer:
                 bookmark(rv)
 
         def peer_gone():
-            # An HTTP/1.1 client sends nothing while it reads a watch (libcurl
-            # does not pipeline), so a readable socket means EOF or a reset.
+            # An HTTP/1.1 client sends nothing while it reads a watch (the
+            # driver does not pipeline), so a readable socket means EOF or a reset.
             try:
                 return bool(select.select([h.connection], [], [], 0)[0])
             except (OSError, ValueError):
