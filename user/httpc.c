@@ -469,10 +469,10 @@ int httpc_url_parse(const char *url, struct httpc_url *ret)
 			if (port[i] < '0' || port[i] > '9')
 				return -EINVAL;
 		memcpy(u.port, port, pl);
-		if (atoi(u.port) < 1 || atoi(u.port) > 65535)
+		if (strtol(u.port, NULL, 10) < 1 || strtol(u.port, NULL, 10) > 65535)
 			return -EINVAL;
 	} else {
-		strcpy(u.port, u.tls ? "443" : "80");
+		(void)snprintf(u.port, sizeof(u.port), "%s", u.tls ? "443" : "80");
 	}
 	pl = strlen(path);
 	while (pl && path[pl - 1] == '/')
