@@ -540,9 +540,9 @@ struct httpc {
 	struct httpc_opts o;
 	char *host_header;
 	struct evdns_base *dns;
-	TAILQ_HEAD(, httpc_conn) idle;
+	TAILQ_HEAD(httpc_conn_list, httpc_conn) idle;
 	unsigned n_idle;
-	TAILQ_HEAD(, httpc_xfer) xfers;
+	TAILQ_HEAD(httpc_xfer_list, httpc_xfer) xfers;
 	struct httpc_stats st;
 	/* TLS: the settings, and what was loaded from them (lazily) */
 	struct httpc_tls tls;
