@@ -419,6 +419,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		 d->devices->n, cfg_device_mode_name(cfg->device_mode), httpd_port(d->httpd),
 		 topo->n_cpus);
 	httpd_check_set(d->httpd, d->check_serving, true);
+	/* Start-up parsed the checkpoint, the topology and the BPF objects:
+	 * hand the freed heap back before settling down. */
+	(void)malloc_trim(0);
 
 	r = event_base_dispatch(d->base);
 	if (r < 0)
