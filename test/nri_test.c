@@ -1008,14 +1008,26 @@ static void test_nri_push_unanswered_reports_timeout_and_lives_on(void **state)
  * the next and back. */
 #define N_UPDATE_SETS 6
 
+/* "0,2,4,...,8190": its length takes a 3-byte varint. */
+static const char *long_cpu_list(void)
+{
+	static char s[20480];
+	size_t o = 0;
+
+	if (!*s)
+		for (int c = 0; c < 8192; c += 2)
+			o += (size_t)snprintf(s + o, sizeof(s) - o, "%s%d", c ? "," : "", c);
+	assert_true(strlen(s) > 16383);
+	return s;
+}
+
 static size_t update_set(int which, const struct nri_update **ret)
 {
 	static const size_t id_lens[] = { 1, 127, 128, 1023, 1024 };
 	static const char *const mixed[] = { "0-1", "2-3", "0-1", "0-1", "4", "2-3" };
 	static struct nri_update v[500];
 	static char ids[500][1025];
-	static char many[20480]; /* "0,2,4,...,8190": 19924 bytes */
-	size_t n = 0, o = 0;
+	size_t n = 0;
 
 	switch (which) {
 	case 1:
@@ -1035,12 +1047,9 @@ static size_t update_set(int which, const struct nri_update **ret)
 		}
 		break;
 	case 4:
-		for (int c = 0; c < 8192; c += 2)
-			o += (size_t)snprintf(many + o, sizeof(many) - o, "%s%d", c ? "," : "", c);
-		assert_true(o > 16383 && o < sizeof(many) - 1);
-		v[n++] = (struct nri_update){ "c1", many };
+		v[n++] = (struct nri_update){ "c1", long_cpu_list() };
 		v[n++] = (struct nri_update){ "c2", "7" };
-		v[n++] = (struct nri_update){ "c3", many };
+		v[n++] = (struct nri_update){ "c3", long_cpu_list() };
 		break;
 	case 5:
 		for (; n < ARRAY_SIZE(mixed); n++) {
@@ -1089,6 +1098,8 @@ static void rt_call_raw(struct rt *rt, const char *method, const ProtobufCMessag
 static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
 {
 	struct rt *rt = *state;
+	/* no adjustment, one that fits before the updates, one that does not */
+	const char *const adjusts[] = { NULL, "2-3", long_cpu_list() };
 	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
 	struct raw_reply x = { 0 };
 	struct ctr_fixture f;
@@ -1097,7 +1108,7 @@ static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
 	ctr_fixture(&f, "sb1", "uid-1", "c7", "");
 	req.pod = &f.pod;
 	req.container = &f.c;
-	for (int adjust = 0; adjust < 2; adjust++)
+	for (size_t a = 0; a < ARRAY_SIZE(adjusts); a++)
 		for (int k = 0; k < N_UPDATE_SETS; k++) {
 			Nri__CreateContainerResponse want = NRI__CREATE_CONTAINER_RESPONSE__INIT;
 			Nri__ContainerAdjustment adj = NRI__CONTAINER_ADJUSTMENT__INIT;
@@ -1107,10 +1118,10 @@ static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
 			struct pb_updates pu;
 
 			rt->pol.n_out = update_set(k, &rt->pol.out);
-			rt->pol.adjust_cpus = adjust ? "2-3" : NULL;
+			rt->pol.adjust_cpus = adjusts[a];
 			rt_call_raw(rt, "CreateContainer", &req.base, &x);
-			if (adjust) {
-				cpu.cpus = "2-3";
+			if (adjusts[a]) {
+				cpu.cpus = (char *)adjusts[a];
 				res.cpu = &cpu;
 				ladj.resources = &res;
 				adj.linux_ = &ladj;

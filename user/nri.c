@@ -116,10 +116,13 @@ struct nri_adjust {
  * update, was most of the daemon's time for it. Here the linux_ part of an update
  * (LinuxContainerUpdate > LinuxResources > LinuxCPU.cpus), the same for every update with
  * the same list, is encoded once per list and copied; an update costs its key, length, id
- * and that copy, and no allocation of its own. */
+ * and that copy, and no allocation of its own. The reply's other fields are packed into
+ * room kept before the updates, so the message is built in place (copying 45 KB of
+ * updates behind them was a third of what remained). */
 struct nri_updates {
 	uint8_t key;		/* of the repeated field in the message carrying it */
-	uint8_t *buf;		/* the field, len bytes */
+	uint8_t *mem;		/* UPDATES_ROOM bytes, then buf */
+	uint8_t *buf;		/* the field, len bytes of cap */
 	size_t len, cap;
 	size_t n;
 	uint8_t *linux_;	/* ContainerUpdate.linux_ (key, length, value) for cpus */
@@ -144,6 +147,9 @@ struct nri_updates {
 
 /* No updates yet, for the repeated field numbered field (< 16: a one-byte key). */
 #define UPDATES_INIT(field) { .key = PB_KEY_LEN(field) }
+/* Room for the fields a reply puts before its updates: CreateContainer's adjustment
+ * takes 10 bytes and its cpu list. */
+#define UPDATES_ROOM 128
 
 static size_t varint_len(size_t v)
 {
@@ -211,7 +217,7 @@ int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
 
 static void updates_done(struct nri_updates *u)
 {
-	free(u->buf);
+	free(u->mem);
 	free(u->linux_);
 	*u = (struct nri_updates){ 0 };
 }
@@ -277,10 +283,11 @@ int nri_updates_add(struct nri_updates *u, const char *container_id, const char 
 
 		if (cap < u->len + need)
 			cap = u->len + need;
-		b = realloc(u->buf, cap);
+		b = realloc(u->mem, UPDATES_ROOM + cap);
 		if (!b)
 			return -ENOMEM;
-		u->buf = b;
+		u->mem = b;
+		u->buf = b + UPDATES_ROOM;
 		u->cap = cap;
 	}
 	p = put_len_field(u->buf + u->len, u->key, body);
@@ -663,7 +670,7 @@ static int reply_error(struct nri_session *s, uint32_t sid, int code, const char
  * msg sets no field numbered above u's, and protobuf-c packs fields in number order, so
  * the bytes are those protobuf-c would pack with the updates in msg. */
 static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage *msg,
-		     const struct nri_updates *u)
+		     struct nri_updates *u)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t head = protobuf_c_message_get_packed_size(msg);
@@ -673,8 +680,12 @@ static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage
 		log_error("nri_reply_too_large", "bytes=%zu max=%u", head + tail, TTRPC_MSG_MAX);
 		return reply_error(s, sid, TTRPC_RESOURCE_EXHAUSTED, "response too large");
 	}
-	if (head == 0) /* the updates alone: no copy */
+	if (head == 0) /* the updates alone */
 		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, tail ? u->buf : NULL, tail);
+	if (tail && head <= UPDATES_ROOM) { /* in place, right before the updates */
+		(void)protobuf_c_message_pack(msg, u->buf - head);
+		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, u->buf - head, head + tail);
+	}
 	buf = malloc(head + tail);
 	if (!buf)
 		return -ENOMEM;
