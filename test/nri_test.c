@@ -51,6 +51,8 @@ struct pol {
 	char update_cpus[32];
 	const char *adjust_cpus;	/* what create sets */
 	const char *update_id;		/* an update to return from every event */
+	const struct nri_update *out;	/* or these (Synchronize too) */
+	size_t n_out;
 	int fail;			/* handlers return this with "policy says no" */
 	int pushes, push_r;
 	size_t push_failed;
@@ -72,6 +74,12 @@ static void p_disconnected(void *ud, int r)
 
 static int add_update(struct pol *p, struct nri_updates *upd)
 {
+	for (size_t i = 0; i < p->n_out; i++) {
+		int r = nri_updates_add(upd, p->out[i].container_id, p->out[i].cpus);
+
+		if (r < 0)
+			return r;
+	}
 	return p->update_id ? nri_updates_add(upd, p->update_id, "0-1") : 0;
 }
 
@@ -97,6 +105,8 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		snprintf(err, NRI_ERR_MAX, "policy says no");
 		return p->fail;
 	}
+	if (p->out)
+		return add_update(p, upd);
 	for (size_t i = 0; i < n_ctrs; i++)
 		assert_int_equal(nri_updates_add(upd, ctrs[i].id, "1"), 0);
 	return 0;
@@ -196,6 +206,9 @@ struct rt {
 	int n_update_calls;
 	size_t last_update_n;
 	char last_update_id[64], last_update_cpus[32];
+	/* The bytes of every UpdateContainers request, concatenated: being repeated
+	 * fields, their updates pack as one request with all of them. */
+	struct buf pushed;
 	const char *fail_id;	/* UpdateContainers reports this one failed */
 };
 
@@ -243,6 +256,8 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 		assert_non_null(r);
 		rt->n_update_calls++;
 		rt->last_update_n = r->n_update;
+		if (rq->len)
+			buf_add(&rt->pushed, rq->payload, rq->len);
 		if (r->n_update) {
 			snprintf(rt->last_update_id, sizeof(rt->last_update_id), "%s",
 				 r->update[0]->container_id);
@@ -304,6 +319,7 @@ static int rt_teardown(void **state)
 	ttrpc_mux_free(rt->m);
 	free(rt->to_rt.p);
 	free(rt->to_pl.p);
+	free(rt->pushed.p);
 	free(rt);
 	return 0;
 }
@@ -352,6 +368,64 @@ static void start(struct rt *rt)
 	assert_int_equal(nri_session_start(rt->s), 0);
 	pump(rt);
 	assert_int_equal(rt->pl_err, 0);
+}
+
+/* The reference: the protobuf-c tree of each update, as nri.c built it before it encoded
+ * updates itself. */
+struct pb_updates {
+	Nri__ContainerUpdate **ptrs;
+	Nri__ContainerUpdate *u;
+	Nri__LinuxContainerUpdate *l;
+	Nri__LinuxResources *r;
+	Nri__LinuxCPU *c;
+	size_t n;
+};
+
+static void pb_updates_init(struct pb_updates *p, const struct nri_update *v, size_t n)
+{
+	size_t k = n ? n : 1;
+
+	p->ptrs = calloc(k, sizeof(*p->ptrs));
+	p->u = calloc(k, sizeof(*p->u));
+	p->l = calloc(k, sizeof(*p->l));
+	p->r = calloc(k, sizeof(*p->r));
+	p->c = calloc(k, sizeof(*p->c));
+	assert_true(p->ptrs && p->u && p->l && p->r && p->c);
+	for (size_t i = 0; i < n; i++) {
+		nri__container_update__init(&p->u[i]);
+		nri__linux_container_update__init(&p->l[i]);
+		nri__linux_resources__init(&p->r[i]);
+		nri__linux_cpu__init(&p->c[i]);
+		p->c[i].cpus = (char *)v[i].cpus;
+		p->r[i].cpu = &p->c[i];
+		p->l[i].resources = &p->r[i];
+		p->u[i].container_id = (char *)v[i].container_id;
+		p->u[i].linux_ = &p->l[i];
+		p->ptrs[i] = &p->u[i];
+	}
+	p->n = n;
+}
+
+static void pb_updates_done(struct pb_updates *p)
+{
+	free(p->ptrs);
+	free(p->u);
+	free(p->l);
+	free(p->r);
+	free(p->c);
+}
+
+static void assert_packs_as(const struct buf *got, const ProtobufCMessage *want)
+{
+	size_t len = protobuf_c_message_get_packed_size(want);
+	uint8_t *w = malloc(len ? len : 1);
+
+	assert_non_null(w);
+	assert_int_equal(protobuf_c_message_pack(want, w), len);
+	assert_int_equal(got->len, len);
+	if (len)
+		assert_memory_equal(got->p, w, len);
+	free(w);
 }
 
 /* Objects for the requests. */
@@ -872,9 +946,11 @@ static void test_nri_push_updates_calls_update_containers(void **state)
 static void test_nri_push_updates_splits_large_batches(void **state)
 {
 	struct rt *rt = *state;
+	Nri__UpdateContainersRequest want = NRI__UPDATE_CONTAINERS_REQUEST__INIT;
 	size_t n = 20000;
 	struct nri_update *u = calloc(n, sizeof(*u));
 	static char ids[20000][80];
+	struct pb_updates pu;
 
 	start(rt);
 	for (size_t i = 0; i < n; i++) {
@@ -886,6 +962,12 @@ static void test_nri_push_updates_splits_large_batches(void **state)
 	assert_int_equal(rt->n_update_calls, 2); /* ~1.7 MB in 1 MiB chunks */
 	assert_int_equal(rt->pol.pushes, 2);
 	assert_int_equal(nri_session_stats(rt->s)->updates_pushed, n);
+	/* cut between updates: the two requests hold every update once, in order */
+	pb_updates_init(&pu, u, n);
+	want.n_update = pu.n;
+	want.update = pu.ptrs;
+	assert_packs_as(&rt->pushed, &want.base);
+	pb_updates_done(&pu);
 	free(u);
 }
 
@@ -919,6 +1001,225 @@ static void test_nri_push_unanswered_reports_timeout_and_lives_on(void **state)
 	assert_int_equal(rt->pol.push_r, -ETIMEDOUT);
 }
 
+/* ---- updates on the wire: byte for byte what protobuf-c packs ------------------------------ */
+
+/* Update lists for the encoder: none; one; a pool change reaching 500 containers; ids and a
+ * cpu list whose lengths take 1-, 2- and 3-byte varints; lists changing from one update to
+ * the next and back. */
+#define N_UPDATE_SETS 6
+
+/* "0,2,4,...,8190": its length takes a 3-byte varint. */
+static const char *long_cpu_list(void)
+{
+	static char s[20480];
+	size_t o = 0;
+
+	if (!*s)
+		for (int c = 0; c < 8192; c += 2)
+			o += (size_t)snprintf(s + o, sizeof(s) - o, "%s%d", c ? "," : "", c);
+	assert_true(strlen(s) > 16383);
+	return s;
+}
+
+static size_t update_set(int which, const struct nri_update **ret)
+{
+	static const size_t id_lens[] = { 1, 127, 128, 1023, 1024 };
+	static const char *const mixed[] = { "0-1", "2-3", "0-1", "0-1", "4", "2-3" };
+	static struct nri_update v[500];
+	static char ids[500][1025];
+	size_t n = 0;
+
+	switch (which) {
+	case 1:
+		v[n++] = (struct nri_update){ "c1", "0-1" };
+		break;
+	case 2:
+		for (; n < 500; n++) {
+			snprintf(ids[n], sizeof(ids[n]), "%064zx", n * 2654435761u);
+			v[n] = (struct nri_update){ ids[n], "1-127,129-1023" };
+		}
+		break;
+	case 3:
+		for (; n < ARRAY_SIZE(id_lens); n++) {
+			memset(ids[n], 'a' + (int)n, id_lens[n]);
+			ids[n][id_lens[n]] = 0;
+			v[n] = (struct nri_update){ ids[n], "3" };
+		}
+		break;
+	case 4:
+		v[n++] = (struct nri_update){ "c1", long_cpu_list() };
+		v[n++] = (struct nri_update){ "c2", "7" };
+		v[n++] = (struct nri_update){ "c3", long_cpu_list() };
+		break;
+	case 5:
+		for (; n < ARRAY_SIZE(mixed); n++) {
+			snprintf(ids[n], sizeof(ids[n]), "m%zu", n);
+			v[n] = (struct nri_update){ ids[n], mixed[n] };
+		}
+		break;
+	}
+	*ret = v;
+	return n;
+}
+
+struct raw_reply {
+	int n, code;
+	struct buf b;
+};
+
+static void on_raw_reply(void *ud, int r, int code, const char *msg, const uint8_t *p,
+			 size_t len)
+{
+	struct raw_reply *x = ud;
+
+	x->n++;
+	x->code = r < 0 ? r : code;
+	x->b.len = 0;
+	if (len)
+		buf_add(&x->b, p, len);
+}
+
+/* A call whose reply may be larger than struct reply holds: its payload in x->b. */
+static void rt_call_raw(struct rt *rt, const char *method, const ProtobufCMessage *msg,
+			struct raw_reply *x)
+{
+	static uint8_t buf[4096];
+	size_t n = protobuf_c_message_pack(msg, buf);
+
+	x->n = 0;
+	assert_int_equal(ttrpc_mux_call(rt->m, SVC_PLUGIN, method, buf, n, 2000, on_raw_reply, x,
+					NULL),
+			 0);
+	pump(rt);
+	assert_int_equal(x->n, 1);
+	assert_int_equal(x->code, TTRPC_OK);
+}
+
+static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
+{
+	struct rt *rt = *state;
+	/* no adjustment, one that fits before the updates, one that does not */
+	const char *const adjusts[] = { NULL, "2-3", long_cpu_list() };
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	struct raw_reply x = { 0 };
+	struct ctr_fixture f;
+
+	start(rt);
+	ctr_fixture(&f, "sb1", "uid-1", "c7", "");
+	req.pod = &f.pod;
+	req.container = &f.c;
+	for (size_t a = 0; a < ARRAY_SIZE(adjusts); a++)
+		for (int k = 0; k < N_UPDATE_SETS; k++) {
+			Nri__CreateContainerResponse want = NRI__CREATE_CONTAINER_RESPONSE__INIT;
+			Nri__ContainerAdjustment adj = NRI__CONTAINER_ADJUSTMENT__INIT;
+			Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
+			Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
+			Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
+			struct pb_updates pu;
+
+			rt->pol.n_out = update_set(k, &rt->pol.out);
+			rt->pol.adjust_cpus = adjusts[a];
+			rt_call_raw(rt, "CreateContainer", &req.base, &x);
+			if (adjusts[a]) {
+				cpu.cpus = (char *)adjusts[a];
+				res.cpu = &cpu;
+				ladj.resources = &res;
+				adj.linux_ = &ladj;
+				want.adjust = &adj;
+			}
+			pb_updates_init(&pu, rt->pol.out, rt->pol.n_out);
+			want.n_update = pu.n;
+			want.update = pu.ptrs;
+			assert_packs_as(&x.b, &want.base);
+			pb_updates_done(&pu);
+		}
+	free(x.b.p);
+}
+
+static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **state)
+{
+	struct rt *rt = *state;
+	Nri__UpdateContainerRequest ureq = NRI__UPDATE_CONTAINER_REQUEST__INIT;
+	Nri__ContainerRequest sreq = NRI__CONTAINER_REQUEST__INIT;
+	struct nri_handlers h = handlers;
+	struct raw_reply x = { 0 };
+	struct ctr_fixture f;
+
+	nri_session_free(rt->s);
+	h.update_container = p_update;
+	assert_int_equal(nri_session_new(NULL, &h, &rt->pol, pl_write, rt, &rt->s), 0);
+	start(rt);
+	ctr_fixture(&f, "sb1", "uid-1", "c1", "1");
+	ureq.pod = sreq.pod = &f.pod;
+	ureq.container = sreq.container = &f.c;
+	for (int k = 0; k < N_UPDATE_SETS; k++) {
+		Nri__UpdateContainerResponse uwant = NRI__UPDATE_CONTAINER_RESPONSE__INIT;
+		Nri__StopContainerResponse swant = NRI__STOP_CONTAINER_RESPONSE__INIT;
+		struct pb_updates pu;
+
+		rt->pol.n_out = update_set(k, &rt->pol.out);
+		pb_updates_init(&pu, rt->pol.out, rt->pol.n_out);
+		rt_call_raw(rt, "UpdateContainer", &ureq.base, &x);
+		uwant.n_update = pu.n;
+		uwant.update = pu.ptrs;
+		assert_packs_as(&x.b, &uwant.base);
+		rt_call_raw(rt, "StopContainer", &sreq.base, &x);
+		swant.n_update = pu.n;
+		swant.update = pu.ptrs;
+		assert_packs_as(&x.b, &swant.base);
+		pb_updates_done(&pu);
+	}
+	free(x.b.p);
+}
+
+static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
+{
+	struct rt *rt = *state;
+	Nri__SynchronizeRequest req = NRI__SYNCHRONIZE_REQUEST__INIT;
+	struct raw_reply x = { 0 };
+
+	start(rt);
+	for (int k = 0; k < N_UPDATE_SETS; k++) {
+		Nri__SynchronizeResponse want = NRI__SYNCHRONIZE_RESPONSE__INIT;
+		struct pb_updates pu;
+
+		rt->pol.n_out = update_set(k, &rt->pol.out);
+		rt_call_raw(rt, "Synchronize", &req.base, &x);
+		pb_updates_init(&pu, rt->pol.out, rt->pol.n_out);
+		want.n_update = pu.n;
+		want.update = pu.ptrs;
+		assert_packs_as(&x.b, &want.base);
+		pb_updates_done(&pu);
+	}
+	assert_int_equal(rt->pol.syncs, N_UPDATE_SETS);
+	free(x.b.p);
+}
+
+static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
+{
+	struct rt *rt = *state;
+
+	start(rt);
+	for (int k = 0; k < N_UPDATE_SETS; k++) {
+		Nri__UpdateContainersRequest want = NRI__UPDATE_CONTAINERS_REQUEST__INIT;
+		const struct nri_update *u;
+		size_t n = update_set(k, &u);
+		int calls = rt->n_update_calls;
+		struct pb_updates pu;
+
+		rt->pushed.len = 0;
+		assert_int_equal(nri_session_push_updates(rt->s, u, n), 0);
+		pump(rt);
+		/* nothing to push: no call */
+		assert_int_equal(rt->n_update_calls, calls + (n > 0));
+		pb_updates_init(&pu, u, n);
+		want.n_update = pu.n;
+		want.update = pu.ptrs;
+		assert_packs_as(&rt->pushed, &want.base);
+		pb_updates_done(&pu);
+	}
+}
+
 /* ---- outputs and helpers ------------------------------------------------------------------ */
 
 static void test_nri_adjust_and_updates_reject_bad_cpusets(void **state)
@@ -926,7 +1227,7 @@ static void test_nri_adjust_and_updates_reject_bad_cpusets(void **state)
 	/* Opaque outputs nri makes for a handler; every call here fails before
 	 * touching them, so zeroed memory of ample size stands in. */
 	struct nri_adjust *adj = calloc(1, 64);
-	struct nri_updates *upd = calloc(1, 64);
+	struct nri_updates *upd = calloc(1, 256);
 	static char huge[NRI_CPUS_MAX + 2];
 
 	memset(huge, '1', sizeof(huge) - 1);
@@ -1142,6 +1443,10 @@ int main(void)
 		T(test_nri_push_updates_splits_large_batches),
 		T(test_nri_push_updates_validates_input),
 		T(test_nri_push_unanswered_reports_timeout_and_lives_on),
+		T(test_nri_create_reply_is_what_protobuf_c_packs),
+		T(test_nri_update_and_stop_replies_are_what_protobuf_c_packs),
+		T(test_nri_synchronize_reply_is_what_protobuf_c_packs),
+		T(test_nri_push_request_is_what_protobuf_c_packs),
 		cmocka_unit_test(test_nri_adjust_and_updates_reject_bad_cpusets),
 		cmocka_unit_test(test_nri_container_getenv_matches_whole_keys),
 		cmocka_unit_test(test_nri_connects_when_the_socket_appears_later),

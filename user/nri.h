@@ -117,7 +117,8 @@ struct nri_updates;
  * -EINVAL otherwise, -E2BIG over NRI_CPUS_MAX. */
 int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus);
 /* Ask the runtime to set another existing container's cpuset (copied, same
- * rules as above). -E2BIG after NRI_UPDATES_MAX updates. */
+ * rules as above; container_id non-empty and at most 1024 bytes, -EINVAL
+ * otherwise). -E2BIG after NRI_UPDATES_MAX updates. */
 int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus);
 
 /* One cpuset update for nri_push_updates(); borrowed for the call. */
@@ -211,7 +212,8 @@ int nri_session_feed(struct nri_session *s, const void *buf, size_t len);
 int64_t nri_session_next_deadline(const struct nri_session *s);
 int nri_session_expire(struct nri_session *s, int64_t now_ms);
 /* UpdateContainers with these updates (split in several calls when large);
- * push_done() runs once per call. -ENOTCONN before registration. */
+ * push_done() runs once per call. -ENOTCONN before registration; each update
+ * is checked as by nri_updates_add() before any call goes out. */
 int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, size_t n);
 
 bool nri_session_is_registered(const struct nri_session *s);

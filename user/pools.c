@@ -1,7 +1,12 @@
 /* NRI pinning policy. See pools.h.
  *
- * The container table is a plain array: a node runs a few hundred containers,
- * and every shared-pool change touches all shared ones anyway.
+ * The container table is an array (every shared-pool change walks all shared
+ * containers anyway) indexed by container id: an open-addressing hash table
+ * (linear probing, backward-shift deletion, as state.c's), twice the array's
+ * capacity so that it is at most half full. Events find their container in
+ * O(1), and a Synchronize of n containers rebuilds the table in O(n), not
+ * O(n^2). n_shared counts the containers without a claim as they come, go and
+ * lose claims, so the gauges and the guard need no walk.
  */
 #include "pools.h"
 
@@ -30,6 +35,8 @@ struct ctr {
 	int n_claims; /* 0: shared */
 	char (*claims)[CDI_UID_MAX]; /* n_claims uids (most containers: none) */
 	uint64_t cgroup_id;
+	unsigned hash; /* of id */
+	int pos;       /* in pools.ctrs */
 };
 
 struct pools {
@@ -38,8 +45,10 @@ struct pools {
 	struct nri *nri;
 	struct pools_opts o;
 	char *cgroup_root, *state_dir;
-	struct ctr **ctrs;
+	struct ctr **ctrs;	/* n live containers, in no order */
 	int n, cap;
+	struct ctr **by_id;	/* 2 * cap slots (see the top) */
+	int n_shared;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
 	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
 };
@@ -60,33 +69,64 @@ static void ctr_free(struct ctr *c)
 	free(c);
 }
 
-static int find(const struct pools *p, const char *id)
+static unsigned hash_id(const char *s)
 {
-	for (int i = 0; i < p->n; i++)
-		if (!strcmp(p->ctrs[i]->id, id))
-			return i;
-	return -1;
+	unsigned h = 2166136261u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
 }
 
-static void drop(struct pools *p, int i)
+/* Slot of by_id holding id, or the empty slot where it would go (cap > 0). */
+static size_t slot_of(const struct pools *p, const char *id, unsigned hash)
 {
-	ctr_free(p->ctrs[i]);
-	p->ctrs[i] = p->ctrs[--p->n];
+	size_t mask = 2 * (size_t)p->cap - 1, i = hash & mask;
+
+	while (p->by_id[i] && strcmp(p->by_id[i]->id, id) != 0)
+		i = (i + 1) & mask;
+	return i;
 }
 
-static int n_shared(const struct pools *p)
+static struct ctr *find(const struct pools *p, const char *id)
 {
-	int k = 0;
+	return p->cap ? p->by_id[slot_of(p, id, hash_id(id))] : NULL;
+}
 
-	for (int i = 0; i < p->n; i++)
-		k += p->ctrs[i]->n_claims == 0;
-	return k;
+static void unindex(struct pools *p, size_t i)
+{
+	size_t mask = 2 * (size_t)p->cap - 1, j = i;
+
+	p->by_id[i] = NULL;
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & mask;
+		if (!p->by_id[j])
+			return;
+		k = p->by_id[j]->hash & mask;
+		/* Move j back to i unless its home k lies cyclically in (i, j]. */
+		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		p->by_id[i] = p->by_id[j];
+		p->by_id[j] = NULL;
+		i = j;
+	}
+}
+
+static void drop(struct pools *p, struct ctr *c)
+{
+	unindex(p, slot_of(p, c->id, c->hash));
+	p->n_shared -= !c->n_claims;
+	p->ctrs[c->pos] = p->ctrs[--p->n];
+	p->ctrs[c->pos]->pos = c->pos;
+	ctr_free(c);
 }
 
 static void update_gauges(struct pools *p)
 {
 	struct cpuset pool;
-	int sh = n_shared(p);
+	int sh = p->n_shared;
 
 	state_shared_pool(p->state, &pool);
 	metric_set(p->g_shared, sh);
@@ -128,28 +168,49 @@ static void collect_owners(struct metrics *m, void *ud)
 	}
 }
 
+/* Doubles the table and rebuilds the index. */
+static int grow(struct pools *p)
+{
+	int cap = p->cap ? p->cap * 2 : 64;
+	struct ctr **v = realloc(p->ctrs, sizeof(*v) * (size_t)cap), **idx;
+
+	if (!v)
+		return -ENOMEM;
+	p->ctrs = v;
+	idx = calloc(2 * (size_t)cap, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	free(p->by_id);
+	p->by_id = idx;
+	p->cap = cap;
+	for (int i = 0; i < p->n; i++)
+		p->by_id[slot_of(p, p->ctrs[i]->id, p->ctrs[i]->hash)] = p->ctrs[i];
+	return 0;
+}
+
 /* Records (or replaces) a container; takes c. */
 static int put(struct pools *p, struct ctr *c)
 {
-	int i = find(p, c->id);
+	struct ctr *old;
+	size_t i;
 
-	if (i >= 0) {
-		ctr_free(p->ctrs[i]);
-		p->ctrs[i] = c;
-		return 0;
+	if (p->n == p->cap && grow(p) < 0) {
+		ctr_free(c);
+		return -ENOMEM;
 	}
-	if (p->n == p->cap) {
-		int cap = p->cap ? p->cap * 2 : 64;
-		struct ctr **n = realloc(p->ctrs, sizeof(*n) * (size_t)cap);
-
-		if (!n) {
-			ctr_free(c);
-			return -ENOMEM;
-		}
-		p->ctrs = n;
-		p->cap = cap;
+	c->hash = hash_id(c->id);
+	i = slot_of(p, c->id, c->hash);
+	old = p->by_id[i];
+	if (old) {
+		c->pos = old->pos;
+		p->n_shared -= !old->n_claims;
+		ctr_free(old);
+	} else {
+		c->pos = p->n++;
 	}
-	p->ctrs[p->n++] = c;
+	p->ctrs[c->pos] = c;
+	p->by_id[i] = c;
+	p->n_shared += !c->n_claims;
 	return 0;
 }
 
@@ -269,9 +330,8 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 	}
 }
 
-/* Every shared container to the pool, into upd (an event's reply) or as a
- * push. except: a container id to skip (the one being created). */
-static int shared_updates(struct pools *p, struct nri_updates *upd, const char *except)
+/* Every shared container to the pool, into upd (an event's reply). */
+static int shared_updates(struct pools *p, struct nri_updates *upd)
 {
 	_cleanup_free_ char *list = NULL;
 	struct cpuset pool;
@@ -279,12 +339,12 @@ static int shared_updates(struct pools *p, struct nri_updates *upd, const char *
 
 	state_shared_pool(p->state, &pool);
 	if (cpuset_is_empty(&pool))
-		return n_shared(p) ? -ENOSPC : 0;
+		return p->n_shared ? -ENOSPC : 0;
 	list = cpuset_to_string(&pool);
 	if (!list)
 		return -ENOMEM;
 	for (int i = 0; i < p->n; i++) {
-		if (p->ctrs[i]->n_claims || (except && !strcmp(p->ctrs[i]->id, except)))
+		if (p->ctrs[i]->n_claims)
 			continue;
 		r = nri_updates_add(upd, p->ctrs[i]->id, list);
 		if (r < 0)
@@ -463,9 +523,10 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	log_info("container_pinned", "pod=%s/%s container=%s id=%.12s kind=%s cpus=%s",
 		 pod ? pod->namespace : "", pod ? pod->name : "", c->name, c->id,
 		 k ? "exclusive" : "shared", list);
-	/* First start of a claim's container: shrink every shared container. */
+	/* First start of a claim's container: shrink every shared container (it
+	 * is not one of them: it has a claim). */
 	if (newly) {
-		r = shared_updates(p, upd, c->id);
+		r = shared_updates(p, upd);
 		if (r < 0 && r != -ENOSPC)
 			return r;
 	}
@@ -477,14 +538,14 @@ static int on_update(void *ud, const struct nri_pod *pod, const struct nri_conta
 		     const char *cpus, struct nri_updates *upd, char *err)
 {
 	struct pools *p = ud;
-	int i = find(p, c->id);
+	const struct ctr *x = find(p, c->id);
 	_cleanup_free_ char *list = NULL;
 	struct cpuset want, got;
 
-	if (i < 0 || !cpus[0])
+	if (!x || !cpus[0])
 		return 0;
-	if (p->ctrs[i]->n_claims)
-		claims_union(p, p->ctrs[i], &want);
+	if (x->n_claims)
+		claims_union(p, x, &want);
 	else
 		state_shared_pool(p->state, &want);
 	if (cpuset_is_empty(&want) ||
@@ -503,19 +564,19 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 		   struct nri_updates *upd, char *err)
 {
 	struct pools *p = ud;
-	int i = find(p, c->id);
+	struct ctr *x = find(p, c->id);
 	struct cpuset cpus;
 
 	/* The claim stays reserved and bound: a restart gets the same CPUs. */
-	if (i < 0)
+	if (!x)
 		return 0;
-	if (p->ctrs[i]->n_claims) {
-		claims_union(p, p->ctrs[i], &cpus);
+	if (x->n_claims) {
+		claims_union(p, x, &cpus);
 		disown_cpus(p, &cpus);
-		drop(p, i);
+		drop(p, x);
 		write_owners(p);
 	} else {
-		drop(p, i);
+		drop(p, x);
 	}
 	update_gauges(p);
 	return 0;
@@ -531,10 +592,10 @@ static int on_remove(void *ud, const struct nri_pod *pod, const struct nri_conta
 static int on_started(void *ud, const struct nri_pod *pod, const struct nri_container *c)
 {
 	struct pools *p = ud;
-	int i = find(p, c->id);
+	struct ctr *x = find(p, c->id);
 
-	if (i >= 0)
-		own_cpus(p, p->ctrs[i]);
+	if (x)
+		own_cpus(p, x);
 	return 0;
 }
 
@@ -547,8 +608,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	struct cpuset pool;
 	int rebuilt = 0, bad = 0;
 
-	for (int i = p->n - 1; i >= 0; i--)
-		drop(p, i);
+	while (p->n > 0)
+		drop(p, p->ctrs[p->n - 1]);
 	for (size_t i = 0; i < n_ctrs; i++) {
 		const struct nri_container *c = &ctrs[i];
 		char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX], why[NRI_ERR_MAX] = "";
@@ -609,7 +670,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	update_gauges(p);
 	write_owners(p);
 	log_info("nri_synchronized", "containers=%d exclusive=%d shared_pool=%s skipped=%d",
-		 rebuilt, p->n - n_shared(p), pool_list, bad);
+		 rebuilt, p->n - p->n_shared, pool_list, bad);
 	return 0;
 }
 
@@ -658,7 +719,7 @@ const struct nri_handlers *pools_nri_handlers(void)
 static int guard(void *ud, const struct cpuset *after, char *why)
 {
 	struct pools *p = ud;
-	int sh = n_shared(p);
+	int sh = p->n_shared;
 
 	if (!cpuset_is_empty(after) || sh == 0)
 		return 0;
@@ -677,7 +738,7 @@ static void push_pool(struct pools *p)
 	struct cpuset pool;
 	size_t k = 0;
 
-	if (!p->nri || !p->o.push_updates || n_shared(p) == 0)
+	if (!p->nri || !p->o.push_updates || p->n_shared == 0)
 		return;
 	state_shared_pool(p->state, &pool);
 	list = cpuset_to_string(&pool);
@@ -699,15 +760,19 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 		disown_cpus(p, &c->cpus);
 		/* Containers still listing the claim lose it (they are gone or
 		 * about to be: Unprepare comes after the pod stopped). */
-		for (int i = 0; i < p->n; i++)
-			for (int j = 0; j < p->ctrs[i]->n_claims; j++)
-				if (!strcmp(p->ctrs[i]->claims[j], c->uid)) {
-					memmove(p->ctrs[i]->claims[j], p->ctrs[i]->claims[j + 1],
-						sizeof(p->ctrs[i]->claims[0]) *
-							(size_t)(p->ctrs[i]->n_claims - j - 1));
-					p->ctrs[i]->n_claims--;
+		for (int i = 0; i < p->n; i++) {
+			struct ctr *x = p->ctrs[i];
+			bool had = x->n_claims > 0;
+
+			for (int j = 0; j < x->n_claims; j++)
+				if (!strcmp(x->claims[j], c->uid)) {
+					memmove(x->claims[j], x->claims[j + 1],
+						sizeof(x->claims[0]) * (size_t)(x->n_claims - j - 1));
+					x->n_claims--;
 					j--;
 				}
+			p->n_shared += had && !x->n_claims;
+		}
 		push_pool(p);
 		write_owners(p);
 	}
@@ -816,6 +881,7 @@ struct pools *pools_free(struct pools *p)
 	for (int i = 0; i < p->n; i++)
 		ctr_free(p->ctrs[i]);
 	free(p->ctrs);
+	free(p->by_id);
 	free(p->cgroup_root);
 	free(p->state_dir);
 	if (p->state)

@@ -1,0 +1,406 @@
+/* pools: the NRI policy behind a real session, driven by a runtime made of a
+ * second ttrpc mux (as in nri_test.c), with state in a temporary directory,
+ * no BPF and no pushes. Hundreds of containers, so that the container table
+ * grows, and removals that move entries around in it. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event2/buffer.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "nri.h"
+#include "nri_api.pb-c.h"
+#include "pools.h"
+#include "state.h"
+#include "ttrpc.h"
+
+#define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
+#define UID1 "11111111-2222-3333-4444-555555555555"
+#define UID2 "66666666-7777-8888-9999-000000000000"
+#define N_SHARED 300 /* every third is removed again */
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const void *p, size_t len)
+{
+	if (b->len + len > b->cap) {
+		b->cap = (b->len + len) * 2;
+		b->p = realloc(b->p, b->cap);
+		assert_non_null(b->p);
+	}
+	memcpy(b->p + b->len, p, len);
+	b->len += len;
+}
+
+struct env {
+	char root[64], cdi_dir[96], state_dir[96];
+	struct state *state;
+	struct metrics *m;
+	struct pools *pools;
+	struct nri_session *s;
+	struct ttrpc_mux *rt;
+	struct buf to_rt, to_pl;
+	int replies, code;
+	struct buf reply; /* the last reply's payload */
+};
+
+static int rt_write(void *ud, const void *buf, size_t len)
+{
+	buf_add(&((struct env *)ud)->to_pl, buf, len);
+	return 0;
+}
+
+static int pl_write(void *ud, const void *buf, size_t len)
+{
+	buf_add(&((struct env *)ud)->to_rt, buf, len);
+	return 0;
+}
+
+static void pump(struct env *e)
+{
+	while (e->to_rt.len || e->to_pl.len) {
+		struct buf a = e->to_rt, b = e->to_pl;
+
+		e->to_rt = (struct buf){ 0 };
+		e->to_pl = (struct buf){ 0 };
+		if (a.len)
+			assert_int_equal(ttrpc_mux_feed(e->rt, a.p, a.len), 0);
+		if (b.len)
+			assert_int_equal(nri_session_feed(e->s, b.p, b.len), 0);
+		free(a.p);
+		free(b.p);
+	}
+}
+
+static int setup(void **state)
+{
+	static const struct ttrpc_mux_ops ops = { .write = rt_write };
+	struct env *e = calloc(1, sizeof(*e));
+	struct state_opts so = { 0 };
+	struct pools_opts po = { .cgroup_root = "/nonexistent" };
+
+	assert_non_null(e);
+	log_set_level(LOG_ERROR);
+	snprintf(e->root, sizeof(e->root), "/dev/shm/pools-test.XXXXXX");
+	assert_non_null(mkdtemp(e->root));
+	snprintf(e->cdi_dir, sizeof(e->cdi_dir), "%s/cdi", e->root);
+	snprintf(e->state_dir, sizeof(e->state_dir), "%s/state", e->root);
+	so.cdi_dir = e->cdi_dir;
+	so.state_dir = e->state_dir;
+	assert_int_equal(cpuset_parse("0-15", &so.allocatable, NULL), 0);
+	assert_int_equal(state_new(&so, &e->state), 0);
+	assert_int_equal(state_load(e->state), 0);
+	assert_int_equal(metrics_new(&e->m), 0);
+	assert_int_equal(pools_new(e->state, NULL, &po, e->m, &e->pools), 0);
+	assert_int_equal(nri_session_new(NULL, pools_nri_handlers(), e->pools, pl_write, e, &e->s),
+			 0);
+	assert_int_equal(ttrpc_mux_new(2, 1, &ops, e, &e->rt), 0);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	char cmd[96];
+
+	nri_session_free(e->s);
+	ttrpc_mux_free(e->rt);
+	pools_free(e->pools);
+	state_free(e->state);
+	metrics_free(e->m);
+	free(e->to_rt.p);
+	free(e->to_pl.p);
+	free(e->reply.p);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", e->root);
+	assert_int_equal(system(cmd), 0);
+	free(e);
+	return 0;
+}
+
+static void on_reply(void *ud, int r, int code, const char *msg, const uint8_t *p, size_t len)
+{
+	struct env *e = ud;
+
+	e->replies++;
+	e->code = r < 0 ? r : code;
+	e->reply.len = 0;
+	if (len)
+		buf_add(&e->reply, p, len);
+}
+
+/* The runtime calls method; its reply's payload lands in e->reply. */
+static void call(struct env *e, const char *method, const ProtobufCMessage *msg)
+{
+	size_t n = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(n ? n : 1);
+	int replies = e->replies;
+
+	assert_non_null(buf);
+	assert_int_equal(protobuf_c_message_pack(msg, buf), n);
+	assert_int_equal(ttrpc_mux_call(e->rt, SVC_PLUGIN, method, buf, n, 2000, on_reply, e, NULL),
+			 0);
+	free(buf);
+	pump(e);
+	assert_int_equal(e->replies, replies + 1);
+	assert_int_equal(e->code, TTRPC_OK);
+}
+
+/* A container of its own pod; claim: the env line naming its claim, or NULL. */
+struct ctr_msg {
+	Nri__PodSandbox pod;
+	Nri__Container c;
+	char pod_id[32], pod_uid[32], env_buf[128];
+	char *env[1];
+};
+
+static void ctr_msg(struct ctr_msg *m, const char *id, const char *claim)
+{
+	nri__pod_sandbox__init(&m->pod);
+	nri__container__init(&m->c);
+	snprintf(m->pod_id, sizeof(m->pod_id), "sb-%s", id);
+	snprintf(m->pod_uid, sizeof(m->pod_uid), "pod-%s", id);
+	m->pod.id = m->pod_id;
+	m->pod.uid = m->pod_uid;
+	m->pod.name = m->pod_id;
+	m->pod.namespace_ = "default";
+	m->c.id = (char *)id;
+	m->c.pod_sandbox_id = m->pod_id;
+	m->c.name = "app";
+	m->c.state = NRI__CONTAINER_STATE__CONTAINER_RUNNING;
+	if (claim) {
+		snprintf(m->env_buf, sizeof(m->env_buf), "%s", claim);
+		m->env[0] = m->env_buf;
+		m->c.env = m->env;
+		m->c.n_env = 1;
+	}
+}
+
+static void ctr_event(struct env *e, const char *method, const char *id, const char *claim)
+{
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	struct ctr_msg m;
+
+	ctr_msg(&m, id, claim);
+	req.pod = &m.pod;
+	req.container = &m.c;
+	call(e, method, &req.base);
+}
+
+/* How many updates UpdateContainer answers when the runtime sets the container to
+ * cpus; the first one's cpus in ret_cpus (64 bytes). */
+static size_t update_ctr(struct env *e, const char *id, const char *cpus, char *ret_cpus)
+{
+	Nri__UpdateContainerRequest req = NRI__UPDATE_CONTAINER_REQUEST__INIT;
+	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
+	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
+	Nri__UpdateContainerResponse *resp;
+	struct ctr_msg m;
+	size_t n;
+
+	ctr_msg(&m, id, NULL);
+	cpu.cpus = (char *)cpus;
+	res.cpu = &cpu;
+	req.pod = &m.pod;
+	req.container = &m.c;
+	req.linux_resources = &res;
+	call(e, "UpdateContainer", &req.base);
+	resp = nri__update_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	assert_non_null(resp);
+	n = resp->n_update;
+	if (n) {
+		assert_string_equal(resp->update[0]->container_id, id);
+		snprintf(ret_cpus, 64, "%s", resp->update[0]->linux_->resources->cpu->cpus);
+	}
+	nri__update_container_response__free_unpacked(resp, NULL);
+	return n;
+}
+
+static int add_claim(struct env *e, const char *uid, const char *cpus)
+{
+	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
+	struct state_claim c = { .ns = "default", .name = "claim", .results = &res,
+				 .n_results = 1 };
+	char why[STATE_ERR_MAX];
+
+	snprintf(c.uid, sizeof(c.uid), "%s", uid);
+	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
+	return state_claim_add(e->state, &c, why);
+}
+
+static double gauge(struct env *e, const char *name)
+{
+	struct evbuffer *out = evbuffer_new();
+	size_t k = strlen(name);
+	const char *text, *line;
+	double v = -1;
+
+	assert_non_null(out);
+	assert_int_equal(metrics_render(e->m, out), 0);
+	assert_int_equal(evbuffer_add(out, "", 1), 0);
+	text = (const char *)evbuffer_pullup(out, -1);
+	for (line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+		if (strncmp(line, name, k) == 0 && line[k] == ' ')
+			v = strtod(line + k + 1, NULL);
+	evbuffer_free(out);
+	return v;
+}
+
+static void create_shared(struct env *e, char ids[][16])
+{
+	for (int i = 0; i < N_SHARED; i++) {
+		snprintf(ids[i], 16, "s%03d", i);
+		ctr_event(e, "CreateContainer", ids[i], NULL);
+	}
+	for (int i = 0; i < N_SHARED; i += 3)
+		ctr_event(e, "RemoveContainer", ids[i], NULL);
+}
+
+static void test_pools_claim_holder_updates_exactly_the_live_shared_containers(void **state)
+{
+	struct env *e = *state;
+	static char ids[N_SHARED][16];
+	bool seen[N_SHARED] = { false };
+	Nri__CreateContainerResponse *resp;
+
+	create_shared(e, ids);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == N_SHARED - N_SHARED / 3);
+	assert_int_equal(add_claim(e, UID1, "4-5"), 0);
+	ctr_event(e, "CreateContainer", "holder", "DRA_CPUSET_" UID1 "=4-5");
+	resp = nri__create_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	assert_non_null(resp);
+	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, "4-5");
+	assert_int_equal(resp->n_update, N_SHARED - N_SHARED / 3);
+	for (size_t i = 0; i < resp->n_update; i++) {
+		long k = strtol(resp->update[i]->container_id + 1, NULL, 10);
+
+		assert_true(k > 0 && k < N_SHARED && k % 3 != 0);
+		assert_false(seen[k]);
+		seen[k] = true;
+		assert_string_equal(resp->update[i]->linux_->resources->cpu->cpus, "0-3,6-15");
+	}
+	nri__create_container_response__free_unpacked(resp, NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == N_SHARED - N_SHARED / 3);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+}
+
+static void test_pools_update_container_finds_it_among_many(void **state)
+{
+	struct env *e = *state;
+	static char ids[N_SHARED][16];
+	char cpus[64] = "";
+
+	create_shared(e, ids);
+	/* moved off the pool: moved back; removed: not ours any more */
+	for (int i = 0; i < N_SHARED; i++) {
+		cpus[0] = 0;
+		assert_int_equal(update_ctr(e, ids[i], "0", cpus), i % 3 != 0);
+		assert_string_equal(cpus, i % 3 ? "0-15" : "");
+	}
+	assert_int_equal(update_ctr(e, "s001", "0-15", cpus), 0);
+	/* every one is found to go, too */
+	for (int i = 1; i < N_SHARED; i++)
+		if (i % 3)
+			ctr_event(e, "RemoveContainer", ids[i], NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 0);
+}
+
+static void test_pools_synchronize_rebuilds_the_table(void **state)
+{
+	struct env *e = *state;
+	Nri__SynchronizeRequest req = NRI__SYNCHRONIZE_REQUEST__INIT;
+	Nri__SynchronizeResponse *resp;
+	static char ids[N_SHARED][16];
+	static struct ctr_msg m[1000];
+	static char names[1000][16];
+	Nri__Container *ctrs[1000];
+	Nri__PodSandbox *pods[1];
+	size_t exclusive = 0;
+	char cpus[64] = "";
+
+	create_shared(e, ids);
+	assert_int_equal(add_claim(e, UID1, "4-5"), 0);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(names[i], sizeof(names[i]), "n%04d", i);
+		ctr_msg(&m[i], names[i], i == 500 ? "DRA_CPUSET_" UID1 "=4-5" : NULL);
+		ctrs[i] = &m[i].c;
+	}
+	m[7].c.state = NRI__CONTAINER_STATE__CONTAINER_STOPPED;
+	pods[0] = &m[500].pod;
+	req.pods = pods;
+	req.n_pods = 1;
+	req.containers = ctrs;
+	req.n_containers = 1000;
+	call(e, "Synchronize", &req.base);
+	resp = nri__synchronize_response__unpack(NULL, e->reply.len, e->reply.p);
+	assert_non_null(resp);
+	assert_int_equal(resp->n_update, 999); /* the stopped one is not pinned */
+	for (size_t i = 0; i < resp->n_update; i++)
+		if (strcmp(resp->update[i]->container_id, "n0500") == 0) {
+			assert_string_equal(resp->update[i]->linux_->resources->cpu->cpus, "4-5");
+			exclusive++;
+		} else {
+			assert_string_equal(resp->update[i]->linux_->resources->cpu->cpus,
+					    "0-3,6-15");
+		}
+	assert_int_equal(exclusive, 1);
+	nri__synchronize_response__free_unpacked(resp, NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 998);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	/* the containers before it are gone, the runtime's are found */
+	assert_int_equal(update_ctr(e, "s001", "0", cpus), 0);
+	assert_int_equal(update_ctr(e, "n0999", "0", cpus), 1);
+	assert_string_equal(cpus, "0-3,6-15");
+	assert_int_equal(update_ctr(e, "n0007", "0", cpus), 0);
+}
+
+static void test_pools_guard_counts_shared_containers(void **state)
+{
+	struct env *e = *state;
+
+	ctr_event(e, "CreateContainer", "a", NULL);
+	ctr_event(e, "CreateContainer", "b", NULL);
+	ctr_event(e, "CreateContainer", "a", NULL); /* the same container again */
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 2);
+	/* a claim that would empty the pool under them is refused */
+	assert_int_equal(add_claim(e, UID1, "0-15"), -ENOSPC);
+	ctr_event(e, "RemoveContainer", "a", NULL);
+	ctr_event(e, "StopContainer", "b", NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 0);
+	assert_int_equal(add_claim(e, UID1, "0-15"), 0);
+	assert_int_equal(state_claim_remove(e->state, UID1), 0);
+
+	/* a claim holder whose claim is unprepared runs in the pool from then on */
+	assert_int_equal(add_claim(e, UID2, "4-5"), 0);
+	ctr_event(e, "CreateContainer", "holder", "DRA_CPUSET_" UID2 "=4-5");
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	assert_int_equal(state_claim_remove(e->state, UID2), 0);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 0);
+	assert_int_equal(add_claim(e, UID1, "0-15"), -ENOSPC);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_pools_claim_holder_updates_exactly_the_live_shared_containers),
+		T(test_pools_update_container_finds_it_among_many),
+		T(test_pools_synchronize_rebuilds_the_table),
+		T(test_pools_guard_counts_shared_containers),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
