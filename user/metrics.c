@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 
 #define LOG_MOD "metrics"
+#include "hash.h"
 #include "log.h"
 
 #define METRIC_MAX_LABELS 6
@@ -212,13 +213,11 @@ struct metric *metrics_histogram(struct metrics *m, const char *name, const char
 
 static uint64_t hash_values(int n, const char *const *values)
 {
-	uint64_t h = 1469598103934665603ull;
+	static const unsigned char sep = 0xff; /* ("a","bc") != ("ab","c") */
+	uint64_t h = HASH_INIT;
 
-	for (int i = 0; i < n; i++) {
-		for (const char *p = values[i]; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ull;
-		h = (h ^ 0xff) * 1099511628211ull; /* separator: ("a","bc") != ("ab","c") */
-	}
+	for (int i = 0; i < n; i++)
+		h = hash_bytes(hash_str(h, values[i]), &sep, 1);
 	return h;
 }
 

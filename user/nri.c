@@ -10,6 +10,7 @@
 #include "nri.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -864,6 +865,9 @@ static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
 	}
 	r = sync_finish(s, rq->stream_id);
 	sync_reset(s);
+	/* The parts and their decoded trees (MiBs for thousands of containers)
+	 * are gone: hand the pages back, this happens once per connection. */
+	(void)malloc_trim(0);
 	return r;
 }
 

@@ -23,6 +23,7 @@
 #include "bpfmon.h"
 #include "cdi.h"
 #include "fileio.h"
+#include "hash.h"
 #include "log.h"
 #include "metrics.h"
 #include "nri.h"
@@ -71,11 +72,7 @@ static void ctr_free(struct ctr *c)
 
 static unsigned hash_id(const char *s)
 {
-	unsigned h = 2166136261u; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return (unsigned)hash_str(HASH_INIT, s);
 }
 
 /* Slot of by_id holding id, or the empty slot where it would go (cap > 0). */

@@ -21,6 +21,7 @@
 #define LOG_MOD "publisher"
 #include "backoff.h"
 #include "devices.h"
+#include "hash.h"
 #include "kube.h"
 #include "log.h"
 #include "metrics.h"
@@ -94,27 +95,18 @@ static void set_in_sync(struct publisher *p, bool v)
 		p->o.on_state(p->o.ud, v);
 }
 
-/* A hash of a JSON value that does not depend on key order (the server
- * returns objects with its own field order). FNV-1a over a canonical walk. */
-static uint64_t mix(uint64_t h, const void *data, size_t n)
-{
-	const unsigned char *b = data;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* A hash of a JSON value that does not depend on key order (the server
+ * returns objects with its own field order): FNV-1a over a canonical walk. */
 static uint64_t json_hash(struct json_object *o, uint64_t h)
 {
 	char tag = (char)json_object_get_type(o);
 
-	h = mix(h, &tag, 1);
+	h = hash_bytes(h, &tag, 1);
 	switch (json_object_get_type(o)) {
 	case json_type_object: {
 		int n = json_object_object_length(o), k = 0;
@@ -131,7 +123,7 @@ static uint64_t json_hash(struct json_object *o, uint64_t h)
 		for (k = 0; k < n; k++) {
 			struct json_object *v = NULL;
 
-			h = mix(h, keys[k], strlen(keys[k]) + 1);
+			h = hash_bytes(h, keys[k], strlen(keys[k]) + 1);
 			(void)json_object_object_get_ex(o, keys[k], &v);
 			h = json_hash(v, h);
 		}
@@ -141,20 +133,20 @@ static uint64_t json_hash(struct json_object *o, uint64_t h)
 	case json_type_array:
 		for (size_t i = 0; i < json_object_array_length(o); i++)
 			h = json_hash(json_object_array_get_idx(o, i), h);
-		return mix(h, "]", 1);
+		return hash_bytes(h, "]", 1);
 	case json_type_null:
 		return h;
 	default: {
 		const char *t = json_object_get_string(o);
 
-		return mix(h, t, strlen(t) + 1);
+		return hash_bytes(h, t, strlen(t) + 1);
 	}
 	}
 }
 
 static uint64_t devices_hash(struct json_object *devices)
 {
-	uint64_t h = devices ? json_hash(devices, 1469598103934665603ull) : 0;
+	uint64_t h = devices ? json_hash(devices, HASH_INIT) : 0;
 
 	return h ? h : 1; /* 0 means "none" */
 }

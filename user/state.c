@@ -16,8 +16,9 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "state"
-#include "log.h"
 #include "fileio.h"
+#include "hash.h"
+#include "log.h"
 
 #define TABLE_SIZE (2 * STATE_MAX_CLAIMS)
 #define CHECKPOINT_NAME "checkpoint.json"
@@ -108,11 +109,7 @@ static struct state_claim *claim_dup(const struct state_claim *c)
 
 static unsigned hash_uid(const char *s)
 {
-	unsigned h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return (unsigned)hash_str(HASH_INIT, s);
 }
 
 /* Slot holding uid, or the empty slot where it would go. */
