@@ -544,3 +544,39 @@ def test_stalled_tls_handshake_hits_connect_timeout(kube_cli, sim_certs, tmp_pat
         assert_loop_free(got, ticks_at_least=50)
     finally:
         lsock.close()
+
+
+def _server_cert(sim_certs, d, san):
+    """A server certificate from the simulator's CA for subjectAltName san."""
+    ca_key = str(Path(sim_certs.ca).with_suffix(".key"))
+    (d / "ext").write_text("extendedKeyUsage=serverAuth\nsubjectAltName=%s\n" % san)
+    for args in (["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                  "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1"],
+                 ["x509", "-req", "-in", "srv.csr", "-CA", sim_certs.ca, "-CAkey", ca_key,
+                  "-CAcreateserial", "-CAserial", "ca.srl", "-out", "srv.crt", "-days", "1",
+                  "-extfile", "ext"]):
+        subprocess.run(["openssl", *args], check=True, cwd=d, capture_output=True)
+    return str(d / "srv.crt"), str(d / "srv.key")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_certificate_for_another_host_is_rejected(kube_cli, sim_certs, tmp_path, host):
+    # A trusted CA, but the certificate names 127.0.0.2 and other.example only
+    # (and a CN of 127.0.0.1, which must not count): the name check fails for
+    # an address (IP subjectAltName) and for a DNS name alike.
+    crt, key = _server_cert(sim_certs, tmp_path, "IP:127.0.0.2,DNS:other.example")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    srv = _TLSServer(ctx)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        path = kubeconfig(tmp_path, f"https://{host}:{srv.server_address[1]}",
+                          f"    certificate-authority: {sim_certs.ca}\n", "    token: t\n")
+        rc, got, err = run_cli(kube_cli, "--kubeconfig", path, "get", "/api/v1/nodes/n1")
+        r = got["result"]
+        assert r["errno"] == "EKEYREJECTED", r
+        assert "rejected" in r["error_text"] and "CN" in r["error_text"], r["error_text"]
+        assert r["http"] == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
