@@ -20,25 +20,10 @@
 
 #include "nri.h"
 #include "nri_api.pb-c.h"
+#include "nri_pipe.h"
 #include "ttrpc.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
-
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const void *p, size_t len)
-{
-	if (b->len + len > b->cap) {
-		b->cap = (b->len + len) * 2;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	memcpy(b->p + b->len, p, len);
-	b->len += len;
-}
 
 /* ---- the policy under test: records what it saw, does what it is told ---------------------- */
 
@@ -197,7 +182,7 @@ struct rt {
 	struct ttrpc_mux *m;
 	struct nri_session *s;
 	struct pol pol;
-	struct buf to_rt, to_pl;
+	struct nri_pipe pipe;
 	int pl_err;		/* first error the session returned */
 	int reg_code;		/* reply to RegisterPlugin; -1: hold it */
 	uint32_t reg_stream;
@@ -214,13 +199,13 @@ struct rt {
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->to_pl, buf, len);
+	buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->to_rt, buf, len);
+	buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
@@ -279,18 +264,8 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 /* Moves bytes both ways until nothing moves or the session failed. */
 static void pump(struct rt *rt)
 {
-	while ((rt->to_rt.len || rt->to_pl.len) && !rt->pl_err) {
-		struct buf a = rt->to_rt, b = rt->to_pl;
-
-		rt->to_rt = (struct buf){ 0 };
-		rt->to_pl = (struct buf){ 0 };
-		if (a.len)
-			assert_int_equal(ttrpc_mux_feed(rt->m, a.p, a.len), 0);
-		if (b.len)
-			rt->pl_err = nri_session_feed(rt->s, b.p, b.len);
-		free(a.p);
-		free(b.p);
-	}
+	if (!rt->pl_err)
+		rt->pl_err = nri_pipe_pump(&rt->pipe, rt->m, rt->s);
 }
 
 static int rt_setup_with(void **state, const struct nri_handlers *h, int reg_code)
@@ -317,8 +292,7 @@ static int rt_teardown(void **state)
 
 	nri_session_free(rt->s);
 	ttrpc_mux_free(rt->m);
-	free(rt->to_rt.p);
-	free(rt->to_pl.p);
+	nri_pipe_done(&rt->pipe);
 	free(rt->pushed.p);
 	free(rt);
 	return 0;
@@ -902,11 +876,11 @@ static void test_nri_shutdown_is_answered_then_ends_the_session(void **state)
 	assert_int_equal(rt->pl_err, -ESHUTDOWN);
 	assert_int_equal(rt->pol.shutdowns, 1);
 	/* the reply was queued before the session ended */
-	assert_true(rt->to_rt.len > 0);
-	assert_int_equal(ttrpc_mux_feed(rt->m, rt->to_rt.p, rt->to_rt.len), 0);
+	assert_true(rt->pipe.to_rt.len > 0);
+	assert_int_equal(ttrpc_mux_feed(rt->m, rt->pipe.to_rt.p, rt->pipe.to_rt.len), 0);
 	assert_int_equal(x.n, 1);
 	assert_int_equal(x.code, TTRPC_OK);
-	rt->to_rt.len = 0;
+	rt->pipe.to_rt.len = 0;
 }
 
 static void test_nri_disconnected_follows_connected(void **state)
@@ -993,7 +967,7 @@ static void test_nri_push_unanswered_reports_timeout_and_lives_on(void **state)
 	start(rt);
 	assert_int_equal(nri_session_push_updates(rt->s, &(struct nri_update){ "c1", "1" }, 1), 0);
 	/* do not let the runtime see it */
-	rt->to_rt.len = 0;
+	rt->pipe.to_rt.len = 0;
 	d = nri_session_next_deadline(rt->s);
 	assert_true(d > 0);
 	assert_int_equal(nri_session_expire(rt->s, d), 0);

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "nri.h"
 #include "nri_api.pb-c.h"
+#include "nri_pipe.h"
 #include "pools.h"
 #include "state.h"
 #include "ttrpc.h"
@@ -28,22 +29,6 @@
 #define UID2 "66666666-7777-8888-9999-000000000000"
 #define N_SHARED 300 /* every third is removed again */
 
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const void *p, size_t len)
-{
-	if (b->len + len > b->cap) {
-		b->cap = (b->len + len) * 2;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	memcpy(b->p + b->len, p, len);
-	b->len += len;
-}
-
 struct env {
 	char root[64], cdi_dir[96], state_dir[96];
 	struct state *state;
@@ -51,37 +36,26 @@ struct env {
 	struct pools *pools;
 	struct nri_session *s;
 	struct ttrpc_mux *rt;
-	struct buf to_rt, to_pl;
+	struct nri_pipe pipe;
 	int replies, code;
 	struct buf reply; /* the last reply's payload */
 };
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct env *)ud)->to_pl, buf, len);
+	buf_add(&((struct env *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct env *)ud)->to_rt, buf, len);
+	buf_add(&((struct env *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
 static void pump(struct env *e)
 {
-	while (e->to_rt.len || e->to_pl.len) {
-		struct buf a = e->to_rt, b = e->to_pl;
-
-		e->to_rt = (struct buf){ 0 };
-		e->to_pl = (struct buf){ 0 };
-		if (a.len)
-			assert_int_equal(ttrpc_mux_feed(e->rt, a.p, a.len), 0);
-		if (b.len)
-			assert_int_equal(nri_session_feed(e->s, b.p, b.len), 0);
-		free(a.p);
-		free(b.p);
-	}
+	assert_int_equal(nri_pipe_pump(&e->pipe, e->rt, e->s), 0);
 }
 
 static int setup(void **state)
@@ -121,8 +95,7 @@ static int teardown(void **state)
 	pools_free(e->pools);
 	state_free(e->state);
 	metrics_free(e->m);
-	free(e->to_rt.p);
-	free(e->to_pl.p);
+	nri_pipe_done(&e->pipe);
 	free(e->reply.p);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", e->root);
 	assert_int_equal(system(cmd), 0);
