@@ -43,6 +43,7 @@
 #include <nghttp2/nghttp2.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000ULL) /* STYLE.md: slow handlers are logged */
@@ -148,11 +149,6 @@ static uint64_t now_ns(void)
 
 	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static struct timeval ms_to_tv(uint32_t ms)
-{
-	return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 }
 
 /* True at most once per WARN_INTERVAL_NS per *last: peers can repeat
@@ -318,7 +314,7 @@ static void conn_goaway(struct grpc_conn *c, uint32_t code)
 	}
 	c->state = CONN_CLOSING;
 	if (c->timer) { /* a peer that never reads the GOAWAY gets this long */
-		struct timeval tv = ms_to_tv(c->srv->limits.write_timeout_ms);
+		struct timeval tv = clock_tv_ms(c->srv->limits.write_timeout_ms);
 
 		(void)evtimer_add(c->timer, &tv);
 	}
@@ -1017,7 +1013,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) && !c->handshaken) {
 			c->handshaken = true;
 			if (c->timer) {
-				struct timeval tv = ms_to_tv(c->srv->limits.idle_timeout_ms);
+				struct timeval tv = clock_tv_ms(c->srv->limits.idle_timeout_ms);
 
 				(void)evtimer_add(c->timer, &tv);
 			}
@@ -1112,7 +1108,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (c->n_active > 0) { /* a handler is working for this peer: not idle */
-		tv = ms_to_tv(c->srv->limits.idle_timeout_ms);
+		tv = clock_tv_ms(c->srv->limits.idle_timeout_ms);
 		(void)evtimer_add(c->timer, &tv);
 		return;
 	}
@@ -1155,7 +1151,7 @@ static void conn_on_read(struct bufferevent *bev, void *arg)
 	size_t n;
 
 	if (c->handshaken && c->state == CONN_OPEN) {
-		struct timeval tv = ms_to_tv(c->srv->limits.idle_timeout_ms);
+		struct timeval tv = clock_tv_ms(c->srv->limits.idle_timeout_ms);
 
 		(void)evtimer_add(c->timer, &tv);
 	}
@@ -1262,8 +1258,8 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	struct grpc_server *srv = l->srv;
 	struct bufferevent *bev;
 	struct grpc_conn *c;
-	struct timeval wt = ms_to_tv(srv->limits.write_timeout_ms);
-	struct timeval hs = ms_to_tv(srv->limits.handshake_timeout_ms);
+	struct timeval wt = clock_tv_ms(srv->limits.write_timeout_ms);
+	struct timeval hs = clock_tv_ms(srv->limits.handshake_timeout_ms);
 
 	if (srv->n_conns >= srv->limits.max_connections) {
 		srv->stats.conns_rejected++;
@@ -1302,7 +1298,7 @@ static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
 static void on_accept_error(struct evconnlistener *lev, void *arg)
 {
 	struct grpc_listener *l = arg;
-	struct timeval tv = ms_to_tv(ACCEPT_RETRY_MS);
+	struct timeval tv = clock_tv_ms(ACCEPT_RETRY_MS);
 	int err = EVUTIL_SOCKET_ERROR();
 
 	if (warn_ratelimit(&l->srv->last_warn_ns))

@@ -44,6 +44,8 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
+#include "clock.h"
+
 #define LOG_MOD "http"
 #include "log.h"
 
@@ -577,33 +579,20 @@ static void conn_wait(struct httpc_conn *c, short what, event_callback_fn fn)
 	}
 }
 
-static struct timeval ms_tv(int ms)
-{
-	return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Arms ev to fire ms from now and returns the deadline. */
 static int64_t timer_arm(struct event *ev, int ms)
 {
-	struct timeval tv = ms_tv(ms);
+	struct timeval tv = clock_tv_ms(ms);
 
 	(void)evtimer_add(ev, &tv);
-	return now_ms() + ms;
+	return clock_now_ms() + ms;
 }
 
 /* libevent's clock is coarse (jiffies) and its timers may fire a few ms
  * early: true if deadline has really passed, else re-arms ev for the rest. */
 static bool timer_due(struct event *ev, int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - clock_now_ms();
 
 	if (left <= 0)
 		return true;

@@ -36,6 +36,7 @@
 #include <json-c/json.h>
 
 #include "backoff.h"
+#include "clock.h"
 #include "httpc.h"
 #include "kubeconfig.h"
 
@@ -115,19 +116,6 @@ struct kube {
 	int64_t slow_logged_ms;
 	struct kube_stats st;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct timeval ms_to_tv(long ms)
-{
-	return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-}
 
 /* ---- pure building blocks ------------------------------------------------------------ */
 
@@ -703,7 +691,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 
 static int call_schedule(struct kube_call *c, uint32_t delay_ms)
 {
-	struct timeval tv = ms_to_tv(delay_ms);
+	struct timeval tv = clock_tv_ms(delay_ms);
 
 	if (!c->retry_ev) {
 		c->retry_ev = evtimer_new(c->k->base, on_retry, c);
@@ -917,7 +905,7 @@ static void kube_dispatch(struct kube *k)
 	if (k->dispatching) /* not re-entered in practice; the outer loop picks new work up */
 		return;
 	k->dispatching = true;
-	t0 = now_ms();
+	t0 = clock_now_ms();
 	while (!k->dead && (c = TAILQ_FIRST(&k->ready))) {
 		call_unready(c);
 		c->busy = true;
@@ -931,11 +919,11 @@ static void kube_dispatch(struct kube *k)
 		kube_destroy(k);
 		return;
 	}
-	dt = now_ms() - t0;
+	dt = clock_now_ms() - t0;
 	if (dt > SLOW_DISPATCH_MS) {
 		k->st.slow_dispatches++;
-		if (now_ms() - k->slow_logged_ms > 60000) { /* rate-limited */
-			k->slow_logged_ms = now_ms();
+		if (clock_now_ms() - k->slow_logged_ms > 60000) { /* rate-limited */
+			k->slow_logged_ms = clock_now_ms();
 			log_warn("slow_dispatch", "ms=%lld budget_ms=%d",
 				 (long long)dt, SLOW_DISPATCH_MS);
 		}
@@ -1220,7 +1208,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 		return -ENOMEM;
 	if (k->cfg->token_file) {
 		k->token_ev = event_new(base, -1, EV_PERSIST, on_token_timer, k);
-		tv = ms_to_tv(k->o.token_refresh_ms);
+		tv = clock_tv_ms(k->o.token_refresh_ms);
 		if (!k->token_ev || event_add(k->token_ev, &tv) < 0)
 			return -ENOMEM;
 	}

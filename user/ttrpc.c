@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "nri_ttrpc.pb-c.h"
 
 enum { SRV = 0, CLI = 1 };
@@ -84,10 +85,7 @@ static int fail(struct ttrpc_mux *m, int r, const char *fmt, ...)
 
 int64_t ttrpc_now_ms(void)
 {
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_now_ms();
 }
 
 const char *ttrpc_code_name(int code)
