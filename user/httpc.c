@@ -662,7 +662,10 @@ static void tls_unload(struct httpc *h)
 	h->tls_loaded = false;
 }
 
-/* Loads trust anchors and our identity. Returns 0 or -ENOKEY/-ENOMEM with text. */
+/* Loads trust anchors and our identity. Returns 0 or -ENOKEY/-ENOMEM with text.
+ * On the loop: small bounded local reads, once per client (again only after a
+ * failure); the system bundle, used only without a configured CA, is the
+ * largest at about 200 KiB. */
 static int tls_load(struct httpc *h, char *text, size_t tn)
 {
 	static const char pers[] = "dra-cpu httpc";
