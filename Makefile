@@ -55,9 +55,10 @@ endif
 .PHONY: all deps check test demo bench fuzz vmlinux clean format lint
 
 # ---- sources -------------------------------------------------------------------------------
-# Every user/*.c is a module of the core library except the files with a main().
-MAINS    := user/main.c user/alloc_main.c user/bpf_verify.c
-LIB_SRCS := $(filter-out $(MAINS),$(wildcard user/*.c))
+# user/<layer>/<module>.c: every file is a module of the core library except the files with
+# a main(). tools/check-layers.py states which layer may include which.
+MAINS    := user/cmd/main.c user/cmd/alloc_main.c user/cmd/bpf_verify.c
+LIB_SRCS := $(filter-out $(MAINS),$(wildcard user/*/*.c))
 PROTOS   := $(wildcard proto/*.proto)
 PB_SRCS  := $(patsubst proto/%.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -68,8 +69,8 @@ GEN_HDRS := $(SKELS) $(PB_SRCS:.c=.h)
 LIB_OBJS := $(patsubst user/%.c,$(B)/obj/%.o,$(LIB_SRCS)) $(PB_SRCS:.c=.o)
 LIB      := $(B)/libdracpu.a
 
-BINS := $(B)/dra-cpu-driver $(if $(wildcard user/alloc_main.c),$(B)/dra-cpu-alloc) \
-	$(if $(wildcard user/bpf_verify.c),$(B)/bpf-verify)
+BINS := $(B)/dra-cpu-driver $(if $(wildcard user/cmd/alloc_main.c),$(B)/dra-cpu-alloc) \
+	$(if $(wildcard user/cmd/bpf_verify.c),$(B)/bpf-verify)
 
 TEST_SRCS  := $(wildcard test/*_test.c)
 TEST_BINS  := $(patsubst test/%_test.c,$(B)/test/%_test,$(TEST_SRCS))
@@ -112,27 +113,27 @@ $(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
 	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
 
 # ---- C ------------------------------------------------------------------------------------
-$(B)/obj/%.o: user/%.c | $(B)/obj $(GEN_HDRS)
+$(B)/obj/%.o: user/%.c | $(GEN_HDRS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(B)/obj/main.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
-$(B)/obj/bpf_verify.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
+$(B)/obj/cmd/main.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
+$(B)/obj/cmd/bpf_verify.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
 
-$(B)/dra-cpu-driver: $(B)/obj/main.o $(LIB)
+$(B)/dra-cpu-driver: $(B)/obj/cmd/main.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(B)/dra-cpu-alloc: $(B)/obj/alloc_main.o $(LIB)
+$(B)/dra-cpu-alloc: $(B)/obj/cmd/alloc_main.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(B)/bpf-verify: $(B)/obj/bpf_verify.o $(LIB)
+$(B)/bpf-verify: $(B)/obj/cmd/bpf_verify.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -153,7 +154,7 @@ $(B)/fuzz/%_replay: test/fuzz/%_fuzz.c test/fuzz/replay_main.c $(LIB) | $(B)/fuz
 
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
 build/fuzz-lf/lib/%.o: user/%.c | build/fuzz-lf/lib $(SKELS) $(PB_SRCS:.c=.h)
-	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -MF $@.d -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CLANG) $(filter-out -O2,$(CFLAGS)) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -MF $@.d -c $< -o $@
 build/fuzz-lf/lib/%.pb-c.o: $(B)/gen/%.pb-c.c | build/fuzz-lf/lib
 	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) -Wno-missing-prototypes -O1 -g -fsanitize=fuzzer-no-link,address,undefined -MF $@.d -c $< -o $@
 FUZZ_LIB_OBJS := $(patsubst user/%.c,build/fuzz-lf/lib/%.o,$(LIB_SRCS)) \
@@ -176,7 +177,7 @@ fuzz: $(FUZZ_LIBF)
 		else echo "fuzz: $$n FAILED: see build/fuzz-lf/$$n.log"; fail=1; fi; \
 	done; exit $$fail
 
-$(B)/bpf $(B)/gen $(B)/obj $(B)/test $(B)/fuzz build/fuzz-lf build/fuzz-lf/lib:
+$(B)/bpf $(B)/gen $(B)/test $(B)/fuzz build/fuzz-lf build/fuzz-lf/lib:
 	$(Q)mkdir -p $@
 
 # ---- tests, demo, bench -------------------------------------------------------------------
@@ -199,10 +200,11 @@ bench: deps
 	$(Q)B=$(B) PYTHON=$(PYTHON) sh test/bench/run.sh
 
 format:
-	$(Q)clang-format -i user/*.[ch] test/*.c test/fuzz/*.c bpf/*.c include/*.h
+	$(Q)clang-format -i user/*/*.[ch] test/*.c test/fuzz/*.c bpf/*.c include/*.h
 
 lint:
-	$(Q)! grep -nE '\b(strcpy|sprintf|atoi|strtok)\s*\(' user/*.c user/*.h && echo "lint: no banned calls"
+	$(Q)$(PYTHON) tools/check-layers.py
+	$(Q)! grep -nE '\b(strcpy|sprintf|atoi|strtok)\s*\(' user/*/*.c user/*/*.h && echo "lint: no banned calls"
 	@# memleak, resourceLeak: cppcheck does not model __attribute__((cleanup)); leaks are
 	@# checked for real by ASan (make check SAN=1) and valgrind instead.
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
@@ -211,7 +213,7 @@ lint:
 clean:
 	rm -rf build
 
--include $(wildcard $(B)/obj/*.d $(B)/bpf/*.d $(B)/test/*.d $(B)/fuzz/*.d build/fuzz-lf/*.d build/fuzz-lf/lib/*.d)
+-include $(wildcard $(B)/obj/*/*.d $(B)/bpf/*.d $(B)/test/*.d $(B)/fuzz/*.d build/fuzz-lf/*.d build/fuzz-lf/lib/*/*.d)
 
 # ---- grpc: echo/stand-in plugin server for test/integration/test_grpc.py -----------------
 GRPC_ECHO := $(B)/test/grpc_echo

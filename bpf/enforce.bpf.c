@@ -17,7 +17,7 @@
  * Maps owners, cpu_stats and events are the ones of pinning.bpf.c (userspace
  * reuses their fds); exclusive_mask is this program's own.
  *
- * Needs BPF LSM ("bpf" in the active LSMs) and trampolines; user/bpfmon.c
+ * Needs BPF LSM ("bpf" in the active LSMs) and trampolines; user/pinning/bpfmon.c
  * falls back to remediation when this object does not load. It has NOT run
  * on the development VM (lsm/fentry load fails there with EPERM); it is
  * verified only where the kernel allows it.

@@ -32,7 +32,7 @@
 #include "pinning.h"
 #include "pinning.bpf.h"
 
-/* Knobs, set by user/bpfmon.c between open and load. */
+/* Knobs, set by user/pinning/bpfmon.c between open and load. */
 const volatile __u32 cgroup_mode = PINNING_CGROUP_V2;
 /* Token bucket per CPU: one event per interval, up to burst at once. */
 const volatile __u64 event_interval_ns = 10 * 1000 * 1000;

@@ -1,8 +1,8 @@
-/* Data shared by bpf/pinning.bpf.c, bpf/enforce.bpf.c and user/bpfmon.c.
+/* Data shared by bpf/pinning.bpf.c, bpf/enforce.bpf.c and user/pinning/bpfmon.c.
  *
  * Read by two compilers (clang -target bpf with vmlinux.h, gcc/clang with
  * <linux/types.h>): data only, fixed-width types, explicit padding, no
- * pointers, no bool. user/bpfmon.c pins every size with _Static_assert.
+ * pointers, no bool. user/pinning/bpfmon.c pins every size with _Static_assert.
  *
  * Maps (all indexed by CPU id unless said otherwise):
  *   owners       ARRAY        struct pinning_owner, written by userspace only

@@ -15,10 +15,10 @@
 #include <dirent.h>
 #include <json-c/json.h>
 
-#include "allocator.h"
-#include "cleanup.h"
-#include "cpuset.h"
-#include "topo.h"
+#include "core/allocator.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
+#include "host/topo.h"
 
 #define CASES_FILE "test/data/allocator/kubelet_cases.json"
 

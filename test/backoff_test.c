@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "backoff.h"
+#include "lib/backoff.h"
 
 static void test_backoff_doubles_within_jitter_bounds(void **st)
 {

@@ -29,8 +29,8 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "cpuset.h"
-#include "verify.h"
+#include "lib/cpuset.h"
+#include "pinning/verify.h"
 
 #define PROC "test/data/verify/proc"
 
@@ -141,7 +141,7 @@ static void test_verify_exclusive_flag_caps_owner_count(void **st)
 	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
 }
 
-/* What user/pools.c writes: one entry per claim, so one container's cgroup
+/* What user/nri/pools.c writes: one entry per claim, so one container's cgroup
  * may come twice. */
 static void test_verify_owners_json_reads_the_daemon_file(void **st)
 {

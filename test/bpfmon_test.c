@@ -31,10 +31,10 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "bpfmon.h"
-#include "cpuset.h"
-#include "log.h"
-#include "metrics.h"
+#include "pinning/bpfmon.h"
+#include "lib/cpuset.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
 
 #define EXCL_CPU 1
 #define SHARED_CPU 0

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "caps.h"
+#include "lib/caps.h"
 
 static void test_caps_drop_keeps_only_the_listed_ones(void **st)
 {

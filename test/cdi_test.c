@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "cdi.h"
+#include "core/cdi.h"
 
 #define UID "02b50f8a-a8f4-4e6b-a042-b672b4f1f075"
 

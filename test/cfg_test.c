@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "cfg.h"
+#include "cmd/cfg.h"
 #include "testutil.h"
 
 static int parse(struct cfg *c, char *err, ...)
@@ -62,8 +62,8 @@ static void test_cfg_defaults_match_the_reference_driver(void **st)
 
 	assert_int_equal(parse(&c, err, NULL), 0);
 	assert_int_equal(c.action, CFG_RUN);
-	assert_int_equal(c.device_mode, CFG_MODE_GROUPED);
-	assert_int_equal(c.group_by, CFG_GROUP_NUMANODE);
+	assert_int_equal(c.device_mode, DEVICES_GROUPED);
+	assert_int_equal(c.group_by, DEVICES_BY_NUMANODE);
 	assert_string_equal(c.bind_address, ":8080");
 	assert_string_equal(c.kubelet_root_dir, "/var/lib/kubelet");
 	assert_string_equal(c.cdi_dir, "/var/run/cdi");
@@ -84,8 +84,8 @@ static void test_cfg_flag_syntaxes_and_alias(void **st)
 			       "--cpu-device-group-by=socket", "--no-nri", "--bpf=false", "-v", "2",
 			       "--print-topology", NULL),
 			 0);
-	assert_int_equal(c.device_mode, CFG_MODE_INDIVIDUAL);
-	assert_int_equal(c.group_by, CFG_GROUP_SOCKET);
+	assert_int_equal(c.device_mode, DEVICES_INDIVIDUAL);
+	assert_int_equal(c.group_by, DEVICES_BY_SOCKET);
 	assert_int_equal(cpuset_count(&c.reserved), 2);
 	assert_true(cpuset_has(&c.reserved, 4));
 	assert_false(c.nri);
@@ -103,7 +103,7 @@ static void test_cfg_env_below_flags(void **st)
 	setenv("DRA_CPU_CPU_DEVICE_MODE", "individual", 1);
 	setenv("DRA_CPU_RESERVED_CPUS", "1-2", 1);
 	assert_int_equal(parse(&c, err, "--reserved-cpus", "3", NULL), 0);
-	assert_int_equal(c.device_mode, CFG_MODE_INDIVIDUAL);
+	assert_int_equal(c.device_mode, DEVICES_INDIVIDUAL);
 	assert_string_equal(c.reserved_cpus_str, "3");
 	assert_int_equal(cpuset_count(&c.reserved), 1);
 	cfg_done(&c);

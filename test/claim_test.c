@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "claim.h"
+#include "core/claim.h"
 
 #define UID "6f0c1c4e-0000-4000-8000-000000000001"
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "cpuset.h"
+#include "lib/cpuset.h"
 
 static struct cpuset parse_ok(const char *s)
 {

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "cfg.h"
-#include "devices.h"
+#include "cmd/cfg.h"
+#include "core/devices.h"
 #include "testutil.h"
 
 static struct cpuset cs(const char *s)
@@ -27,7 +27,7 @@ static void test_devices_individual_siblings_follow_each_cpu(void **st)
 	_cleanup_(devices_freep) struct devices *d = NULL;
 	const int want[] = { 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15 };
 
-	assert_int_equal(devices_build(t, NULL, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_build(t, NULL, DEVICES_INDIVIDUAL, 0, &d), 0);
 	assert_int_equal(d->n, 16);
 	for (int i = 0; i < 16; i++) {
 		char name[16];
@@ -47,7 +47,7 @@ static void test_devices_individual_reserved_cpu_zero_shifts_names(void **st)
 	struct cpuset reserved = cs("0");
 	const int want[] = { 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 8 };
 
-	assert_int_equal(devices_build(t, &reserved, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_build(t, &reserved, DEVICES_INDIVIDUAL, 0, &d), 0);
 	assert_int_equal(d->n, 15);
 	for (int i = 0; i < 15; i++)
 		assert_int_equal(d->v[i].id, want[i]);
@@ -60,7 +60,7 @@ static void test_devices_individual_names_past_999_get_four_digits(void **st)
 	_cleanup_(topo_freep) struct topo *t = testutil_topo(4, 2, 64, 2); /* 1024 CPUs */
 	_cleanup_(devices_freep) struct devices *d = NULL;
 
-	assert_int_equal(devices_build(t, NULL, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_build(t, NULL, DEVICES_INDIVIDUAL, 0, &d), 0);
 	assert_int_equal(d->n, 1024);
 	assert_string_equal(d->v[999].name, "cpudev999");
 	assert_string_equal(d->v[1000].name, "cpudev1000");
@@ -77,7 +77,7 @@ static void test_devices_find_rejects_near_misses(void **st)
 			      "cpudev+01", "cpudev 01", "xcpudev000", "cpudev000x", "cpudevnuma000",
 			      "" };
 
-	assert_int_equal(devices_build(t, NULL, CFG_MODE_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_build(t, NULL, DEVICES_INDIVIDUAL, 0, &d), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (devices_find(d, bad[i]))
 			fail_msg("'%s' resolved", bad[i]);
@@ -91,7 +91,7 @@ static void test_devices_grouped_by_numa_socket_machine(void **st)
 	struct cpuset reserved = cs("0,16"), c;
 	char buf[64];
 
-	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, &numa), 0);
+	assert_int_equal(devices_build(t, &reserved, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &numa), 0);
 	assert_int_equal(numa->n, 4);
 	assert_string_equal(numa->v[0].name, "cpudevnuma000");
 	assert_string_equal(numa->v[3].name, "cpudevnuma003");
@@ -102,13 +102,13 @@ static void test_devices_grouped_by_numa_socket_machine(void **st)
 	cpuset_format(&c, buf, sizeof(buf));
 	assert_string_equal(buf, "1-3,17-19");
 
-	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &sock), 0);
+	assert_int_equal(devices_build(t, &reserved, DEVICES_GROUPED, DEVICES_BY_SOCKET, &sock), 0);
 	assert_int_equal(sock->n, 2);
 	assert_string_equal(sock->v[1].name, "cpudevsocket001");
 	assert_int_equal(sock->v[0].n_cpus, 14);
 	assert_int_equal(sock->v[1].n_cpus, 16);
 
-	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_MACHINE, &mach), 0);
+	assert_int_equal(devices_build(t, &reserved, DEVICES_GROUPED, DEVICES_BY_MACHINE, &mach), 0);
 	assert_int_equal(mach->n, 1);
 	assert_string_equal(mach->v[0].name, "cpudevmachine");
 	assert_int_equal(mach->v[0].n_cpus, 30);
@@ -121,10 +121,10 @@ static void test_devices_group_with_everything_reserved_is_skipped(void **st)
 	_cleanup_(devices_freep) struct devices *d = NULL, *none = NULL;
 	struct cpuset reserved = cs("0-1"), all = cs("0-3");
 
-	assert_int_equal(devices_build(t, &reserved, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, &d), 0);
+	assert_int_equal(devices_build(t, &reserved, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d), 0);
 	assert_int_equal(d->n, 1);
 	assert_string_equal(d->v[0].name, "cpudevnuma001");
-	assert_int_equal(devices_build(t, &all, CFG_MODE_GROUPED, 0, &none), -EINVAL);
+	assert_int_equal(devices_build(t, &all, DEVICES_GROUPED, 0, &none), -EINVAL);
 	assert_null(none);
 }
 
@@ -138,10 +138,10 @@ static void test_devices_cpus_without_numa_or_socket_count_as_zero(void **st)
 	_cleanup_(devices_freep) struct devices *d = NULL, *s = NULL;
 
 	assert_int_equal(topo_build(cpus, 2, NULL, &t, NULL), 0);
-	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, &d), 0);
+	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d), 0);
 	assert_string_equal(d->v[0].name, "cpudevnuma000");
 	assert_int_equal(d->v[0].n_cpus, 2);
-	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &s), 0);
+	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_SOCKET, &s), 0);
 	assert_string_equal(s->v[0].name, "cpudevsocket000");
 }
 
@@ -156,7 +156,7 @@ static void test_devices_socket_ids_beyond_the_cpu_limit(void **st)
 	_cleanup_(devices_freep) struct devices *d = NULL;
 
 	assert_int_equal(topo_build(cpus, 2, NULL, &t, NULL), 0);
-	assert_int_equal(devices_build(t, NULL, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, &d), 0);
+	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_SOCKET, &d), 0);
 	assert_int_equal(d->n, 2);
 	assert_string_equal(d->v[0].name, "cpudevsocket036");
 	assert_string_equal(d->v[1].name, "cpudevsocket8442");

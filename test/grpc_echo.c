@@ -1,4 +1,4 @@
-/* grpc_echo: a small server on user/grpc.c for test/integration/test_grpc.py.
+/* grpc_echo: a small server on user/kubelet/grpc.c for test/integration/test_grpc.py.
  *
  * Methods on --socket (request and reply bytes are raw, not protobuf):
  *   /echo.Echo/Unary   replies with the request
@@ -29,12 +29,12 @@
 
 #include <event2/event.h>
 
-#include "grpc.h"
+#include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_dra_v1beta1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
-#include "log.h"
+#include "lib/log.h"
 
 struct echo {
 	struct event_base *base;

@@ -19,7 +19,7 @@
 #include <event2/event.h>
 #include <nghttp2/nghttp2.h>
 
-#include "grpc.h"
+#include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_dra_v1beta1.pb-c.h"

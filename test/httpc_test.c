@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "httpc.h"
+#include "kube/httpc.h"
 
 /* ---- the parser ------------------------------------------------------------------------ */
 

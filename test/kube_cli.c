@@ -27,9 +27,9 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "kube.h"
-#include "kubeconfig.h"
-#include "log.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
+#include "lib/log.h"
 
 struct cli {
 	struct event_base *base;

@@ -26,9 +26,9 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
-#include "kube.h"
-#include "kubeconfig.h"
-#include "log.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
+#include "lib/log.h"
 
 static char *read_fixture(const char *name, size_t *len)
 {

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 #define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJmYWtlCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 #define KEY_B64                                                                                   \

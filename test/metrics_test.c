@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
-#include "metrics.h"
+#include "obs/metrics.h"
 
 static char *render(struct metrics *m)
 {

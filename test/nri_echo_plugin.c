@@ -1,4 +1,4 @@
-/* nri_echo_plugin: the smallest daemon around user/nri.c, for the NRI
+/* nri_echo_plugin: the smallest daemon around user/nri/nri.c, for the NRI
  * integration tests (test/integration/test_nri_proto.py) against the runtime
  * simulator (test/nri/nrisim.py). Its policy reads the container's env:
  *
@@ -21,9 +21,9 @@
 
 #include <event2/event.h>
 
-#include "cleanup.h"
-#include "log.h"
-#include "nri.h"
+#include "lib/cleanup.h"
+#include "lib/log.h"
+#include "nri/nri.h"
 
 struct echo {
 	struct event_base *base;

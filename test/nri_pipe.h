@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nri.h"
-#include "ttrpc.h"
+#include "nri/nri.h"
+#include "nri/ttrpc.h"
 
 struct buf {
 	uint8_t *p;

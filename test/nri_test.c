@@ -18,10 +18,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "nri.h"
+#include "nri/nri.h"
 #include "nri_api.pb-c.h"
 #include "nri_pipe.h"
-#include "ttrpc.h"
+#include "nri/ttrpc.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 

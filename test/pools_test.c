@@ -15,14 +15,14 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
-#include "log.h"
-#include "metrics.h"
-#include "nri.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
+#include "nri/nri.h"
 #include "nri_api.pb-c.h"
 #include "nri_pipe.h"
-#include "pools.h"
-#include "state.h"
-#include "ttrpc.h"
+#include "nri/pools.h"
+#include "core/state.h"
+#include "nri/ttrpc.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define UID1 "11111111-2222-3333-4444-555555555555"

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "quantity.h"
+#include "lib/quantity.h"
 
 static void test_quantity_parse_milli_grammar(void **st)
 {

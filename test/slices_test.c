@@ -10,9 +10,9 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "cfg.h"
-#include "devices.h"
-#include "slices.h"
+#include "cmd/cfg.h"
+#include "core/devices.h"
+#include "kube/slices.h"
 #include "testutil.h"
 
 static struct json_object *get(struct json_object *o, const char *path)
@@ -66,7 +66,7 @@ static struct json_object *build(int sockets, int numa, int cores, int threads, 
 
 static void test_slices_individual_384_cpus_make_three_full_slices(void **st)
 {
-	struct json_object *arr = build(2, 1, 96, 2, CFG_MODE_INDIVIDUAL, 0, "", "uid-1");
+	struct json_object *arr = build(2, 1, 96, 2, DEVICES_INDIVIDUAL, 0, "", "uid-1");
 
 	assert_int_equal(json_object_array_length(arr), 3);
 	for (int i = 0; i < 3; i++) {
@@ -100,7 +100,7 @@ static void test_slices_individual_384_cpus_make_three_full_slices(void **st)
 
 static void test_slices_individual_attributes(void **st)
 {
-	struct json_object *arr = build(2, 1, 2, 2, CFG_MODE_INDIVIDUAL, 0, "0", NULL);
+	struct json_object *arr = build(2, 1, 2, 2, DEVICES_INDIVIDUAL, 0, "0", NULL);
 	struct json_object *attrs = get(arr, "0.spec.devices.0.attributes"), *v;
 	struct {
 		const char *key;
@@ -132,7 +132,7 @@ static void test_slices_individual_attributes(void **st)
 
 static void test_slices_grouped_capacity_and_request_policy(void **st)
 {
-	struct json_object *arr = build(2, 2, 4, 2, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, "0", NULL);
+	struct json_object *arr = build(2, 2, 4, 2, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "0", NULL);
 	struct json_object *dev = get(arr, "0.spec.devices.0"), *attrs = get(dev, "attributes");
 	struct json_object *cap = NULL;
 
@@ -154,7 +154,7 @@ static void test_slices_grouped_capacity_and_request_policy(void **st)
 static void test_slices_one_cpu_group_has_no_step(void **st)
 {
 	/* 2 NUMA nodes of 2 CPUs; reserving 0 leaves a one-CPU group. */
-	struct json_object *arr = build(2, 1, 2, 1, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, "0", NULL);
+	struct json_object *arr = build(2, 1, 2, 1, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "0", NULL);
 	struct json_object *cap = NULL;
 
 	assert_true(json_object_object_get_ex(get(arr, "0.spec.devices.0.capacity"), "dra.cpu/cpu",
@@ -166,8 +166,8 @@ static void test_slices_one_cpu_group_has_no_step(void **st)
 
 static void test_slices_socket_and_machine_attribute_sets(void **st)
 {
-	struct json_object *s = build(2, 2, 4, 2, CFG_MODE_GROUPED, CFG_GROUP_SOCKET, "", NULL);
-	struct json_object *m = build(2, 2, 4, 2, CFG_MODE_GROUPED, CFG_GROUP_MACHINE, "", NULL);
+	struct json_object *s = build(2, 2, 4, 2, DEVICES_GROUPED, DEVICES_BY_SOCKET, "", NULL);
+	struct json_object *m = build(2, 2, 4, 2, DEVICES_GROUPED, DEVICES_BY_MACHINE, "", NULL);
 	struct json_object *a;
 
 	a = get(s, "0.spec.devices.1.attributes");
@@ -184,7 +184,7 @@ static void test_slices_socket_and_machine_attribute_sets(void **st)
 static void test_slices_1000_cpu_group_capacity_is_canonical(void **st)
 {
 	/* 1 NUMA node of 500 cores x 2 threads = 1000 CPUs: "1k", as the server stores it. */
-	struct json_object *arr = build(1, 1, 500, 2, CFG_MODE_GROUPED, CFG_GROUP_NUMANODE, "", NULL);
+	struct json_object *arr = build(1, 1, 500, 2, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "", NULL);
 	struct json_object *cap = NULL;
 
 	assert_true(json_object_object_get_ex(get(arr, "0.spec.devices.0.capacity"), "dra.cpu/cpu",

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "log.h"
-#include "state.h"
+#include "lib/log.h"
+#include "core/state.h"
 
 static char root[64], cdi_dir[96], state_dir[96];
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "topo.h"
+#include "host/topo.h"
 
 /* A regular machine: sockets x numa_per_socket x cores_per_numa x threads,
  * numbered like Linux does on x86 (thread t of core c is CPU c + t * n_cores),

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "topo.h"
+#include "host/topo.h"
 
 extern char **environ;
 

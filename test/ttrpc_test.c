@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "nri_ttrpc.pb-c.h"
-#include "ttrpc.h"
+#include "nri/ttrpc.h"
 
 /* ---- fixtures: a byte sink that remembers frame boundaries, a request log ---------------- */
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "allocator.h"
-#include "cpuset.h"
+#include "core/allocator.h"
+#include "lib/cpuset.h"
 
 #define CORES 512
 

@@ -42,9 +42,9 @@
 #include <bpf/libbpf.h>
 
 #include "baseline.skel.h"
-#include "bpfmon.h"
-#include "cpuset.h"
-#include "log.h"
+#include "pinning/bpfmon.h"
+#include "lib/cpuset.h"
+#include "lib/log.h"
 
 enum mode { M_BASELINE, M_PIN_UNOWNED, M_PIN_OWNER, M_PIN_FOREIGN, M_PIN_RUNQ, M_COUNT };
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpfmon.h"
+#include "pinning/bpfmon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg.h"
-#include "log.h"
+#include "cmd/cfg.h"
+#include "lib/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

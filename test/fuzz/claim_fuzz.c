@@ -6,7 +6,7 @@
 
 #include <json-c/json.h>
 
-#include "claim.h"
+#include "core/claim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 
 #include <event2/event.h>
 
-#include "grpc.h"
+#include "kubelet/grpc.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
 

@@ -12,7 +12,7 @@
 
 #include <json-c/json.h>
 
-#include "kube.h"
+#include "kube/kube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "nri.h"
+#include "lib/log.h"
+#include "nri/nri.h"
 #include "nri_ttrpc.pb-c.h"
-#include "ttrpc.h"
+#include "nri/ttrpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* bpf-verify's input parsers (user/verify.c): every input goes through all
+/* bpf-verify's input parsers (user/pinning/verify.c): every input goes through all
  * of them, so corpus files are plain text.
  *   - owners.json (verify_owners_add_json);
  *   - each line as an --exclusive CPUS=CGROUP flag, into one owner table;
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verify.h"
+#include "pinning/verify.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include "host/topo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

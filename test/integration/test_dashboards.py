@@ -5,11 +5,11 @@
 - every PromQL expression (dashboard queries and alert rules) parses
   (promtool check rules; dashboard queries are wrapped as recording rules
   with the Grafana variables substituted);
-- every metric name they use is registered in user/*.c, with labels and a
+- every metric name they use is registered in user/*/*.c, with labels and a
   type that fit the query (rate() only on counters and histogram series,
   `by (...)` only on labels the family has or the scrape adds);
 - the real driver, started against the API-server simulator, serves every
-  one of those families on /metrics. Families registered by user/bpfmon.c
+  one of those families on /metrics. Families registered by user/pinning/bpfmon.c
   are only required when `dra_cpu_bpf_loaded 1` shows the
   BPF check loaded (not without CAP_BPF/CAP_PERFMON), and the kernel's
   schedstat family only where /proc/schedstat is readable;
@@ -92,9 +92,9 @@ _REGISTER = re.compile(
 
 
 def registered_families():
-    """{name: (type, labels, source file)} for every family user/*.c registers."""
+    """{name: (type, labels, source file)} for every family user/*/*.c registers."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "user", "*.c"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "user", "*", "*.c"))):
         with open(path) as f:
             src = f.read()
         for typ, name, _, labels in _REGISTER.findall(src):
@@ -255,7 +255,7 @@ def test_queries_use_registered_metrics_labels_and_types():
         resolved = {}
         for n in names:
             f = family_of(n, fams)
-            assert f, "%s: %s is not registered by any user/*.c" % (label, n)
+            assert f, "%s: %s is not registered by any user/*/*.c" % (label, n)
             resolved[n] = f
             if fams[f][0] == "histogram":
                 assert n != f, "%s: histogram %s needs a _bucket/_sum/_count suffix" % (label, n)

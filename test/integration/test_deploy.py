@@ -909,7 +909,7 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
     assert pods == len(example_files())
 
 
-# What user/claim.c accepts in CPUConfig parameters.
+# What user/core/claim.c accepts in CPUConfig parameters.
 CPUCONFIG_FIELDS = {"apiVersion": str, "kind": str, "policy": str, "fullCores": bool,
                     "alignL3": bool}
 CPUCONFIG_POLICIES = {"packed": "packed", "spread-cores": "spread-cores",
@@ -952,7 +952,7 @@ def test_cpuconfig_policy_combinations_are_accepted_by_the_allocator():
         args = ["--topology", TOPO_384, "--available", "0-383", "--policy", policy]
         if p.get("fullCores"):
             args.append("--full-cores")
-        # alignL3 defaults on for packed only (user/dra.c).
+        # alignL3 defaults on for packed only (user/kubelet/dra.c).
         if p.get("alignL3", policy == "packed"):
             args.append("--align-l3")
         for r in claim["spec"]["devices"]["requests"]:

@@ -1,4 +1,4 @@
-"""user/grpc.c against a real gRPC stack (python3-grpcio) and against raw
+"""user/kubelet/grpc.c against a real gRPC stack (python3-grpcio) and against raw
 sockets that misbehave, through test/grpc_echo (built by `make`; B selects
 the build dir, default build). Also exercises test/kubelet/kubelet_client.py
 against the echo server's stand-in DRA plugin.

@@ -1,4 +1,4 @@
-"""The kube client (user/kube.c) over real TLS, driven through test/kube_cli.
+"""The kube client (user/kube/kube.c) over real TLS, driven through test/kube_cli.
 
 Against the project's strict API-server simulator (test/sim/apiserver.py, the
 `apiserver` fixture in conftest.py):
@@ -49,8 +49,8 @@ def kube_cli(tmp_path_factory):
     """$B/kube_cli when the Makefile built it, else compiled here from the sources."""
     b = os.environ.get("B", "build")
     built = ROOT / b / "kube_cli"
-    srcs = ["test/kube_cli.c", "user/kube.c", "user/httpc.c", "user/kubeconfig.c",
-            "user/backoff.c", "user/log.c"]
+    srcs = ["test/kube_cli.c", "user/kube/kube.c", "user/kube/httpc.c", "user/kube/kubeconfig.c",
+            "user/lib/backoff.c", "user/lib/log.c"]
     if built.exists() and all(built.stat().st_mtime >= (ROOT / s).stat().st_mtime
                               for s in srcs):
         return str(built)

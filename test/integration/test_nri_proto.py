@@ -1,4 +1,4 @@
-"""NRI protocol end to end: user/nri.c (in test/nri_echo_plugin) against the
+"""NRI protocol end to end: user/nri/nri.c (in test/nri_echo_plugin) against the
 strict runtime simulator test/nri/nrisim.py.
 
 Run from the project root: B=build /usr/bin/python3 -m pytest test/integration

@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocator.h"
-#include "cfg.h"
-#include "cleanup.h"
-#include "cpuset.h"
-#include "topo.h"
+#include "core/allocator.h"
+#include "cmd/cfg.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
+#include "host/topo.h"
 
 #define PROG "dra-cpu-alloc"
 #define ARGS_ERR_MAX 320

@@ -32,15 +32,15 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "bpfmon.h"
-#include "caps.h"
-#include "cfg.h"
-#include "cleanup.h"
-#include "cpuset.h"
-#include "fileio.h"
-#include "log.h"
+#include "pinning/bpfmon.h"
+#include "lib/caps.h"
+#include "cmd/cfg.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
+#include "lib/fileio.h"
+#include "lib/log.h"
 #include "pinning.h"
-#include "verify.h"
+#include "pinning/verify.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"

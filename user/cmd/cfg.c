@@ -1,5 +1,5 @@
 /* The option table and its parser. See cfg.h for precedence and syntax. */
-#include "cfg.h"
+#include "cmd/cfg.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #define LOG_MOD "cfg"
-#include "log.h"
-#include "topo.h"
+#include "lib/log.h"
+#include "host/topo.h"
 
 /* Longest unix socket path: sizeof(sun_path) - 1. */
 #define SOCKET_PATH_MAX 107
@@ -301,7 +301,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 		return 0;
 	if (is_set(c->sysfs_root) && is_set(c->topology_file))
 		return fail(err, "flags sysfs-root and topology-file exclude each other");
-	if (c->device_mode == CFG_MODE_INDIVIDUAL && c->group_by != CFG_GROUP_NUMANODE)
+	if (c->device_mode == DEVICES_INDIVIDUAL && c->group_by != DEVICES_BY_NUMANODE)
 		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
 	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
 		return fail(err, "flag bind-address: '%s' must be host:port or :port",
@@ -465,12 +465,12 @@ void cfg_log(const struct cfg *c)
 
 const char *cfg_device_mode_name(int mode)
 {
-	return device_modes[mode == CFG_MODE_INDIVIDUAL];
+	return device_modes[mode == DEVICES_INDIVIDUAL];
 }
 
 const char *cfg_group_by_name(int group_by)
 {
-	return group_by >= 0 && group_by <= CFG_GROUP_MACHINE ? group_bys[group_by] : "?";
+	return group_by >= 0 && group_by <= DEVICES_BY_MACHINE ? group_bys[group_by] : "?";
 }
 
 const char *cfg_enforcement_name(int mode)

@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cpuset.h"
+#include "core/devices.h"
+#include "lib/cpuset.h"
 
 struct topo;
 
@@ -27,8 +28,6 @@ enum cfg_action {
 	CFG_VERSION,
 };
 
-enum cfg_device_mode { CFG_MODE_GROUPED = 0, CFG_MODE_INDIVIDUAL };
-enum cfg_group_by { CFG_GROUP_NUMANODE = 0, CFG_GROUP_SOCKET, CFG_GROUP_MACHINE };
 enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
 
 #define CFG_ERR_MAX 256
@@ -36,8 +35,8 @@ enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE
 struct cfg {
 	enum cfg_action action;
 	/* devices and slices */
-	int device_mode; /* enum cfg_device_mode */
-	int group_by;	 /* enum cfg_group_by */
+	int device_mode; /* enum devices_mode */
+	int group_by;	 /* enum devices_group_by */
 	char *reserved_cpus_str;
 	struct cpuset reserved;
 	char *hostname_override;

@@ -1,5 +1,5 @@
 /* The event loop and its parts. See daemon.h. */
-#include "daemon.h"
+#include "cmd/daemon.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -13,22 +13,22 @@
 #include <event2/event.h>
 
 #define LOG_MOD "daemon"
-#include "cfg.h"
-#include "cleanup.h"
-#include "devices.h"
-#include "dra.h"
-#include "httpd.h"
-#include "kube.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "bpfmon.h"
-#include "caps.h"
-#include "metrics.h"
-#include "nri.h"
-#include "pools.h"
-#include "publisher.h"
-#include "state.h"
-#include "topo.h"
+#include "cmd/cfg.h"
+#include "lib/cleanup.h"
+#include "core/devices.h"
+#include "kubelet/dra.h"
+#include "obs/httpd.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
+#include "lib/log.h"
+#include "pinning/bpfmon.h"
+#include "lib/caps.h"
+#include "obs/metrics.h"
+#include "nri/nri.h"
+#include "nri/pools.h"
+#include "kube/publisher.h"
+#include "core/state.h"
+#include "host/topo.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5

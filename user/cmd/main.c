@@ -9,13 +9,13 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "main"
-#include "cfg.h"
-#include "cleanup.h"
-#include "daemon.h"
-#include "devices.h"
-#include "log.h"
-#include "slices.h"
-#include "topo.h"
+#include "cmd/cfg.h"
+#include "lib/cleanup.h"
+#include "cmd/daemon.h"
+#include "core/devices.h"
+#include "lib/log.h"
+#include "kube/slices.h"
+#include "host/topo.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"

@@ -17,7 +17,7 @@
  * id order. A claim on 1024 CPUs stays in the microseconds and allocates
  * nothing: all scratch lives in the alloc_topo.
  */
-#include "allocator.h"
+#include "core/allocator.h"
 
 #include <errno.h>
 #include <float.h>
@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cleanup.h"
-#include "topo.h"
+#include "lib/cleanup.h"
+#include "host/topo.h"
 
 enum { K_CORE, K_SOCKET, K_NUMA, K_L3, K_N };
 

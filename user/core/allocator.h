@@ -47,8 +47,8 @@
 
 #include <stdbool.h>
 
-#include "cleanup.h"
-#include "cpuset.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
 
 struct topo;
 struct alloc_topo;

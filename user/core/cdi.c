@@ -1,5 +1,5 @@
 /* CDI spec files. See cdi.h for the format and the durability contract. */
-#include "cdi.h"
+#include "core/cdi.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include <json-c/json.h>
 
-#include "cleanup.h"
-#include "fileio.h"
+#include "lib/cleanup.h"
+#include "lib/fileio.h"
 
 #define FILE_PREFIX "dra.k8s.io-cpu_claim-"
 #define FILE_SUFFIX ".json"

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "cpuset.h"
+#include "lib/cpuset.h"
 
 #define CDI_KIND "dra.k8s.io/cpu"
 #define CDI_VERSION "0.8.0"

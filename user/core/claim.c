@@ -1,5 +1,5 @@
 /* ResourceClaim status.allocation reading. See claim.h. */
-#include "claim.h"
+#include "core/claim.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,12 +1,11 @@
 /* Device enumeration per mode. See devices.h for the naming contract. */
-#include "devices.h"
+#include "core/devices.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg.h"
 
 struct devices *devices_free(struct devices *d)
 {
@@ -147,12 +146,12 @@ int devices_build(const struct topo *t, const struct cpuset *reserved, int mode,
 	d->v = calloc((size_t)cpuset_count(&d->allocatable), sizeof(*d->v));
 	if (!d->v)
 		return -ENOMEM;
-	if (mode == CFG_MODE_INDIVIDUAL) {
+	if (mode == DEVICES_INDIVIDUAL) {
 		d->kind = DEVICE_CPU;
 		r = build_individual(d, t);
 	} else {
-		d->kind = group_by == CFG_GROUP_SOCKET	  ? DEVICE_SOCKET
-			  : group_by == CFG_GROUP_MACHINE ? DEVICE_MACHINE
+		d->kind = group_by == DEVICES_BY_SOCKET	  ? DEVICE_SOCKET
+			  : group_by == DEVICES_BY_MACHINE ? DEVICE_MACHINE
 							  : DEVICE_NUMA;
 		r = build_groups(d, t);
 	}

@@ -19,9 +19,9 @@
 
 #include <stdbool.h>
 
-#include "cleanup.h"
-#include "cpuset.h"
-#include "topo.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
+#include "host/topo.h"
 
 #define DEVICE_NAME_MAX 32
 
@@ -40,6 +40,10 @@ struct device {
 	struct cpuset *cpus; /* groups: their CPUs (owned); NULL for a CPU */
 };
 
+/* How devices are cut (--cpu-device-mode, --group-by). */
+enum devices_mode { DEVICES_GROUPED = 0, DEVICES_INDIVIDUAL };
+enum devices_group_by { DEVICES_BY_NUMANODE = 0, DEVICES_BY_SOCKET, DEVICES_BY_MACHINE };
+
 struct devices {
 	int n;
 	struct device *v;
@@ -48,7 +52,7 @@ struct devices {
 	struct cpuset allocatable;
 };
 
-/* mode: enum cfg_device_mode; group_by: enum cfg_group_by. reserved may be
+/* mode: enum devices_mode; group_by: enum devices_group_by. reserved may be
  * NULL. -EINVAL when nothing is allocatable. */
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret);

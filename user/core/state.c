@@ -4,7 +4,7 @@
  * backward-shift deletion: no tombstones), sized for STATE_MAX_CLAIMS at a
  * load factor of one half, so lookups stay O(1) at the cap.
  */
-#include "state.h"
+#include "core/state.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -16,9 +16,9 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "state"
-#include "fileio.h"
-#include "hash.h"
-#include "log.h"
+#include "lib/fileio.h"
+#include "lib/hash.h"
+#include "lib/log.h"
 
 #define TABLE_SIZE (2 * STATE_MAX_CLAIMS)
 #define CHECKPOINT_NAME "checkpoint.json"

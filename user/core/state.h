@@ -25,9 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cdi.h"
-#include "cleanup.h"
-#include "cpuset.h"
+#include "core/cdi.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
 
 #define STATE_NAME_MAX 254   /* Kubernetes object and container names: 253 */
 #define STATE_NS_MAX 64	     /* namespaces: DNS labels, 63 */

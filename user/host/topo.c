@@ -5,7 +5,7 @@
  * hwloc would silently misread (it parses them with atoi and turns garbage
  * into 0) and to tell CPU-less NUMA nodes apart, which hwloc 2.9's cpusets do
  * not. */
-#include "topo.h"
+#include "host/topo.h"
 
 #include <assert.h>
 #include <dirent.h>

@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "cleanup.h"
-#include "cpuset.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
 
 enum topo_core_type {
 	TOPO_CORE_STANDARD = 0,

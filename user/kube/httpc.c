@@ -16,7 +16,7 @@
  * Re-entrancy: user callbacks run with the transfer marked busy; a cancel from
  * inside one only sets a flag, and the code that called back frees it.
  */
-#include "httpc.h"
+#include "kube/httpc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,10 +44,10 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
-#include "clock.h"
+#include "lib/clock.h"
 
 #define LOG_MOD "http"
-#include "log.h"
+#include "lib/log.h"
 
 #define READ_BUF (16u << 10)
 #define READS_PER_ROUND 8 /* then yield to the loop: one big body must not starve others */

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct event_base;
 struct httpc;

@@ -20,7 +20,7 @@
  * callback pauses the transfer; the dispatcher drains them and resumes, so
  * memory is bounded by about two lines and one read.
  */
-#include "kube.h"
+#include "kube/kube.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -35,13 +35,13 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "backoff.h"
-#include "clock.h"
-#include "httpc.h"
-#include "kubeconfig.h"
+#include "lib/backoff.h"
+#include "lib/clock.h"
+#include "kube/httpc.h"
+#include "kube/kubeconfig.h"
 
 #define LOG_MOD "kube"
-#include "log.h"
+#include "lib/log.h"
 
 #define SLOW_DISPATCH_MS 10
 

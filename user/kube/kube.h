@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct event_base;
 struct json_object;

@@ -3,7 +3,7 @@
  * The YAML is loaded with libyaml's document API (a node graph; aliases are
  * references, never expanded) and only the few fixed paths we need are
  * walked, so input size bounds both memory and work. */
-#include "kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <yaml.h>
 
 #define LOG_MOD "kubeconfig"
-#include "log.h"
+#include "lib/log.h"
 
 static int kc_errf(char *err, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int kc_errf(char *err, int r, const char *fmt, ...)

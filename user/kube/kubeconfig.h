@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 #define KUBECONFIG_ERR_MAX 256
 /* A kubeconfig larger than this is refused (-E2BIG); real ones are a few KiB. */

@@ -7,7 +7,7 @@
  * A sync is a queue of writes run one at a time; any failure drops the rest,
  * waits out a backoff and re-lists, so conflicts resolve from fresh state.
  */
-#include "publisher.h"
+#include "kube/publisher.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -19,13 +19,13 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "publisher"
-#include "backoff.h"
-#include "devices.h"
-#include "hash.h"
-#include "kube.h"
-#include "log.h"
-#include "metrics.h"
-#include "slices.h"
+#include "lib/backoff.h"
+#include "core/devices.h"
+#include "lib/hash.h"
+#include "kube/kube.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
+#include "kube/slices.h"
 
 #define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
 #define WATCH_TIMEOUT_S 300

@@ -1,16 +1,16 @@
 /* ResourceSlice JSON. Attribute sets per mode follow the reference driver
  * exactly (names, types, which mode carries which); the grouped capacity adds
  * a requestPolicy so the scheduler itself refuses fractional CPUs. */
-#include "slices.h"
+#include "kube/slices.h"
 
 #include <errno.h>
 #include <stdio.h>
 
 #include <json-c/json.h>
 
-#include "cleanup.h"
-#include "devices.h"
-#include "quantity.h"
+#include "lib/cleanup.h"
+#include "core/devices.h"
+#include "lib/quantity.h"
 
 static void json_putp(struct json_object **o)
 {

@@ -8,7 +8,7 @@
  * still committed (Prepare is idempotent; its retry finds it) and the reply
  * is dropped.
  */
-#include "dra.h"
+#include "kubelet/dra.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -22,21 +22,20 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "dra"
-#include "allocator.h"
-#include "cdi.h"
-#include "cfg.h"
-#include "claim.h"
-#include "devices.h"
-#include "fileio.h"
-#include "grpc.h"
+#include "core/allocator.h"
+#include "core/cdi.h"
+#include "core/claim.h"
+#include "core/devices.h"
+#include "lib/fileio.h"
+#include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
-#include "log.h"
-#include "metrics.h"
-#include "quantity.h"
-#include "state.h"
-#include "topo.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
+#include "lib/quantity.h"
+#include "core/state.h"
+#include "host/topo.h"
 
 #define REG_SOCKET "plugins_registry/dra.cpu-reg.sock"
 #define DRA_DIR "plugins/dra.cpu"

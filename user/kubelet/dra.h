@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct event_base;
 struct json_object;
@@ -45,7 +45,7 @@ struct dra_opts {
 	const char *kubelet_root; /* sockets go under it */
 	const char *sysfs_root;	  /* NULL: / (health reads cpu/online) */
 	bool watch_online;	  /* topology discovered here: report CPUs going offline */
-	int device_mode;	  /* enum cfg_device_mode */
+	int device_mode;	  /* enum devices_mode */
 	dra_fetch_fn fetch;
 	void *fetch_ud;
 	dra_registered_fn on_registered;

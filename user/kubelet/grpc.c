@@ -22,7 +22,7 @@
  */
 #define LOG_MOD "grpc"
 
-#include "grpc.h"
+#include "kubelet/grpc.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -43,8 +43,8 @@
 #include <nghttp2/nghttp2.h>
 #include <protobuf-c/protobuf-c.h>
 
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000ULL) /* STYLE.md: slow handlers are logged */
 #define WARN_INTERVAL_NS (10 * 1000 * 1000 * 1000ULL)

@@ -1,5 +1,5 @@
 /* Exponential backoff with equal jitter. See backoff.h for the contract. */
-#include "backoff.h"
+#include "lib/backoff.h"
 
 #include <stdint.h>
 #include <sys/random.h>

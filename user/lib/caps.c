@@ -1,5 +1,5 @@
 /* Capability dropping with the raw capget/capset syscalls (no libcap). */
-#include "caps.h"
+#include "lib/caps.h"
 
 #include <errno.h>
 #include <linux/capability.h>

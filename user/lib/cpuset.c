@@ -1,5 +1,5 @@
 /* CPU bitmap and the Linux cpulist format. See cpuset.h for the contract. */
-#include "cpuset.h"
+#include "lib/cpuset.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Bounded reads and atomic replaces. See fileio.h. */
-#include "fileio.h"
+#include "lib/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len)
 {

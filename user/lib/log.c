@@ -1,6 +1,6 @@
 /* logfmt logging to stderr. One line per write(2) so lines from concurrent
  * processes (tests run several daemons) never interleave. */
-#include "log.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Quantity parsing and canonical formatting. See quantity.h. */
-#include "quantity.h"
+#include "lib/quantity.h"
 
 #include <errno.h>
 #include <stdarg.h>

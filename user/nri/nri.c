@@ -7,7 +7,7 @@
  * decoded from the runtime goes through a budget allocator.
  */
 #define LOG_MOD "nri"
-#include "nri.h"
+#include "nri/nri.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -22,11 +22,11 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "backoff.h"
-#include "cpuset.h"
-#include "log.h"
+#include "lib/backoff.h"
+#include "lib/cpuset.h"
+#include "lib/log.h"
 #include "nri_api.pb-c.h"
-#include "ttrpc.h"
+#include "nri/ttrpc.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define SVC_RUNTIME "nri.pkg.api.v1alpha1.Runtime"

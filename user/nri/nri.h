@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct event_base;
 

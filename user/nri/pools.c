@@ -8,7 +8,7 @@
  * O(n^2). n_shared counts the containers without a claim as they come, go and
  * lose claims, so the gauges and the guard need no walk.
  */
-#include "pools.h"
+#include "nri/pools.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,14 +20,14 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "pools"
-#include "bpfmon.h"
-#include "cdi.h"
-#include "fileio.h"
-#include "hash.h"
-#include "log.h"
-#include "metrics.h"
-#include "nri.h"
-#include "state.h"
+#include "pinning/bpfmon.h"
+#include "core/cdi.h"
+#include "lib/fileio.h"
+#include "lib/hash.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
+#include "nri/nri.h"
+#include "core/state.h"
 
 #define MAX_CLAIMS_PER_CONTAINER 32
 

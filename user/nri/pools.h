@@ -23,7 +23,7 @@
 
 #include <stdbool.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct state;
 struct bpfmon;

@@ -7,7 +7,7 @@
  * nothing: a 4 MiB allocation needs a header that is valid in every way.
  */
 #define LOG_MOD "ttrpc"
-#include "ttrpc.h"
+#include "nri/ttrpc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
+#include "lib/clock.h"
 #include "nri_ttrpc.pb-c.h"
 
 enum { SRV = 0, CLI = 1 };

@@ -42,7 +42,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 #define TTRPC_HDR_LEN 10u
 #define TTRPC_MSG_MAX (4u << 20)	/* ttrpc's own limit on a message body */

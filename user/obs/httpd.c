@@ -1,5 +1,5 @@
 /* evhttp endpoints. See httpd.h. */
-#include "httpd.h"
+#include "obs/httpd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 
 #define LOG_MOD "httpd"
-#include "log.h"
-#include "metrics.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
 
 #define HTTPD_MAX_CHECKS 16
 /* Slow handler warning threshold (STYLE: 10 ms). */

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct event_base;
 struct metrics;

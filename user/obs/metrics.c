@@ -7,7 +7,7 @@
  * valid; metric_reset() only zeroes and hides series, it keeps them allocated
  * (collectors rebuild the same label sets on every render).
  */
-#include "metrics.h"
+#include "obs/metrics.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,8 +19,8 @@
 #include <event2/buffer.h>
 
 #define LOG_MOD "metrics"
-#include "hash.h"
-#include "log.h"
+#include "lib/hash.h"
+#include "lib/log.h"
 
 #define METRIC_MAX_LABELS 6
 

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 
 struct metrics;
 struct metric;

@@ -10,7 +10,7 @@
  *   - cgroup paths are relative to the hierarchy root as seen from our mount
  *     ("/" = the root), cached by id (kernfs ids are never reused).
  */
-#include "bpfmon.h"
+#include "pinning/bpfmon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,9 +30,9 @@
 #include <event2/event.h>
 
 #define LOG_MOD "bpfmon"
-#include "cpuset.h"
-#include "log.h"
-#include "metrics.h"
+#include "lib/cpuset.h"
+#include "lib/log.h"
+#include "obs/metrics.h"
 
 #include "baseline.skel.h"
 #include "enforce.skel.h"

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cleanup.h"
+#include "lib/cleanup.h"
 #include "pinning.h"
 
 struct bpfmon;

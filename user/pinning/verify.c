@@ -9,7 +9,7 @@
  *     seen_slots (open addressing, 2 * VERIFY_SEEN_MAX slots).
  *   - top[] is sorted by ticks, busiest first.
  */
-#include "verify.h"
+#include "pinning/verify.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -34,9 +34,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bpfmon.h"
-#include "cleanup.h"
-#include "cpuset.h"
+#include "pinning/bpfmon.h"
+#include "lib/cleanup.h"
+#include "lib/cpuset.h"
 
 struct json_object;
 

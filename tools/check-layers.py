@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""Checks the layering of user/ from its #include lines (make lint).
+
+user/<layer>/<module>.[ch]: a file may include its own layer and the layers
+below it, never one above it, and never a sibling at the same height (kube,
+kubelet and nri are three peers of the driver and talk only through the
+layers below them and through cmd, which wires them). Every project header is
+named by its layer ("lib/log.h"), so the rule reads straight off the line.
+
+Order, lowest first (DESIGN.md section 2):
+
+  lib      one copy of each mechanism: log, buffers, errors, files, hashing, clock
+  obs      the metrics registry and /metrics: every layer above counts into it
+  host     what this machine is: topology, cgroups, /proc and sysfs
+  core     claims and CPUs, the durable record; no peer I/O
+  pinning  the BPF skeletons and the verdicts drawn from them
+  kube | kubelet | nri    the three peers: API server, kubelet, runtime
+  cmd      wiring, flags, the loop
+
+Generated headers belong to the layer that owns them: *.skel.h to pinning,
+kubelet_*.pb-c.h to kubelet, nri_*.pb-c.h to nri; include/*.h (shared with
+BPF) may be included from any layer.
+
+Usage: check-layers.py [ROOT]   exit 0 clean, 1 on a violation (each printed
+as file:line), 2 when the tree cannot be read.
+"""
+import os
+import re
+import sys
+
+RANK = {"lib": 0, "obs": 1, "host": 2, "core": 3, "pinning": 4,
+        "kube": 5, "kubelet": 5, "nri": 5, "cmd": 6}
+GENERATED = [(re.compile(r"^[a-z_]+\.skel\.h$"), "pinning"),
+             (re.compile(r"^kubelet_[a-z0-9_]+\.pb-c\.h$"), "kubelet"),
+             (re.compile(r"^nri_[a-z0-9_]+\.pb-c\.h$"), "nri")]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def layer_of_include(name, shared):
+    """The layer a quoted include names, "shared" for include/, or None."""
+    head, _, rest = name.partition("/")
+    if rest and head in RANK:
+        return head
+    for rx, layer in GENERATED:
+        if rx.match(name):
+            return layer
+    if name in shared:
+        return "shared"
+    return None
+
+
+def check(root):
+    user = os.path.join(root, "user")
+    shared = set(os.listdir(os.path.join(root, "include")))
+    errors = []
+    files = 0
+    for entry in sorted(os.listdir(user)):
+        path = os.path.join(user, entry)
+        if not os.path.isdir(path):
+            errors.append(f"user/{entry}: a file outside the layer folders")
+            continue
+        if entry not in RANK:
+            errors.append(f"user/{entry}/: not a known layer ({', '.join(RANK)})")
+            continue
+        for fname in sorted(os.listdir(path)):
+            if not fname.endswith((".c", ".h")):
+                continue
+            files += 1
+            rel = f"user/{entry}/{fname}"
+            with open(os.path.join(path, fname), encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    inc = m.group(1)
+                    to = layer_of_include(inc, shared)
+                    if to is None:
+                        errors.append(f"{rel}:{lineno}: \"{inc}\" names no layer "
+                                      f"(write \"<layer>/{inc}\")")
+                    elif to == "shared" or to == entry:
+                        continue
+                    elif not os.path.exists(os.path.join(user, inc)) and "/" in inc:
+                        errors.append(f"{rel}:{lineno}: \"{inc}\" does not exist")
+                    elif RANK[to] > RANK[entry]:
+                        errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
+                                      f"a layer above it ({to})")
+                    elif RANK[to] == RANK[entry]:
+                        errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
+                                      f"a sibling layer ({to}); go through a lower "
+                                      f"layer or through cmd")
+    return files, errors
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))
+    try:
+        files, errors = check(root)
+    except OSError as e:
+        print(f"check-layers: {e}", file=sys.stderr)
+        return 2
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"check-layers: {len(errors)} layering violation(s)")
+        return 1
+    if files == 0:
+        print("check-layers: no sources under user/", file=sys.stderr)
+        return 2
+    print(f"check-layers: {files} files, layering holds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
