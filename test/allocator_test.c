@@ -168,6 +168,7 @@ static void mismatch(const char *test, const char *fmt, ...)
 static void report(const char *group, int total)
 {
 	printf("# kubelet %s: %d/%d cases exact\n", group, total - mismatches, total);
+	assert_true(total > 0); /* a table that loads nothing proves nothing */
 	assert_int_equal(mismatches, 0);
 }
 
