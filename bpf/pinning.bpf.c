@@ -31,37 +31,19 @@
 
 #include "pinning.h"
 #include "pinning.bpf.h"
+#include "pinning_maps.bpf.h"
 
-/* Knobs, set by user/pinning/bpfmon.c between open and load. */
-const volatile __u32 cgroup_mode = PINNING_CGROUP_V2;
-/* Token bucket per CPU: one event per interval, up to burst at once. */
+/* Knobs, set by user/pinning/bpfmon.c between open and load; cgroup_mode is
+ * in pinning_maps.bpf.h. Token bucket per CPU: one event per interval, up to
+ * burst at once. */
 const volatile __u64 event_interval_ns = 10 * 1000 * 1000;
 const volatile __u32 event_burst = 16;
 /* 0 on kernels without BPF ring buffers (< 5.8): userspace turns `events`
  * into a dummy array and the verifier prunes every use of it. */
 const volatile __u32 events_enabled = 1;
 
-/* max_entries of the per-CPU arrays is set to the number of possible CPUs
- * before load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pinning_owner);
-} owners SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pinning_cpu_stats);
-} cpu_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
+/* max_entries of shared_cpus is set to the number of possible CPUs before
+ * load, as for owners. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
