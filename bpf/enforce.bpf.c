@@ -169,8 +169,8 @@ int BPF_PROG(deny_affinity, struct task_struct *p, int ret)
 	if (!excl || !eff)
 		return 0;
 	cpuset_effective(p, eff);
-	cg = task_pinning_cgroup(p, cgroup_mode);
-	cgid = cg->kn->id;
+	cg = task_pinning_cgroup(p, cgroup_mode, true);
+	cgid = cgroup_id_of(cg, true);
 
 	for (__u32 w = 0; w < PINNING_MASK_WORDS; w++) {
 		__u64 bits = pm->m.w[w] & excl->w[w] & eff->w[w];
@@ -183,7 +183,7 @@ int BPF_PROG(deny_affinity, struct task_struct *p, int ret)
 
 			bits &= bits - 1;
 			o = bpf_map_lookup_elem(&owners, &cpu);
-			if (o && o->cgroup_id && !cgroup_is_under(cg, cgid, o))
+			if (o && o->cgroup_id && !cgroup_is_under(cg, cgid, o, true))
 				return deny(p, cg, cgid, cpu, o->cgroup_id);
 		}
 	}
