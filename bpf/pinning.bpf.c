@@ -27,7 +27,10 @@
  * this CPU's rq->clock was updated for this very switch: their difference is
  * exactly the wait the kernel is about to account, from the wakeup (or
  * preemption, or migration here) to now. No wakeup hooks, no per-task
- * storage, one program per switch.
+ * storage, one program per switch. Older kernels (sched_info_on() before
+ * it became IS_ENABLED(CONFIG_SCHED_INFO), around 5.14) keep the stamps
+ * only while schedstats or delay accounting are on (delayacct_on, then on
+ * by default); with neither the histogram stays empty.
  *
  * Each program has a raw_tp twin (*_raw) for kernels without tp_btf (< 5.5):
  * same code, CO-RE probe reads instead of BTF loads (pinning.bpf.h).
