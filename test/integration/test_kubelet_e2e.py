@@ -105,14 +105,16 @@ def test_multi_request_claim_gets_disjoint_cpus(apiserver, grouped, kubelet):
     assert len(cpus) == 10
 
 
-def test_claim_without_our_results_succeeds_empty(apiserver, grouped, kubelet):
+def test_claim_without_our_results_is_an_error(apiserver, grouped, kubelet):
     c = claim("gpu", [])
     c["status"]["allocation"]["devices"]["results"] = [
         {"request": "g", "driver": "gpu.example.com", "pool": NODE, "device": "gpu0"}]
     c["spec"]["devices"]["requests"] = [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]
     c = apiserver.put_claim(c)
     r = prepare(kubelet, grouped, c)
-    assert r.error == "" and len(r.devices) == 0
+    assert "no results for driver dra.cpu" in r.error and len(r.devices) == 0
+    assert grouped.cdi_specs() == []
+    assert grouped.metrics()['dra_cpu_prepare_claims_total{result="error"}'] == 1
 
 
 @pytest.mark.parametrize("consumed,msg", [
