@@ -23,8 +23,9 @@
  * (out of memory): it then has no callbacks, and adoption just lets it go.
  *
  * Invariants: n_conns counts pending + conns, every descriptor evhttp holds
- * for us; n_conns > max_conns only between an accept and its adoption; a
- * conn is freed only by its close callback (or httpd_free).
+ * for us, and never exceeds max_conns (room is made before an accepted
+ * connection is counted); at most one conn is pending after an accept
+ * returns; a conn is freed only by its close callback (or httpd_free).
  *
  * accept() failing with EMFILE/ENFILE (or ENOBUFS/ENOMEM) leaves the
  * listening socket readable, and libevent's listener would retry forever:
@@ -315,32 +316,6 @@ static void evict(struct httpd *h, struct conn *c, struct metric_series *why)
 	evhttp_connection_free(c->evcon);
 }
 
-/* evhttp_set_bevcb(): called for each accepted connection, before evhttp
- * sets it up. */
-static struct bufferevent *on_accepted(struct event_base *base, void *arg)
-{
-	struct httpd *h = arg;
-	struct conn *c = calloc(1, sizeof(*c));
-
-	h->pause_ms = HTTPD_PAUSE_MIN_MS;
-	if (!c)
-		return NULL; /* evhttp makes its own: one connection we do not see */
-	/* Without BEV_OPT_CLOSE_ON_FREE, as evhttp's own: evhttp then closes
-	 * the descriptor in evhttp_connection_free(), not later when the
-	 * bufferevent is finalized, so an eviction frees it at once. */
-	c->bev = bufferevent_socket_new(base, -1, 0);
-	if (!c->bev) {
-		free(c);
-		return NULL;
-	}
-	c->h = h;
-	bufferevent_incref(c->bev);
-	TAILQ_INSERT_TAIL(&h->pending, c, link);
-	h->n_conns++;
-	event_active(h->adopt, EV_TIMEOUT, 0);
-	return c->bev;
-}
-
 /* Pending connections become tracked ones. Runs from the loop, outside any
  * evhttp callback. */
 static void adopt_pending(struct httpd *h)
@@ -372,28 +347,65 @@ static void adopt_pending(struct httpd *h)
 	}
 }
 
-/* After accepts: adopt them; over the cap, the least recently active go. */
-static void on_adopt(evutil_socket_t fd, short what, void *arg)
+/* Closes the least recently active connections until `room` more fit under
+ * the cap. */
+static void make_room(struct httpd *h, int room)
 {
-	struct httpd *h = arg;
 	struct conn *c;
 	int evicted = 0;
+	unsigned held;
 
-	adopt_pending(h);
-	while (h->n_conns > h->max_conns && (c = TAILQ_FIRST(&h->conns))) {
+	while (h->n_conns + room > h->max_conns && (c = TAILQ_FIRST(&h->conns))) {
 		evict(h, c, h->m_evicted_limit);
 		evicted++;
 	}
-	update_gauge(h);
-	if (evicted) {
-		unsigned held;
+	if (evicted && warn_due(&h->warn_limit, &held))
+		log_warn("http_connection_limit",
+			 "limit=%d evicted=%d action=closed_least_recently_active suppressed=%u",
+			 h->max_conns, evicted, held);
+}
 
-		if (warn_due(&h->warn_limit, &held))
-			log_warn("http_connection_limit",
-				 "limit=%d evicted=%d action=closed_least_recently_active "
-				 "suppressed=%u",
-				 h->max_conns, evicted, held);
+/* The last accept of a batch, adopted. */
+static void on_adopt(evutil_socket_t fd, short what, void *arg)
+{
+	struct httpd *h = arg;
+
+	adopt_pending(h);
+	make_room(h, 0);
+	update_gauge(h);
+}
+
+/* evhttp_set_bevcb(): called for each accepted connection, before evhttp
+ * sets it up. The connections accepted before it in the same batch are set
+ * up by now: adopting them here, and making room here, keeps the count at
+ * most one over the cap however many wait in the backlog. Evicting from
+ * here is safe: the new connection is not evhttp's yet, and no callback of
+ * another connection is running. */
+static struct bufferevent *on_accepted(struct event_base *base, void *arg)
+{
+	struct httpd *h = arg;
+	struct conn *c;
+
+	h->pause_ms = HTTPD_PAUSE_MIN_MS;
+	adopt_pending(h);
+	make_room(h, 1);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL; /* evhttp makes its own: one connection we do not see */
+	/* Without BEV_OPT_CLOSE_ON_FREE, as evhttp's own: evhttp then closes
+	 * the descriptor in evhttp_connection_free(), not later when the
+	 * bufferevent is finalized, so an eviction frees it at once. */
+	c->bev = bufferevent_socket_new(base, -1, 0);
+	if (!c->bev) {
+		free(c);
+		return NULL;
 	}
+	c->h = h;
+	bufferevent_incref(c->bev);
+	TAILQ_INSERT_TAIL(&h->pending, c, link);
+	h->n_conns++;
+	event_active(h->adopt, EV_TIMEOUT, 0);
+	return c->bev;
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
