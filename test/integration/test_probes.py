@@ -147,3 +147,49 @@ def test_fd_exhaustion_sheds_without_spinning(httpd_driver):
     assert d.http("/healthz")[0] == 200
     assert d.log().count("event=http_accept_failed") == 1, d.log()[-2000:]
 
+
+# ---------------------------------------------------------------- NRI
+
+ODD_MSG = "StreamID must be odd for client initiated streams"
+REUSE_MSG = "StreamID cannot be re-used and must increment"
+
+
+@pytest.fixture
+def nri_runtime(make_driver, driver_dir):
+    from nri.nrisim import Runtime
+
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock).start()
+    d = make_driver(args=["--nri-socket", sock, "--no-bpf", "--reserved-cpus", "0"]).start()
+    rt.wait_plugin(timeout=5)
+    yield rt, d
+    rt.close()
+
+
+def test_nri_bad_stream_ids_are_answered_on_a_connection_that_stays(nri_runtime):
+    """As containerd/ttrpc's server: a request on an even stream id, or on one
+    already used (still in flight or not), gets INVALID_ARGUMENT on that id;
+    the plugin keeps its connection and goes on serving the runtime."""
+    from nri.nrisim import INVALID_ARGUMENT, OK, api
+
+    rt, d = nri_runtime
+    conn = rt.wait_plugin()
+    ev = api.StateChangeEvent(event=1)  # RunPodSandbox: acknowledged, not observed
+    nxt = conn._next_stream
+
+    assert conn.call_raw([nxt + 1], "StateChange", ev) == [(nxt + 1, INVALID_ARGUMENT, ODD_MSG)]
+    # the first is served, the second reuses its id while it is answered
+    assert conn.call_raw([nxt, nxt], "StateChange", ev) == [
+        (nxt, OK, ""), (nxt, INVALID_ARGUMENT, REUSE_MSG)]
+    # an id below the last one
+    assert conn.call_raw([1], "StateChange", ev) == [(1, INVALID_ARGUMENT, REUSE_MSG)]
+    assert conn.call_raw([0], "StateChange", ev) == [(0, INVALID_ARGUMENT, ODD_MSG)]
+
+    # Same connection, still serving: a container is created through it.
+    assert not conn.closed.is_set()
+    ctr = rt.create_container(rt.add_pod("web"), "app")
+    assert ctr.cpus
+    assert [c.serial for c in rt.plugins()] == [conn.serial]
+    log = d.log()
+    assert log.count("level=warn mod=nri event=nri_request_rejected") == 1, log[-2000:]
+    assert "nri_protocol_error" not in log and "nri_disconnected" not in log
