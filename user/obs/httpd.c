@@ -11,7 +11,8 @@
  * Connection lifecycle:
  *
  *   accept (evhttp) --bevcb--> pending (we hold a bufferevent reference)
- *     --adopt (next callback on the loop)--> conns, least recently active first
+ *     --adopt (at the next accept, else the next callback on the loop)-->
+ *   conns, least recently active first
  *     --closecb (evhttp frees it: peer closed, timeout, evicted)--> gone
  *
  * evhttp gives no hook once a connection is set up, and the bufferevent it
@@ -365,7 +366,7 @@ static void make_room(struct httpd *h, int room)
 			 h->max_conns, evicted, held);
 }
 
-/* The last accept of a batch, adopted. */
+/* Adopts the last accept of a batch (no later accept did). */
 static void on_adopt(evutil_socket_t fd, short what, void *arg)
 {
 	struct httpd *h = arg;
@@ -377,8 +378,8 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg)
 
 /* evhttp_set_bevcb(): called for each accepted connection, before evhttp
  * sets it up. The connections accepted before it in the same batch are set
- * up by now: adopting them here, and making room here, keeps the count at
- * most one over the cap however many wait in the backlog. Evicting from
+ * up by now: adopting them and making room here keeps the count within the
+ * cap however many wait in the backlog. Evicting from
  * here is safe: the new connection is not evhttp's yet, and no callback of
  * another connection is running. */
 static struct bufferevent *on_accepted(struct event_base *base, void *arg)
