@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 
 #define FILE_PREFIX "dra.k8s.io-cpu_claim-"
@@ -108,6 +109,11 @@ int cdi_spec_remove(const char *dir, const char *uid)
 	return r < 0 ? r : fileio_remove(dir, name);
 }
 
+int cdi_remove_stale_temps(const char *dir)
+{
+	return fileio_remove_stale_temps(dir, FILE_PREFIX);
+}
+
 static void json_putp(struct json_object **o)
 {
 	if (*o)
@@ -195,6 +201,7 @@ int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 	while (r >= 0 && (de = readdir(d))) {
 		size_t n = strlen(de->d_name), pl = strlen(FILE_PREFIX), sl = strlen(FILE_SUFFIX);
 		char path[4096], uid[CDI_UID_MAX], why[CDI_ERR_MAX] = "";
+		struct errbuf eb = { "" };
 		_cleanup_free_ char *buf = NULL;
 		struct cpuset cpus;
 		size_t len = 0;
@@ -205,10 +212,10 @@ int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
-		k = fileio_read(path, CDI_FILE_MAX, &buf, &len, NULL);
+		k = fileio_read(path, CDI_FILE_MAX, &buf, &len, &eb);
 		if (k < 0) {
 			if (bad)
-				bad(ud, path, k == -E2BIG ? "file too large" : strerror(-k));
+				bad(ud, path, errbuf_text(&eb, k));
 			continue;
 		}
 		if (cdi_spec_parse(buf, len, uid, &cpus, why) < 0) {
