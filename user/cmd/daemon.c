@@ -406,6 +406,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
 			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
+			.first_request_timeout_ms = cfg->kubelet_first_request_timeout_s * 1000,
 			.fetch = &fetch_ops,
 			.fetch_ud = d,
 			.on_registered = on_registered,
