@@ -11,10 +11,11 @@
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/errbuf.h"
 
 #define UID "6f0c1c4e-0000-4000-8000-000000000001"
 
-static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
+static int parse(const char *alloc_json, struct claim_alloc *a, struct errbuf *err)
 {
 	char buf[4096];
 	struct json_object *o;
@@ -38,13 +39,13 @@ static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
 static void test_claim_takes_only_our_results(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(parse("{\"devices\":{\"results\":["
 			       RES("gpu", "gpu.example.com", "node-1", "gpu0") "},"
 			       RES("cpu", "dra.cpu", "node-1", "cpudevnuma001")
 			       ",\"shareID\":\"a1b2\",\"consumedCapacity\":{\"dra.cpu/cpu\":\"10\"}}"
-			       "]}}", &a, err), 0);
+			       "]}}", &a, &err), 0);
 	assert_int_equal(a.n, 1);
 	assert_string_equal(a.results[0].request, "cpu");
 	assert_string_equal(a.results[0].device, "cpudevnuma001");
@@ -58,12 +59,12 @@ static void test_claim_takes_only_our_results(void **st)
 static void test_claim_without_our_results_is_empty_success(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(parse("{\"devices\":{\"results\":[" RES("g", "x.example.com", "n", "d")
-			       "}]}}", &a, err), 0);
+			       "}]}}", &a, &err), 0);
 	assert_int_equal(a.n, 0);
-	assert_int_equal(parse("{}", &a, err), 0);
+	assert_int_equal(parse("{}", &a, &err), 0);
 	assert_int_equal(a.n, 0);
 }
 
@@ -105,11 +106,11 @@ static void test_claim_errors(void **st)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct claim_alloc a;
-		char err[CLAIM_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
-		assert_int_equal(parse(bad[i].alloc, &a, err), -EINVAL);
-		if (!strstr(err, bad[i].why))
-			fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].why);
+		assert_int_equal(parse(bad[i].alloc, &a, &err), -EINVAL);
+		if (!strstr(err.s, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.s, bad[i].why);
 	}
 }
 
@@ -117,25 +118,25 @@ static void test_claim_uid_mismatch_and_unallocated(void **st)
 {
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"other\"},\"status\":{\"allocation\":{}}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "deleted and recreated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "deleted and recreated"));
 	json_object_put(o);
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"" UID "\"},\"status\":{}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "not allocated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "not allocated"));
 	json_object_put(o);
 	o = json_tokener_parse("[1,2]");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
 	json_object_put(o);
 }
 
 static void test_claim_config_applies_by_request_and_in_order(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(
 		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudevnuma000")
@@ -148,7 +149,7 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 		      "\"policy\":\"distributed\",\"alignL3\":false}}},"
 		      "{\"requests\":[\"a\"],\"opaque\":{\"driver\":\"other.example.com\","
 		      "\"parameters\":{\"anything\":1}}}]}}",
-		      &a, err),
+		      &a, &err),
 		0);
 	assert_int_equal(a.n, 2);
 	assert_true(a.results[0].config.full_cores);

@@ -11,14 +11,15 @@
 #include <cmocka.h>
 
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 
 static struct cpuset parse_ok(const char *s)
 {
 	struct cpuset c;
-	char why[CPUSET_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	if (cpuset_parse(s, &c, why) != 0)
-		fail_msg("'%s' did not parse: %s", s, why);
+	if (cpuset_parse(s, &c, &why) != 0)
+		fail_msg("'%s' did not parse: %s", s, why.s);
 	return c;
 }
 
@@ -35,13 +36,13 @@ static void assert_roundtrip(const char *in, const char *canonical)
 static void assert_rejects(const char *in, int err, const char *why_part)
 {
 	struct cpuset c;
-	char why[CPUSET_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	cpuset_zero(&c);
 	cpuset_set(&c, 42);
-	assert_int_equal(cpuset_parse(in, &c, why), err);
-	if (!strstr(why, why_part))
-		fail_msg("'%s': error '%s' lacks '%s'", in, why, why_part);
+	assert_int_equal(cpuset_parse(in, &c, &why), err);
+	if (!strstr(why.s, why_part))
+		fail_msg("'%s': error '%s' lacks '%s'", in, why.s, why_part);
 	/* *ret untouched on error */
 	assert_true(cpuset_has(&c, 42));
 	assert_int_equal(cpuset_count(&c), 1);

@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "lib/errbuf.h"
 #include "nri/nri.h"
 #include "nri_api.pb-c.h"
 #include "nri_pipe.h"
@@ -70,7 +71,7 @@ static int add_update(struct pol *p, struct nri_updates *upd)
 
 static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		  const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-		  char *err)
+		  struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -86,10 +87,8 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		snprintf(p->sync_cgroups, sizeof(p->sync_cgroups), "%s", ctrs[0].cgroups_path);
 		snprintf(p->sync_cpus, sizeof(p->sync_cpus), "%s", ctrs[0].cpus);
 	}
-	if (p->fail) {
-		snprintf(err, NRI_ERR_MAX, "policy says no");
-		return p->fail;
-	}
+	if (p->fail)
+		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->out)
 		return add_update(p, upd);
 	for (size_t i = 0; i < n_ctrs; i++)
@@ -98,7 +97,7 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 }
 
 static int p_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		    struct nri_adjust *adj, struct nri_updates *upd, char *err)
+		    struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 	const char *pin = nri_container_getenv(c, "PIN");
@@ -108,17 +107,15 @@ static int p_create(void *ud, const struct nri_pod *pod, const struct nri_contai
 	snprintf(p->create_pod_uid, sizeof(p->create_pod_uid), "%s", pod->uid);
 	snprintf(p->create_pin, sizeof(p->create_pin), "%s", pin ? pin : "");
 	assert_ptr_equal(c->pod, pod);
-	if (p->fail) {
-		snprintf(err, NRI_ERR_MAX, "policy says no");
-		return p->fail;
-	}
+	if (p->fail)
+		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->adjust_cpus)
 		assert_int_equal(nri_adjust_set_cpus(adj, p->adjust_cpus), 0);
 	return add_update(p, upd);
 }
 
 static int p_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		    const char *cpus, struct nri_updates *upd, char *err)
+		    const char *cpus, struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -128,7 +125,7 @@ static int p_update(void *ud, const struct nri_pod *pod, const struct nri_contai
 }
 
 static int p_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		  struct nri_updates *upd, char *err)
+		  struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -301,7 +298,7 @@ static int rt_teardown(void **state)
 /* A call from the runtime and its outcome. */
 struct reply {
 	int n, r, code;
-	char msg[NRI_ERR_MAX];
+	char msg[ERRBUF_MAX];
 	uint8_t payload[8192];
 	size_t len;
 };

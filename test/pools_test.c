@@ -23,6 +23,7 @@
 #include "nri/pools.h"
 #include "core/state.h"
 #include "nri/ttrpc.h"
+#include "lib/errbuf.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define UID1 "11111111-2222-3333-4444-555555555555"
@@ -206,11 +207,11 @@ static int add_claim(struct env *e, const char *uid, const char *cpus)
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c = { .ns = "default", .name = "claim", .results = &res,
 				 .n_results = 1 };
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
 	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
-	return state_claim_add(e->state, &c, why);
+	return state_claim_add(e->state, &c, &why);
 }
 
 static double gauge(struct env *e, const char *name)

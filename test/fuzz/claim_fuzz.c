@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -15,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_tokener *tok = json_tokener_new_ex(32);
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	if (!tok)
 		return 0;
@@ -23,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_tokener_free(tok);
 	if (!o)
 		return 0;
-	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, err) < 0)
-		assert(err[0]);
+	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, &err) < 0)
+		assert(err.s[0]);
 	else
 		assert(a.n >= 0 && a.n <= CLAIM_MAX_RESULTS);
 	json_object_put(o);

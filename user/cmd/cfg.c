@@ -5,12 +5,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define LOG_MOD "cfg"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "host/topo.h"
 
@@ -95,18 +95,6 @@ static const struct opt opts[] = {
 	  "Print the version and exit." },
 };
 
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, CFG_ERR_MAX, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static const char *env_name(const struct opt *o, char buf[static 64])
 {
 	size_t i = 0;
@@ -140,7 +128,8 @@ static void enum_list(const struct opt *o, char *buf, size_t size)
 }
 
 /* Stores text value v for option o; src names where it came from for errors. */
-static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src, char *err)
+static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src,
+		   struct errbuf *err)
 {
 	void *field = (char *)c + o->off;
 	char tmp[128];
@@ -155,18 +144,17 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 		free(*dst);
 		*dst = s;
 		if (o->type == OPT_CPUSET) {
-			char why[CPUSET_ERR_MAX];
-
-			if (cpuset_parse(v, &c->reserved, why) < 0)
-				return fail(err, "%s %s: invalid CPU list '%s': %s", src, o->name, v,
-					    why);
+			if (cpuset_parse(v, &c->reserved, err) < 0)
+				return errbuf_wrap(err, -EINVAL, "%s %s: invalid CPU list '%s'",
+						   src, o->name, v);
 		}
 		return 0;
 	}
 	case OPT_BOOL:
 		if (parse_bool(v, field) < 0)
-			return fail(err, "%s %s: '%s' is not a boolean (true|false)", src, o->name,
-				    v);
+			return errbuf_fail(err, -EINVAL,
+					   "%s %s: '%s' is not a boolean (true|false)", src,
+					   o->name, v);
 		return 0;
 	case OPT_INT: {
 		char *end;
@@ -175,8 +163,8 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 		errno = 0;
 		n = strtol(v, &end, 10);
 		if (!*v || *end || errno || n < o->min || n > o->max)
-			return fail(err, "%s %s: '%s' is not an integer in %d..%d", src, o->name, v,
-				    o->min, o->max);
+			return errbuf_fail(err, -EINVAL, "%s %s: '%s' is not an integer in %d..%d",
+					   src, o->name, v, o->min, o->max);
 		*(int *)field = (int)n;
 		return 0;
 	}
@@ -187,7 +175,8 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 				return 0;
 			}
 		enum_list(o, tmp, sizeof(tmp));
-		return fail(err, "%s %s: unknown value '%s' (one of %s)", src, o->name, v, tmp);
+		return errbuf_fail(err, -EINVAL, "%s %s: unknown value '%s' (one of %s)", src,
+				   o->name, v, tmp);
 	case OPT_ACTION:
 		c->action = o->action;
 		return 0;
@@ -207,20 +196,22 @@ static const struct opt *find_opt(const char *name, size_t len)
 	return NULL;
 }
 
-static int check_kubelet_root(const struct cfg *c, char *err)
+static int check_kubelet_root(const struct cfg *c, struct errbuf *err)
 {
 	const char *root = c->kubelet_root_dir;
 	size_t len = strlen(root);
 
 	if (root[0] != '/')
-		return fail(err, "flag kubelet-root-dir: '%s' must be an absolute path", root);
+		return errbuf_fail(err, -EINVAL,
+				   "flag kubelet-root-dir: '%s' must be an absolute path", root);
 	while (len > 1 && root[len - 1] == '/')
 		len--;
 	if (len + strlen(REG_SOCKET_SUFFIX) > SOCKET_PATH_MAX)
-		return fail(err,
-			    "flag kubelet-root-dir: '%s' is too long: the registration socket "
-			    "path would exceed %d bytes",
-			    root, SOCKET_PATH_MAX);
+		return errbuf_fail(
+			err, -EINVAL,
+			"flag kubelet-root-dir: '%s' is too long: the registration socket "
+			"path would exceed %d bytes",
+			root, SOCKET_PATH_MAX);
 	return 0;
 }
 
@@ -229,12 +220,12 @@ static bool is_set(const char *s)
 	return s && *s;
 }
 
-int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
+int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 {
 	int r;
 
 	memset(c, 0, sizeof(*c));
-	err[0] = 0;
+	errbuf_clear(err);
 
 	/* defaults, then environment */
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
@@ -265,7 +256,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 		size_t len;
 
 		if (a[0] != '-' || !a[1])
-			return fail(err, "unexpected argument '%s' (see --help)", a);
+			return errbuf_fail(err, -EINVAL, "unexpected argument '%s' (see --help)",
+					   a);
 		name = a + 1 + (a[1] == '-');
 		eq = strchr(name, '=');
 		len = eq ? (size_t)(eq - name) : strlen(name);
@@ -277,19 +269,21 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 				o = NULL;
 		}
 		if (!o)
-			return fail(err, "unknown flag '%.*s' (see --help)", (int)len, name);
+			return errbuf_fail(err, -EINVAL, "unknown flag '%.*s' (see --help)",
+					   (int)len, name);
 		if (eq)
 			val = eq + 1;
 		if (o->type == OPT_BOOL || o->type == OPT_ACTION) {
 			if (neg && eq)
-				return fail(err, "flag no-%s takes no value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag no-%s takes no value",
+						   o->name);
 			if (o->type == OPT_ACTION && eq)
-				return fail(err, "flag %s takes no value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag %s takes no value", o->name);
 			if (!val)
 				val = neg ? "false" : "true";
 		} else if (!val) {
 			if (i + 1 >= argc)
-				return fail(err, "flag %s needs a value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag %s needs a value", o->name);
 			val = argv[++i];
 		}
 		r = set_opt(c, o, val, "flag", err);
@@ -300,17 +294,20 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 	if (c->action == CFG_HELP || c->action == CFG_VERSION)
 		return 0;
 	if (is_set(c->sysfs_root) && is_set(c->topology_file))
-		return fail(err, "flags sysfs-root and topology-file exclude each other");
+		return errbuf_fail(err, -EINVAL,
+				   "flags sysfs-root and topology-file exclude each other");
 	if (c->device_mode == DEVICES_INDIVIDUAL && c->group_by != DEVICES_BY_NUMANODE)
 		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
 	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
-		return fail(err, "flag bind-address: '%s' must be host:port or :port",
-			    c->bind_address ? c->bind_address : "");
+		return errbuf_fail(err, -EINVAL,
+				   "flag bind-address: '%s' must be host:port or :port",
+				   c->bind_address ? c->bind_address : "");
 	r = check_kubelet_root(c, err);
 	if (r < 0)
 		return r;
 	if (c->cdi_dir[0] != '/' || c->state_dir[0] != '/')
-		return fail(err, "flags cdi-dir and state-dir must be absolute paths");
+		return errbuf_fail(err, -EINVAL,
+				   "flags cdi-dir and state-dir must be absolute paths");
 	log_set_level((enum log_level)(LOG_INFO + (c->verbosity > 2 ? 2 : c->verbosity)));
 	return 0;
 }
@@ -326,7 +323,7 @@ void cfg_done(struct cfg *c)
 		}
 }
 
-int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
+int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf *err)
 {
 	struct cpuset bad, left;
 	char list[256];
@@ -334,13 +331,15 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
 	cpuset_andnot(&bad, &c->reserved, &t->online);
 	if (!cpuset_is_empty(&bad)) {
 		(void)cpuset_format(&bad, list, sizeof(list));
-		return fail(err, "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
-			    "see --print-topology");
+		return errbuf_fail(err, -EINVAL,
+				   "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
+				   "see --print-topology");
 	}
 	cpuset_andnot(&left, &t->online, &c->reserved);
 	if (cpuset_is_empty(&left))
-		return fail(err, "flag reserved-cpus: reserves every online CPU; nothing is left "
-				 "to publish");
+		return errbuf_fail(err, -EINVAL,
+				   "flag reserved-cpus: reserves every online CPU; nothing is left "
+				   "to publish");
 	return 0;
 }
 

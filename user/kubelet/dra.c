@@ -26,6 +26,7 @@
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "core/devices.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
@@ -141,7 +142,7 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	const struct device *dev = devices_find(d->devices, r->device);
 	struct cpuset avail, group, reserved;
 	struct alloc_opts ao = { 0 };
-	char why[ALLOC_ERR_MAX] = "", qwhy[QUANTITY_ERR_MAX] = "";
+	struct errbuf why = { "" }, qwhy = { "" };
 	int64_t count;
 	int rc;
 
@@ -153,10 +154,10 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 			    "result for request %s has no consumedCapacity[\"dra.cpu/cpu\"]: the "
 			    "cluster needs the DRAConsumableCapacity feature",
 			    r->request);
-	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, qwhy);
+	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, &qwhy);
 	if (rc < 0)
 		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
-			    qwhy, r->device, dev->n_cpus);
+			    qwhy.s, r->device, dev->n_cpus);
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
@@ -173,9 +174,9 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 					     : ao.policy == ALLOC_PACKED;
 	ao.full_cores = r->config.full_cores;
 	ao.reserved = &reserved;
-	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, why);
+	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, &why);
 	if (rc < 0)
-		return perr(err, "request %s: %s", r->request, why);
+		return perr(err, "request %s: %s", r->request, why.s);
 	return 0;
 }
 
@@ -186,7 +187,8 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	struct state_result res[CLAIM_MAX_RESULTS];
 	struct state_claim c;
 	struct cpuset taken;
-	char why[STATE_ERR_MAX] = "", list[256];
+	struct errbuf why = { "" };
+	char list[256];
 	int r;
 
 	memset(&c, 0, sizeof(c));
@@ -233,11 +235,11 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
 	c.n_results = pc->alloc.n;
 	c.results = res;
-	r = state_claim_add(d->state, &c, why);
+	r = state_claim_add(d->state, &c, &why);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
-		return perr(pc->err, "overlapping device assignment: %s", why);
+		return perr(pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
-		return perr(pc->err, "%s", why);
+		return perr(pc->err, "%s", why.s);
 	(void)cpuset_format(&taken, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
 		 pc->uid, list, pc->alloc.n);
@@ -379,13 +381,13 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 {
 	struct prep_claim *pc = ud;
 	struct dra *d = pc->prep->dra;
-	char cerr[CLAIM_ERR_MAX] = "";
+	struct errbuf cerr = { "" };
 
 	if (!claim) {
 		(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
 			   err ? err : "failed");
-	} else if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0) {
-		(void)perr(pc->err, "%s", cerr);
+	} else if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0) {
+		(void)perr(pc->err, "%s", cerr.s);
 	} else {
 		(void)decide(d, pc);
 	}

@@ -24,6 +24,7 @@
 
 #include "lib/backoff.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "nri_api.pb-c.h"
 #include "nri/ttrpc.h"
@@ -703,12 +704,10 @@ static int reply_empty(struct nri_session *s, uint32_t sid)
 
 /* A handler's error becomes the runtime's error; logged here, once. */
 static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
-			const struct nri_container *c, int r, char *err)
+			const struct nri_container *c, int r, const struct errbuf *err)
 {
-	const char *msg;
+	const char *msg = errbuf_text(err, r < 0 ? r : -EINVAL);
 
-	err[NRI_ERR_MAX - 1] = 0; /* whatever the handler wrote */
-	msg = *err ? err : strerror(r < 0 ? -r : EINVAL);
 	s->st.handler_errors++;
 	if (c)
 		log_error("nri_handler_failed", "method=%s container=%s name=%s err=%s", method,
@@ -784,7 +783,7 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 	_cleanup_free_ const struct nri_pod **index = NULL;
 	_cleanup_free_ struct nri_container *ctrs = NULL;
 	_cleanup_(updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	char err[NRI_ERR_MAX] = "";
+	struct errbuf err = {""};
 	size_t np = 0, nc = 0, ip = 0, ic = 0;
 	int64_t t0;
 	int r;
@@ -817,11 +816,11 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 	r = 0;
 	if (s->h.synchronize) {
 		t0 = ttrpc_now_ms();
-		r = s->h.synchronize(s->ud, pods, np, ctrs, ic, &upd, err);
+		r = s->h.synchronize(s->ud, pods, np, ctrs, ic, &upd, &err);
 		check_slow("Synchronize", t0);
 	}
 	if (r < 0)
-		return reply_failed(s, sid, "Synchronize", NULL, r, err);
+		return reply_failed(s, sid, "Synchronize", NULL, r, &err);
 	r = reply_msg(s, sid, &resp.base, &upd);
 	if (r < 0)
 		return r;
@@ -884,7 +883,7 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
 	struct nri_pod pod;
 	struct nri_container c;
-	char err[NRI_ERR_MAX] = "";
+	struct errbuf err = {""};
 	int64_t t0;
 	int r;
 
@@ -897,10 +896,10 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	pod_view(&pod, req->pod);
 	container_view(&c, req->container, &pod);
 	t0 = ttrpc_now_ms();
-	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, err);
+	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
 	check_slow("CreateContainer", t0);
 	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "CreateContainer", &c, r, err);
+		r = reply_failed(s, rq->stream_id, "CreateContainer", &c, r, &err);
 		goto out;
 	}
 	if (adj.cpus) {
@@ -929,7 +928,7 @@ static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
 	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
 	struct nri_pod pod;
 	struct nri_container c;
-	char err[NRI_ERR_MAX] = "";
+	struct errbuf err = {""};
 	const char *cpus = "";
 	int64_t t0;
 	int r;
@@ -945,10 +944,10 @@ static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
 	pod_view(&pod, req->pod);
 	container_view(&c, req->container, &pod);
 	t0 = ttrpc_now_ms();
-	r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, err);
+	r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, &err);
 	check_slow("UpdateContainer", t0);
 	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "UpdateContainer", &c, r, err);
+		r = reply_failed(s, rq->stream_id, "UpdateContainer", &c, r, &err);
 		goto out;
 	}
 	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
@@ -966,7 +965,7 @@ static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
 	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
 	struct nri_pod pod;
 	struct nri_container c;
-	char err[NRI_ERR_MAX] = "";
+	struct errbuf err = {""};
 	int64_t t0;
 	int r;
 
@@ -979,10 +978,10 @@ static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
 	pod_view(&pod, req->pod);
 	container_view(&c, req->container, &pod);
 	t0 = ttrpc_now_ms();
-	r = s->h.stop_container(s->ud, &pod, &c, &upd, err);
+	r = s->h.stop_container(s->ud, &pod, &c, &upd, &err);
 	check_slow("StopContainer", t0);
 	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "StopContainer", &c, r, err);
+		r = reply_failed(s, rq->stream_id, "StopContainer", &c, r, &err);
 		goto out;
 	}
 	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
