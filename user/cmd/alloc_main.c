@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *list = NULL;
 	struct args a = { 0 };
 	struct cpuset got;
-	struct errbuf err = {""};
+	struct errbuf err = { "" };
 	char why[TOPO_ERR_MAX] = "";
 	int r;
 

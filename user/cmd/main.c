@@ -74,7 +74,7 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 int main(int argc, char **argv)
 {
 	_cleanup_(topo_freep) struct topo *t = NULL;
-	struct errbuf err = {""};
+	struct errbuf err = { "" };
 	struct cfg c;
 	int r;
 

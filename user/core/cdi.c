@@ -182,7 +182,7 @@ int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 	while (r >= 0 && (de = readdir(d))) {
 		size_t n = strlen(de->d_name), pl = strlen(FILE_PREFIX), sl = strlen(FILE_SUFFIX);
 		_cleanup_(buf_done) struct buf text = BUF_INIT(CDI_FILE_MAX);
-		struct errbuf why = {""};
+		struct errbuf why = { "" };
 		char path[4096], uid[CDI_UID_MAX];
 		struct cpuset cpus;
 

@@ -666,7 +666,7 @@ int state_load(struct state *s)
 {
 	struct loader l = {.s = s, .ckpt = HASHTAB_INIT(STATE_MAX_CLAIMS)};
 	_cleanup_free_ char *buf = NULL;
-	struct errbuf why = {""};
+	struct errbuf why = { "" };
 	struct state_claim *c;
 	struct entry *e;
 	struct stat st;

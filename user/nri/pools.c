@@ -527,7 +527,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	for (size_t i = 0; i < n_ctrs; i++) {
 		const struct nri_container *c = &ctrs[i];
 		char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
-		struct errbuf why = {""};
+		struct errbuf why = { "" };
 		struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER];
 		struct ctr *n;
 		int k = 0;
