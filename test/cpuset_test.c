@@ -138,11 +138,12 @@ static void test_cpuset_format_reports_short_buffer(void **st)
 	assert_int_equal(cpuset_format(&c, big, sizeof(big)), 11);
 }
 
-static void test_cpuset_to_string_grows_for_worst_case(void **st)
+static void test_cpuset_to_string_fits_the_worst_cases(void **st)
 {
 	struct cpuset c;
 	char *s;
 
+	/* every other CPU: one item per id */
 	cpuset_zero(&c);
 	for (int i = 0; i < CPUSET_MAX; i += 2)
 		cpuset_set(&c, i);
@@ -150,6 +151,15 @@ static void test_cpuset_to_string_grows_for_worst_case(void **st)
 	assert_non_null(s);
 	assert_int_equal(strlen(s) > 4096 * 4, 1);
 	struct cpuset back = parse_ok(s);
+	assert_true(cpuset_equal(&c, &back));
+	free(s);
+	/* pairs "a-b": the longest text per id */
+	cpuset_zero(&c);
+	for (int i = 0; i + 1 < CPUSET_MAX; i += 3)
+		cpuset_set_range(&c, i, i + 1);
+	s = cpuset_to_string(&c);
+	assert_non_null(s);
+	back = parse_ok(s);
 	assert_true(cpuset_equal(&c, &back));
 	free(s);
 }
@@ -273,7 +283,7 @@ int main(void)
 		cmocka_unit_test(test_cpuset_parse_rejects_whitespace_inside),
 		cmocka_unit_test(test_cpuset_parse_rejects_ids_above_cap_and_overflow),
 		cmocka_unit_test(test_cpuset_format_reports_short_buffer),
-		cmocka_unit_test(test_cpuset_to_string_grows_for_worst_case),
+		cmocka_unit_test(test_cpuset_to_string_fits_the_worst_cases),
 		cmocka_unit_test(test_cpuset_algebra),
 		cmocka_unit_test(test_cpuset_set_clear_has_bounds),
 		cmocka_unit_test(test_cpuset_set_range_word_boundaries),

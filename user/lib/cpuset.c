@@ -271,19 +271,13 @@ int cpuset_format(const struct cpuset *s, char *buf, size_t size)
 
 char *cpuset_to_string(const struct cpuset *s)
 {
-	/* Worst case: every other CPU, "NNNN," each. */
-	size_t size = 64;
+	/* No id has more than 4 digits and every item (an id and its comma, or a
+	 * range "a-b," of at least two ids) costs at most 5 bytes per id: one
+	 * pass into the worst case, then an allocation of the exact size. */
+	char buf[CPUSET_MAX * 5 + 1];
 
-	for (;;) {
-		char *buf = malloc(size);
-		int r;
-
-		if (!buf)
-			return NULL;
-		r = cpuset_format(s, buf, size);
-		if (r >= 0)
-			return buf;
-		free(buf);
-		size *= 4;
-	}
+	_Static_assert(CPUSET_MAX <= 10000, "ids of at most 4 digits");
+	if (cpuset_format(s, buf, sizeof(buf)) < 0)
+		return NULL; /* unreachable: see above */
+	return strdup(buf);
 }
