@@ -867,6 +867,35 @@ static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
 	return r;
 }
 
+/* The views of a container event's pod and container. A request without a
+ * container is answered INVALID_ARGUMENT here: returns 1 then (or the
+ * reply's -errno). */
+static int container_views(struct nri_session *s, uint32_t sid, const Nri__PodSandbox *p,
+			   const Nri__Container *ctr, struct nri_pod *pod, struct nri_container *c)
+{
+	int r;
+
+	if (!ctr) {
+		r = reply_error(s, sid, TTRPC_INVALID_ARGUMENT, "no container");
+		return r < 0 ? r : 1;
+	}
+	pod_view(pod, p);
+	container_view(c, ctr, pod);
+	return 0;
+}
+
+/* The end of a container event: its handler (started at t0) failed with r
+ * and err, or resp goes out with the updates. */
+static int answer(struct nri_session *s, uint32_t sid, const char *method,
+		  const struct nri_container *c, int r, const struct errbuf *err, int64_t t0,
+		  const ProtobufCMessage *resp, struct nri_updates *upd)
+{
+	check_slow(method, t0);
+	if (r < 0)
+		return reply_failed(s, sid, method, c, r, err);
+	return reply_msg(s, sid, resp, upd);
+}
+
 static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 {
 	Nri__CreateContainerResponse resp = NRI__CREATE_CONTAINER_RESPONSE__INIT;
@@ -878,42 +907,33 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
 	struct nri_adjust adj = { 0 };
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
-	struct nri_pod pod;
-	struct nri_container c;
 	struct errbuf err = { "" };
-	int64_t t0;
+	struct nri_container c;
+	struct nri_pod pod;
+	int64_t t0 = ttrpc_now_ms();
 	int r;
 
 	if (!req)
 		return -EPROTO;
-	if (!req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		goto out;
+	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
+	if (r == 0) {
+		r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
+		if (r >= 0 && adj.cpus) {
+			cpu.cpus = adj.cpus;
+			res.cpu = &cpu;
+			ladj.resources = &res;
+			adjust.linux_ = &ladj;
+			resp.adjust = &adjust;
+		}
+		if (r >= 0)
+			log_debug("nri_create", "container=%s cpus=%s updates=%zu", log_quote(c.id),
+				  adj.cpus ? adj.cpus : "", upd.n);
+		r = answer(s, rq->stream_id, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	pod_view(&pod, req->pod);
-	container_view(&c, req->container, &pod);
-	t0 = ttrpc_now_ms();
-	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
-	check_slow("CreateContainer", t0);
-	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "CreateContainer", &c, r, &err);
-		goto out;
-	}
-	if (adj.cpus) {
-		cpu.cpus = adj.cpus;
-		res.cpu = &cpu;
-		ladj.resources = &res;
-		adjust.linux_ = &ladj;
-		resp.adjust = &adjust;
-	}
-	log_debug("nri_create", "container=%s cpus=%s updates=%zu", log_quote(c.id),
-		  adj.cpus ? adj.cpus : "", upd.n);
-	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
-out:
 	updates_done(&upd);
 	free(adj.cpus);
 	nri__container_request__free_unpacked(req, &a.base);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
@@ -923,35 +943,25 @@ static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
 	Nri__UpdateContainerRequest *req = decode(s, &nri__update_container_request__descriptor,
 						  rq, &a);
 	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct nri_pod pod;
-	struct nri_container c;
 	struct errbuf err = { "" };
+	struct nri_container c;
+	struct nri_pod pod;
 	const char *cpus = "";
-	int64_t t0;
+	int64_t t0 = ttrpc_now_ms();
 	int r;
 
 	if (!req)
 		return -EPROTO;
-	if (!req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		goto out;
-	}
 	if (req->linux_resources && req->linux_resources->cpu)
 		cpus = str(req->linux_resources->cpu->cpus);
-	pod_view(&pod, req->pod);
-	container_view(&c, req->container, &pod);
-	t0 = ttrpc_now_ms();
-	r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, &err);
-	check_slow("UpdateContainer", t0);
-	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "UpdateContainer", &c, r, &err);
-		goto out;
+	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
+	if (r == 0) {
+		r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, &err);
+		r = answer(s, rq->stream_id, "UpdateContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
-out:
 	updates_done(&upd);
 	nri__update_container_request__free_unpacked(req, &a.base);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
@@ -960,32 +970,22 @@ static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
 	struct ttrpc_pb_alloc a;
 	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
 	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct nri_pod pod;
-	struct nri_container c;
 	struct errbuf err = { "" };
-	int64_t t0;
+	struct nri_container c;
+	struct nri_pod pod;
+	int64_t t0 = ttrpc_now_ms();
 	int r;
 
 	if (!req)
 		return -EPROTO;
-	if (!req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		goto out;
+	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
+	if (r == 0) {
+		r = s->h.stop_container(s->ud, &pod, &c, &upd, &err);
+		r = answer(s, rq->stream_id, "StopContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	pod_view(&pod, req->pod);
-	container_view(&c, req->container, &pod);
-	t0 = ttrpc_now_ms();
-	r = s->h.stop_container(s->ud, &pod, &c, &upd, &err);
-	check_slow("StopContainer", t0);
-	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "StopContainer", &c, r, &err);
-		goto out;
-	}
-	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
-out:
 	updates_done(&upd);
 	nri__container_request__free_unpacked(req, &a.base);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* Events we only observe: the handler's error is logged, the runtime gets ok. */
