@@ -274,9 +274,9 @@ static int updates_set_cpus(struct nri_updates *u, const char *cpus)
 
 int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus)
 {
-	static const uint8_t room[UPDATES_ROOM];
-	uint8_t head[2 * (1 + 10)], *p;
 	size_t id_len, body;
+	void *room;
+	uint8_t *p;
 	int r;
 
 	if (!is_valid_id(container_id))
@@ -292,16 +292,20 @@ int nri_updates_add(struct nri_updates *u, const char *container_id, const char 
 		return -E2BIG;
 	id_len = strlen(container_id);
 	body = len_field_size(id_len) + u->linux_len;
-	p = put_len_field(head, u->key, body);
-	p = put_len_field(p, PB_KEY_LEN(PB_CONTAINER_UPDATE_CONTAINER_ID), id_len);
-	r = u->b.len ? 0 : buf_add(&u->b, room, sizeof(room));
-	r = r ?: buf_add(&u->b, head, (size_t)(p - head));
-	r = r ?: buf_add(&u->b, container_id, id_len);
-	r = r ?: buf_add(&u->b, u->linux_, u->linux_len);
+	r = 0;
+	if (!u->b.len) { /* the first update makes the room, and space for more */
+		r = buf_reserve(&u->b, UPDATES_ROOM + 4096);
+		r = r ?: buf_append(&u->b, UPDATES_ROOM, &room);
+	}
+	r = r ?: buf_append(&u->b, len_field_size(body), (void **)&p);
 	if (r < 0) {
 		u->n = 0; /* the buffer dropped every update with it */
 		return r;
 	}
+	p = put_len_field(p, u->key, body);
+	p = put_len_field(p, PB_KEY_LEN(PB_CONTAINER_UPDATE_CONTAINER_ID), id_len);
+	memcpy(p, container_id, id_len);
+	memcpy(p + id_len, u->linux_, u->linux_len);
 	u->n++;
 	return 0;
 }
