@@ -196,13 +196,13 @@ struct rt {
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
+	pipe_buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
+	pipe_buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
@@ -239,7 +239,7 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 		rt->n_update_calls++;
 		rt->last_update_n = r->n_update;
 		if (rq->len)
-			buf_add(&rt->pushed, rq->payload, rq->len);
+			pipe_buf_add(&rt->pushed, rq->payload, rq->len);
 		if (r->n_update) {
 			snprintf(rt->last_update_id, sizeof(rt->last_update_id), "%s",
 				 r->update[0]->container_id);
@@ -290,7 +290,7 @@ static int rt_teardown(void **state)
 	nri_session_free(rt->s);
 	ttrpc_mux_free(rt->m);
 	nri_pipe_done(&rt->pipe);
-	free(rt->pushed.p);
+	buf_done(&rt->pushed);
 	free(rt);
 	return 0;
 }
@@ -395,7 +395,7 @@ static void assert_packs_as(const struct buf *got, const ProtobufCMessage *want)
 	assert_int_equal(protobuf_c_message_pack(want, w), len);
 	assert_int_equal(got->len, len);
 	if (len)
-		assert_memory_equal(got->p, w, len);
+		assert_memory_equal(pipe_bytes(got), w, len);
 	free(w);
 }
 
@@ -874,10 +874,11 @@ static void test_nri_shutdown_is_answered_then_ends_the_session(void **state)
 	assert_int_equal(rt->pol.shutdowns, 1);
 	/* the reply was queued before the session ended */
 	assert_true(rt->pipe.to_rt.len > 0);
-	assert_int_equal(ttrpc_mux_feed(rt->m, rt->pipe.to_rt.p, rt->pipe.to_rt.len), 0);
+	assert_int_equal(ttrpc_mux_feed(rt->m, pipe_bytes(&rt->pipe.to_rt), rt->pipe.to_rt.len),
+			 0);
 	assert_int_equal(x.n, 1);
 	assert_int_equal(x.code, TTRPC_OK);
-	rt->pipe.to_rt.len = 0;
+	buf_reset(&rt->pipe.to_rt);
 }
 
 static void test_nri_disconnected_follows_connected(void **state)
@@ -964,7 +965,7 @@ static void test_nri_push_unanswered_reports_timeout_and_lives_on(void **state)
 	start(rt);
 	assert_int_equal(nri_session_push_updates(rt->s, &(struct nri_update){ "c1", "1" }, 1), 0);
 	/* do not let the runtime see it */
-	rt->pipe.to_rt.len = 0;
+	buf_reset(&rt->pipe.to_rt);
 	d = nri_session_next_deadline(rt->s);
 	assert_true(d > 0);
 	assert_int_equal(nri_session_expire(rt->s, d), 0);
@@ -1045,9 +1046,9 @@ static void on_raw_reply(void *ud, int r, int code, const char *msg, const uint8
 
 	x->n++;
 	x->code = r < 0 ? r : code;
-	x->b.len = 0;
+	buf_reset(&x->b);
 	if (len)
-		buf_add(&x->b, p, len);
+		pipe_buf_add(&x->b, p, len);
 }
 
 /* A call whose reply may be larger than struct reply holds: its payload in x->b. */
@@ -1104,7 +1105,7 @@ static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
 			assert_packs_as(&x.b, &want.base);
 			pb_updates_done(&pu);
 		}
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **state)
@@ -1140,7 +1141,7 @@ static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **st
 		assert_packs_as(&x.b, &swant.base);
 		pb_updates_done(&pu);
 	}
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
@@ -1163,7 +1164,7 @@ static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
 		pb_updates_done(&pu);
 	}
 	assert_int_equal(rt->pol.syncs, N_UPDATE_SETS);
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
@@ -1178,7 +1179,7 @@ static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
 		int calls = rt->n_update_calls;
 		struct pb_updates pu;
 
-		rt->pushed.len = 0;
+		buf_reset(&rt->pushed);
 		assert_int_equal(nri_session_push_updates(rt->s, u, n), 0);
 		pump(rt);
 		/* nothing to push: no call */
