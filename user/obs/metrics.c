@@ -3,9 +3,13 @@
  *   metrics ── families[] (registration order = render order)
  *                 └── series list (label values + value or histogram buckets)
  *
- * Families and series are never freed before the registry, so handles stay
- * valid; metric_reset() only zeroes and hides series, it keeps them allocated
- * (collectors rebuild the same label sets on every render).
+ * Families are never freed before the registry, nor are series of families
+ * nobody resets, so handles to them stay valid. metric_reset() is for
+ * families a collector rebuilds at every render: it zeroes and hides the
+ * series that were set since the previous reset (their label sets usually
+ * come back, and keep their allocation) and frees those that were not, so a
+ * family that follows changing label sets (containers, claims) holds only
+ * what the last two renders named, not everything it ever saw.
  */
 #include "obs/metrics.h"
 
@@ -348,15 +352,39 @@ void metric_series_set_histogram(struct metric_series *s, const unsigned long lo
 
 void metric_reset(struct metric *f)
 {
+	struct metric_series **pp, *s;
+	char key[METRIC_KEY_MAX];
+	size_t len;
+
 	if (!f)
 		return;
-	for (struct metric_series *s = f->series; s; s = s->next) {
+	for (pp = &f->series; (s = *pp);) {
+		/* Hidden since the last reset and not set again: gone. The only
+		 * series of an unlabelled family always stays. */
+		if (!s->live && f->n_labels) {
+			if (series_key(f, (const char *const *)s->values, key, &len) == 0)
+				(void)hashtab_del(&f->index, key, len);
+			*pp = s->next;
+			series_free(s, f->n_labels);
+			continue;
+		}
 		s->live = false;
 		s->value = s->sum = 0;
 		s->count = 0;
 		if (s->buckets)
 			memset(s->buckets, 0, sizeof(*s->buckets) * (size_t)f->n_bounds);
+		pp = &s->next;
 	}
+	f->tail = pp;
+}
+
+size_t metric_series_count(const struct metric *f)
+{
+	size_t n = 0;
+
+	for (const struct metric_series *s = f ? f->series : NULL; s; s = s->next)
+		n++;
+	return n;
 }
 
 static struct metric_series *plain(struct metric *f)
