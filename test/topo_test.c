@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "host/topo.h"
+#include "lib/errbuf.h"
 
 extern char **environ;
 
@@ -128,10 +129,10 @@ static int get_int_or_null(struct json_object *o, const char *key)
 static struct cpuset cpus_of(const char *list)
 {
 	struct cpuset s;
-	char why[CPUSET_ERR_MAX];
+	struct errbuf why = { "" };
 
-	if (cpuset_parse(list, &s, why) < 0)
-		fail_msg("expected.json: bad cpulist \"%s\": %s", list, why);
+	if (cpuset_parse(list, &s, &why) < 0)
+		fail_msg("expected.json: bad cpulist \"%s\": %s", list, why.s);
 	return s;
 }
 

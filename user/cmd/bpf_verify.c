@@ -467,7 +467,8 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 static int resolve_owners(const struct args *a, struct verify_owners *o)
 {
 	_cleanup_free_ char *mi = NULL, *possible = NULL;
-	char why[VERIFY_ERR_MAX] = "", cwhy[CPUSET_ERR_MAX] = "";
+	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf cwhy = { "" };
 	struct cpuset cpus;
 	size_t len = 0, plen = 0;
 	int r;
@@ -481,10 +482,10 @@ static int resolve_owners(const struct args *a, struct verify_owners *o)
 	if (r < 0)
 		return cannot_check(a, "%s", why);
 	r = read_text("/sys/devices/system/cpu/possible", &possible, &plen);
-	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, cwhy) < 0)
+	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, &cwhy) < 0)
 		return cannot_check(a, "cannot read the possible CPUs (/sys/devices/system/cpu/"
 				       "possible): %s",
-				    r < 0 ? strerror(-r) : cwhy);
+				    r < 0 ? strerror(-r) : cwhy.s);
 	r = verify_owners_check_cpus(o, &cpus, why);
 	if (r < 0)
 		return cannot_check(a, "%s", why);

@@ -13,6 +13,7 @@
 #include "lib/cleanup.h"
 #include "cmd/daemon.h"
 #include "core/devices.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "kube/slices.h"
 #include "host/topo.h"
@@ -73,13 +74,13 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 int main(int argc, char **argv)
 {
 	_cleanup_(topo_freep) struct topo *t = NULL;
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 	int r;
 
-	r = cfg_parse(&c, argc, argv, err);
+	r = cfg_parse(&c, argc, argv, &err);
 	if (r < 0) {
-		fprintf(stderr, "dra-cpu-driver: %s\n", err);
+		fprintf(stderr, "dra-cpu-driver: %s\n", err.s);
 		cfg_done(&c);
 		return 2;
 	}
@@ -101,9 +102,9 @@ int main(int argc, char **argv)
 		cfg_done(&c);
 		return 2;
 	}
-	r = cfg_check_topology(&c, t, err);
+	r = cfg_check_topology(&c, t, &err);
 	if (r < 0) {
-		fprintf(stderr, "dra-cpu-driver: %s\n", err);
+		fprintf(stderr, "dra-cpu-driver: %s\n", err.s);
 		cfg_done(&c);
 		return 2;
 	}

@@ -23,6 +23,8 @@
 #include <hwloc.h>
 #include <json-c/json.h>
 
+#include "lib/errbuf.h"
+
 static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *why, int r, const char *fmt, ...)
@@ -377,7 +379,7 @@ static int sysfs_read_int(const char *path, long min, long max, int *ret, char *
 static int sysfs_read_cpulist(const char *path, struct cpuset *ret, char *why)
 {
 	_cleanup_free_ char *buf = NULL;
-	char pwhy[CPUSET_ERR_MAX];
+	struct errbuf pwhy = { "" };
 	size_t len;
 	int r;
 
@@ -387,9 +389,9 @@ static int sysfs_read_cpulist(const char *path, struct cpuset *ret, char *why)
 	/* An empty file is a truncated one: sysfs writes "\n" for an empty list. */
 	if (len == 0)
 		return fail(why, -EINVAL, "%s: empty file", path);
-	r = cpuset_parse_n(buf, sysfs_trim(buf, len), ret, pwhy);
+	r = cpuset_parse_n(buf, sysfs_trim(buf, len), ret, &pwhy);
 	if (r < 0)
-		return fail(why, r == -ERANGE ? -E2BIG : -EINVAL, "%s: %s", path, pwhy);
+		return fail(why, r == -ERANGE ? -E2BIG : -EINVAL, "%s: %s", path, pwhy.s);
 	return 0;
 }
 
@@ -1238,14 +1240,14 @@ static int parse_top(struct json_object *top, struct topo **ret, char *why)
 
 	cpuset_zero(&offline);
 	if (json_object_object_get_ex(top, "offline", &v)) {
-		char pwhy[CPUSET_ERR_MAX];
+		struct errbuf pwhy = { "" };
 
 		if (!json_object_is_type(v, json_type_string))
 			return fail(why, -EINVAL, "\"offline\" must be a CPU list string");
 		r = cpuset_parse_n(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-				   &offline, pwhy);
+				   &offline, &pwhy);
 		if (r < 0)
-			return fail(why, r == -ERANGE ? -E2BIG : -EINVAL, "\"offline\": %s", pwhy);
+			return fail(why, r == -ERANGE ? -E2BIG : -EINVAL, "\"offline\": %s", pwhy.s);
 	}
 
 	r = topo_build(rows, (int)n, &offline, &t, why);
