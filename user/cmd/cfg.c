@@ -125,8 +125,9 @@ static const struct opt opts[] = {
 	  "Measure run-queue latency on shared CPUs with BPF." },
 	{ "kubelet-first-request-timeout", NULL, OPT_INT, F(kubelet_first_request_timeout_s), "10",
 	  1, 600, NULL, 0,
-	  "Seconds a connection to the kubelet sockets may go without a request before it is "
-	  "closed, so idle peers cannot hold the connection slots." },
+	  "Seconds a connection to the kubelet sockets may go without a request while a quarter "
+	  "or more of its 64 connection slots are taken; then it is closed, so a crowd of idle "
+	  "peers is gone in seconds." },
 	{ "slice-repair-timeout", NULL, OPT_INT, F(slice_repair_timeout_s), "30", 1, 3600, NULL, 0,
 	  "Seconds the node's ResourceSlices may be known wrong or missing, repairs failing, "
 	  "before /readyz turns 503 (it is 200 again once they are right)." },

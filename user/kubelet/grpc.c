@@ -11,8 +11,9 @@
  *   EOF, socket error, handshake or write timeout, evicted ──────> DEAD
  *
  * The timer holds one deadline at a time: the handshake's and the first
- * request's (both counted from the accept) until a request arrives, then
- * the idle one (re-armed on input), then the close grace.
+ * request's (both counted from the accept) until a request arrives (the
+ * latter closes only while the server is crowded, see grpc.h), then the
+ * idle one (re-armed on input), then the close grace.
  *
  * Only socket callbacks and the connection timer free a socket connection;
  * everything else (handlers completing calls, nghttp2 callbacks) marks it DEAD
@@ -1076,6 +1077,35 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 
 /* ---- connections: life ---------------------------------------------------------------------- */
 
+/* A quarter of the connection cap in use: enough peers that the ones
+ * which never asked for anything may be crowding out one that will. */
+static bool srv_crowded(const struct grpc_server *srv)
+{
+	return (uint64_t)srv->n_conns * 4 >= srv->limits.max_connections;
+}
+
+/* GOAWAY to a connection that sent no request in time. */
+static void conn_close_unasked(struct grpc_conn *c)
+{
+	c->srv->stats.conns_timed_out++;
+	log_debug("conn_no_request", "ms=%u conns=%u action=goaway",
+		  c->srv->limits.first_request_timeout_ms, c->srv->n_conns);
+	conn_goaway(c, NGHTTP2_NO_ERROR);
+}
+
+/* The server just became crowded: connections past their first-request
+ * deadline that were let be while it was not go now. They are only marked
+ * (GOAWAY queued, or DEAD for the timer to free): nothing is freed here. */
+static void srv_sweep_unasked(struct grpc_server *srv)
+{
+	uint64_t now = now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
+
+	for (struct grpc_conn *c = srv->conns; c; c = c->next)
+		if (c->bev && c->state == CONN_OPEN && c->handshaken && !c->requested &&
+		    now - c->t_accept_ns >= fr_ns)
+			conn_close_unasked(c);
+}
+
 /* (Re)arms the timer of an open socket connection for the deadline that
  * applies now (see the top): until the first request, the earlier of the
  * handshake's and the first request's, both counted from the accept, so
@@ -1145,10 +1175,17 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (!c->requested) {
-		c->srv->stats.conns_timed_out++;
-		log_debug("conn_no_request", "ms=%u action=goaway",
-			  c->srv->limits.first_request_timeout_ms);
-		conn_goaway(c, NGHTTP2_NO_ERROR);
+		uint64_t idle_ns = (uint64_t)c->srv->limits.idle_timeout_ms * 1000000ULL;
+		uint64_t quiet_ns = now_ns() - c->t_input_ns;
+
+		/* Without a crowd, a client that connected ahead of its
+		 * first call (the kubelet does) is merely idle. */
+		if (!srv_crowded(c->srv) && quiet_ns < idle_ns) {
+			tv = clock_tv_ms((uint32_t)((idle_ns - quiet_ns + 999999) / 1000000));
+			(void)evtimer_add(c->timer, &tv);
+			return;
+		}
+		conn_close_unasked(c);
 		if (c->state == CONN_DEAD)
 			conn_destroy(c);
 		return;
@@ -1368,6 +1405,9 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	}
 	if (conn_new(srv, bev, &c) < 0)
 		return;
+	if (srv->n_conns * 4 >= srv->limits.max_connections &&
+	    (srv->n_conns - 1) * 4 < srv->limits.max_connections)
+		srv_sweep_unasked(srv);
 	srv->stats.conns_accepted++;
 	c->t_accept_ns = c->t_input_ns = now_ns();
 	bufferevent_setcb(bev, conn_on_read, conn_on_write, conn_on_event, c);
