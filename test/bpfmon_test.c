@@ -66,7 +66,7 @@ static void test_bpfmon_schedstat_parse_reads_run_delay(void **st)
 {
 	uint64_t wait[4] = { 0, 0, 0, 77 };
 	size_t len;
-	char *buf = slurp("test/data/bpfmon/schedstat-v15", &len);
+	char *buf = slurp("test/data/procfs/schedstat-v15", &len);
 
 	assert_int_equal(bpfmon_schedstat_parse(buf, len, wait, 4), 2);
 	assert_int_equal(wait[0], 124556212470ull);
@@ -74,7 +74,7 @@ static void test_bpfmon_schedstat_parse_reads_run_delay(void **st)
 	assert_int_equal(wait[3], 77); /* not listed: untouched */
 	free(buf);
 
-	buf = slurp("test/data/bpfmon/schedstat-v17", &len);
+	buf = slurp("test/data/procfs/schedstat-v17", &len);
 	/* cpu3 is beyond n = 2: counted, not stored. */
 	assert_int_equal(bpfmon_schedstat_parse(buf, len, wait, 2), 3);
 	assert_int_equal(wait[0], 7654321000ull);
@@ -109,7 +109,7 @@ static void test_bpfmon_mountinfo_finds_cgroup2_and_v1_cpuset(void **st)
 {
 	char *mnt = NULL, *root = NULL;
 	size_t len;
-	char *buf = slurp("test/data/bpfmon/mountinfo-hybrid", &len);
+	char *buf = slurp("test/data/procfs/mountinfo-hybrid", &len);
 
 	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V2, &mnt, &root), 0);
 	assert_string_equal(mnt, "/sys/fs/cgroup/unified");
@@ -124,7 +124,7 @@ static void test_bpfmon_mountinfo_finds_cgroup2_and_v1_cpuset(void **st)
 	free(root);
 	free(buf);
 
-	buf = slurp("test/data/bpfmon/mountinfo-v2only", &len);
+	buf = slurp("test/data/procfs/mountinfo-v2only", &len);
 	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V1, &mnt, &root), -ENOENT);
 	assert_int_equal(bpfmon_mountinfo_find(buf, len, BPFMON_CGROUP_V2, &mnt, &root), 0);
 	assert_string_equal(mnt, "/sys/fs/cgroup");
