@@ -59,14 +59,14 @@ static void assert_cpus(const struct cpuset *s, const char *list)
 
 /* Owners of the fixture tree without touching the file system: what
  * verify_owners_resolve() would set. */
-static struct verify_owners *fixture_owners(enum bpfmon_cgroup mode, const char *scope)
+static struct verify_owners *fixture_owners(enum cgroup_hier mode, const char *scope)
 {
 	struct verify_owners *o = owners_new();
 	char why[VERIFY_ERR_MAX];
 
 	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/k/A", why), 0);
 	o->mode = mode;
-	o->v[0].path = strdup(mode == BPFMON_CGROUP_V1 ? "/v1/A" : "/k/A");
+	o->v[0].path = strdup(mode == CGROUP_V1 ? "/v1/A" : "/k/A");
 	o->v[0].cgroup_id = 4242;
 	if (scope)
 		o->scope_path = strdup(scope);
@@ -302,6 +302,18 @@ static int tree_teardown(void **st)
 	return 0;
 }
 
+/* verify_owners_resolve() with the tree's mounts. */
+static int resolve(struct verify_owners *o, const struct tree *t, char *why)
+{
+	struct cgroup_mounts m;
+	int r;
+
+	assert_int_equal(cgroup_mounts_parse(t->mountinfo, strlen(t->mountinfo), &m), 0);
+	r = verify_owners_resolve(o, &m, why);
+	cgroup_mounts_done(&m);
+	return r;
+}
+
 static int resolve_flags(struct tree *t, const char *scope, char *why, int n, ...)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
@@ -323,7 +335,7 @@ static int resolve_flags(struct tree *t, const char *scope, char *why, int n, ..
 		snprintf(p, sizeof(p), "%s/%s", t->dir, scope);
 		assert_int_equal(verify_owners_set_scope(o, p, why), 0);
 	}
-	r = verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why);
+	r = resolve(o, t, why);
 	return r;
 }
 
@@ -340,8 +352,8 @@ static void test_verify_resolve_places_owners_in_their_hierarchy(void **st)
 	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
 	snprintf(dir, sizeof(dir), "%s/v2/k", t->dir);
 	assert_int_equal(verify_owners_set_scope(o, dir, why), 0);
-	assert_int_equal(verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why), 0);
-	assert_int_equal(o->mode, BPFMON_CGROUP_V2);
+	assert_int_equal(resolve(o, t, why), 0);
+	assert_int_equal(o->mode, CGROUP_V2);
 	snprintf(dir, sizeof(dir), "%s/v2", t->dir);
 	assert_string_equal(o->mount, dir);
 	assert_string_equal(o->v[0].path, "/k/A");
@@ -362,8 +374,8 @@ static void test_verify_resolve_v1_joins_the_mount_root(void **st)
 	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
 	snprintf(arg, sizeof(arg), "2=%s/v1", t->dir);
 	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
-	assert_int_equal(verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why), 0);
-	assert_int_equal(o->mode, BPFMON_CGROUP_V1);
+	assert_int_equal(resolve(o, t, why), 0);
+	assert_int_equal(o->mode, CGROUP_V1);
 	/* As /proc/<pid>/cgroup names them: the mount shows /kubepods. */
 	assert_string_equal(o->v[0].path, "/kubepods/A");
 	assert_string_equal(o->v[1].path, "/kubepods");
@@ -397,7 +409,7 @@ static void test_verify_resolve_detects_a_stale_state_file(void **st)
 	snprintf(doc, sizeof(doc),
 		 "{\"owners\":[{\"cpus\":\"1\",\"cgroup\":\"%s/v2/k/A\",\"cgroupId\":1}]}", t->dir);
 	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), why), 0);
-	assert_int_equal(verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why),
+	assert_int_equal(resolve(o, t, why),
 			 -ESTALE);
 	assert_non_null(strstr(why, "stale"));
 }
@@ -413,65 +425,6 @@ static void test_verify_check_cpus_names_an_impossible_cpu(void **st)
 	assert_int_equal(verify_owners_add_flag(o, "5-6=/b", why), 0);
 	assert_int_equal(verify_owners_check_cpus(o, &possible, why), -EINVAL);
 	assert_string_equal(why, "CPU 5 does not exist on this node (possible: 0-1)");
-}
-
-/* ---- /proc parsers --------------------------------------------------------------------- */
-
-static void test_verify_status_parse_reads_name_tgid_allowed(void **st)
-{
-	static const char s[] = "Name:\tkworker/1:0H\nUmask:\t0000\nTgid:\t17\nPid:\t18\n"
-				"Cpus_allowed:\t2\nCpus_allowed_list:\t1\nMems_allowed_list:\t0\n";
-	char comm[VERIFY_COMM_MAX];
-	struct cpuset allowed;
-	int tgid;
-
-	assert_int_equal(verify_status_parse(s, strlen(s), comm, &tgid, &allowed), 0);
-	assert_string_equal(comm, "kworker/1:0H");
-	assert_int_equal(tgid, 17);
-	assert_cpus(&allowed, "1");
-	assert_int_equal(verify_status_parse("Name:\tx\nTgid:\t1\n", 17, comm, &tgid, &allowed),
-			 -EPROTO);
-	assert_int_equal(verify_status_parse("Name:\tx\nTgid:\t-1\nCpus_allowed_list:\t1\n", 37,
-					     comm, &tgid, &allowed),
-			 -EPROTO);
-	assert_int_equal(verify_status_parse("Name:\tx\nTgid:\t1\nCpus_allowed_list:\t1-\n", 37,
-					     comm, &tgid, &allowed),
-			 -EPROTO);
-}
-
-static void test_verify_stat_parse_survives_hostile_comm(void **st)
-{
-	static const char s[] = "200 (evil) 1 (x) S 1 200 200 0 -1 2097216 1 0 0 0 30 12 0 0\n";
-	unsigned flags;
-	uint64_t ticks;
-
-	assert_int_equal(verify_stat_parse(s, strlen(s), &flags, &ticks), 0);
-	assert_int_equal(flags, 2097216);
-	assert_int_equal(ticks, 42);
-	assert_int_equal(verify_stat_parse("1 (x) S 1 2 3", 13, &flags, &ticks), -EPROTO);
-	assert_int_equal(verify_stat_parse("no parens", 9, &flags, &ticks), -EPROTO);
-	assert_int_equal(verify_stat_parse("1 (x) S 1 1 1 0 -1 -5 0 0 0 0 1 1", 33, &flags, &ticks),
-			 -EPROTO);
-}
-
-static void test_verify_cgroup_parse_picks_the_hierarchy(void **st)
-{
-	static const char hybrid[] = "9:name=systemd:/\n3:cpu,cpuset:/kubepods/p1\n"
-				     "1:memory:/x\n0::/user.slice/a:b (deleted)\n";
-	char p[PATH_MAX];
-
-	assert_int_equal(verify_cgroup_parse(hybrid, strlen(hybrid), BPFMON_CGROUP_V2, p, sizeof(p)),
-			 0);
-	assert_string_equal(p, "/user.slice/a:b");
-	assert_int_equal(verify_cgroup_parse(hybrid, strlen(hybrid), BPFMON_CGROUP_V1, p, sizeof(p)),
-			 0);
-	assert_string_equal(p, "/kubepods/p1");
-	assert_int_equal(verify_cgroup_parse("1:memory:/x\n", 12, BPFMON_CGROUP_V1, p, sizeof(p)),
-			 -ENOENT);
-	assert_int_equal(verify_cgroup_parse("2:cpusetx:/x\n", 13, BPFMON_CGROUP_V1, p, sizeof(p)),
-			 -ENOENT);
-	assert_int_equal(verify_cgroup_parse("0::/abc\n", 8, BPFMON_CGROUP_V2, p, 4), -E2BIG);
-	assert_int_equal(verify_cgroup_parse("0::x\n", 5, BPFMON_CGROUP_V2, p, sizeof(p)), -EPROTO);
 }
 
 /* ---- classification and the scan -------------------------------------------------------- */
@@ -514,7 +467,7 @@ static const struct verify_pinned *pinned_of(const struct verify_report *r, int 
 	return NULL;
 }
 
-static void check_fixture_scan(enum bpfmon_cgroup mode)
+static void check_fixture_scan(enum cgroup_hier mode)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(mode, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
@@ -549,14 +502,14 @@ static void check_fixture_scan(enum bpfmon_cgroup mode)
 
 static void test_verify_scan_finds_pinned_and_unconfined_tasks(void **st)
 {
-	check_fixture_scan(BPFMON_CGROUP_V2);
-	check_fixture_scan(BPFMON_CGROUP_V1);
+	check_fixture_scan(CGROUP_V2);
+	check_fixture_scan(CGROUP_V1);
 }
 
 static void test_verify_scan_with_scope_counts_outsiders_apart(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o =
-		fixture_owners(BPFMON_CGROUP_V2, "/k");
+		fixture_owners(CGROUP_V2, "/k");
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct verify_tally t;
 
@@ -573,7 +526,7 @@ static void test_verify_scan_with_scope_counts_outsiders_apart(void **st)
 
 static void test_verify_scan_fails_on_missing_proc(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 
 	assert_int_equal(verify_report_new(o, false, &r), 0);
@@ -606,7 +559,7 @@ static void counters(struct verify_report *r, int cpu, uint64_t user, uint64_t k
 
 static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct pinning_event e;
 	struct verify_tally t;
@@ -657,7 +610,7 @@ static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 
 static void test_verify_kthreads_fail_only_when_strict(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	struct verify_tally t;
 
 	for (int strict = 0; strict < 2; strict++) {
@@ -679,7 +632,7 @@ static void test_verify_kthreads_fail_only_when_strict(void **st)
 static void test_verify_scope_forgives_outsiders_but_not_unnamed(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o =
-		fixture_owners(BPFMON_CGROUP_V2, "/k");
+		fixture_owners(CGROUP_V2, "/k");
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct pinning_event e = ev(2, 300, PINNING_KIND_USER, 10, "sshd");
 	struct verify_tally t;
@@ -731,7 +684,7 @@ static void test_verify_scope_forgives_outsiders_but_not_unnamed(void **st)
 static void test_verify_without_events_scope_is_incomplete(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o =
-		fixture_owners(BPFMON_CGROUP_V2, "/k");
+		fixture_owners(CGROUP_V2, "/k");
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct verify_tally t;
 
@@ -752,7 +705,7 @@ static void test_verify_without_events_scope_is_incomplete(void **st)
 
 static void test_verify_seen_table_full_counts_the_rest(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 
 	assert_int_equal(verify_report_new(o, false, &r), 0);
@@ -794,7 +747,7 @@ static struct verify_report *rendered_fixture(struct verify_owners *o)
 
 static void test_verify_json_carries_the_verdict_and_the_offenders(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = rendered_fixture(o);
 	struct json_object *j = NULL, *back, *v, *cpu, *arr, *x;
 	const char *text;
@@ -836,7 +789,7 @@ static void test_verify_json_carries_the_verdict_and_the_offenders(void **st)
 
 static void test_verify_print_ends_with_the_verdict(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = rendered_fixture(o);
 	_cleanup_(verify_owners_freep) struct verify_owners *none = owners_new();
 	_cleanup_(verify_report_freep) struct verify_report *empty = NULL;
@@ -886,9 +839,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_resolve_detects_a_stale_state_file,
 						tree_setup, tree_teardown),
 		cmocka_unit_test(test_verify_check_cpus_names_an_impossible_cpu),
-		cmocka_unit_test(test_verify_status_parse_reads_name_tgid_allowed),
-		cmocka_unit_test(test_verify_stat_parse_survives_hostile_comm),
-		cmocka_unit_test(test_verify_cgroup_parse_picks_the_hierarchy),
 		cmocka_unit_test(test_verify_classify_by_owner_and_allowed_cpus),
 		cmocka_unit_test(test_verify_scan_finds_pinned_and_unconfined_tasks),
 		cmocka_unit_test(test_verify_scan_with_scope_counts_outsiders_apart),

@@ -1,8 +1,8 @@
-/* bpf-verify's input parsers (user/pinning/verify.c): every input goes through all
- * of them, so corpus files are plain text.
+/* bpf-verify's input parsers (user/pinning/verify.c): every input goes through both
+ * of them, so corpus files are plain text (the /proc parsers it also uses are
+ * host/procfs, fuzzed by procfs_fuzz).
  *   - owners.json (verify_owners_add_json);
- *   - each line as an --exclusive CPUS=CGROUP flag, into one owner table;
- *   - the /proc status, stat and cgroup (v2 and v1) parsers.
+ *   - each line as an --exclusive CPUS=CGROUP flag, into one owner table.
  * Never crashes; returns only the documented codes, with a reason when it
  * fails; whatever it accepts keeps the owner invariants (CPU sets non-empty
  * and disjoint, their union the exclusive set, absolute paths without a
@@ -90,28 +90,6 @@ static void fuzz_flags(const char *text, size_t size)
 	verify_owners_free(o);
 }
 
-static void fuzz_proc(const char *text, size_t size)
-{
-	char comm[VERIFY_COMM_MAX], path[256];
-	struct cpuset allowed;
-	unsigned flags;
-	uint64_t ticks;
-	int tgid, r;
-
-	r = verify_status_parse(text, size, comm, &tgid, &allowed);
-	assert(r == 0 || r == -EPROTO);
-	if (r == 0)
-		assert(strlen(comm) < VERIFY_COMM_MAX && tgid >= 0);
-	r = verify_stat_parse(text, size, &flags, &ticks);
-	assert(r == 0 || r == -EPROTO);
-	for (int mode = BPFMON_CGROUP_V2; mode <= BPFMON_CGROUP_V1; mode++) {
-		r = verify_cgroup_parse(text, size, (enum bpfmon_cgroup)mode, path, sizeof(path));
-		assert(r == 0 || r == -ENOENT || r == -EPROTO || r == -E2BIG);
-		if (r == 0)
-			assert(path[0] == '/' && strlen(path) < sizeof(path));
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* The parsers take a length; a copy without slack lets ASan catch any
@@ -122,7 +100,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	fuzz_json(text, size);
 	fuzz_flags(text, size);
-	fuzz_proc(text, size);
 	free(text);
 	return 0;
 }

@@ -32,14 +32,16 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "pinning/bpfmon.h"
-#include "lib/caps.h"
 #include "cmd/cfg.h"
+#include "host/cgroup.h"
+#include "lib/caps.h"
 #include "lib/cleanup.h"
+#include "lib/clock.h"
 #include "lib/cpuset.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "pinning.h"
+#include "pinning/bpfmon.h"
 #include "pinning/verify.h"
 
 #ifndef DRA_CPU_VERSION
@@ -355,14 +357,6 @@ static void load_failure(const struct bpfmon *m, char *buf, size_t size)
 			       bpfmon_error(m));
 }
 
-/* Same choice as dra-cpu-driver (user/daemon.c): v2 when /sys/fs/cgroup is
- * a cgroup2 mount, else the v1 cpuset hierarchy. */
-static enum bpfmon_cgroup node_cgroup_mode(void)
-{
-	return access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? BPFMON_CGROUP_V2
-								       : BPFMON_CGROUP_V1;
-}
-
 /* ---- check ---------------------------------------------------------------------------- */
 
 struct watch {
@@ -387,14 +381,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 	w->interrupted = true;
 	(void)event_base_loopbreak(w->base);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int read_text(const char *path, char **ret, size_t *ret_len)
@@ -464,16 +450,18 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 
 static int resolve_owners(const struct args *a, struct verify_owners *o)
 {
-	_cleanup_free_ char *mi = NULL, *possible = NULL;
+	_cleanup_free_ char *possible = NULL;
 	char why[VERIFY_ERR_MAX] = "", cwhy[CPUSET_ERR_MAX] = "";
+	struct cgroup_mounts mounts;
 	struct cpuset cpus;
-	size_t len = 0, plen = 0;
+	size_t plen = 0;
 	int r;
 
-	r = read_text("/proc/self/mountinfo", &mi, &len);
+	r = cgroup_mounts_read(&mounts);
 	if (r < 0)
 		return cannot_check(a, "cannot read /proc/self/mountinfo: %s", strerror(-r));
-	r = verify_owners_resolve(o, mi, len, why);
+	r = verify_owners_resolve(o, &mounts, why);
+	cgroup_mounts_done(&mounts);
 	if (r == -ENOMEM)
 		return cannot_check(a, "out of memory");
 	if (r < 0)
@@ -570,7 +558,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	/* The window opens just before the first counter read and closes just
 	 * before the last: the events inside it are the switch-ins counted,
 	 * give or take one racing the read (the BPF side counts, then stamps). */
-	t0 = now_ns();
+	t0 = clock_now_ns();
 	rep->t0_ns = t0;
 	for (int i = 0; i < rep->ncpus; i++) {
 		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &before[i]);
@@ -598,8 +586,8 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	/* The timer fired via on_signal too: only a real signal interrupts. */
 	if (w.interrupted && evtimer_pending(timer, NULL))
 		verify_report_note(rep, "interrupted: watched %.2f s of %.2f s",
-				   (double)(now_ns() - t0) / 1e9, a->duration);
-	rep->t1_ns = now_ns();
+				   (double)(clock_now_ns() - t0) / 1e9, a->duration);
+	rep->t1_ns = clock_now_ns();
 	rep->duration_s = (double)(rep->t1_ns - t0) / 1e9;
 	for (int i = 0; i < rep->ncpus; i++) {
 		struct bpfmon_counters after;
@@ -725,7 +713,7 @@ static const char *obj_state(const struct bpfmon_probe_obj *o, char *buf, size_t
 static int verb_probe(const struct args *a)
 {
 	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
-	enum bpfmon_cgroup mode = node_cgroup_mode();
+	enum cgroup_hier mode = cgroup_pinning_hier(); /* as dra-cpu-driver picks it */
 	const struct bpfmon_probe_obj *pin;
 	struct utsname u;
 	bool ok;
@@ -753,9 +741,8 @@ static int verb_probe(const struct args *a)
 		json_object_object_add(o, "verdict", json_object_new_string(ok ? "ok" : "error"));
 		json_object_object_add(o, "exitCode", json_object_new_int(ok ? 0 : EXIT_CANNOT));
 		json_object_object_add(o, "kernel", json_object_new_string(u.release));
-		json_object_object_add(o, "cgroupMode", json_object_new_string(
-								mode == BPFMON_CGROUP_V1 ? "v1-cpuset"
-											: "v2"));
+		json_object_object_add(o, "cgroupMode",
+				       json_object_new_string(cgroup_hier_name(mode)));
 		for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
 			int s = feature_state(p, &features[i]);
 
@@ -786,7 +773,7 @@ static int verb_probe(const struct args *a)
 	} else {
 		printf(PROG " --probe: kernel %s, cgroup mode %s (as dra-cpu-driver picks it)\n\n"
 		       "features:\n",
-		       u.release, mode == BPFMON_CGROUP_V1 ? "v1-cpuset" : "v2");
+		       u.release, cgroup_hier_name(mode));
 		for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
 			int s = feature_state(p, &features[i]);
 

@@ -27,7 +27,6 @@
 
 #include "pinning.h"
 
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
 #define SEEN_SLOTS (2 * VERIFY_SEEN_MAX)
 #define PROC_FILE_MAX (64 * 1024)
 #define TEXT_ROWS 20 /* foreign tasks per CPU in the text tables */
@@ -47,15 +46,6 @@ static int why_set(char *why, int r, const char *fmt, ...)
 		va_end(ap);
 	}
 	return r;
-}
-
-bool verify_path_is_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return path[0] == '/';
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
 }
 
 /* ---- owners --------------------------------------------------------------------------- */
@@ -148,21 +138,21 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 	_cleanup_free_ char *cg = NULL;
 	struct verify_owner *w, *nv;
 	size_t len = e->cgroup_len;
-	int same = -1;
+	int same = -1, r;
 
 	if (cpuset_is_empty(&e->cpus))
 		return why_set(why, -EINVAL, "%s: the CPU list is empty", what);
-	if (!len || e->cgroup[0] != '/' || memchr(e->cgroup, 0, len))
-		return why_set(why, -EINVAL, "%s: the cgroup must be an absolute directory path",
-			       what);
 	if (len >= PATH_MAX)
 		return why_set(why, -EINVAL, "%s: the cgroup path is longer than %d bytes", what,
 			       PATH_MAX - 1);
-	while (len > 1 && e->cgroup[len - 1] == '/')
-		len--;
-	cg = strndup(e->cgroup, len);
-	if (!cg)
-		return -ENOMEM;
+	/* One spelling per directory ("/a//b/" is "/a/b"), so that the same
+	 * cgroup given twice merges. */
+	r = cgroup_path_normalize(e->cgroup, len, &cg);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return why_set(why, -EINVAL, "%s: the cgroup must be an absolute directory path",
+			       what);
 
 	for (int i = 0; i < o->n; i++) {
 		struct cpuset both;
@@ -351,111 +341,58 @@ int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len,
 
 /* ---- resolving ------------------------------------------------------------------------ */
 
-/* The mount of one hierarchy, realpath'd (mountinfo names it as mounted). */
-struct hier {
-	char *mount, *root;
-};
-
-static void hier_done(struct hier *h)
+/* One directory placed in a hierarchy (cgroup_place()), with the reason
+ * in why on failure. */
+static int place(const struct cgroup_mounts *m, const char *dir, enum cgroup_hier *ret_hier,
+		 char **ret_path, uint64_t *ret_id, char *why)
 {
-	free(h->mount);
-	free(h->root);
-}
+	int r = cgroup_place(m, dir, ret_hier, ret_path, ret_id);
 
-static int hier_find(const char *mountinfo, size_t len, enum bpfmon_cgroup mode, struct hier *ret)
-{
-	char *mnt = NULL, *root = NULL, *real;
-	int r = bpfmon_mountinfo_find(mountinfo, len, mode, &mnt, &root);
-
-	if (r < 0)
+	switch (r) {
+	case 0:
+	case -ENOMEM:
 		return r;
-	real = realpath(mnt, NULL);
-	if (real) {
-		free(mnt);
-		mnt = real;
-	}
-	ret->mount = mnt;
-	ret->root = root;
-	return 0;
-}
-
-/* root + rel, both absolute ("/" + "/a" = "/a", "/k" + "/" = "/k"). */
-static char *join_root(const char *root, const char *rel)
-{
-	char *s = NULL;
-
-	if (!strcmp(root, "/"))
-		return strdup(rel);
-	if (!strcmp(rel, "/"))
-		return strdup(root);
-	if (asprintf(&s, "%s%s", root, rel) < 0)
-		return NULL;
-	return s;
-}
-
-/* One directory placed in a hierarchy: which one (-1 on error) and its
- * hierarchy path; the real directory's inode in *ret_id. */
-static int place(const struct hier h[2], const char *dir, int *ret_mode, char **ret_path,
-		 uint64_t *ret_id, char *why)
-{
-	_cleanup_free_ char *real = realpath(dir, NULL);
-	struct stat st;
-	size_t mlen;
-	int m = -1;
-
-	if (!real) {
-		int r = -errno;
-
-		if (r == -ENOENT)
-			return why_set(why, r, "cgroup %s does not exist", dir);
-		return why_set(why, r, "cgroup %s: %s", dir, strerror(-r));
-	}
-	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
-		return why_set(why, -ENOTDIR, "cgroup %s is not a directory", dir);
-	/* The deeper mount wins (a v2 mount below the v1 tmpfs, say). */
-	for (int k = 0; k < 2; k++)
-		if (h[k].mount && verify_path_is_under(real, h[k].mount) &&
-		    (m < 0 || strlen(h[k].mount) > strlen(h[m].mount)))
-			m = k;
-	if (m < 0)
-		return why_set(why, -EINVAL,
+	case -ENOENT:
+		return why_set(why, r, "cgroup %s does not exist", dir);
+	case -ENOTDIR:
+		return why_set(why, r, "cgroup %s is not a directory", dir);
+	case -EINVAL:
+		return why_set(why, r,
 			       "%s is not a cgroup: not under the cgroup2 mount (%s) nor the cpuset "
 			       "v1 one (%s)",
-			       dir, h[0].mount ? h[0].mount : "none", h[1].mount ? h[1].mount : "none");
-	mlen = strcmp(h[m].mount, "/") ? strlen(h[m].mount) : 0;
-	*ret_path = join_root(h[m].root, real[mlen] ? real + mlen : "/");
-	if (!*ret_path)
-		return -ENOMEM;
-	*ret_mode = m;
-	*ret_id = (uint64_t)st.st_ino;
-	return 0;
+			       dir, m->h[CGROUP_V2].point ? m->h[CGROUP_V2].point : "none",
+			       m->h[CGROUP_V1].point ? m->h[CGROUP_V1].point : "none");
+	}
+	return why_set(why, r, "cgroup %s: %s", dir, strerror(-r));
 }
 
-static const char *mode_name(int mode)
+static const char *mode_name(enum cgroup_hier mode)
 {
-	return mode == BPFMON_CGROUP_V1 ? "cpuset v1" : "cgroup2";
+	return mode == CGROUP_V1 ? "cpuset v1" : "cgroup2";
 }
 
-static int resolve(struct verify_owners *o, const struct hier h[2], char *why)
+int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *mounts, char *why)
 {
-	int mode = -1, m, r;
+	enum cgroup_hier m;
+	int mode = -1, r;
 	uint64_t id;
 	char *path;
 
 	for (int i = 0; i < o->n; i++) {
 		struct verify_owner *w = &o->v[i];
 
-		r = place(h, w->cgroup, &m, &path, &id, why);
+		r = place(mounts, w->cgroup, &m, &path, &id, why);
 		if (r < 0)
 			return r;
 		free(w->path);
 		w->path = path;
-		if (mode >= 0 && m != mode)
+		if (mode >= 0 && (int)m != mode)
 			return why_set(why, -EINVAL,
 				       "owners are in two hierarchies; %s is in the %s one, %s in the "
 				       "%s one",
-				       o->v[0].cgroup, mode_name(mode), w->cgroup, mode_name(m));
-		mode = m;
+				       o->v[0].cgroup, mode_name((enum cgroup_hier)mode), w->cgroup,
+				       mode_name(m));
+		mode = (int)m;
 		if (w->cgroup_id && w->cgroup_id != id)
 			return why_set(why, -ESTALE,
 				       "owners.json is stale: cgroup %s has id %" PRIu64 ", not %" PRIu64
@@ -468,53 +405,43 @@ static int resolve(struct verify_owners *o, const struct hier h[2], char *why)
 		w->cgroup_id = id;
 	}
 	if (o->scope) {
-		r = place(h, o->scope, &m, &path, &id, why);
+		r = place(mounts, o->scope, &m, &path, &id, why);
 		if (r < 0)
 			return r;
 		free(o->scope_path);
 		o->scope_path = path;
-		if (mode >= 0 && m != mode)
+		if (mode >= 0 && (int)m != mode)
 			return why_set(why, -EINVAL, "--scope %s is in the %s hierarchy, the owners in "
 						     "the %s one",
-				       o->scope, mode_name(m), mode_name(mode));
-		mode = m;
+				       o->scope, mode_name(m), mode_name((enum cgroup_hier)mode));
+		mode = (int)m;
 	}
-	o->mode = mode < 0 ? BPFMON_CGROUP_V2 : (enum bpfmon_cgroup)mode;
+	o->mode = mode < 0 ? CGROUP_V2 : (enum cgroup_hier)mode;
 	free(o->mount);
 	o->mount = NULL;
-	if (h[o->mode].mount && !(o->mount = strdup(h[o->mode].mount)))
-		return -ENOMEM;
+	/* As the kernel names it, so that bpfmon finds the mount's root. */
+	if (mounts->h[o->mode].point) {
+		o->mount = realpath(mounts->h[o->mode].point, NULL);
+		if (!o->mount && !(o->mount = strdup(mounts->h[o->mode].point)))
+			return -ENOMEM;
+	}
 	return 0;
-}
-
-int verify_owners_resolve(struct verify_owners *o, const char *mountinfo, size_t len, char *why)
-{
-	struct hier h[2] = { { 0 } };
-	int r;
-
-	(void)hier_find(mountinfo, len, BPFMON_CGROUP_V2, &h[BPFMON_CGROUP_V2]);
-	(void)hier_find(mountinfo, len, BPFMON_CGROUP_V1, &h[BPFMON_CGROUP_V1]);
-	r = resolve(o, h, why);
-	hier_done(&h[0]);
-	hier_done(&h[1]);
-	return r;
 }
 
 int verify_owners_set_scope(struct verify_owners *o, const char *path, char *why)
 {
 	size_t len = strlen(path);
 	char *s;
+	int r;
 
-	if (path[0] != '/')
-		return why_set(why, -EINVAL, "--scope %s: must be an absolute cgroup directory",
-			       path);
 	if (len >= PATH_MAX)
 		return why_set(why, -EINVAL, "--scope: longer than %d bytes", PATH_MAX - 1);
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	s = strndup(path, len);
-	if (!s)
-		return -ENOMEM;
+	r = cgroup_path_normalize(path, len, &s);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return why_set(why, -EINVAL, "--scope %s: must be an absolute cgroup directory",
+			       path);
 	free(o->scope);
 	o->scope = s;
 	return 0;
@@ -535,165 +462,7 @@ int verify_owners_check_cpus(const struct verify_owners *o, const struct cpuset 
 		       cpuset_first(&bad), list);
 }
 
-/* ---- /proc parsers -------------------------------------------------------------------- */
-
-/* The value of "Key:\t..." in a status-style buffer, up to the newline. */
-static const char *status_field(const char *buf, size_t len, const char *key, size_t *ret_len)
-{
-	size_t klen = strlen(key);
-	const char *p = buf, *end = buf + len;
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-
-		if (!eol)
-			eol = end;
-		if ((size_t)(eol - p) > klen && !memcmp(p, key, klen) && p[klen] == ':') {
-			const char *v = p + klen + 1;
-
-			while (v < eol && (*v == '\t' || *v == ' '))
-				v++;
-			*ret_len = (size_t)(eol - v);
-			return v;
-		}
-		p = eol + 1;
-	}
-	return NULL;
-}
-
-static bool parse_uint(const char *s, size_t len, uint64_t max, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (!len)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (max - (uint64_t)(s[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*ret = v;
-	return true;
-}
-
-int verify_status_parse(const char *buf, size_t len, char *comm, int *ret_tgid,
-			struct cpuset *ret_allowed)
-{
-	const char *name, *tgid, *cpus;
-	size_t nlen, tlen, clen;
-	uint64_t t;
-
-	name = status_field(buf, len, "Name", &nlen);
-	tgid = status_field(buf, len, "Tgid", &tlen);
-	cpus = status_field(buf, len, "Cpus_allowed_list", &clen);
-	if (!name || !tgid || !cpus || !parse_uint(tgid, tlen, INT_MAX, &t) ||
-	    cpuset_parse_n(cpus, clen, ret_allowed, NULL) < 0)
-		return -EPROTO;
-	if (nlen >= VERIFY_COMM_MAX)
-		nlen = VERIFY_COMM_MAX - 1;
-	memcpy(comm, name, nlen);
-	comm[nlen] = 0;
-	*ret_tgid = (int)t;
-	return 0;
-}
-
-int verify_stat_parse(const char *buf, size_t len, unsigned *ret_flags, uint64_t *ret_ticks)
-{
-	const char *p = NULL, *end = buf + len;
-	uint64_t f[13];
-
-	/* "pid (comm) state ppid ...": comm may hold ')' and spaces, so the
-	 * fields start after the last ')'. */
-	for (const char *q = buf; q < end; q++)
-		if (*q == ')')
-			p = q + 1;
-	if (!p)
-		return -EPROTO;
-	/* state(3) ppid pgrp session tty_nr tpgid flags(9) minflt cminflt majflt
-	 * cmajflt utime(14) stime(15), proc(5) */
-	for (int i = 0; i < 13; i++) {
-		const char *s;
-
-		while (p < end && *p == ' ')
-			p++;
-		s = p;
-		while (p < end && *p != ' ' && *p != '\n')
-			p++;
-		if (p == s)
-			return -EPROTO;
-		if (i == 0)
-			continue; /* state: a letter */
-		/* ppid and tty_nr can be negative (-1 for tpgid): only the
-		 * fields we use must be numbers. */
-		if (i == 6 || i >= 11) {
-			if (!parse_uint(s, (size_t)(p - s), UINT64_MAX, &f[i]))
-				return -EPROTO;
-		}
-	}
-	if (f[6] > UINT32_MAX)
-		return -EPROTO;
-	*ret_flags = (unsigned)f[6];
-	*ret_ticks = f[11] + f[12];
-	return 0;
-}
-
-/* A v1 controller list ("cpu,cpuset") names cpuset. */
-static bool has_cpuset(const char *s, size_t len)
-{
-	const char *p = s, *end = s + len;
-
-	while (p < end) {
-		const char *c = memchr(p, ',', (size_t)(end - p));
-
-		if (!c)
-			c = end;
-		if (c - p == 6 && !memcmp(p, "cpuset", 6))
-			return true;
-		p = c + 1;
-	}
-	return false;
-}
-
-int verify_cgroup_parse(const char *buf, size_t len, enum bpfmon_cgroup mode, char *path,
-			size_t size)
-{
-	const char *p = buf, *end = buf + len;
-	static const char deleted[] = " (deleted)";
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *c1, *c2;
-		bool match;
-
-		if (!eol)
-			eol = end;
-		/* hierarchy-id:controllers:path */
-		c1 = memchr(p, ':', (size_t)(eol - p));
-		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
-		if (c2) {
-			if (mode == BPFMON_CGROUP_V2)
-				match = c1 - p == 1 && p[0] == '0' && c2 == c1 + 1;
-			else
-				match = has_cpuset(c1 + 1, (size_t)(c2 - c1 - 1));
-			if (match) {
-				size_t n = (size_t)(eol - c2 - 1);
-
-				if (n > sizeof(deleted) - 1 &&
-				    !memcmp(eol - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1))
-					n -= sizeof(deleted) - 1;
-				if (!n || c2[1] != '/')
-					return -EPROTO;
-				if (n >= size)
-					return -E2BIG;
-				memcpy(path, c2 + 1, n);
-				path[n] = 0;
-				return 0;
-			}
-		}
-		p = eol + 1;
-	}
-	return -ENOENT;
-}
+/* ---- classification ------------------------------------------------------------------ */
 
 enum verify_class verify_classify(const struct verify_owners *o, const char *path,
 				  const struct cpuset *allowed, struct cpuset *ret_foreign)
@@ -703,7 +472,7 @@ enum verify_class verify_classify(const struct verify_owners *o, const char *pat
 	cpuset_and(&foreign, allowed, &o->exclusive);
 	if (!cpuset_is_empty(&foreign))
 		for (int i = 0; i < o->n; i++)
-			if (o->v[i].path && verify_path_is_under(path, o->v[i].path))
+			if (o->v[i].path && cgroup_path_is_under(path, o->v[i].path))
 				cpuset_andnot(&foreign, &foreign, &o->v[i].cpus);
 	if (ret_foreign)
 		*ret_foreign = foreign;
@@ -792,7 +561,7 @@ static struct verify_cpu *report_cpu(const struct verify_report *r, int cpu)
 static bool is_outside(const struct verify_report *r, uint32_t kind, const char *cgroup)
 {
 	return kind == PINNING_KIND_USER && r->owners->scope_path && cgroup &&
-	       !verify_path_is_under(cgroup, r->owners->scope_path);
+	       !cgroup_path_is_under(cgroup, r->owners->scope_path);
 }
 
 int verify_report_add_event(struct verify_report *r, const struct pinning_event *e,
@@ -902,14 +671,21 @@ static int read_at(int dfd, const char *name, char *buf, size_t size, size_t *re
 /* A /proc directory name that is a pid: its value, else -1. */
 static int pid_of(const char *s)
 {
-	uint64_t v;
+	int v = 0;
 
-	return parse_uint(s, strlen(s), INT_MAX, &v) ? (int)v : -1;
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (INT_MAX - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
 }
 
 struct task {
 	int pid, tid, tgid;
-	char comm[VERIFY_COMM_MAX];
+	char comm[PROCFS_COMM_MAX];
 	char cgroup[PATH_MAX];
 	struct cpuset allowed;
 	unsigned flags;
@@ -917,25 +693,35 @@ struct task {
 };
 
 /* -ENOENT/-ESRCH: the task is gone. */
-static int read_task(int tdfd, enum bpfmon_cgroup mode, char *buf, struct task *t)
+static int read_task(int tdfd, enum cgroup_hier mode, char *buf, struct task *t)
 {
+	struct procfs_status status;
+	struct procfs_stat stat;
 	size_t len;
 	int r;
 
 	r = read_at(tdfd, "status", buf, PROC_FILE_MAX, &len);
 	if (r == 0)
-		r = verify_status_parse(buf, len, t->comm, &t->tgid, &t->allowed);
-	if (r == 0)
+		r = procfs_status_parse(buf, len, &status);
+	if (r == 0) {
+		memcpy(t->comm, status.name, sizeof(t->comm));
+		t->tgid = status.tgid;
+		t->allowed = status.allowed;
 		r = read_at(tdfd, "stat", buf, PROC_FILE_MAX, &len);
+	}
 	if (r == 0)
-		r = verify_stat_parse(buf, len, &t->flags, &t->ticks);
+		r = procfs_stat_parse(buf, len, &stat);
+	if (r == 0) {
+		t->flags = stat.flags;
+		t->ticks = stat.ticks;
+	}
 	if (r == 0)
 		r = read_at(tdfd, "cgroup", buf, PROC_FILE_MAX, &len);
 	/* A zombie thread has an empty cgroup file: gone for our purpose. */
 	if (r == 0 && len == 0)
 		r = -ESRCH;
 	if (r == 0)
-		r = verify_cgroup_parse(buf, len, mode, t->cgroup, sizeof(t->cgroup));
+		r = cgroup_of_task(buf, len, mode, t->cgroup, sizeof(t->cgroup));
 	return r;
 }
 
@@ -954,7 +740,7 @@ static int add_pinned(struct verify_report *r, const struct task *t)
 	}
 	p = &r->pinned[r->npinned];
 	*p = (struct verify_pinned){ .tid = t->tid, .pid = t->pid, .allowed = t->allowed,
-				     .kthread = !!(t->flags & PF_KTHREAD) };
+				     .kthread = !!(t->flags & PROCFS_PF_KTHREAD) };
 	memcpy(p->comm, t->comm, sizeof(p->comm));
 	p->cgroup = strdup(t->cgroup);
 	if (!p->cgroup)
@@ -1028,18 +814,18 @@ static int scan_process(struct verify_report *r, int pdfd, int pid, char *buf, s
 		}
 		r->threads++;
 		for (int i = 0; i < r->owners->n; i++)
-			if (r->owners->v[i].path && verify_path_is_under(t->cgroup, r->owners->v[i].path))
+			if (r->owners->v[i].path && cgroup_path_is_under(t->cgroup, r->owners->v[i].path))
 				r->owner_tasks[i]++;
 		cls = verify_classify(r->owners, t->cgroup, &t->allowed, NULL);
-		if (cls != VERIFY_FINE && !(t->flags & PF_KTHREAD) && r->owners->scope_path &&
-		    !verify_path_is_under(t->cgroup, r->owners->scope_path)) {
+		if (cls != VERIFY_FINE && !(t->flags & PROCFS_PF_KTHREAD) && r->owners->scope_path &&
+		    !cgroup_path_is_under(t->cgroup, r->owners->scope_path)) {
 			if (cls == VERIFY_PINNED)
 				r->outside_pinned++;
 			else
 				r->outside_unconfined++;
 		} else if (cls == VERIFY_PINNED) {
 			ret = add_pinned(r, t);
-		} else if (cls == VERIFY_UNCONFINED && (t->flags & PF_KTHREAD)) {
+		} else if (cls == VERIFY_UNCONFINED && (t->flags & PROCFS_PF_KTHREAD)) {
 			r->unconfined_kthreads++;
 		} else if (cls == VERIFY_UNCONFINED) {
 			r->unconfined_threads++;
@@ -1414,7 +1200,7 @@ void verify_report_print(const struct verify_report *r, FILE *f)
 		(void)snprintf(cpus + sizeof(cpus) - 4, 4, "...");
 	fprintf(f, "bpf-verify: %d exclusive CPU%s (%s), owners from %s, cgroup %s", r->ncpus,
 		r->ncpus == 1 ? "" : "s", cpus, r->source ? r->source : "?",
-		r->owners->mode == BPFMON_CGROUP_V1 ? "v1 cpuset" : "v2");
+		r->owners->mode == CGROUP_V1 ? "v1 cpuset" : "v2");
 	if (r->owners->scope_path)
 		fprintf(f, ", scope %s", r->owners->scope_path);
 	if (r->watched)
@@ -1641,7 +1427,7 @@ int verify_report_json(const struct verify_report *r, struct json_object **ret)
 	jadd_int(&b, o, "exitCode", t.exit_code);
 	jadd_str(&b, o, "summary", line);
 	jadd_str(&b, o, "source", r->source);
-	jadd_str(&b, o, "cgroupMode", r->owners->mode == BPFMON_CGROUP_V1 ? "v1-cpuset" : "v2");
+	jadd_str(&b, o, "cgroupMode", cgroup_hier_name(r->owners->mode));
 	jadd(&b, o, "strictKthreads", jnew(&b, json_object_new_boolean(r->strict_kthreads)));
 	jadd_cpus(&b, o, "exclusiveCpus", &r->owners->exclusive);
 	jadd_str(&b, o, "scope", r->owners->scope_path);

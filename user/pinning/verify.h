@@ -34,9 +34,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "pinning/bpfmon.h"
+#include "host/cgroup.h"
+#include "host/procfs.h"
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
+#include "pinning/bpfmon.h"
 
 struct json_object;
 
@@ -47,11 +49,10 @@ struct json_object;
 #define VERIFY_LABEL_MAX 256 /* claim, pod, container */
 #define VERIFY_SEEN_MAX 4096 /* (cpu, pid) pairs named per run; beyond: counted only */
 #define VERIFY_TOP 10	     /* unconfined processes listed */
-#define VERIFY_COMM_MAX 64   /* status Name: 15 chars, escaped */
 
 struct verify_owner {
 	struct cpuset cpus;
-	char *cgroup;	    /* absolute directory as given, trailing '/' dropped */
+	char *cgroup;	    /* absolute directory as given, extra slashes dropped */
 	char *path;	    /* hierarchy path as /proc/<pid>/cgroup names it; after resolve */
 	uint64_t cgroup_id; /* given by owners.json (0: absent); after resolve: the real one */
 	char *claim;	    /* owners.json labels, NULL when absent; claims joined by ',' */
@@ -62,7 +63,7 @@ struct verify_owners {
 	struct verify_owner *v;
 	int n;
 	struct cpuset exclusive;  /* the union of every owner's CPUs */
-	enum bpfmon_cgroup mode;  /* after resolve */
+	enum cgroup_hier mode;	  /* after resolve */
 	char *mount;		  /* that hierarchy's mount point, after resolve */
 	/* --scope: only tasks under this cgroup can be violations; NULL = all. */
 	char *scope;	  /* absolute directory as given */
@@ -89,35 +90,18 @@ int verify_owners_set_scope(struct verify_owners *o, const char *path, char *why
  * type, -EINVAL/-E2BIG as verify_owners_add_flag(); entries before the bad
  * one may have been added. */
 int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len, char *why);
-/* Places every owner (and the scope) in its hierarchy, from the text of
- * /proc/self/mountinfo and the real directories: sets path, cgroup_id, mode,
- * mount and scope_path. -ENOENT: a cgroup does not exist; -ENOTDIR; -EINVAL: not under
- * the cgroup2 or cpuset v1 mount, owners in both, one cgroup named twice;
- * -ESTALE: owners.json's cgroupId is not the directory's (recreated). */
-int verify_owners_resolve(struct verify_owners *o, const char *mountinfo, size_t len, char *why);
+/* Places every owner (and the scope) in its hierarchy, from the node's
+ * cgroup mounts and the real directories (cgroup_place()): sets path,
+ * cgroup_id, mode, mount and scope_path. -ENOENT: a cgroup does not exist;
+ * -ENOTDIR; -EINVAL: not under the cgroup2 or cpuset v1 mount, owners in
+ * both, one cgroup named twice; -ESTALE: owners.json's cgroupId is not the
+ * directory's (recreated). */
+int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *mounts, char *why);
 /* Every exclusive CPU is in possible (-EINVAL with why otherwise). */
 int verify_owners_check_cpus(const struct verify_owners *o, const struct cpuset *possible,
 			     char *why);
 /* Index of the owner of cpu, or -1. */
 int verify_owner_of(const struct verify_owners *o, int cpu);
-
-/* path is dir or below it; both hierarchy paths ("/" is the root). */
-bool verify_path_is_under(const char *path, const char *dir);
-
-/* ---- /proc parsers (public for tests and fuzzing) ------------------------------------- */
-
-/* /proc/<pid>/task/<tid>/status: Name, Tgid and Cpus_allowed_list. -EPROTO
- * when one is missing or malformed. comm holds VERIFY_COMM_MAX bytes. */
-int verify_status_parse(const char *buf, size_t len, char *comm, int *ret_tgid,
-			struct cpuset *ret_allowed);
-/* /proc/<pid>/task/<tid>/stat: the task flags (PF_KTHREAD ...) and
- * utime + stime in clock ticks. -EPROTO. */
-int verify_stat_parse(const char *buf, size_t len, unsigned *ret_flags, uint64_t *ret_ticks);
-/* /proc/<pid>/task/<tid>/cgroup: the path in the v2 hierarchy ("0::") or in
- * the v1 one with the cpuset controller, into path (size bytes), without a
- * trailing " (deleted)". -ENOENT when there is no such line, -E2BIG. */
-int verify_cgroup_parse(const char *buf, size_t len, enum bpfmon_cgroup mode, char *path,
-			size_t size);
 
 enum verify_class {
 	VERIFY_FINE = 0,       /* no foreign exclusive CPU allowed */
@@ -148,7 +132,7 @@ struct verify_seen {
 /* A task whose allowed CPUs are all foreign exclusive CPUs. */
 struct verify_pinned {
 	int tid, pid;
-	char comm[VERIFY_COMM_MAX];
+	char comm[PROCFS_COMM_MAX];
 	char *cgroup;
 	struct cpuset allowed;
 	bool kthread;
@@ -157,7 +141,7 @@ struct verify_pinned {
 /* An unconfined process (threads of one tgid, first thread's view). */
 struct verify_unconfined {
 	int pid, threads;
-	char comm[VERIFY_COMM_MAX];
+	char comm[PROCFS_COMM_MAX];
 	char *cgroup;
 	char *allowed; /* cpulist */
 	uint64_t ticks;
