@@ -30,7 +30,11 @@
 #include <json-c/json.h>
 
 #include "lib/cpuset.h"
-#include "pinning/verify.h"
+#include "pinning/owners.h"
+#include "pinning/report.h"
+#include "pinning/report_json.h"
+#include "pinning/report_text.h"
+#include "pinning/scan.h"
 
 #define PROC "test/data/verify/proc"
 
@@ -524,6 +528,49 @@ static void test_verify_scan_with_scope_counts_outsiders_apart(void **st)
 	assert_int_equal(t.outside_pinned, 1);
 }
 
+/* The thread feed without /proc: past VERIFY_PINNED_MAX pinned tasks are
+ * counted, not listed, and still fail the verdict; an unconfined process
+ * is summed over its threads. */
+static void test_verify_threads_beyond_the_list_still_count(void **st)
+{
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
+	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
+	struct verify_task *t = calloc(1, sizeof(*t));
+	struct verify_tally tally;
+
+	assert_non_null(t);
+	assert_int_equal(verify_report_new(o, false, &r), 0);
+	snprintf(t->cgroup, sizeof(t->cgroup), "/k/B");
+	t->allowed = cpus("3");
+	for (int i = 0; i < VERIFY_PINNED_MAX + 3; i++) {
+		t->pid = t->tid = 1000 + i;
+		t->flags = i >= VERIFY_PINNED_MAX + 1 ? PROCFS_PF_KTHREAD : 0;
+		assert_int_equal(verify_report_add_thread(r, t), 0);
+		assert_int_equal(verify_report_end_process(r), 0);
+	}
+	assert_int_equal(r->npinned, VERIFY_PINNED_MAX);
+	assert_int_equal(r->pinned_untracked[0], 1);
+	assert_int_equal(r->pinned_untracked[1], 2);
+	t->pid = 7;
+	t->allowed = cpus("0-3");
+	t->flags = 0;
+	for (int i = 0; i < 3; i++) {
+		t->tid = 7 + i;
+		t->ticks = 10;
+		assert_int_equal(verify_report_add_thread(r, t), 0);
+	}
+	assert_int_equal(verify_report_end_process(r), 0);
+	assert_int_equal(r->ntop, 1);
+	assert_int_equal(r->top[0].threads, 3);
+	assert_int_equal(r->top[0].ticks, 30);
+	assert_string_equal(r->top[0].allowed, "0-3");
+	verify_report_tally(r, &tally);
+	assert_int_equal(tally.pinned, VERIFY_PINNED_MAX + 1);
+	assert_int_equal(tally.kthreads_pinned, 2);
+	assert_int_equal(r->threads, VERIFY_PINNED_MAX + 6);
+	free(t);
+}
+
 static void test_verify_scan_fails_on_missing_proc(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
@@ -842,6 +889,7 @@ int main(void)
 		cmocka_unit_test(test_verify_classify_by_owner_and_allowed_cpus),
 		cmocka_unit_test(test_verify_scan_finds_pinned_and_unconfined_tasks),
 		cmocka_unit_test(test_verify_scan_with_scope_counts_outsiders_apart),
+		cmocka_unit_test(test_verify_threads_beyond_the_list_still_count),
 		cmocka_unit_test(test_verify_scan_fails_on_missing_proc),
 		cmocka_unit_test(test_verify_events_are_counted_per_cpu_and_task),
 		cmocka_unit_test(test_verify_kthreads_fail_only_when_strict),

@@ -1,4 +1,4 @@
-/* bpf-verify's input parsers (user/pinning/verify.c): every input goes through both
+/* bpf-verify's input parsers (user/pinning/owners.c): every input goes through both
  * of them, so corpus files are plain text (the /proc parsers it also uses are
  * host/procfs, fuzzed by procfs_fuzz).
  *   - owners.json (verify_owners_add_json);
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pinning/verify.h"
+#include "pinning/owners.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

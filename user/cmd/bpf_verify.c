@@ -7,7 +7,8 @@
  * The check attaches the daemon's BPF object through its own bpfmon (own
  * maps: it works beside a running daemon and without one), marks each
  * exclusive CPU's owner, watches for --duration seconds, then scans every
- * task's allowed CPUs; user/verify.c decides and renders. The probe loads
+ * task's allowed CPUs; pinning/owners, report, scan and report_{text,json}
+ * decide and render. The probe loads
  * every BPF object of the project and says which kernel features exist.
  *
  * Exit status: 0 clean, 1 violations found, 2 could not check (the reason in
@@ -42,7 +43,11 @@
 #include "lib/log.h"
 #include "pinning.h"
 #include "pinning/bpfmon.h"
-#include "pinning/verify.h"
+#include "pinning/owners.h"
+#include "pinning/report.h"
+#include "pinning/report_json.h"
+#include "pinning/report_text.h"
+#include "pinning/scan.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"
