@@ -388,25 +388,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)event_base_loopbreak(w->base);
 }
 
-static int read_text(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t n;
-
-	if (!f)
-		return -errno;
-	n = getdelim(&buf, &cap, 0, f);
-	if (n < 0) {
-		free(buf);
-		return feof(f) ? -ENODATA : -errno;
-	}
-	*ret = buf;
-	*ret_len = (size_t)n;
-	return 0;
-}
-
 /* Owners from --exclusive or the state directory; *ret_source names which. */
 static int load_owners(const struct args *a, struct verify_owners *o, char *source,
 		       size_t source_size)
@@ -471,7 +452,7 @@ static int resolve_owners(const struct args *a, struct verify_owners *o)
 		return cannot_check(a, "out of memory");
 	if (r < 0)
 		return cannot_check(a, "%s", why);
-	r = read_text("/sys/devices/system/cpu/possible", &possible, &plen);
+	r = fileio_read("/sys/devices/system/cpu/possible", 4096, &possible, &plen, NULL);
 	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, cwhy) < 0)
 		return cannot_check(a, "cannot read the possible CPUs (/sys/devices/system/cpu/"
 				       "possible): %s",

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "host/procfs.h"
+#include "lib/buf.h"
+#include "lib/fileio.h"
 
 #define FILEID_KERNFS 0xfe /* include/linux/exportfs.h: a kernfs node id */
 #define WALK_DEPTH 32	   /* cgroup trees are shallow; a deeper one is not walked */
@@ -198,53 +200,15 @@ int cgroup_mounts_parse(const char *mountinfo, size_t len, struct cgroup_mounts 
 	return 0;
 }
 
-/* A /proc file read to EOF (its size reads 0), at most max bytes. */
-static int read_proc(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= max)
-				return -E2BIG;
-			cap = cap ? cap * 2 : 16384;
-			nb = realloc(buf, cap);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 int cgroup_mounts_read(struct cgroup_mounts *ret)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
+	_cleanup_(buf_done) struct buf b = BUF_INIT(MOUNTINFO_MAX);
 	int r;
 
-	r = read_proc("/proc/self/mountinfo", MOUNTINFO_MAX, &buf, &len);
+	r = fileio_read_at(AT_FDCWD, "/proc/self/mountinfo", 0, &b, NULL);
 	if (r < 0)
 		return r;
-	return cgroup_mounts_parse(buf ? buf : "", len, ret);
+	return cgroup_mounts_parse(buf_str(&b), buf_len(&b), ret);
 }
 
 enum cgroup_layout cgroup_mounts_layout(const struct cgroup_mounts *m)

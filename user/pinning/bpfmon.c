@@ -29,8 +29,10 @@
 #define LOG_MOD "bpfmon"
 #include "host/cgroup.h"
 #include "host/procfs.h"
+#include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/cpuset.h"
+#include "lib/fileio.h"
 #include "lib/log.h"
 #include "obs/metrics.h"
 
@@ -878,12 +880,13 @@ int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint6
 /* ---- probe ---------------------------------------------------------------------------- */
 
 #define PROBE_LOG_MAX (1u << 20)
+#define PROBE_TRUNCATED "\n... (truncated)\n"
 
 /* libbpf's print callback has no userdata: the capture buffer of the object
- * being probed is a file-scope pointer, set only inside bpfmon_probe_new(). */
+ * being probed is a file-scope pointer, set only inside bpfmon_probe_new().
+ * The buffer's cap leaves room for PROBE_TRUNCATED after PROBE_LOG_MAX. */
 struct capture {
-	char *buf;
-	size_t len, cap;
+	struct buf b;
 	bool truncated;
 };
 static struct capture *probe_capture;
@@ -903,21 +906,9 @@ __attribute__((format(printf, 2, 0))) static int probe_print(enum libbpf_print_l
 	va_end(aq);
 	if (n <= 0)
 		return 0;
-	if (c->len + (size_t)n + 1 > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
-		char *nb;
-
-		while (cap < c->len + (size_t)n + 1)
-			cap *= 2;
-		if (cap > PROBE_LOG_MAX || !(nb = realloc(c->buf, cap))) {
-			c->truncated = true;
-			return 0;
-		}
-		c->buf = nb;
-		c->cap = cap;
-	}
-	(void)vsnprintf(c->buf + c->len, c->cap - c->len, fmt, ap);
-	c->len += (size_t)n;
+	/* Keep the beginning of a long log: the first error is the one. */
+	if (buf_len(&c->b) + (size_t)n > PROBE_LOG_MAX || buf_vaddf(&c->b, fmt, ap) < 0)
+		c->truncated = true;
 	return 0;
 }
 
@@ -1013,25 +1004,19 @@ int bpfmon_probe_new(enum cgroup_hier cgroup, struct bpfmon_probe **ret)
 	old = libbpf_set_print(probe_print);
 	for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
 		struct bpfmon_probe_obj *o = &p->obj[i];
-		struct capture c = { 0 };
+		struct capture c = { BUF_INIT(PROBE_LOG_MAX + sizeof(PROBE_TRUNCATED)), false };
 
 		o->name = objs[i].name;
 		o->attach = 1;
 		probe_capture = &c;
 		objs[i].run(tmp, o);
 		probe_capture = NULL;
-		o->log = c.buf ? c.buf : strdup("");
+		if (c.truncated)
+			(void)buf_add_str(&c.b, PROBE_TRUNCATED);
+		o->log = buf_take(&c.b, NULL);
 		if (!o->log) {
 			(void)libbpf_set_print(old);
 			return -ENOMEM;
-		}
-		if (c.truncated) {
-			char *t = realloc(o->log, c.len + sizeof("\n... (truncated)\n"));
-
-			if (t) {
-				memcpy(t + c.len, "\n... (truncated)\n", sizeof("\n... (truncated)\n"));
-				o->log = t;
-			}
 		}
 	}
 	(void)libbpf_set_print(old);
@@ -1051,52 +1036,14 @@ struct bpfmon_probe *bpfmon_probe_free(struct bpfmon_probe *p)
 
 /* ---- metrics ------------------------------------------------------------------------- */
 
-static int read_file(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= SCHEDSTAT_MAX)
-				return -E2BIG;
-			cap = cap ? cap * 2 : 16384;
-			nb = realloc(buf, cap);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 static void collect_schedstat(struct bpfmon *m)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
+	_cleanup_(buf_done) struct buf b = BUF_INIT(SCHEDSTAT_MAX);
+	uint64_t pool_ns = 0;
 	char cpu[16];
 
-	uint64_t pool_ns = 0;
-
-	if (read_file(m->schedstat_path, &buf, &len) < 0 ||
-	    procfs_schedstat_parse(buf, len, m->met.schedstat_ns, m->ncpu) < 0)
+	if (fileio_read_at(AT_FDCWD, m->schedstat_path, FILEIO_FOLLOW, &b, NULL) < 0 ||
+	    procfs_schedstat_parse(buf_str(&b), buf_len(&b), m->met.schedstat_ns, m->ncpu) < 0)
 		return;
 	for (int i = 0; i < m->ncpu; i++) {
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);
