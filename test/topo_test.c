@@ -551,139 +551,93 @@ static void test_topo_load_hwloc_reads_e_cores_from_cpu_atom(void **state)
 	topo_free(t);
 }
 
-static void test_topo_load_hwloc_rejects_garbage_core_id(void **state)
+/* One damaged capture per row: what is done to it, and the error and the
+ * part of the reason that loading it must give. Each row runs as its own
+ * test, named after it, and its damage is undone in the teardown. */
+enum step_op { STEP_NONE = 0, STEP_WRITE, STEP_REMOVE, STEP_MKDIR };
+
+static const struct corrupt_case {
+	const char *name;
+	const char *capture; /* top directory of the extracted capture */
+	struct step {
+		enum step_op op;
+		const char *rel, *content;
+	} steps[2];
+	int err;
+	const char *why;
+} corrupt_cases[] = {
+	{ "garbage_core_id", INTEL, { { STEP_WRITE, CPUDIR "/cpu3/topology/core_id", "garbage\n" } },
+	  -EINVAL, "/sys/devices/system/cpu/cpu3/topology/core_id: not an" },
+	{ "truncated_core_id", INTEL, { { STEP_WRITE, CPUDIR "/cpu17/topology/core_id", "" } },
+	  -EINVAL, "cpu17/topology/core_id: empty" },
+	{ "garbage_package_id", INTEL,
+	  { { STEP_WRITE, CPUDIR "/cpu9/topology/physical_package_id", "1x\n" } }, -EINVAL,
+	  "cpu9/topology/physical_package_id: not an integer" },
+	{ "truncated_sibling_mask", INTEL,
+	  { { STEP_WRITE, CPUDIR "/cpu5/topology/thread_siblings", "" } }, -EINVAL,
+	  "cpu5/topology/thread_siblings: empty" },
+	{ "sibling_mask_without_self", INTEL,
+	  { { STEP_WRITE, CPUDIR "/cpu0/topology/core_cpus", "00000000,00000002\n" } }, -EINVAL,
+	  "cpu0/topology/core_cpus: does not contain CPU 0" },
+	{ "missing_cpu_online", INTEL, { { STEP_REMOVE, CPUDIR "/online", NULL } }, -ENOENT,
+	  "/sys/devices/system/cpu/online: missing" },
+	{ "garbage_cpu_online", INTEL, { { STEP_WRITE, CPUDIR "/online", "0-31x\n" } }, -EINVAL,
+	  "/sys/devices/system/cpu/online: " },
+	{ "empty_cpu_online", INTEL, { { STEP_WRITE, CPUDIR "/online", "" } }, -EINVAL,
+	  "/sys/devices/system/cpu/online: empty file" },
+	{ "no_cpu_online", INTEL, { { STEP_WRITE, CPUDIR "/online", "\n" } }, -EINVAL,
+	  "/sys/devices/system/cpu/online: no CPU online" },
+	{ "online_cpu_without_topology", INTEL, { { STEP_REMOVE, CPUDIR "/cpu7/topology", NULL } },
+	  -ENOENT, "cpu7/topology: missing for online CPU 7" },
+	{ "online_list_naming_missing_cpu", INTEL, { { STEP_WRITE, CPUDIR "/online", "0-32\n" } },
+	  -ENOENT, "cpu32/topology: missing for online CPU 32" },
+	{ "garbage_l3_id", INTEL, { { STEP_WRITE, CPUDIR "/cpu20/cache/index3/id", "one\n" } },
+	  -EINVAL, "cpu20/cache/index3/id: not an integer" },
+	{ "garbage_node_cpulist", INTEL,
+	  { { STEP_WRITE, "sys/devices/system/node/node1/cpulist", "8-15,24-\n" } }, -EINVAL,
+	  "/sys/devices/system/node/node1/cpulist: " },
+	{ "node_cpumap_disagreeing", INTEL,
+	  { { STEP_WRITE, "sys/devices/system/node/node0/cpumap",
+	      "00000000,00000000,00000000,00000000\n" } },
+	  -EINVAL, "node0/cpumap: disagrees with cpulist" },
+	{ "node_cpumap_bad_character", INTEL,
+	  { { STEP_WRITE, "sys/devices/system/node/node0/cpumap", "00ff,zz\n" } }, -EINVAL,
+	  "node0/cpumap: bad character" },
+	{ "garbage_cpu_atom", INTEL,
+	  { { STEP_MKDIR, "sys/devices/cpu_atom", NULL },
+	    { STEP_WRITE, "sys/devices/cpu_atom/cpus", "twelve\n" } },
+	  -EINVAL, "/sys/devices/cpu_atom/cpus: " },
+	/* Old kernels have no cpu/online (16em64t-4s2c2t-offlines): hwloc reads
+	 * cpuN/online with atoi. */
+	{ "garbage_per_cpu_online", "16em64t-4s2c2t-offlines",
+	  { { STEP_WRITE, CPUDIR "/cpu3/online", "yes\n" } }, -EINVAL,
+	  "cpu3/online: not an integer" },
+};
+
+static void test_topo_load_hwloc_rejects(void **state)
 {
+	const struct corrupt_case *c = *state;
 	char root[PATH_MAX];
 
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu3/topology/core_id", "garbage\n");
-	assert_load_fails(root, -EINVAL, "/sys/devices/system/cpu/cpu3/topology/core_id: not an");
-}
+	root_of(c->capture, root, sizeof(root));
+	for (size_t i = 0; i < ARRAY_SIZE(c->steps) && c->steps[i].op; i++) {
+		const struct step *s = &c->steps[i];
 
-static void test_topo_load_hwloc_rejects_truncated_core_id(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu17/topology/core_id", "");
-	assert_load_fails(root, -EINVAL, "cpu17/topology/core_id: empty");
-}
-
-static void test_topo_load_hwloc_rejects_garbage_package_id(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu9/topology/physical_package_id", "1x\n");
-	assert_load_fails(root, -EINVAL, "cpu9/topology/physical_package_id: not an integer");
-}
-
-static void test_topo_load_hwloc_rejects_truncated_sibling_mask(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu5/topology/thread_siblings", "");
-	assert_load_fails(root, -EINVAL, "cpu5/topology/thread_siblings: empty");
-}
-
-static void test_topo_load_hwloc_rejects_sibling_mask_without_self(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu0/topology/core_cpus", "00000000,00000002\n");
-	assert_load_fails(root, -EINVAL, "cpu0/topology/core_cpus: does not contain CPU 0");
-}
-
-static void test_topo_load_hwloc_rejects_missing_cpu_online(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_remove(root, CPUDIR "/online");
-	assert_load_fails(root, -ENOENT, "/sys/devices/system/cpu/online: missing");
-}
-
-static void test_topo_load_hwloc_rejects_garbage_cpu_online(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/online", "0-31x\n");
-	assert_load_fails(root, -EINVAL, "/sys/devices/system/cpu/online: ");
-	mutate_write(root, CPUDIR "/online", "");
-	assert_load_fails(root, -EINVAL, "/sys/devices/system/cpu/online: empty file");
-	mutate_write(root, CPUDIR "/online", "\n");
-	assert_load_fails(root, -EINVAL, "/sys/devices/system/cpu/online: no CPU online");
-}
-
-static void test_topo_load_hwloc_rejects_online_cpu_without_topology(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_remove(root, CPUDIR "/cpu7/topology");
-	assert_load_fails(root, -ENOENT, "cpu7/topology: missing for online CPU 7");
-}
-
-static void test_topo_load_hwloc_rejects_online_list_naming_missing_cpu(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/online", "0-32\n");
-	assert_load_fails(root, -ENOENT, "cpu32/topology: missing for online CPU 32");
-}
-
-static void test_topo_load_hwloc_rejects_garbage_l3_id(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu20/cache/index3/id", "one\n");
-	assert_load_fails(root, -EINVAL, "cpu20/cache/index3/id: not an integer");
-}
-
-static void test_topo_load_hwloc_rejects_garbage_node_cpulist(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, "sys/devices/system/node/node1/cpulist", "8-15,24-\n");
-	assert_load_fails(root, -EINVAL, "/sys/devices/system/node/node1/cpulist: ");
-}
-
-static void test_topo_load_hwloc_rejects_node_cpumap_disagreeing(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_write(root, "sys/devices/system/node/node0/cpumap", "00000000,00000000,00000000,00000000\n");
-	assert_load_fails(root, -EINVAL, "node0/cpumap: disagrees with cpulist");
-	mutate_write(root, "sys/devices/system/node/node0/cpumap", "00ff,zz\n");
-	assert_load_fails(root, -EINVAL, "node0/cpumap: bad character");
-}
-
-static void test_topo_load_hwloc_rejects_garbage_cpu_atom(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of(INTEL, root, sizeof(root));
-	mutate_mkdir(root, "sys/devices/cpu_atom");
-	mutate_write(root, "sys/devices/cpu_atom/cpus", "twelve\n");
-	assert_load_fails(root, -EINVAL, "/sys/devices/cpu_atom/cpus: ");
-}
-
-/* Old kernels have no cpu/online (16em64t-4s2c2t-offlines): hwloc reads cpuN/online
- * with atoi. */
-static void test_topo_load_hwloc_rejects_garbage_per_cpu_online(void **state)
-{
-	char root[PATH_MAX];
-
-	root_of("16em64t-4s2c2t-offlines", root, sizeof(root));
-	mutate_write(root, CPUDIR "/cpu3/online", "yes\n");
-	assert_load_fails(root, -EINVAL, "cpu3/online: not an integer");
+		switch (s->op) {
+		case STEP_WRITE:
+			mutate_write(root, s->rel, s->content);
+			break;
+		case STEP_REMOVE:
+			mutate_remove(root, s->rel);
+			break;
+		case STEP_MKDIR:
+			mutate_mkdir(root, s->rel);
+			break;
+		case STEP_NONE:
+			break;
+		}
+	}
+	assert_load_fails(root, c->err, c->why);
 }
 
 static void test_topo_load_hwloc_rejects_missing_root(void **state)
@@ -1071,20 +1025,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_topo_load_hwloc_reads_e_cores_from_cpu_atom, undo_mutations),
 		cmocka_unit_test(test_topo_load_hwloc_live_machine_has_cpus),
 		cmocka_unit_test(test_topo_load_hwloc_restores_environment),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_core_id, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_truncated_core_id, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_package_id, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_truncated_sibling_mask, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_sibling_mask_without_self, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_missing_cpu_online, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_cpu_online, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_online_cpu_without_topology, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_online_list_naming_missing_cpu, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_l3_id, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_node_cpulist, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_node_cpumap_disagreeing, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_cpu_atom, undo_mutations),
-		cmocka_unit_test_teardown(test_topo_load_hwloc_rejects_garbage_per_cpu_online, undo_mutations),
 		cmocka_unit_test(test_topo_load_hwloc_rejects_missing_root),
 		cmocka_unit_test(test_topo_load_cpuid_dump_rejects_missing_dump),
 		cmocka_unit_test(test_topo_write_json_prints_exact_format),
@@ -1099,11 +1039,15 @@ int main(void)
 		cmocka_unit_test(test_topo_load_json_file_loads_1024_cpus),
 		cmocka_unit_test(test_topo_load_json_file_loads_384_cpus),
 	};
-	enum { N_CAPTURES = ARRAY_SIZE(captures), N = N_CAPTURES + ARRAY_SIZE(others) };
-	static char names[N_CAPTURES][96];
+	enum {
+		N_CAPTURES = ARRAY_SIZE(captures),
+		N_CORRUPT = ARRAY_SIZE(corrupt_cases),
+		N = N_CAPTURES + N_CORRUPT + ARRAY_SIZE(others)
+	};
+	static char names[N_CAPTURES + N_CORRUPT][96];
 	struct CMUnitTest tests[N];
 
-	/* One test per capture, named after it, from the captures[] table. */
+	/* One test per capture and per damaged capture, named after its row. */
 	for (size_t i = 0; i < N_CAPTURES; i++) {
 		xsnprintf(names[i], sizeof(names[i]), "test_topo_load_capture_matches_expected(%s)",
 			 captures[i]);
@@ -1113,7 +1057,19 @@ int main(void)
 			.initial_state = (void *)captures[i],
 		};
 	}
-	memcpy(&tests[N_CAPTURES], others, sizeof(others));
+	for (size_t i = 0; i < N_CORRUPT; i++) {
+		size_t k = N_CAPTURES + i;
+
+		xsnprintf(names[k], sizeof(names[k]), "test_topo_load_hwloc_rejects(%s)",
+			  corrupt_cases[i].name);
+		tests[k] = (struct CMUnitTest){
+			.name = names[k],
+			.test_func = test_topo_load_hwloc_rejects,
+			.teardown_func = undo_mutations,
+			.initial_state = (void *)&corrupt_cases[i],
+		};
+	}
+	memcpy(&tests[N_CAPTURES + N_CORRUPT], others, sizeof(others));
 	/* cmocka_run_group_tests() only takes arrays of static size. */
 	return _cmocka_run_group_tests("topo", tests, N, group_setup, group_teardown);
 }
