@@ -25,6 +25,8 @@
 #include <json-c/json.h>
 
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 extern char **environ;
 
@@ -144,7 +146,8 @@ static void capture_root(struct json_object *e, char *buf, size_t size)
 /* Loads a capture the way its format requires, with the extra hwloc environment
  * expected.json was computed with (e.g. HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES); the
  * variables the loaders manage themselves are left to them. */
-static int load_capture(struct json_object *e, const char *root, struct topo **ret, char *why)
+static int load_capture(struct json_object *e, const char *root, struct topo **ret,
+			struct errbuf *why)
 {
 	static const char *const managed[] = {"HWLOC_FSROOT", "HWLOC_COMPONENTS",
 					      "HWLOC_CPUID_PATH", "HWLOC_THISSYSTEM",
@@ -333,14 +336,15 @@ static void test_topo_load_capture_matches_expected(void **state)
 {
 	const char *file = *state;
 	struct json_object *e = expected_entry(file);
-	char root[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	char root[PATH_MAX];
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 	int r;
 
 	capture_root(e, root, sizeof(root));
-	r = load_capture(e, root, &t, why);
+	r = load_capture(e, root, &t, &why);
 	if (r < 0)
-		fail_msg("%s: %d %s", file, r, why);
+		fail_msg("%s: %d %s", file, r, &why);
 	assert_matches_expected(t, e);
 	topo_free(t);
 }
@@ -385,12 +389,12 @@ static void test_topo_every_capture_is_tested(void **state)
 
 static void test_topo_load_hwloc_live_machine_has_cpus(void **state)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (topo_load_hwloc(NULL, &t, why) < 0)
-		fail_msg("live machine: %s", why);
+	if (topo_load_hwloc(NULL, &t, &why) < 0)
+		fail_msg("live machine: %s", &why);
 	assert_true(t->n_cpus >= 1);
 	assert_int_equal(t->n_cpus, n);
 	assert_int_equal(cpuset_count(&t->online), t->n_cpus);
@@ -400,14 +404,15 @@ static void test_topo_load_hwloc_live_machine_has_cpus(void **state)
 static void test_topo_load_hwloc_restores_environment(void **state)
 {
 	struct json_object *e = expected_entry("2i386-2c-nohugepage.tar.bz2");
-	char root[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	char root[PATH_MAX];
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
 	capture_root(e, root, sizeof(root));
 	assert_int_equal(setenv("HWLOC_COMPONENTS", "bogus-but-restored", 1), 0);
 	(void)unsetenv("HWLOC_FSROOT");
-	if (topo_load_hwloc(root, &t, why) < 0)
-		fail_msg("%s", why);
+	if (topo_load_hwloc(root, &t, &why) < 0)
+		fail_msg("%s", &why);
 	assert_string_equal(getenv("HWLOC_COMPONENTS"), "bogus-but-restored");
 	assert_null(getenv("HWLOC_FSROOT"));
 	assert_int_equal(t->n_cpus, 2);
@@ -516,16 +521,16 @@ static int undo_mutations(void **state)
 /* Loads root and expects err with every part in why. */
 static void assert_load_fails(const char *root, int err, const char *part)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
-	int r = topo_load_hwloc(root, &t, why);
+	int r = topo_load_hwloc(root, &t, &why);
 
 	if (r >= 0) {
 		topo_free(t);
 		fail_msg("%s loaded, expected error with '%s'", root, part);
 	}
-	if (!strstr(why, part))
-		fail_msg("error '%s' lacks '%s'", why, part);
+	if (!strstr(why.s, part))
+		fail_msg("error '%s' lacks '%s'", why.s, part);
 	assert_int_equal(r, err);
 	assert_null(t);
 }
@@ -537,14 +542,15 @@ static void assert_load_fails(const char *root, int err, const char *part)
  * capture predates that: add it). */
 static void test_topo_load_hwloc_reads_e_cores_from_cpu_atom(void **state)
 {
-	char root[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	char root[PATH_MAX];
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
 	root_of("20em64t-hybrid-1p6c2t+2ca4co1t", root, sizeof(root));
 	mutate_mkdir(root, "sys/devices/cpu_atom");
 	mutate_write(root, "sys/devices/cpu_atom/cpus", "12-19\n");
-	if (topo_load_hwloc(root, &t, why) < 0)
-		fail_msg("%s", why);
+	if (topo_load_hwloc(root, &t, &why) < 0)
+		fail_msg("%s", &why);
 	assert_int_equal(t->n_cpus, 20);
 	for (int i = 0; i < t->n_cpus; i++)
 		assert_int_equal(t->cpus[i].type, t->cpus[i].cpu >= 12 ? TOPO_CORE_E : TOPO_CORE_P);
@@ -654,11 +660,11 @@ static void test_topo_load_hwloc_rejects_missing_root(void **state)
 
 static void test_topo_load_cpuid_dump_rejects_missing_dump(void **state)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
-	assert_int_equal(topo_load_cpuid_dump(base_dir, &t, why), -ENOENT);
-	assert_non_null(strstr(why, "/pu0: No such file"));
+	assert_int_equal(topo_load_cpuid_dump(base_dir, &t, &why), -ENOENT);
+	assert_non_null(strstr(why.s, "/pu0: No such file"));
 	assert_null(t);
 }
 
@@ -721,11 +727,11 @@ static void test_topo_parse_json_fills_optional_fields(void **state)
 		"{\"cpus\": [{\"cpu\": 2, \"socket\": 0, \"numa\": 0, \"core\": 7, \"uncore\": 3},"
 		" {\"cpu\": 0, \"socket\": 0, \"numa\": 0, \"core\": 5, \"l3\": -1,"
 		"  \"coreType\": \"p-core\"}]}";
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
-	if (topo_parse_json(in, strlen(in), &t, why) < 0)
-		fail_msg("%s", why);
+	if (topo_parse_json(in, strlen(in), &t, &why) < 0)
+		fail_msg("%s", &why);
 	assert_int_equal(t->n_cpus, 2);
 	assert_int_equal(t->cpus[0].cpu, 0); /* sorted */
 	assert_int_equal(t->cpus[0].core_id, 5);
@@ -743,16 +749,17 @@ static void test_topo_json_round_trips_every_capture(void **state)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(captures); i++) {
 		struct json_object *e = expected_entry(captures[i]);
-		char root[PATH_MAX], why[TOPO_ERR_MAX] = "";
+		char root[PATH_MAX];
+		struct errbuf why = { "" };
 		struct topo *t = NULL, *t2 = NULL;
 		char *a, *b;
 
 		capture_root(e, root, sizeof(root));
-		if (load_capture(e, root, &t, why) < 0)
-			fail_msg("%s: %s", captures[i], why);
+		if (load_capture(e, root, &t, &why) < 0)
+			fail_msg("%s: %s", captures[i], &why);
 		a = write_to_string(t);
-		if (topo_parse_json(a, strlen(a), &t2, why) < 0)
-			fail_msg("%s: own JSON does not parse: %s\n%s", captures[i], why, a);
+		if (topo_parse_json(a, strlen(a), &t2, &why) < 0)
+			fail_msg("%s: own JSON does not parse: %s\n%s", captures[i], why.s, a);
 		b = write_to_string(t2);
 		assert_string_equal(a, b);
 		assert_int_equal(t2->n_cpus, t->n_cpus);
@@ -836,12 +843,12 @@ static void test_topo_parse_json_rejects_bad_input(void **state)
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		char why[TOPO_ERR_MAX] = "";
+		struct errbuf why = { "" };
 		struct topo *t = NULL;
-		int r = topo_parse_json(cases[i].in, strlen(cases[i].in), &t, why);
+		int r = topo_parse_json(cases[i].in, strlen(cases[i].in), &t, &why);
 
-		if (r != cases[i].err || !strstr(why, cases[i].why))
-			fail_msg("case %zu %s: got %d '%s', want %d '%s'", i, cases[i].in, r, why,
+		if (r != cases[i].err || !strstr(why.s, cases[i].why))
+			fail_msg("case %zu %s: got %d '%s', want %d '%s'", i, cases[i].in, r, why.s,
 				 cases[i].err, cases[i].why);
 		assert_null(t);
 	}
@@ -850,11 +857,11 @@ static void test_topo_parse_json_rejects_bad_input(void **state)
 static void test_topo_parse_json_rejects_nul_byte(void **state)
 {
 	static const char in[] = DOC(ROW(""), "") "\0";
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
-	assert_int_equal(topo_parse_json(in, sizeof(in) - 1, &t, why), -EINVAL);
-	assert_non_null(strstr(why, "NUL byte at offset"));
+	assert_int_equal(topo_parse_json(in, sizeof(in) - 1, &t, &why), -EINVAL);
+	assert_non_null(strstr(why.s, "NUL byte at offset"));
 	assert_null(t);
 }
 
@@ -862,13 +869,13 @@ static void test_topo_parse_json_rejects_oversized_input(void **state)
 {
 	size_t len = (16u << 20) + 1;
 	char *big = malloc(len);
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
 	assert_non_null(big);
 	memset(big, ' ', len);
-	assert_int_equal(topo_parse_json(big, len, &t, why), -E2BIG);
-	assert_non_null(strstr(why, "more than 16777216"));
+	assert_int_equal(topo_parse_json(big, len, &t, &why), -E2BIG);
+	assert_non_null(strstr(why.s, "more than 16777216"));
 	free(big);
 }
 
@@ -877,7 +884,7 @@ static void test_topo_parse_json_rejects_more_than_8192_cpus(void **state)
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
 	assert_non_null(f);
@@ -887,36 +894,38 @@ static void test_topo_parse_json_rejects_more_than_8192_cpus(void **state)
 			i ? ", " : "", i);
 	fputs("]}", f);
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(topo_parse_json(buf, size, &t, why), -E2BIG);
-	assert_non_null(strstr(why, "\"cpus\" has 8193 entries, more than 8192"));
+	assert_int_equal(topo_parse_json(buf, size, &t, &why), -E2BIG);
+	assert_non_null(strstr(why.s, "\"cpus\" has 8193 entries, more than 8192"));
 	free(buf);
 }
 
 static void test_topo_load_json_file_names_the_file(void **state)
 {
-	char path[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	char path[PATH_MAX];
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
 	xsnprintf(path, sizeof(path), "%s/bad.json", base_dir);
 	write_file(path, "{\"cpus\": 1}", 11);
-	assert_int_equal(topo_load_json_file(path, &t, why), -EINVAL);
-	assert_non_null(strstr(why, "bad.json: \"cpus\" must be an array"));
+	assert_int_equal(topo_load_json_file(path, &t, &why), -EINVAL);
+	assert_non_null(strstr(why.s, "bad.json: \"cpus\" must be an array"));
 	xsnprintf(path, sizeof(path), "%s/none.json", base_dir);
-	assert_int_equal(topo_load_json_file(path, &t, why), -ENOENT);
-	assert_non_null(strstr(why, "none.json: No such file"));
+	assert_int_equal(topo_load_json_file(path, &t, &why), -ENOENT);
+	assert_non_null(strstr(why.s, "none.json: No such file"));
 	assert_null(t);
 }
 
 static void test_topo_load_json_file_rejects_oversized_file(void **state)
 {
-	char path[PATH_MAX], why[TOPO_ERR_MAX] = "";
+	char path[PATH_MAX];
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
 	xsnprintf(path, sizeof(path), "%s/huge.json", base_dir);
 	write_file(path, "", 0);
 	assert_int_equal(truncate(path, (16 << 20) + 1), 0);
-	assert_int_equal(topo_load_json_file(path, &t, why), -E2BIG);
-	assert_non_null(strstr(why, "huge.json: more than 16777216 bytes"));
+	assert_int_equal(topo_load_json_file(path, &t, &why), -E2BIG);
+	assert_non_null(strstr(why.s, "huge.json: more than 16777216 bytes"));
 	assert_int_equal(unlink(path), 0);
 }
 
@@ -924,12 +933,12 @@ static void test_topo_load_json_file_rejects_oversized_file(void **state)
  * threads, siblings N and N+512 (gen_topology.py). */
 static void test_topo_load_json_file_loads_1024_cpus(void **state)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 	char *a;
 
-	if (topo_load_json_file(TOPO_DATA "/synthetic-1024.json", &t, why) < 0)
-		fail_msg("%s", why);
+	if (topo_load_json_file(TOPO_DATA "/synthetic-1024.json", &t, &why) < 0)
+		fail_msg("%s", &why);
 	assert_int_equal(t->n_cpus, 1024);
 	assert_int_equal(t->n_sockets, 4);
 	assert_int_equal(t->n_numa, 8);
@@ -964,11 +973,11 @@ static void test_topo_load_json_file_loads_1024_cpus(void **state)
 
 static void test_topo_load_json_file_loads_384_cpus(void **state)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL;
 
-	if (topo_load_json_file(TOPO_DATA "/synthetic-384.json", &t, why) < 0)
-		fail_msg("%s", why);
+	if (topo_load_json_file(TOPO_DATA "/synthetic-384.json", &t, &why) < 0)
+		fail_msg("%s", &why);
 	assert_int_equal(t->n_cpus, 384);
 	assert_int_equal(t->n_sockets, 2);
 	assert_int_equal(t->n_numa, 2);

@@ -21,6 +21,8 @@
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 #define PROG "dra-cpu-alloc"
 #define ARGS_ERR_MAX 320
@@ -249,8 +251,8 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *list = NULL;
 	struct args a = { 0 };
 	struct cpuset got;
-	char err[ARGS_ERR_MAX] = "",
-	     why[TOPO_ERR_MAX > ALLOC_ERR_MAX ? TOPO_ERR_MAX : ALLOC_ERR_MAX];
+	char err[ARGS_ERR_MAX] = "", why[ALLOC_ERR_MAX];
+	struct errbuf twhy = { "" };
 	int r;
 
 	if (parse_args(argc, argv, &a, err) < 0) {
@@ -261,11 +263,10 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	why[0] = '\0';
-	r = topo_load_json_file(a.topology, &t, why);
+	r = topo_load_json_file(a.topology, &t, &twhy);
 	if (r < 0) {
-		if (why[0]) /* the loader's text names the file */
-			fprintf(stderr, PROG ": %s\n", why);
+		if (twhy.s[0]) /* the loader's text names the file */
+			fprintf(stderr, PROG ": %s\n", twhy.s);
 		else
 			fprintf(stderr, PROG ": %s: %s\n", a.topology, strerror(-r));
 		return 2;
