@@ -929,6 +929,22 @@ static void test_topo_load_json_file_rejects_oversized_file(void **state)
 	assert_int_equal(unlink(path), 0);
 }
 
+/* A FIFO where the topology file belongs is refused at once, not read
+ * (which would block until a writer came). */
+static void test_topo_load_json_file_refuses_a_fifo(void **state)
+{
+	char path[PATH_MAX];
+	struct errbuf why = { "" };
+	struct topo *t = NULL;
+
+	xsnprintf(path, sizeof(path), "%s/fifo.json", base_dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(topo_load_json_file(path, &t, &why), -EINVAL);
+	assert_non_null(strstr(why.s, "fifo.json: is a FIFO"));
+	assert_null(t);
+	assert_int_equal(unlink(path), 0);
+}
+
 /* test/data/topo/synthetic-1024.json: 4 sockets x 2 NUMA x 64 cores x 2
  * threads, siblings N and N+512 (gen_topology.py). */
 static void test_topo_load_json_file_loads_1024_cpus(void **state)
@@ -1045,6 +1061,7 @@ int main(void)
 		cmocka_unit_test(test_topo_parse_json_rejects_more_than_8192_cpus),
 		cmocka_unit_test(test_topo_load_json_file_names_the_file),
 		cmocka_unit_test(test_topo_load_json_file_rejects_oversized_file),
+		cmocka_unit_test(test_topo_load_json_file_refuses_a_fifo),
 		cmocka_unit_test(test_topo_load_json_file_loads_1024_cpus),
 		cmocka_unit_test(test_topo_load_json_file_loads_384_cpus),
 	};

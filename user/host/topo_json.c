@@ -272,11 +272,12 @@ int topo_load_json_file(const char *path, struct topo **ret, struct errbuf *eb)
 	_cleanup_(buf_done) struct buf b = BUF_INIT(TOPO_JSON_MAX_BYTES);
 	int r;
 
-	r = fileio_read_at(AT_FDCWD, path, FILEIO_FOLLOW, &b, NULL);
+	/* fileio names the path and says what a FIFO or a directory is. */
+	r = fileio_read_at(AT_FDCWD, path, FILEIO_FOLLOW, &b, eb);
 	if (r == -E2BIG)
 		return errbuf_fail(eb, r, "%s: more than %u bytes", path, TOPO_JSON_MAX_BYTES);
 	if (r < 0)
-		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
+		return r;
 	r = topo_parse_json(buf_str(&b), buf_len(&b), ret, eb);
 	if (r < 0)
 		return errbuf_wrap(eb, r, "%s", path);
