@@ -30,6 +30,7 @@
 #include <json-c/json.h>
 
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "pinning/owners.h"
 #include "pinning/report.h"
 #include "pinning/report_json.h"
@@ -66,9 +67,9 @@ static void assert_cpus(const struct cpuset *s, const char *list)
 static struct verify_owners *fixture_owners(enum cgroup_hier mode, const char *scope)
 {
 	struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/k/A", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/k/A", &why), 0);
 	o->mode = mode;
 	o->v[0].path = strdup(mode == CGROUP_V1 ? "/v1/A" : "/k/A");
 	o->v[0].cgroup_id = 4242;
@@ -82,11 +83,11 @@ static struct verify_owners *fixture_owners(enum cgroup_hier mode, const char *s
 static void test_verify_exclusive_flag_parses_and_merges(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/a", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "4=/sys/fs/cgroup/a//", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "7=/sys/fs/cgroup/b=c", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/a", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "4=/sys/fs/cgroup/a//", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "7=/sys/fs/cgroup/b=c", &why), 0);
 	assert_int_equal(o->n, 2);
 	assert_string_equal(o->v[0].cgroup, "/sys/fs/cgroup/a");
 	assert_cpus(&o->v[0].cpus, "2-4");
@@ -114,15 +115,15 @@ static void test_verify_exclusive_flag_rejects_bad_syntax(void **st)
 		{ "3=/b", "CPU 3 is exclusive to both /a and /b" },
 	};
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/a", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/a", &why), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		why[0] = 0;
-		if (verify_owners_add_flag(o, bad[i].arg, why) != -EINVAL)
+		why.s[0] = 0;
+		if (verify_owners_add_flag(o, bad[i].arg, &why) != -EINVAL)
 			fail_msg("accepted: %s", bad[i].arg);
-		if (!strstr(why, bad[i].why))
-			fail_msg("%s: why is \"%s\"", bad[i].arg, why);
+		if (!strstr(why.s, bad[i].why))
+			fail_msg("%s: why is \"%s\"", bad[i].arg, why.s);
 	}
 	/* Nothing changed on error. */
 	assert_int_equal(o->n, 1);
@@ -132,17 +133,18 @@ static void test_verify_exclusive_flag_rejects_bad_syntax(void **st)
 static void test_verify_exclusive_flag_caps_owner_count(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX], arg[64];
+	struct errbuf why = { "" };
+	char arg[64];
 
 	for (int i = 0; i < VERIFY_OWNERS_MAX; i++) {
 		snprintf(arg, sizeof(arg), "%d=/c/%d", i, i);
-		assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+		assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	}
 	snprintf(arg, sizeof(arg), "%d=/c/x", VERIFY_OWNERS_MAX);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), -E2BIG);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), -E2BIG);
 	/* Merging into a known owner is not a new one. */
 	snprintf(arg, sizeof(arg), "%d=/c/0", VERIFY_OWNERS_MAX);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 }
 
 /* What user/nri/pools.c writes: one entry per claim, so one container's cgroup
@@ -157,9 +159,9 @@ static void test_verify_owners_json_reads_the_daemon_file(void **st)
 		"\"claim\":\"ns/b\",\"pod\":\"ns/p\",\"container\":\"app\"},"
 		"{\"cpus\":\"7\",\"cgroup\":\"/sys/fs/cgroup/kubepods/pod2/c\",\"future\":[1,2]}]}\n";
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), why), 0);
+	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), &why), 0);
 	assert_int_equal(o->n, 2);
 	assert_cpus(&o->v[0].cpus, "4-6");
 	assert_int_equal(o->v[0].cgroup_id, 123);
@@ -174,13 +176,13 @@ static void test_verify_owners_json_reads_the_daemon_file(void **st)
 static void test_verify_owners_json_accepts_empty_list(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}", 13, why), 0);
+	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}", 13, &why), 0);
 	assert_int_equal(o->n, 0);
 	assert_true(cpuset_is_empty(&o->exclusive));
 	/* The length bounds the input: no NUL needed. */
-	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}XXXX", 13, why), 0);
+	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}XXXX", 13, &why), 0);
 }
 
 static void test_verify_owners_json_rejects_malformed(void **st)
@@ -217,18 +219,18 @@ static void test_verify_owners_json_rejects_malformed(void **st)
 		  "two cgroup ids", -EINVAL },
 		{ "{\"owners\":[[[[[[[[[[1]]]]]]]]]]}", "not JSON", -EPROTO }, /* too deep */
 	};
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 		int r;
 
-		why[0] = 0;
-		r = verify_owners_add_json(o, bad[i].doc, strlen(bad[i].doc), why);
+		why.s[0] = 0;
+		r = verify_owners_add_json(o, bad[i].doc, strlen(bad[i].doc), &why);
 		if (r != bad[i].r)
-			fail_msg("%s: %d, want %d (%s)", bad[i].doc, r, bad[i].r, why);
-		if (!strstr(why, bad[i].why))
-			fail_msg("%s: why is \"%s\"", bad[i].doc, why);
+			fail_msg("%s: %d, want %d (%s)", bad[i].doc, r, bad[i].r, why.s);
+		if (!strstr(why.s, bad[i].why))
+			fail_msg("%s: why is \"%s\"", bad[i].doc, why.s);
 	}
 }
 
@@ -236,7 +238,7 @@ static void test_verify_owners_json_caps_size_and_entries(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 	_cleanup_free_ char *doc = NULL;
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 	size_t len = 0;
 	FILE *f = open_memstream(&doc, &len);
 
@@ -246,8 +248,8 @@ static void test_verify_owners_json_caps_size_and_entries(void **st)
 		fprintf(f, "%s{\"cpus\":\"%d\",\"cgroup\":\"/c/%d\"}", i ? "," : "", i, i);
 	fputs("]}", f);
 	fclose(f);
-	assert_int_equal(verify_owners_add_json(o, doc, len, why), -E2BIG);
-	assert_int_equal(verify_owners_add_json(o, doc, VERIFY_STATE_MAX + 1, why), -E2BIG);
+	assert_int_equal(verify_owners_add_json(o, doc, len, &why), -E2BIG);
+	assert_int_equal(verify_owners_add_json(o, doc, VERIFY_STATE_MAX + 1, &why), -E2BIG);
 }
 
 /* ---- resolving against a fake hierarchy ------------------------------------------------ */
@@ -307,7 +309,7 @@ static int tree_teardown(void **st)
 }
 
 /* verify_owners_resolve() with the tree's mounts. */
-static int resolve(struct verify_owners *o, const struct tree *t, char *why)
+static int resolve(struct verify_owners *o, const struct tree *t, struct errbuf *why)
 {
 	struct cgroup_mounts m;
 	int r;
@@ -318,7 +320,7 @@ static int resolve(struct verify_owners *o, const struct tree *t, char *why)
 	return r;
 }
 
-static int resolve_flags(struct tree *t, const char *scope, char *why, int n, ...)
+static int resolve_flags(struct tree *t, const char *scope, struct errbuf *why, int n, ...)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 	va_list ap;
@@ -347,16 +349,17 @@ static void test_verify_resolve_places_owners_in_their_hierarchy(void **st)
 {
 	struct tree *t = *st;
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "", arg[PATH_MAX], dir[PATH_MAX];
+	struct errbuf why = { "" };
+	char arg[PATH_MAX], dir[PATH_MAX];
 	struct stat sa;
 
 	snprintf(arg, sizeof(arg), "2=%s/v2/k/A/", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	snprintf(arg, sizeof(arg), "3=%s/v2/k/A/c/../../B", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	snprintf(dir, sizeof(dir), "%s/v2/k", t->dir);
-	assert_int_equal(verify_owners_set_scope(o, dir, why), 0);
-	assert_int_equal(resolve(o, t, why), 0);
+	assert_int_equal(verify_owners_set_scope(o, dir, &why), 0);
+	assert_int_equal(resolve(o, t, &why), 0);
 	assert_int_equal(o->mode, CGROUP_V2);
 	snprintf(dir, sizeof(dir), "%s/v2", t->dir);
 	assert_string_equal(o->mount, dir);
@@ -372,13 +375,14 @@ static void test_verify_resolve_v1_joins_the_mount_root(void **st)
 {
 	struct tree *t = *st;
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "", arg[PATH_MAX];
+	struct errbuf why = { "" };
+	char arg[PATH_MAX];
 
 	snprintf(arg, sizeof(arg), "1=%s/v1/A", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	snprintf(arg, sizeof(arg), "2=%s/v1", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
-	assert_int_equal(resolve(o, t, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
+	assert_int_equal(resolve(o, t, &why), 0);
 	assert_int_equal(o->mode, CGROUP_V1);
 	/* As /proc/<pid>/cgroup names them: the mount shows /kubepods. */
 	assert_string_equal(o->v[0].path, "/kubepods/A");
@@ -388,47 +392,48 @@ static void test_verify_resolve_v1_joins_the_mount_root(void **st)
 static void test_verify_resolve_rejects_what_it_cannot_place(void **st)
 {
 	struct tree *t = *st;
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(resolve_flags(t, NULL, why, 1, "1", "v2/k/gone"), -ENOENT);
-	assert_non_null(strstr(why, "does not exist"));
-	assert_int_equal(resolve_flags(t, NULL, why, 1, "1", "plain"), -EINVAL);
-	assert_non_null(strstr(why, "is not a cgroup"));
-	assert_int_equal(resolve_flags(t, NULL, why, 2, "1", "v2/k/A", "2", "v1/A"), -EINVAL);
-	assert_non_null(strstr(why, "two hierarchies"));
-	assert_int_equal(resolve_flags(t, NULL, why, 2, "1", "v2/k/A", "2", "v2/k/A/c/.."),
+	assert_int_equal(resolve_flags(t, NULL, &why, 1, "1", "v2/k/gone"), -ENOENT);
+	assert_non_null(strstr(why.s, "does not exist"));
+	assert_int_equal(resolve_flags(t, NULL, &why, 1, "1", "plain"), -EINVAL);
+	assert_non_null(strstr(why.s, "is not a cgroup"));
+	assert_int_equal(resolve_flags(t, NULL, &why, 2, "1", "v2/k/A", "2", "v1/A"), -EINVAL);
+	assert_non_null(strstr(why.s, "two hierarchies"));
+	assert_int_equal(resolve_flags(t, NULL, &why, 2, "1", "v2/k/A", "2", "v2/k/A/c/.."),
 			 -EINVAL);
-	assert_non_null(strstr(why, "the same cgroup"));
-	assert_int_equal(resolve_flags(t, "v1", why, 1, "1", "v2/k/A"), -EINVAL);
-	assert_non_null(strstr(why, "--scope"));
-	assert_int_equal(resolve_flags(t, "v2/nope", why, 1, "1", "v2/k/A"), -ENOENT);
+	assert_non_null(strstr(why.s, "the same cgroup"));
+	assert_int_equal(resolve_flags(t, "v1", &why, 1, "1", "v2/k/A"), -EINVAL);
+	assert_non_null(strstr(why.s, "--scope"));
+	assert_int_equal(resolve_flags(t, "v2/nope", &why, 1, "1", "v2/k/A"), -ENOENT);
 }
 
 static void test_verify_resolve_detects_a_stale_state_file(void **st)
 {
 	struct tree *t = *st;
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "", doc[PATH_MAX + 128];
+	struct errbuf why = { "" };
+	char doc[PATH_MAX + 128];
 
 	snprintf(doc, sizeof(doc),
 		 "{\"owners\":[{\"cpus\":\"1\",\"cgroup\":\"%s/v2/k/A\",\"cgroupId\":1}]}", t->dir);
-	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), why), 0);
-	assert_int_equal(resolve(o, t, why),
+	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), &why), 0);
+	assert_int_equal(resolve(o, t, &why),
 			 -ESTALE);
-	assert_non_null(strstr(why, "stale"));
+	assert_non_null(strstr(why.s, "stale"));
 }
 
 static void test_verify_check_cpus_names_an_impossible_cpu(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 	struct cpuset possible = cpus("0-1");
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "1=/a", why), 0);
-	assert_int_equal(verify_owners_check_cpus(o, &possible, why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "5-6=/b", why), 0);
-	assert_int_equal(verify_owners_check_cpus(o, &possible, why), -EINVAL);
-	assert_string_equal(why, "CPU 5 does not exist on this node (possible: 0-1)");
+	assert_int_equal(verify_owners_add_flag(o, "1=/a", &why), 0);
+	assert_int_equal(verify_owners_check_cpus(o, &possible, &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "5-6=/b", &why), 0);
+	assert_int_equal(verify_owners_check_cpus(o, &possible, &why), -EINVAL);
+	assert_string_equal(why.s, "CPU 5 does not exist on this node (possible: 0-1)");
 }
 
 /* ---- classification and the scan -------------------------------------------------------- */
@@ -436,13 +441,13 @@ static void test_verify_check_cpus_names_an_impossible_cpu(void **st)
 static void test_verify_classify_by_owner_and_allowed_cpus(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 	struct cpuset f, a23 = cpus("2-3"), a3 = cpus("3"), a03 = cpus("0-3"), a01 = cpus("0-1"),
 			 a45 = cpus("4-5");
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/c/A", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "4=/c/A/inner", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "5=/c/B", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/c/A", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "4=/c/A/inner", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "5=/c/B", &why), 0);
 	o->v[0].path = strdup("/k/A");
 	o->v[1].path = strdup("/k/A/inner");
 	o->v[2].path = strdup("/k/B");

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/errbuf.h"
 #include "pinning/owners.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,22 +42,22 @@ static void check_owners(const struct verify_owners *o)
 	assert(cpuset_equal(&all, &o->exclusive));
 }
 
-static void check_error(int r, const char *why)
+static void check_error(int r, const struct errbuf *why)
 {
 	assert(r == -EPROTO || r == -EINVAL || r == -E2BIG);
-	assert(memchr(why, 0, VERIFY_ERR_MAX) && why[0]);
+	assert(memchr(why->s, 0, sizeof(why->s)) && why->s[0]);
 }
 
 static void fuzz_json(const char *text, size_t size)
 {
 	struct verify_owners *o = NULL;
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	int r;
 
 	assert(verify_owners_new(&o) == 0);
-	r = verify_owners_add_json(o, text, size, why);
+	r = verify_owners_add_json(o, text, size, &why);
 	if (r < 0)
-		check_error(r, why);
+		check_error(r, &why);
 	check_owners(o); /* entries before a bad one may stay: still consistent */
 	verify_owners_free(o);
 }
@@ -69,7 +70,8 @@ static void fuzz_flags(const char *text, size_t size)
 	assert(verify_owners_new(&o) == 0);
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		char *line, why[VERIFY_ERR_MAX] = "";
+		struct errbuf why = { "" };
+		char *line;
 		int n_before = o->n, r;
 		struct cpuset before = o->exclusive;
 
@@ -77,9 +79,9 @@ static void fuzz_flags(const char *text, size_t size)
 			eol = end;
 		line = strndup(p, (size_t)(eol - p));
 		assert(line);
-		r = verify_owners_add_flag(o, line, why);
+		r = verify_owners_add_flag(o, line, &why);
 		if (r < 0) {
-			check_error(r, why);
+			check_error(r, &why);
 			/* A refused flag leaves the table as it was. */
 			assert(o->n == n_before && cpuset_equal(&before, &o->exclusive));
 		}

@@ -39,6 +39,7 @@
 #include "lib/cleanup.h"
 #include "lib/clock.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "pinning.h"
@@ -154,7 +155,7 @@ static int cannot_check(const struct args *a, const char *fmt, ...) __attribute_
 /* "Could not check": the reason in one line on stderr (and as JSON). */
 static int cannot_check(const struct args *a, const char *fmt, ...)
 {
-	char reason[VERIFY_ERR_MAX + 128];
+	char reason[ERRBUF_MAX + 128];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -392,16 +393,16 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 static int load_owners(const struct args *a, struct verify_owners *o, char *source,
 		       size_t source_size)
 {
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	int r;
 
 	if (a->nexclusive) {
 		for (int i = 0; i < a->nexclusive; i++) {
-			r = verify_owners_add_flag(o, a->exclusive[i], why);
+			r = verify_owners_add_flag(o, a->exclusive[i], &why);
 			if (r == -ENOMEM)
 				return cannot_check(a, "out of memory");
 			if (r < 0)
-				return cannot_check(a, "%s", why);
+				return cannot_check(a, "%s", why.s);
 		}
 		(void)snprintf(source, source_size, "--exclusive");
 	} else {
@@ -418,18 +419,18 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 					    source, a->state_dir);
 		if (r < 0)
 			return cannot_check(a, "cannot read %s: %s", source, strerror(-r));
-		r = verify_owners_add_json(o, buf, len, why);
+		r = verify_owners_add_json(o, buf, len, &why);
 		if (r == -ENOMEM)
 			return cannot_check(a, "out of memory");
 		if (r < 0)
-			return cannot_check(a, "%s: %s", source, why);
+			return cannot_check(a, "%s: %s", source, why.s);
 	}
 	if (a->scope) {
-		r = verify_owners_set_scope(o, a->scope, why);
+		r = verify_owners_set_scope(o, a->scope, &why);
 		if (r == -ENOMEM)
 			return cannot_check(a, "out of memory");
 		if (r < 0)
-			return cannot_check(a, "%s", why);
+			return cannot_check(a, "%s", why.s);
 	}
 	return 0;
 }
@@ -437,7 +438,8 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 static int resolve_owners(const struct args *a, struct verify_owners *o)
 {
 	_cleanup_free_ char *possible = NULL;
-	char why[VERIFY_ERR_MAX] = "", cwhy[CPUSET_ERR_MAX] = "";
+	struct errbuf why = { "" };
+	char cwhy[CPUSET_ERR_MAX] = "";
 	struct cgroup_mounts mounts;
 	struct cpuset cpus;
 	size_t plen = 0;
@@ -446,20 +448,20 @@ static int resolve_owners(const struct args *a, struct verify_owners *o)
 	r = cgroup_mounts_read(&mounts);
 	if (r < 0)
 		return cannot_check(a, "cannot read /proc/self/mountinfo: %s", strerror(-r));
-	r = verify_owners_resolve(o, &mounts, why);
+	r = verify_owners_resolve(o, &mounts, &why);
 	cgroup_mounts_done(&mounts);
 	if (r == -ENOMEM)
 		return cannot_check(a, "out of memory");
 	if (r < 0)
-		return cannot_check(a, "%s", why);
+		return cannot_check(a, "%s", why.s);
 	r = fileio_read("/sys/devices/system/cpu/possible", 4096, &possible, &plen, NULL);
 	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, cwhy) < 0)
 		return cannot_check(a, "cannot read the possible CPUs (/sys/devices/system/cpu/"
 				       "possible): %s",
 				    r < 0 ? strerror(-r) : cwhy);
-	r = verify_owners_check_cpus(o, &cpus, why);
+	r = verify_owners_check_cpus(o, &cpus, &why);
 	if (r < 0)
-		return cannot_check(a, "%s", why);
+		return cannot_check(a, "%s", why.s);
 	return 0;
 }
 
@@ -521,7 +523,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 		goto out;
 	}
 	if (!bpfmon_is_loaded(m)) {
-		char why[VERIFY_ERR_MAX];
+		char why[ERRBUF_MAX];
 
 		load_failure(m, why, sizeof(why));
 		ret = cannot_check(a, "the BPF check did not load: %s", why);
@@ -809,7 +811,7 @@ static int verb_probe(const struct args *a)
 int main(int argc, char **argv)
 {
 	struct args a;
-	char err[VERIFY_ERR_MAX] = "";
+	char err[ERRBUF_MAX] = "";
 	int r;
 
 	r = parse_args(argc, argv, &a, err, sizeof(err));

@@ -13,20 +13,7 @@
 
 #include <json-c/json.h>
 
-static int why_set(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Writes the reason (when why is not NULL) and returns r. */
-static int why_set(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, VERIFY_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
+#include "lib/errbuf.h"
 
 /* ---- owners --------------------------------------------------------------------------- */
 
@@ -113,7 +100,7 @@ static int claims_add(char **claims, const char *add)
 	return 0;
 }
 
-static int add_entry(struct verify_owners *o, const struct entry *e, const char *what, char *why)
+static int add_entry(struct verify_owners *o, const struct entry *e, const char *what, struct errbuf *eb)
 {
 	_cleanup_free_ char *cg = NULL;
 	struct verify_owner *w, *nv;
@@ -121,9 +108,9 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 	int same = -1, r;
 
 	if (cpuset_is_empty(&e->cpus))
-		return why_set(why, -EINVAL, "%s: the CPU list is empty", what);
+		return errbuf_fail(eb, -EINVAL, "%s: the CPU list is empty", what);
 	if (len >= PATH_MAX)
-		return why_set(why, -EINVAL, "%s: the cgroup path is longer than %d bytes", what,
+		return errbuf_fail(eb, -EINVAL, "%s: the cgroup path is longer than %d bytes", what,
 			       PATH_MAX - 1);
 	/* One spelling per directory ("/a//b/" is "/a/b"), so that the same
 	 * cgroup given twice merges. */
@@ -131,7 +118,7 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		return why_set(why, -EINVAL, "%s: the cgroup must be an absolute directory path",
+		return errbuf_fail(eb, -EINVAL, "%s: the cgroup must be an absolute directory path",
 			       what);
 
 	for (int i = 0; i < o->n; i++) {
@@ -143,13 +130,13 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 		}
 		cpuset_and(&both, &o->v[i].cpus, &e->cpus);
 		if (!cpuset_is_empty(&both))
-			return why_set(why, -EINVAL, "%s: CPU %d is exclusive to both %s and %s",
+			return errbuf_fail(eb, -EINVAL, "%s: CPU %d is exclusive to both %s and %s",
 				       what, cpuset_first(&both), o->v[i].cgroup, cg);
 	}
 	if (same >= 0) {
 		w = &o->v[same];
 		if (e->id && w->cgroup_id && e->id != w->cgroup_id)
-			return why_set(why, -EINVAL,
+			return errbuf_fail(eb, -EINVAL,
 				       "%s: %s is given with two cgroup ids, %" PRIu64 " and %" PRIu64,
 				       what, cg, w->cgroup_id, e->id);
 		if (claims_add(&w->claim, e->claim) < 0)
@@ -165,7 +152,7 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 		return 0;
 	}
 	if (o->n >= VERIFY_OWNERS_MAX)
-		return why_set(why, -E2BIG, "%s: more than %d owners", what, VERIFY_OWNERS_MAX);
+		return errbuf_fail(eb, -E2BIG, "%s: more than %d owners", what, VERIFY_OWNERS_MAX);
 	nv = realloc(o->v, sizeof(*o->v) * (size_t)(o->n + 1));
 	if (!nv)
 		return -ENOMEM;
@@ -185,7 +172,7 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 	return 0;
 }
 
-int verify_owners_add_flag(struct verify_owners *o, const char *arg, char *why)
+int verify_owners_add_flag(struct verify_owners *o, const char *arg, struct errbuf *eb)
 {
 	const char *eq = strchr(arg, '=');
 	char cpus_why[CPUSET_ERR_MAX] = "", what[64];
@@ -194,20 +181,20 @@ int verify_owners_add_flag(struct verify_owners *o, const char *arg, char *why)
 	(void)snprintf(what, sizeof(what), "--exclusive %.40s%s", arg,
 		       strlen(arg) > 40 ? "..." : "");
 	if (!eq || eq == arg || !eq[1])
-		return why_set(why, -EINVAL, "%s: expected CPUS=CGROUP_PATH, such as 4-7=%s", what,
+		return errbuf_fail(eb, -EINVAL, "%s: expected CPUS=CGROUP_PATH, such as 4-7=%s", what,
 			       "/sys/fs/cgroup/kubepods.slice/...");
 	if (cpuset_parse_n(arg, (size_t)(eq - arg), &e.cpus, cpus_why) < 0)
-		return why_set(why, -EINVAL, "%s: \"%.*s\" is not a CPU list: %s", what,
+		return errbuf_fail(eb, -EINVAL, "%s: \"%.*s\" is not a CPU list: %s", what,
 			       (int)(eq - arg > 64 ? 64 : eq - arg), arg, cpus_why);
 	e.cgroup = eq + 1;
 	e.cgroup_len = strlen(eq + 1);
-	return add_entry(o, &e, what, why);
+	return add_entry(o, &e, what, eb);
 }
 
 /* A string member of obj: NULL when absent; -EPROTO when not a string, over
  * max bytes or holding a NUL. */
 static int get_string(struct json_object *obj, const char *key, size_t max, const char *what,
-		      const char **ret, size_t *ret_len, char *why)
+		      const char **ret, size_t *ret_len, struct errbuf *eb)
 {
 	struct json_object *v;
 	size_t len;
@@ -216,19 +203,19 @@ static int get_string(struct json_object *obj, const char *key, size_t max, cons
 	if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null))
 		return 0;
 	if (!json_object_is_type(v, json_type_string))
-		return why_set(why, -EPROTO, "%s.%s: not a string", what, key);
+		return errbuf_fail(eb, -EPROTO, "%s.%s: not a string", what, key);
 	len = (size_t)json_object_get_string_len(v);
 	if (len >= max)
-		return why_set(why, -EPROTO, "%s.%s: longer than %zu bytes", what, key, max - 1);
+		return errbuf_fail(eb, -EPROTO, "%s.%s: longer than %zu bytes", what, key, max - 1);
 	if (memchr(json_object_get_string(v), 0, len))
-		return why_set(why, -EPROTO, "%s.%s: holds a NUL character", what, key);
+		return errbuf_fail(eb, -EPROTO, "%s.%s: holds a NUL character", what, key);
 	*ret = json_object_get_string(v);
 	if (ret_len)
 		*ret_len = len;
 	return 0;
 }
 
-static int parse_entry(struct json_object *obj, const char *what, struct entry *e, char *why)
+static int parse_entry(struct json_object *obj, const char *what, struct entry *e, struct errbuf *eb)
 {
 	char cpus_why[CPUSET_ERR_MAX] = "";
 	struct json_object *v;
@@ -237,36 +224,36 @@ static int parse_entry(struct json_object *obj, const char *what, struct entry *
 	int r;
 
 	if (!json_object_is_type(obj, json_type_object))
-		return why_set(why, -EPROTO, "%s: not an object", what);
-	r = get_string(obj, "cpus", 4096, what, &cpus, &cpus_len, why);
+		return errbuf_fail(eb, -EPROTO, "%s: not an object", what);
+	r = get_string(obj, "cpus", 4096, what, &cpus, &cpus_len, eb);
 	if (r < 0)
 		return r;
 	if (!cpus)
-		return why_set(why, -EPROTO, "%s: no \"cpus\"", what);
+		return errbuf_fail(eb, -EPROTO, "%s: no \"cpus\"", what);
 	if (cpuset_parse_n(cpus, cpus_len, &e->cpus, cpus_why) < 0)
-		return why_set(why, -EPROTO, "%s.cpus: \"%.64s\" is not a CPU list: %s", what, cpus,
+		return errbuf_fail(eb, -EPROTO, "%s.cpus: \"%.64s\" is not a CPU list: %s", what, cpus,
 			       cpus_why);
-	r = get_string(obj, "cgroup", PATH_MAX, what, &e->cgroup, &e->cgroup_len, why);
+	r = get_string(obj, "cgroup", PATH_MAX, what, &e->cgroup, &e->cgroup_len, eb);
 	if (r < 0)
 		return r;
 	if (!e->cgroup)
-		return why_set(why, -EPROTO, "%s: no \"cgroup\"", what);
+		return errbuf_fail(eb, -EPROTO, "%s: no \"cgroup\"", what);
 	if (json_object_object_get_ex(obj, "cgroupId", &v) && !json_object_is_type(v, json_type_null)) {
 		/* json-c keeps integers above INT64_MAX as uint64: then int64
 		 * reads INT64_MAX, never negative. */
 		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0)
-			return why_set(why, -EPROTO, "%s.cgroupId: not a positive integer", what);
+			return errbuf_fail(eb, -EPROTO, "%s.cgroupId: not a positive integer", what);
 		e->id = json_object_get_uint64(v);
 	}
-	r = get_string(obj, "claim", VERIFY_LABEL_MAX, what, &e->claim, NULL, why);
+	r = get_string(obj, "claim", VERIFY_LABEL_MAX, what, &e->claim, NULL, eb);
 	if (r == 0)
-		r = get_string(obj, "pod", VERIFY_LABEL_MAX, what, &e->pod, NULL, why);
+		r = get_string(obj, "pod", VERIFY_LABEL_MAX, what, &e->pod, NULL, eb);
 	if (r == 0)
-		r = get_string(obj, "container", VERIFY_LABEL_MAX, what, &e->container, NULL, why);
+		r = get_string(obj, "container", VERIFY_LABEL_MAX, what, &e->container, NULL, eb);
 	return r;
 }
 
-int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len, char *why)
+int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len, struct errbuf *eb)
 {
 	struct json_tokener *tok;
 	struct json_object *root, *arr;
@@ -274,7 +261,7 @@ int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len,
 	int r = 0;
 
 	if (len > VERIFY_STATE_MAX)
-		return why_set(why, -E2BIG, "owners.json: larger than %u bytes", VERIFY_STATE_MAX);
+		return errbuf_fail(eb, -E2BIG, "owners.json: larger than %u bytes", VERIFY_STATE_MAX);
 	if (len > INT_MAX)
 		return -E2BIG;
 	tok = json_tokener_new_ex(VERIFY_JSON_DEPTH);
@@ -286,7 +273,7 @@ int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len,
 
 		json_object_put(root);
 		json_tokener_free(tok);
-		return why_set(why, -EPROTO, "owners.json: not JSON: %s",
+		return errbuf_fail(eb, -EPROTO, "owners.json: not JSON: %s",
 			       err == json_tokener_continue ? "truncated"
 							    : json_tokener_error_desc(err));
 	}
@@ -295,25 +282,25 @@ int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len,
 	for (; end < len; end++)
 		if (!strchr(" \t\r\n", buf[end]) || !buf[end]) {
 			json_object_put(root);
-			return why_set(why, -EPROTO, "owners.json: data after the JSON object");
+			return errbuf_fail(eb, -EPROTO, "owners.json: data after the JSON object");
 		}
 	if (!json_object_is_type(root, json_type_object) ||
 	    !json_object_object_get_ex(root, "owners", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
 		json_object_put(root);
-		return why_set(why, -EPROTO, "owners.json: no \"owners\" array");
+		return errbuf_fail(eb, -EPROTO, "owners.json: no \"owners\" array");
 	}
 	n = json_object_array_length(arr);
 	if (n > VERIFY_OWNERS_MAX)
-		r = why_set(why, -E2BIG, "owners.json: more than %d entries", VERIFY_OWNERS_MAX);
+		r = errbuf_fail(eb, -E2BIG, "owners.json: more than %d entries", VERIFY_OWNERS_MAX);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		struct entry e = { 0 };
 		char what[32];
 
 		(void)snprintf(what, sizeof(what), "owners[%zu]", i);
-		r = parse_entry(json_object_array_get_idx(arr, i), what, &e, why);
+		r = parse_entry(json_object_array_get_idx(arr, i), what, &e, eb);
 		if (r == 0)
-			r = add_entry(o, &e, what, why);
+			r = add_entry(o, &e, what, eb);
 	}
 	json_object_put(root);
 	return r;
@@ -322,9 +309,9 @@ int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len,
 /* ---- resolving ------------------------------------------------------------------------ */
 
 /* One directory placed in a hierarchy (cgroup_place()), with the reason
- * in why on failure. */
+ * in eb on failure. */
 static int place(const struct cgroup_mounts *m, const char *dir, enum cgroup_hier *ret_hier,
-		 char **ret_path, uint64_t *ret_id, char *why)
+		 char **ret_path, uint64_t *ret_id, struct errbuf *eb)
 {
 	int r = cgroup_place(m, dir, ret_hier, ret_path, ret_id);
 
@@ -333,17 +320,17 @@ static int place(const struct cgroup_mounts *m, const char *dir, enum cgroup_hie
 	case -ENOMEM:
 		return r;
 	case -ENOENT:
-		return why_set(why, r, "cgroup %s does not exist", dir);
+		return errbuf_fail(eb, r, "cgroup %s does not exist", dir);
 	case -ENOTDIR:
-		return why_set(why, r, "cgroup %s is not a directory", dir);
+		return errbuf_fail(eb, r, "cgroup %s is not a directory", dir);
 	case -EINVAL:
-		return why_set(why, r,
+		return errbuf_fail(eb, r,
 			       "%s is not a cgroup: not under the cgroup2 mount (%s) nor the cpuset "
 			       "v1 one (%s)",
 			       dir, m->h[CGROUP_V2].point ? m->h[CGROUP_V2].point : "none",
 			       m->h[CGROUP_V1].point ? m->h[CGROUP_V1].point : "none");
 	}
-	return why_set(why, r, "cgroup %s: %s", dir, strerror(-r));
+	return errbuf_fail(eb, r, "cgroup %s: %s", dir, strerror(-r));
 }
 
 static const char *mode_name(enum cgroup_hier mode)
@@ -351,7 +338,7 @@ static const char *mode_name(enum cgroup_hier mode)
 	return mode == CGROUP_V1 ? "cpuset v1" : "cgroup2";
 }
 
-int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *mounts, char *why)
+int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *mounts, struct errbuf *eb)
 {
 	enum cgroup_hier m;
 	int mode = -1, r;
@@ -361,37 +348,37 @@ int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *m
 	for (int i = 0; i < o->n; i++) {
 		struct verify_owner *w = &o->v[i];
 
-		r = place(mounts, w->cgroup, &m, &path, &id, why);
+		r = place(mounts, w->cgroup, &m, &path, &id, eb);
 		if (r < 0)
 			return r;
 		free(w->path);
 		w->path = path;
 		if (mode >= 0 && (int)m != mode)
-			return why_set(why, -EINVAL,
+			return errbuf_fail(eb, -EINVAL,
 				       "owners are in two hierarchies; %s is in the %s one, %s in the "
 				       "%s one",
 				       o->v[0].cgroup, mode_name((enum cgroup_hier)mode), w->cgroup,
 				       mode_name(m));
 		mode = (int)m;
 		if (w->cgroup_id && w->cgroup_id != id)
-			return why_set(why, -ESTALE,
+			return errbuf_fail(eb, -ESTALE,
 				       "owners.json is stale: cgroup %s has id %" PRIu64 ", not %" PRIu64
 				       " (recreated?)",
 				       w->cgroup, id, w->cgroup_id);
 		for (int j = 0; j < i; j++)
 			if (o->v[j].cgroup_id == id)
-				return why_set(why, -EINVAL, "%s and %s are the same cgroup",
+				return errbuf_fail(eb, -EINVAL, "%s and %s are the same cgroup",
 					       o->v[j].cgroup, w->cgroup);
 		w->cgroup_id = id;
 	}
 	if (o->scope) {
-		r = place(mounts, o->scope, &m, &path, &id, why);
+		r = place(mounts, o->scope, &m, &path, &id, eb);
 		if (r < 0)
 			return r;
 		free(o->scope_path);
 		o->scope_path = path;
 		if (mode >= 0 && (int)m != mode)
-			return why_set(why, -EINVAL, "--scope %s is in the %s hierarchy, the owners in "
+			return errbuf_fail(eb, -EINVAL, "--scope %s is in the %s hierarchy, the owners in "
 						     "the %s one",
 				       o->scope, mode_name(m), mode_name((enum cgroup_hier)mode));
 		mode = (int)m;
@@ -408,19 +395,19 @@ int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *m
 	return 0;
 }
 
-int verify_owners_set_scope(struct verify_owners *o, const char *path, char *why)
+int verify_owners_set_scope(struct verify_owners *o, const char *path, struct errbuf *eb)
 {
 	size_t len = strlen(path);
 	char *s;
 	int r;
 
 	if (len >= PATH_MAX)
-		return why_set(why, -EINVAL, "--scope: longer than %d bytes", PATH_MAX - 1);
+		return errbuf_fail(eb, -EINVAL, "--scope: longer than %d bytes", PATH_MAX - 1);
 	r = cgroup_path_normalize(path, len, &s);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		return why_set(why, -EINVAL, "--scope %s: must be an absolute cgroup directory",
+		return errbuf_fail(eb, -EINVAL, "--scope %s: must be an absolute cgroup directory",
 			       path);
 	free(o->scope);
 	o->scope = s;
@@ -428,7 +415,7 @@ int verify_owners_set_scope(struct verify_owners *o, const char *path, char *why
 }
 
 int verify_owners_check_cpus(const struct verify_owners *o, const struct cpuset *possible,
-			     char *why)
+			     struct errbuf *eb)
 {
 	struct cpuset bad;
 	char list[64];
@@ -438,7 +425,7 @@ int verify_owners_check_cpus(const struct verify_owners *o, const struct cpuset 
 		return 0;
 	if (cpuset_format(possible, list, sizeof(list)) < 0)
 		(void)snprintf(list, sizeof(list), "...");
-	return why_set(why, -EINVAL, "CPU %d does not exist on this node (possible: %s)",
+	return errbuf_fail(eb, -EINVAL, "CPU %d does not exist on this node (possible: %s)",
 		       cpuset_first(&bad), list);
 }
 

@@ -24,7 +24,8 @@
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 
-#define VERIFY_ERR_MAX 512	     /* room for a why/reason line */
+struct errbuf;
+
 #define VERIFY_OWNERS_MAX 1024	     /* owners.json entries and --exclusive flags */
 #define VERIFY_STATE_MAX (1u << 20) /* owners.json bytes */
 #define VERIFY_JSON_DEPTH 8
@@ -55,31 +56,31 @@ int verify_owners_new(struct verify_owners **ret);
 struct verify_owners *verify_owners_free(struct verify_owners *o);
 DEFINE_FREEP(verify_owners, verify_owners_free)
 
-/* Adds one --exclusive CPUS=CGROUP_PATH. -EINVAL with why (VERIFY_ERR_MAX
- * bytes) for bad syntax, an empty CPU list, a relative path, or CPUs already
+/* Adds one --exclusive CPUS=CGROUP_PATH. -EINVAL with the reason in eb
+ * for bad syntax, an empty CPU list, a relative path, or CPUs already
  * exclusive to another cgroup; -E2BIG over VERIFY_OWNERS_MAX. The same
  * cgroup given twice gets the union of its CPUs. o is unchanged on error. */
-int verify_owners_add_flag(struct verify_owners *o, const char *arg, char *why);
+int verify_owners_add_flag(struct verify_owners *o, const char *arg, struct errbuf *eb);
 /* Restricts the check to tasks under the cgroup directory path (absolute):
- * the others are counted apart, like kernel threads. -EINVAL with why. */
-int verify_owners_set_scope(struct verify_owners *o, const char *path, char *why);
+ * the others are counted apart, like kernel threads. -EINVAL with eb. */
+int verify_owners_set_scope(struct verify_owners *o, const char *path, struct errbuf *eb);
 /* Adds the owners of an owners.json document (nri/pools.h,
  * POOLS_OWNERS_FILE), len bytes, not necessarily NUL-terminated: one entry
  * per claim, so one cgroup may appear several times. Unknown keys are
- * ignored. -EPROTO with why for malformed JSON or a field of the wrong
+ * ignored. -EPROTO with eb for malformed JSON or a field of the wrong
  * type, -EINVAL/-E2BIG as verify_owners_add_flag(); entries before the bad
  * one may have been added. */
-int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len, char *why);
+int verify_owners_add_json(struct verify_owners *o, const char *buf, size_t len, struct errbuf *eb);
 /* Places every owner (and the scope) in its hierarchy, from the node's
  * cgroup mounts and the real directories (cgroup_place()): sets path,
  * cgroup_id, mode, mount and scope_path. -ENOENT: a cgroup does not exist;
  * -ENOTDIR; -EINVAL: not under the cgroup2 or cpuset v1 mount, owners in
  * both, one cgroup named twice; -ESTALE: owners.json's cgroupId is not the
  * directory's (recreated). */
-int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *mounts, char *why);
-/* Every exclusive CPU is in possible (-EINVAL with why otherwise). */
+int verify_owners_resolve(struct verify_owners *o, const struct cgroup_mounts *mounts, struct errbuf *eb);
+/* Every exclusive CPU is in possible (-EINVAL with eb otherwise). */
 int verify_owners_check_cpus(const struct verify_owners *o, const struct cpuset *possible,
-			     char *why);
+			     struct errbuf *eb);
 /* Index of the owner of cpu, or -1. */
 int verify_owner_of(const struct verify_owners *o, int cpu);
 
