@@ -250,7 +250,12 @@ static void test_cgroup_runtime_path_expands_systemd_slices(void **st)
 		{ "kubepods:crio:x", NULL, -EINVAL },		    /* not a slice */
 		{ ".slice:crio:x", NULL, -EINVAL },		    /* no slice name */
 		{ "kubepods.slice:crio:a/b", NULL, -EINVAL },	    /* a '/' */
-		{ "kubepods-x.slice:crio:a..b", NULL, -EINVAL },    /* ".." */
+		{ "/kubepods/./x", NULL, -EINVAL },		    /* a "." component */
+		{ "/kubepods/..", NULL, -EINVAL },
+		{ "kubepods.slice:crio:..", "/kubepods.slice/crio-...scope", 0 }, /* a name */
+		{ "kubepods-x.slice:crio:a..b",			    /* ".." inside a name */
+		  "/kubepods.slice/kubepods-x.slice/crio-a..b.scope", 0 },
+		{ "kubepods.-x.slice:c:n", "/kubepods..slice/kubepods.-x.slice/c-n.scope", 0 },
 	};
 	char buf[PATH_MAX];
 

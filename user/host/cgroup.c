@@ -325,16 +325,13 @@ int cgroup_of_task(const char *buf, size_t len, enum cgroup_hier h, char *path, 
 
 /* ---- container runtimes ----------------------------------------------------------------- */
 
-int cgroup_runtime_path(const char *cgroups_path, char *buf, size_t size)
+/* The runtime's cgroupsPath as a hierarchy path into buf, not checked. */
+static int runtime_path(const char *path, char *buf, size_t size)
 {
-	const char *path = cgroups_path, *c1, *c2;
+	const char *c1, *c2;
 	size_t o, slen;
 	int n;
 
-	if (!path || !*path)
-		return -ENOENT;
-	if (strstr(path, ".."))
-		return -EINVAL;
 	if (path[0] == '/') { /* cgroupfs driver: a hierarchy path already */
 		n = snprintf(buf, size, "%s", path);
 		return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
@@ -359,6 +356,20 @@ int cgroup_runtime_path(const char *cgroups_path, char *buf, size_t size)
 	}
 	n = snprintf(buf + o, size - o, "/%.*s-%s.scope", (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
 	return n < 0 || (size_t)n >= size - o ? -ENAMETOOLONG : 0;
+}
+
+int cgroup_runtime_path(const char *cgroups_path, char *buf, size_t size)
+{
+	int r;
+
+	if (!cgroups_path || !*cgroups_path)
+		return -ENOENT;
+	r = runtime_path(cgroups_path, buf, size);
+	/* A "." or ".." component would lead out of the container's cgroup
+	 * (the runtime is a peer: its paths are input). */
+	if (r == 0 && cgroup_path_depth(buf) < 0)
+		r = -EINVAL;
+	return r;
 }
 
 /* ---- an open hierarchy ------------------------------------------------------------------ */

@@ -124,7 +124,7 @@ int cgroup_of_task(const char *buf, size_t len, enum cgroup_hier h, char *path, 
  * scope ("kubepods-besteffort-pod1.slice:cri-containerd:abc" ->
  * "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/
  * cri-containerd-abc.scope"). -ENOENT for an empty one, -EINVAL for a
- * malformed one or one holding "..", -ENAMETOOLONG. */
+ * malformed one or one with a "." or ".." component, -ENAMETOOLONG. */
 int cgroup_runtime_path(const char *cgroups_path, char *buf, size_t size);
 
 /* ---- an open hierarchy ------------------------------------------------------------------ */
