@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -466,7 +467,8 @@ static void test_bpfmon_deny_refuses_affinity_escape(void **st)
 }
 
 /* Kernels without ring buffers or task storage: the check still loads,
- * counters only, contention off, each with a reason. */
+ * counters only, each with a reason. The histogram needs no task storage
+ * (it reads the scheduler's own enqueue stamp) and stays on. */
 static void test_bpfmon_degrades_without_ringbuf_and_task_storage(void **st)
 {
 	struct fx *f = need_kernel(st);
@@ -479,9 +481,9 @@ static void test_bpfmon_degrades_without_ringbuf_and_task_storage(void **st)
 	uint64_t slots[PINNING_HIST_SLOTS], sum;
 
 	start(f, &o);
-	assert_false(bpfmon_has_contention(f->m));
-	assert_int_equal(bpfmon_read_runq(f->m, slots, &sum), -ENODEV);
-	assert_non_null(strstr(bpfmon_notes(f->m), "task storage"));
+	assert_true(bpfmon_has_contention(f->m));
+	assert_int_equal(bpfmon_read_runq(f->m, slots, &sum), 0);
+	assert_null(strstr(bpfmon_notes(f->m), "contention off"));
 	assert_non_null(strstr(bpfmon_notes(f->m), "ring buffers"));
 	assert_non_null(strstr(bpfmon_notes(f->m), "not an active LSM"));
 	assert_int_equal(bpfmon_enforcement(f->m), BPFMON_REMEDIATE);
@@ -505,11 +507,11 @@ static void test_bpfmon_deny_without_ring_buffer_falls_back(void **st)
 	assert_non_null(strstr(bpfmon_notes(f->m), "deny -> remediate: kernel lacks ring buffers"));
 }
 
-/* No tp_btf: nothing loads, the object still works and says why. Runs
- * without privileges too (the probe fails either way). */
+/* No BTF: neither tp_btf nor the raw_tp twins (CO-RE) can load; the object
+ * still works and says why. Runs without privileges too. */
 static void test_bpfmon_keeps_going_when_nothing_loads(void **st)
 {
-	struct bpfmon_opts o = { .without = BPFMON_FEAT_TP_BTF };
+	struct bpfmon_opts o = { .without = BPFMON_FEAT_TP_BTF | BPFMON_FEAT_BTF };
 	_cleanup_(bpfmon_freep) struct bpfmon *m = NULL;
 	_cleanup_(metrics_freep) struct metrics *reg = NULL;
 	struct bpfmon_counters c;
@@ -518,7 +520,7 @@ static void test_bpfmon_keeps_going_when_nothing_loads(void **st)
 
 	assert_int_equal(bpfmon_new(NULL, &o, &m), 0);
 	assert_false(bpfmon_is_loaded(m));
-	assert_non_null(strstr(bpfmon_error(m), "tp_btf"));
+	assert_non_null(strstr(bpfmon_error(m), "kernel lacks BTF"));
 	assert_int_equal(bpfmon_set_owner(m, EXCL_CPU, 12345), 0);
 	assert_int_equal(bpfmon_clear_owner(m, EXCL_CPU), 0);
 	assert_int_equal(bpfmon_set_owner(m, 1 << 20, 12345), -EINVAL);
@@ -584,11 +586,12 @@ static void test_bpfmon_metrics_export_counters_and_histogram(void **st)
 	evbuffer_free(out);
 }
 
-/* cgroup v1 nodes: the owner is a cgroup of the cpuset hierarchy. */
-static void test_bpfmon_cgroup_v1_cpuset_owner(void **st)
+/* cgroup v1 nodes: the owner is a cgroup of the cpuset hierarchy. without:
+ * BPFMON_FEAT_TP_BTF runs the raw_tp twin. */
+static void check_v1_cpuset_owner(void **st, unsigned without)
 {
 	struct fx *f = need_kernel(st);
-	struct bpfmon_opts o = { .cgroup = CGROUP_V1 };
+	struct bpfmon_opts o = { .cgroup = CGROUP_V1, .without = without };
 	char name[64], file[PATH_MAX];
 	struct cgroup_mounts m;
 	uint64_t id;
@@ -630,6 +633,16 @@ static void test_bpfmon_cgroup_v1_cpuset_owner(void **st)
 	assert_string_equal(event_of(f, intruder)->comm, "dra-v1-intruder");
 }
 
+static void test_bpfmon_cgroup_v1_cpuset_owner(void **st)
+{
+	check_v1_cpuset_owner(st, 0);
+}
+
+static void test_bpfmon_cgroup_v1_cpuset_owner_raw_tp(void **st)
+{
+	check_v1_cpuset_owner(st, BPFMON_FEAT_TP_BTF);
+}
+
 /* The tap sees every switch-in the ring buffer carries, while the event
  * callback still gets one call per (cpu, pid) per interval. */
 static int tapped;
@@ -663,6 +676,144 @@ static void test_bpfmon_tap_sees_every_switch_in(void **st)
 	assert_int_equal(events_for(f, tap_pid), 1);
 	assert_string_equal(tap_cgroup, f->b + strlen(f->mnt));
 	bpfmon_set_tap_fn(f->m, NULL, NULL);
+}
+
+/* run_delay of a task (/proc/<pid>/schedstat, second field): the kernel's
+ * sum of its completed run-queue waits, ns. */
+static uint64_t run_delay_of(pid_t pid)
+{
+	unsigned long long exec_ns, delay_ns;
+	char path[64];
+	FILE *fp;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	fp = fopen(path, "re");
+	assert_non_null(fp);
+	n = fscanf(fp, "%llu %llu", &exec_ns, &delay_ns);
+	fclose(fp);
+	assert_int_equal(n, 2);
+	return delay_ns;
+}
+
+struct runq_snap {
+	uint64_t n, long_waits, sum_ns;
+};
+
+static void runq_snap(struct fx *f, struct runq_snap *ret)
+{
+	uint64_t slots[PINNING_HIST_SLOTS];
+
+	memset(ret, 0, sizeof(*ret));
+	assert_int_equal(bpfmon_read_runq(f->m, slots, &ret->sum_ns), 0);
+	for (int i = 0; i < PINNING_HIST_SLOTS; i++) {
+		ret->n += slots[i];
+		/* Slot 8 starts at 256 µs: a wait behind a busy task, not a
+		 * wakeup on an idle CPU. */
+		if (i >= 8)
+			ret->long_waits += slots[i];
+	}
+}
+
+/* Waits (polling, 10 ms apart, at most 5 s) until the two tasks have waited
+ * want_ns more in all than at start_ns; returns their sum. */
+static uint64_t wait_run_delay(pid_t a, pid_t b, uint64_t start_ns, uint64_t want_ns)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	uint64_t now_ns = 0;
+
+	for (int i = 0; i < 500; i++) {
+		now_ns = run_delay_of(a) + run_delay_of(b);
+		if (now_ns - start_ns >= want_ns)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	assert_true(now_ns - start_ns >= want_ns);
+	return now_ns;
+}
+
+/* Two tasks share the shared CPU and wait for each other. Off the pool their
+ * waits are not measured; in it, every wait that ends while we watch is in
+ * the histogram with the length the kernel adds to their run_delay (the
+ * histogram also holds other tasks' waits on that CPU: a lower bound). */
+static void check_runq_sees_real_waits(struct fx *f)
+{
+	struct runq_snap h0, h1;
+	struct cpuset shared;
+	uint64_t rd0, rd1;
+	pid_t a, b;
+
+	a = spawn(f, f->b, SHARED_CPU, "dra-shared-1", 5000);
+	b = spawn(f, f->b, SHARED_CPU, "dra-shared-2", 5000);
+
+	cpuset_zero(&shared);
+	assert_int_equal(bpfmon_set_shared(f->m, &shared), 0);
+	runq_snap(f, &h0);
+	rd0 = run_delay_of(a) + run_delay_of(b);
+	(void)wait_run_delay(a, b, rd0, 20 * 1000 * 1000);
+	runq_snap(f, &h1);
+	assert_int_equal(h1.n, h0.n);
+	assert_int_equal(h1.sum_ns, h0.sum_ns);
+
+	cpuset_set(&shared, SHARED_CPU);
+	assert_int_equal(bpfmon_set_shared(f->m, &shared), 0);
+	runq_snap(f, &h0);
+	rd0 = run_delay_of(a) + run_delay_of(b);
+	rd1 = wait_run_delay(a, b, rd0, 100 * 1000 * 1000);
+	runq_snap(f, &h1);
+	print_message("runq: %" PRIu64 " waits (%" PRIu64 " >= 256 us), %.1f ms; the two "
+		      "tasks' run_delay grew %.1f ms\n",
+		      h1.n - h0.n, h1.long_waits - h0.long_waits,
+		      (double)(h1.sum_ns - h0.sum_ns) / 1e6, (double)(rd1 - rd0) / 1e6);
+	assert_true(h1.n - h0.n >= 20);
+	assert_true(h1.long_waits - h0.long_waits >= 10);
+	assert_true(h1.sum_ns - h0.sum_ns >= rd1 - rd0);
+}
+
+/* The histogram measures waits the scheduler itself accounts. */
+static void test_bpfmon_runq_histogram_matches_kernel_run_delay(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .contention = true };
+	uint64_t runs, ns;
+
+	start(f, &o);
+	assert_true(bpfmon_has_contention(f->m));
+	assert_int_equal(bpfmon_prog_stats(f->m, "handle_sched_switch_runq", &runs, &ns), 0);
+	check_runq_sees_real_waits(f);
+}
+
+/* Kernels without tp_btf get the raw_tp twins: forced here, they load in
+ * place of the tp_btf programs, name an intruder and fill the histogram. */
+static void test_bpfmon_raw_tp_twins_load_and_count(void **st)
+{
+	struct fx *f = need_kernel(st);
+	struct bpfmon_opts o = { .contention = true, .without = BPFMON_FEAT_TP_BTF };
+	struct bpfmon_counters c;
+	uint64_t runs, ns;
+	pid_t owner, intruder;
+
+	start(f, &o);
+	assert_non_null(strstr(bpfmon_notes(f->m), "raw_tp programs"));
+	assert_true(bpfmon_has_contention(f->m));
+	assert_int_equal(bpfmon_prog_stats(f->m, "handle_sched_switch_raw", &runs, &ns), 0);
+	assert_int_equal(bpfmon_prog_stats(f->m, "handle_sched_switch_runq_raw", &runs, &ns), 0);
+	assert_int_equal(bpfmon_prog_stats(f->m, "handle_sched_switch", &runs, &ns), -ENOENT);
+	assert_int_equal(bpfmon_prog_stats(f->m, "handle_sched_switch_runq", &runs, &ns), -ENOENT);
+
+	assert_int_equal(bpfmon_set_owner(f->m, EXCL_CPU, f->id_a), 0);
+	owner = spawn(f, f->child, EXCL_CPU, "dra-raw-owner", 400);
+	intruder = spawn(f, f->b, EXCL_CPU, "dra-raw-intrude", 400);
+	run_loop(f, 600);
+	assert_int_equal(bpfmon_read_counters(f->m, EXCL_CPU, &c), 0);
+	assert_true(c.owner_switches >= 50);
+	assert_true(c.violations[PINNING_KIND_USER] >= 50);
+	assert_int_equal(events_for(f, owner), 0);
+	assert_non_null(event_of(f, intruder));
+	assert_string_equal(event_of(f, intruder)->comm, "dra-raw-intrude");
+	assert_int_equal(event_of(f, intruder)->kind, PINNING_KIND_USER);
+
+	check_runq_sees_real_waits(f);
 }
 
 /* The probe loads and attaches every object it can and says why the others
@@ -719,6 +870,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpfmon_metrics_export_counters_and_histogram,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpfmon_cgroup_v1_cpuset_owner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_cgroup_v1_cpuset_owner_raw_tp, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_runq_histogram_matches_kernel_run_delay,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpfmon_raw_tp_twins_load_and_count, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_bpfmon_tap_sees_every_switch_in, setup,
 						teardown),
 		cmocka_unit_test(test_bpfmon_probe_loads_every_object),

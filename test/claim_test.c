@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/cleanup.h"
 
 #define UID "6f0c1c4e-0000-4000-8000-000000000001"
 
@@ -55,16 +56,65 @@ static void test_claim_takes_only_our_results(void **st)
 	assert_false(a.results[0].config.full_cores);
 }
 
-static void test_claim_without_our_results_is_empty_success(void **st)
+static void test_claim_without_our_results_is_an_error(void **st)
 {
-	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	static const char *const allocs[] = {
+		"{\"devices\":{\"results\":[" RES("g", "x.example.com", "n", "d") "}]}}",
+		"{\"devices\":{\"results\":[]}}",
+		"{}",
+	};
 
-	assert_int_equal(parse("{\"devices\":{\"results\":[" RES("g", "x.example.com", "n", "d")
-			       "}]}}", &a, err), 0);
-	assert_int_equal(a.n, 0);
-	assert_int_equal(parse("{}", &a, err), 0);
-	assert_int_equal(a.n, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(allocs); i++) {
+		struct claim_alloc a;
+		char err[CLAIM_ERR_MAX] = "";
+
+		assert_int_equal(parse(allocs[i], &a, err), -EINVAL);
+		assert_non_null(strstr(err, "no results for driver dra.cpu"));
+	}
+}
+
+static void test_claim_namespace_check(void **st)
+{
+	static const char *const ok[] = { "default", "a", "kube-system", "0", "a-0",
+					  "abcdefghijklmnopqrstuvwxyz0123456789-abcdefghijklmnopqrstuvwxyz" };
+	static const char *const bad[] = {
+		"",	   "-a",     "a-",	"A",	      "a.b",	  "a_b",      "a b",
+		"a\nb", "a\rb",  "\"a\"", "a/b",	      "..",	  "\xc3\xa9",
+		"abcdefghijklmnopqrstuvwxyz0123456789-abcdefghijklmnopqrstuvwxyz0",
+	};
+
+	assert_int_equal(strlen(ok[ARRAY_SIZE(ok) - 1]), CLAIM_NAMESPACE_MAX);
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+		if (claim_namespace_check(ok[i]) != 0)
+			fail_msg("namespace \"%s\" refused", ok[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (claim_namespace_check(bad[i]) != -EINVAL)
+			fail_msg("namespace case %zu accepted", i);
+}
+
+static void test_claim_name_check(void **st)
+{
+	static const char *const ok[] = { "db", "a.b", "my-claim-0", "0.0.0", "x-1.y-2.z" };
+	static const char *const bad[] = { "",	    ".",    "a.",	  ".a",	 "a..b", "a.-b",
+					   "a-.b", "A",    "a_b",	  "a b", "a\n",  "a/b",
+					   "a\tb", "%2e",  "claim\x1b[2J" };
+	char longest[CLAIM_NAME_MAX + 2];
+
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+		if (claim_name_check(ok[i]) != 0)
+			fail_msg("name \"%s\" refused", ok[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (claim_name_check(bad[i]) != -EINVAL)
+			fail_msg("name case %zu accepted", i);
+	/* 253 is the limit, labels included; 254 is one too many */
+	memset(longest, 'a', sizeof(longest));
+	for (size_t i = 63; i < CLAIM_NAME_MAX; i += 64)
+		longest[i] = '.';
+	longest[CLAIM_NAME_MAX] = 0;
+	assert_int_equal(claim_name_check(longest), 0);
+	longest[CLAIM_NAME_MAX] = 'a';
+	longest[CLAIM_NAME_MAX + 1] = 0;
+	assert_int_equal(claim_name_check(longest), -EINVAL);
 }
 
 static void test_claim_errors(void **st)
@@ -163,7 +213,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_claim_takes_only_our_results),
-		cmocka_unit_test(test_claim_without_our_results_is_empty_success),
+		cmocka_unit_test(test_claim_without_our_results_is_an_error),
+		cmocka_unit_test(test_claim_namespace_check),
+		cmocka_unit_test(test_claim_name_check),
 		cmocka_unit_test(test_claim_errors),
 		cmocka_unit_test(test_claim_uid_mismatch_and_unallocated),
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),

@@ -2,8 +2,9 @@
 without a cluster (none can run here).
 
 - every YAML file parses; every resource.k8s.io object (base, both overlays
-  rendered, examples, install.yaml) passes the official OpenAPI schema with
-  unknown fields rejected (shared/api/validate_k8s_object.py --strict);
+  rendered, examples, install.yaml) passes the resource.k8s.io/v1 OpenAPI
+  documents of Kubernetes 1.36 and 1.37 with unknown fields rejected
+  (test/sim/k8svalidate.py --strict);
 - install.yaml is a fresh render of the grouped overlay; the individual
   overlay renders and sets --cpu-device-mode=individual;
 - every CEL selector parses (a checker for the CEL subset below) and names
@@ -33,8 +34,7 @@ from conftest import BUILD_DIR, ROOT
 DEPLOY = os.path.join(ROOT, "deploy")
 DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
 ALLOC = os.path.join(BUILD_DIR, "dra-cpu-alloc")
-SHARED = os.environ.get("DRA_CPU_SHARED", os.path.join(ROOT, "..", "shared"))
-VALIDATOR = os.path.join(SHARED, "api", "validate_k8s_object.py")
+VALIDATOR = os.path.join(ROOT, "test", "sim", "k8svalidate.py")
 TOPO_1024 = os.path.join(ROOT, "test", "data", "topo", "synthetic-1024.json")
 TOPO_384 = os.path.join(ROOT, "test", "data", "topo", "synthetic-384.json")
 PYTHON = "/usr/bin/python3"
@@ -175,12 +175,10 @@ def run_validator(objs_by_label, tmp):
         with open(p, "w") as f:
             json.dump(objs, f)
         paths.append(p)
-    return subprocess.run([PYTHON, VALIDATOR, "--strict", *paths], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([PYTHON, VALIDATOR, "--strict", "--spec", "1.36", "--spec", "1.37",
+                           *paths], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(not os.path.exists(VALIDATOR),
-                    reason="%s not found (set DRA_CPU_SHARED)" % VALIDATOR)
 def test_resource_objects_pass_the_strict_openapi_schema(tmp_path):
     by_label = {}
     for label, d in all_objects():
@@ -191,13 +189,16 @@ def test_resource_objects_pass_the_strict_openapi_schema(tmp_path):
     assert any(lbl.startswith("deploy/install.yaml") for lbl in by_label)
     p = run_validator(by_label, str(tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
+    n = sum(len(objs) for objs in by_label.values())
+    assert (p.stdout.count(", 1.36)\n"), p.stdout.count(", 1.37)\n")) == (n, n), p.stdout
     # The validator really rejects what the API server would: a typo'd field.
     bad = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
            "metadata": {"name": "x"},
            "spec": {"devices": {"requests": [{"name": "r", "exactly": {
                "deviceClassName": DRIVER_NAME, "cout": 4}}]}}}
     p = run_validator({"negative-control": [bad]}, str(tmp_path))
-    assert p.returncode == 1 and "cout" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 1 and p.stdout.count("INVALID") == 2, p.stdout + p.stderr
+    assert "('cout' was unexpected)" in p.stdout
 
 
 def test_cluster_scoped_objects_carry_no_namespace():

@@ -670,11 +670,11 @@ static const struct feature {
 } features[] = {
 	{ BPFMON_FEAT_BTF, "btf", "btf", "vmlinux BTF (CONFIG_DEBUG_INFO_BTF)" },
 	{ BPFMON_FEAT_TP_BTF, "tp_btf", "tpBtf",
-	  "BTF tracepoints we may load (5.5, CAP_BPF): the pinning check" },
+	  "BTF tracepoints we may load (5.5, CAP_BPF); else raw_tp twins of the same programs" },
 	{ BPFMON_FEAT_RINGBUF, "ringbuf", "ringBuffer",
 	  "BPF ring buffer (5.8): violation events name the offender" },
 	{ BPFMON_FEAT_TASK_STORAGE, "task_storage", "taskStorage",
-	  "task storage from tracing programs (5.11): run-queue latency" },
+	  "task storage from tracing programs (5.11): deny mode" },
 	{ BPFMON_FEAT_BPF_LSM, "bpf_lsm", "bpfLsm",
 	  "\"bpf\" among the active LSMs (lsm=): deny mode" },
 };

@@ -57,6 +57,7 @@ struct daemon {
 
 /* A claim fetch in flight: the kube call and where its answer goes. */
 struct fetch {
+	struct kube_call *call;
 	dra_claim_cb cb;
 	void *cb_ud;
 };
@@ -65,12 +66,13 @@ static void daemon_free(struct daemon *d)
 {
 	if (!d)
 		return;
-	/* NRI first (no handler after), the API client next (no fetch callback
-	 * may reach the plugin after), state last (everyone observes it). */
+	/* NRI first (no handler after), the plugin next (it cancels its claim
+	 * fetches through the API client), the API client after everyone that
+	 * holds calls on it, state last (everyone observes it). */
 	nri_free(d->nri);
 	publisher_free(d->publisher);
-	kube_free(d->kube);
 	dra_free(d->dra);
+	kube_free(d->kube);
 	pools_free(d->pools);
 	bpfmon_free(d->bpf);
 	state_free(d->state);
@@ -160,12 +162,15 @@ static void on_claim_got(void *ud, const struct kube_result *r)
 	free(f);
 }
 
-/* dra_fetch_fn over the API client: GET the claim, retried on throttling
- * and server errors within the kubelet's patience. */
-static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb cb, void *cb_ud)
+/* The plugin's claim fetch over the API client: GET the claim, retried on
+ * throttling and server errors, each attempt within what is left of the
+ * kubelet's patience (the plugin cancels the fetch at that deadline). */
+static int fetch_claim(void *ud, const char *ns, const char *name, int64_t timeout_ms,
+		       dra_claim_cb cb, void *cb_ud, void **ret)
 {
 	struct daemon *d = ud;
-	struct kube_req_opts o = { .timeout_ms = 10000, .max_attempts = 3 };
+	struct kube_req_opts o = { .timeout_ms = timeout_ms < 10000 ? (int)timeout_ms : 10000,
+				   .max_attempts = 3 };
 	struct fetch *f = malloc(sizeof(*f));
 	char path[1024];
 	int r;
@@ -179,11 +184,24 @@ static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb 
 		free(f);
 		return -ENAMETOOLONG;
 	}
-	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, NULL);
-	if (r < 0)
+	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, &f->call);
+	if (r < 0) {
 		free(f);
-	return r;
+		return r;
+	}
+	*ret = f;
+	return 0;
 }
+
+static void fetch_cancel(void *ud, void *handle)
+{
+	struct fetch *f = handle;
+
+	kube_call_cancel(f->call);
+	free(f);
+}
+
+static const struct dra_fetch_ops fetch_ops = { .start = fetch_claim, .cancel = fetch_cancel };
 
 static void on_registered(void *ud, bool ok)
 {
@@ -387,7 +405,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
 			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
-			.fetch = fetch_claim,
+			.fetch = &fetch_ops,
 			.fetch_ud = d,
 			.on_registered = on_registered,
 			.registered_ud = d,

@@ -223,5 +223,49 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 		}
 		ret->n++;
 	}
+	if (ret->n == 0)
+		return fail(err, "the allocation has no results for driver %s: nothing to prepare",
+			    driver);
+	return 0;
+}
+
+static bool is_alnum_lower(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* One DNS-1123 label of exactly n bytes at s. */
+static bool label_ok(const char *s, size_t n)
+{
+	if (n == 0 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[n - 1]))
+		return false;
+	for (size_t i = 1; i + 1 < n; i++)
+		if (!is_alnum_lower(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+int claim_namespace_check(const char *ns)
+{
+	size_t n = strnlen(ns, CLAIM_NAMESPACE_MAX + 1);
+
+	return n <= CLAIM_NAMESPACE_MAX && label_ok(ns, n) ? 0 : -EINVAL;
+}
+
+int claim_name_check(const char *name)
+{
+	size_t n = strnlen(name, CLAIM_NAME_MAX + 1);
+	const char *p = name, *end = name + n;
+
+	if (n == 0 || n > CLAIM_NAME_MAX)
+		return -EINVAL;
+	while (p <= end) {
+		const char *dot = memchr(p, '.', (size_t)(end - p));
+		size_t len = dot ? (size_t)(dot - p) : (size_t)(end - p);
+
+		if (!label_ok(p, len))
+			return -EINVAL;
+		p += len + 1;
+	}
 	return 0;
 }

@@ -255,6 +255,17 @@ __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_le
 
 /* ---- loading ------------------------------------------------------------------------- */
 
+/* Every program of pinning.bpf.c comes as a pair: tp_btf, and a raw_tp twin
+ * for kernels without tp_btf (< 5.5; libbpf-tools choose the same way).
+ * Exactly one of each pair loads; the run-queue pair only with contention. */
+static void select_programs(struct pinning_bpf *s, bool raw, bool contention)
+{
+	(void)bpf_program__set_autoload(s->progs.handle_sched_switch, !raw);
+	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_raw, raw);
+	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq, contention && !raw);
+	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq_raw, contention && raw);
+}
+
 /* Knobs and map sizes of a freshly opened pinning object. */
 static int pinning_prepare(const struct bpfmon *m, struct pinning_bpf *s, bool contention)
 {
@@ -279,12 +290,8 @@ static int pinning_prepare(const struct bpfmon *m, struct pinning_bpf *s, bool c
 		if (!r)
 			r = bpf_map__set_max_entries(s->maps.events, 1);
 	}
-	if (!r && !contention) {
-		(void)bpf_program__set_autoload(s->progs.handle_sched_wakeup, false);
-		(void)bpf_program__set_autoload(s->progs.handle_sched_wakeup_new, false);
-		(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq, false);
-		r = bpf_map__set_autocreate(s->maps.enqueued_at, false);
-	}
+	if (!r)
+		select_programs(s, !(m->features & BPFMON_FEAT_TP_BTF), contention);
 	return r;
 }
 
@@ -357,16 +364,16 @@ static void load_all(struct bpfmon *m)
 	bool contention = m->opts.contention;
 	int r;
 
-	if (!(m->features & BPFMON_FEAT_TP_BTF)) {
+	/* Both kinds of program are CO-RE: without the kernel's BTF neither
+	 * can be relocated. */
+	if (!(m->features & BPFMON_FEAT_BTF)) {
 		(void)snprintf(m->error, sizeof(m->error),
-			       "kernel lacks BTF tracepoints (tp_btf: >= 5.5 with "
-			       "CONFIG_DEBUG_INFO_BTF) or CAP_BPF/CAP_PERFMON");
+			       "kernel lacks BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf or raw_tp "
+			       "programs");
 		return;
 	}
-	if (contention && !(m->features & BPFMON_FEAT_TASK_STORAGE)) {
-		note(m, "contention off: kernel lacks task storage for tracing (< 5.11)");
-		contention = false;
-	}
+	if (!(m->features & BPFMON_FEAT_TP_BTF))
+		note(m, "raw_tp programs: kernel lacks tp_btf (< 5.5) or refused the probe");
 	r = pinning_load(m, contention, &m->skel);
 	if (r < 0 && contention) {
 		note(m, "contention off: its programs did not load (%s)", strerror(-r));
@@ -374,8 +381,10 @@ static void load_all(struct bpfmon *m)
 		r = pinning_load(m, false, &m->skel);
 	}
 	if (r < 0) {
-		(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s",
-			       strerror(-r));
+		(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s%s",
+			       strerror(-r),
+			       r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)"
+					   : "");
 		return;
 	}
 	m->contention = contention;
@@ -912,24 +921,30 @@ __attribute__((format(printf, 2, 0))) static int probe_print(enum libbpf_print_l
 	return 0;
 }
 
+/* With the run-queue programs, and if they are what fails, without them (as
+ * bpfmon_new() does): the log then holds why they did not load. */
 static void probe_pinning(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
 {
-	struct pinning_bpf *s = pinning_bpf__open();
-	int r;
+	for (int contention = 1; contention >= 0; contention--) {
+		struct pinning_bpf *s = pinning_bpf__open();
+		int r;
 
-	if (!s) {
-		o->load = -errno;
-		return;
+		if (!s) {
+			o->load = -errno;
+			return;
+		}
+		r = pinning_prepare(tmp, s, contention);
+		if (!r)
+			r = pinning_bpf__load(s);
+		o->load = r < 0 ? r : r ? -EINVAL : 0;
+		if (!o->load) {
+			r = pinning_bpf__attach(s);
+			o->attach = r < 0 ? r : r ? -EINVAL : 0;
+		}
+		pinning_bpf__destroy(s);
+		if (!o->load || o->load == -EPERM)
+			return;
 	}
-	r = pinning_prepare(tmp, s, tmp->features & BPFMON_FEAT_TASK_STORAGE);
-	if (!r)
-		r = pinning_bpf__load(s);
-	o->load = r < 0 ? r : r ? -EINVAL : 0;
-	if (!o->load) {
-		r = pinning_bpf__attach(s);
-		o->attach = r < 0 ? r : r ? -EINVAL : 0;
-	}
-	pinning_bpf__destroy(s);
 }
 
 static void probe_enforce(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
