@@ -20,6 +20,7 @@
 
 #include "nri/nri.h"
 #include "nri_api.pb-c.h"
+#include "nri_ttrpc.pb-c.h"
 #include "nri_pipe.h"
 #include "nri/ttrpc.h"
 
@@ -851,6 +852,95 @@ static void test_nri_undecodable_event_drops_the_connection(void **state)
 	rt->m = NULL;
 }
 
+/* A StateChange request as the runtime would frame it, on a stream id of our
+ * choosing (the runtime's mux would never pick a bad one). */
+static size_t raw_state_change(uint8_t *out, size_t cap, uint32_t sid)
+{
+	Nri__StateChangeEvent ev = NRI__STATE_CHANGE_EVENT__INIT;
+	Ttrpc__Request rq = TTRPC__REQUEST__INIT;
+	uint8_t payload[64];
+	size_t pl, bl;
+
+	ev.event = NRI__EVENT__RUN_POD_SANDBOX;
+	pl = nri__state_change_event__pack(&ev, payload);
+	rq.service = SVC_PLUGIN;
+	rq.method = "StateChange";
+	rq.payload.data = payload;
+	rq.payload.len = pl;
+	bl = ttrpc__request__get_packed_size(&rq);
+	assert_true(18 + bl <= cap);
+	ttrpc__request__pack(&rq, out + 18);
+	for (int i = 0; i < 4; i++) {
+		out[i] = (uint8_t)(1u >> (24 - 8 * i)); /* conn 1: the plugin serves */
+		out[4 + i] = (uint8_t)((10 + bl) >> (24 - 8 * i));
+		out[8 + i] = (uint8_t)(bl >> (24 - 8 * i));
+		out[12 + i] = (uint8_t)(sid >> (24 - 8 * i));
+	}
+	out[16] = 1; /* request */
+	out[17] = 0;
+	return 18 + bl;
+}
+
+/* What the plugin wrote back for one raw request: stream id, status. */
+static void take_plugin_reply(struct rt *rt, uint32_t *sid, int *code, char *msg, size_t msz)
+{
+	struct buf *b = &rt->pipe.to_rt;
+	Ttrpc__Response *resp;
+
+	assert_true(b->len > 18);
+	assert_int_equal(b->p[3], 1);
+	assert_int_equal(b->p[16], 2); /* response */
+	*sid = (uint32_t)b->p[12] << 24 | (uint32_t)b->p[13] << 16 | (uint32_t)b->p[14] << 8 |
+	       b->p[15];
+	resp = ttrpc__response__unpack(NULL, b->len - 18, b->p + 18);
+	assert_non_null(resp);
+	*code = resp->status ? resp->status->code : 0;
+	snprintf(msg, msz, "%s", resp->status ? resp->status->message : "");
+	ttrpc__response__free_unpacked(resp, NULL);
+	b->len = 0;
+}
+
+/* A request on an even stream id, or reusing one: INVALID_ARGUMENT on that id
+ * (containerd/ttrpc's words), no handler runs, the session goes on. */
+static void test_nri_bad_stream_ids_are_answered_and_the_session_lives(void **state)
+{
+	struct rt *rt = *state;
+	Nri__StateChangeEvent ev = NRI__STATE_CHANGE_EVENT__INIT;
+	static const uint32_t bad[] = { 2, 1, 0 }; /* even; the one just used; zero */
+	uint8_t buf[256];
+	struct reply x;
+	uint32_t sid;
+	int code;
+	char msg[128];
+
+	uint64_t served;
+
+	start(rt);
+	ev.event = NRI__EVENT__RUN_POD_SANDBOX;
+	rt_call(rt, "StateChange", &ev.base, &x); /* stream 1 */
+	assert_int_equal(x.code, TTRPC_OK);
+	served = nri_session_stats(rt->s)->requests;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = raw_state_change(buf, sizeof(buf), bad[i]);
+
+		assert_int_equal(nri_session_feed(rt->s, buf, n), 0);
+		take_plugin_reply(rt, &sid, &code, msg, sizeof(msg));
+		assert_int_equal(sid, bad[i]);
+		assert_int_equal(code, TTRPC_INVALID_ARGUMENT);
+		assert_string_equal(msg, bad[i] & 1 ? "StreamID cannot be re-used and must increment"
+						    : "StreamID must be odd for client initiated streams");
+	}
+	assert_int_equal(nri_session_stats(rt->s)->protocol_errors, 0);
+	assert_int_equal(nri_session_stats(rt->s)->requests, served);
+	/* the same session still serves the runtime (stream 3) */
+	rt_call(rt, "StateChange", &ev.base, &x);
+	assert_int_equal(rt->pl_err, 0);
+	assert_int_equal(x.n, 1);
+	assert_int_equal(x.code, TTRPC_OK);
+	assert_int_equal(nri_session_stats(rt->s)->requests, served + 1);
+	assert_int_equal(rt->pol.disconnected, 0);
+}
+
 static void test_nri_create_without_container_is_an_error_reply(void **state)
 {
 	struct rt *rt = *state;
@@ -1410,6 +1500,7 @@ int main(void)
 		T(test_nri_unserved_methods_answer_unimplemented),
 		T(test_nri_state_change_reaches_notification_handlers),
 		T(test_nri_undecodable_event_drops_the_connection),
+		T(test_nri_bad_stream_ids_are_answered_and_the_session_lives),
 		T(test_nri_create_without_container_is_an_error_reply),
 		T(test_nri_shutdown_is_answered_then_ends_the_session),
 		T(test_nri_disconnected_follows_connected),

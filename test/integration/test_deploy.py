@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 import yaml
@@ -258,12 +259,41 @@ def container_env(c):
 def test_daemonset_arguments_are_accepted_by_the_driver(overlay, first_device):
     """The real flag parser reads the DaemonSet's args and literal env; --dry-run
     then shows that the mode took effect."""
-    _, c = driver_container(rendered_docs(overlay))
-    p = run_driver(*c["args"], "--dry-run", "--topology-file", TOPO_384,
-                   "--hostname-override", "node-x", env=container_env(c))
+    docs = rendered_docs(overlay)
+    _, c = driver_container(docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = config_args(docs, c["args"], tmp)
+        p = run_driver(*args, "--dry-run", "--topology-file", TOPO_384,
+                       "--hostname-override", "node-x", env=container_env(c))
     assert p.returncode == 0, p.stderr
     items = json.loads(p.stdout)["items"]
     assert items[0]["spec"]["devices"][0]["name"] == first_device
+
+
+def config_args(docs, args, tmp):
+    """args with --config pointed at the ConfigMap's file, written under tmp:
+    the driver parses the very file the DaemonSet mounts."""
+    cm = find(docs, "ConfigMap", "dra-cpu-config")
+    path = os.path.join(tmp, "config.yaml")
+    with open(path, "w") as f:
+        f.write(cm["data"]["config.yaml"])
+    out = [("--config=" + path) if a.startswith("--config=") else a for a in args]
+    assert out != list(args), "the DaemonSet does not pass --config"
+    return out
+
+
+def test_configmap_is_read_by_the_driver_and_flags_win():
+    docs = base_docs()
+    _, c = driver_container(docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = config_args(docs, c["args"], tmp)
+        with open(os.path.join(tmp, "config.yaml"), "a") as f:
+            f.write("cpuDeviceMode: individual\n")
+        # The appended key repeats one the ConfigMap sets: refused, with the line.
+        p = run_driver(*args, "--dry-run", "--topology-file", TOPO_384)
+        assert p.returncode == 2
+        assert re.search(r"config file \S+config.yaml line \d+: key cpuDeviceMode repeated",
+                         p.stderr), p.stderr
 
 
 def test_kind_config_enables_dra_nri_and_cdi():
@@ -350,6 +380,11 @@ def test_daemonset_mounts_cover_the_driver_paths():
     vols = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
     mounts = {}
     for m in c["volumeMounts"]:
+        if "configMap" in vols[m["name"]]:
+            # The configuration file: read-only, and where --config looks.
+            assert m.get("readOnly") is True, m
+            assert "--config=%s/config.yaml" % m["mountPath"] in c["args"]
+            continue
         hp = vols[m["name"]]["hostPath"]["path"]
         # Same path inside and out: the kubelet and the runtime read what the
         # driver writes, under the names the driver tells them.

@@ -1,6 +1,7 @@
 /* The option table and its parser. See cfg.h for precedence and syntax. */
 #include "cmd/cfg.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -8,11 +9,14 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define LOG_MOD "cfg"
-#include "lib/log.h"
+#include "cmd/cfgfile.h"
 #include "host/topo.h"
+#include "lib/errbuf.h"
+#include "lib/log.h"
 
 /* Longest unix socket path: sizeof(sun_path) - 1. */
 #define SOCKET_PATH_MAX 107
@@ -38,6 +42,42 @@ static const char *const group_bys[] = { "numanode", "socket", "machine", NULL }
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
 
 #define F(field) offsetof(struct cfg, field)
+
+/* The configuration file's keys and the flags they set. The first block is
+ * the reference driver's schema (same names, same meaning); the rest are
+ * dra-cpu's own. A key with refuse set must stay a flag: the hint says which. */
+struct file_key {
+	const char *key;
+	const char *flag;
+	const char *refuse;
+};
+
+#define FILE_API_VERSION "v1alpha1"
+
+static const struct file_key file_keys[] = {
+	{ "cpuDeviceMode", "cpu-device-mode", NULL },
+	{ "groupBy", "group-by", NULL },
+	{ "reservedCPUs", "reserved-cpus", NULL },
+	{ "hostnameOverride", "hostname-override", NULL },
+	{ "kubeconfig", "kubeconfig", NULL },
+	{ "bindAddress", NULL, "set it with --bind-address (the Helm chart's healthzPort)" },
+	{ "kubeletRootDir", NULL, "set it with --kubelet-root-dir" },
+	{ "sysfsOverlay", NULL, "dra-cpu reads a sysfs capture with the key sysfsRoot instead" },
+
+	{ "sysfsRoot", "sysfs-root", NULL },
+	{ "topologyFile", "topology-file", NULL },
+	{ "allowInsecureKubeconfig", "allow-insecure-kubeconfig", NULL },
+	{ "kubeletRegistration", "kubelet-registration", NULL },
+	{ "cdiDir", "cdi-dir", NULL },
+	{ "stateDir", "state-dir", NULL },
+	{ "nri", "nri", NULL },
+	{ "nriSocket", "nri-socket", NULL },
+	{ "nriPushUpdates", "nri-push-updates", NULL },
+	{ "bpf", "bpf", NULL },
+	{ "pinningEnforcement", "pinning-enforcement", NULL },
+	{ "contentionHistogram", "contention-histogram", NULL },
+	{ "logVerbosity", "v", NULL },
+};
 
 static const struct opt opts[] = {
 	{ "cpu-device-mode", NULL, OPT_ENUM, F(device_mode), "grouped", 0, 0, device_modes, 0,
@@ -86,6 +126,9 @@ static const struct opt opts[] = {
 	  "HTTP address for /healthz, /readyz and /metrics (host:port, :port)." },
 	{ "v", NULL, OPT_INT, F(verbosity), "0", 0, 9, NULL, 0,
 	  "Log verbosity: 0 info, 1-2 debug, 3+ trace." },
+	{ "config", NULL, OPT_STRING, F(config_file), "", 0, 0, NULL, 0,
+	  "YAML configuration file (docs/config.md): its keys set what the flags set; a flag "
+	  "or environment variable given as well wins over the file." },
 	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
 	  "Print the discovered topology as JSON and exit." },
 	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
@@ -139,8 +182,10 @@ static void enum_list(const struct opt *o, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "|" : "", o->values[i]);
 }
 
-/* Stores text value v for option o; src names where it came from for errors. */
-static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src, char *err)
+/* Stores text value v for option o; src and name say where it came from in
+ * errors ("flag" and the flag's name, or the file, line and key). */
+static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const char *src,
+		      const char *name, char *err)
 {
 	void *field = (char *)c + o->off;
 	char tmp[128];
@@ -158,14 +203,14 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 			char why[CPUSET_ERR_MAX];
 
 			if (cpuset_parse(v, &c->reserved, why) < 0)
-				return fail(err, "%s %s: invalid CPU list '%s': %s", src, o->name, v,
+				return fail(err, "%s %s: invalid CPU list '%s': %s", src, name, v,
 					    why);
 		}
 		return 0;
 	}
 	case OPT_BOOL:
 		if (parse_bool(v, field) < 0)
-			return fail(err, "%s %s: '%s' is not a boolean (true|false)", src, o->name,
+			return fail(err, "%s %s: '%s' is not a boolean (true|false)", src, name,
 				    v);
 		return 0;
 	case OPT_INT: {
@@ -175,7 +220,7 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 		errno = 0;
 		n = strtol(v, &end, 10);
 		if (!*v || *end || errno || n < o->min || n > o->max)
-			return fail(err, "%s %s: '%s' is not an integer in %d..%d", src, o->name, v,
+			return fail(err, "%s %s: '%s' is not an integer in %d..%d", src, name, v,
 				    o->min, o->max);
 		*(int *)field = (int)n;
 		return 0;
@@ -187,12 +232,17 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 				return 0;
 			}
 		enum_list(o, tmp, sizeof(tmp));
-		return fail(err, "%s %s: unknown value '%s' (one of %s)", src, o->name, v, tmp);
+		return fail(err, "%s %s: unknown value '%s' (one of %s)", src, name, v, tmp);
 	case OPT_ACTION:
 		c->action = o->action;
 		return 0;
 	}
 	return -EINVAL;
+}
+
+static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src, char *err)
+{
+	return set_opt_as(c, o, v, src, o->name, err);
 }
 
 static const struct opt *find_opt(const char *name, size_t len)
@@ -229,14 +279,111 @@ static bool is_set(const char *s)
 	return s && *s;
 }
 
+static const struct file_key *find_file_key(const char *key, bool ignore_case)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(file_keys); i++)
+		if (ignore_case ? !strcasecmp(file_keys[i].key, key) : !strcmp(file_keys[i].key, key))
+			return &file_keys[i];
+	return NULL;
+}
+
+/* The kind of YAML scalar option o takes. */
+static enum cfgfile_kind opt_kind(const struct opt *o)
+{
+	return o->type == OPT_BOOL ? CFGFILE_BOOL : o->type == OPT_INT ? CFGFILE_INT : CFGFILE_STRING;
+}
+
+/* Applies the configuration file at path over the defaults. */
+static int apply_file(struct cfg *c, const char *path, char *err)
+{
+	_cleanup_(cfgfile_freep) struct cfgfile *f = NULL;
+	struct errbuf eb = {};
+	int r;
+
+	r = cfgfile_load(path, &f, &eb);
+	if (r < 0)
+		return fail(err, "config file %s%s%s", path,
+			    strncmp(eb.s, "line ", 5) ? ": " : " ", errbuf_text(&eb, r));
+	for (int i = 0; i < f->n; i++) {
+		const struct cfgfile_entry *e = &f->v[i];
+		const struct file_key *k = find_file_key(e->key, false);
+		const struct opt *o;
+		char src[PATH_MAX + 32];
+
+		(void)snprintf(src, sizeof(src), "config file %s line %d:", path, e->line);
+		if (!strcmp(e->key, "apiVersion")) {
+			if (e->kind != CFGFILE_STRING || strcmp(e->value, FILE_API_VERSION) != 0)
+				return fail(err, "%s apiVersion: unsupported apiVersion '%s' (only "
+						 "%s)",
+					    src, e->value, FILE_API_VERSION);
+			continue;
+		}
+		if (!k) {
+			k = find_file_key(e->key, true);
+			if (k)
+				return fail(err, "%s key %s is spelled differently from the schema; "
+						 "use %s",
+					    src, e->key, k->key);
+			return fail(err, "%s unknown key %s (see docs/config.md)", src, e->key);
+		}
+		if (k->refuse)
+			return fail(err, "%s key %s is not configurable in the file: %s", src, e->key,
+				    k->refuse);
+		if (e->kind == CFGFILE_NULL)
+			continue; /* null: as if absent, the default stays */
+		o = find_opt(k->flag, strlen(k->flag));
+		assert(o);
+		if (e->kind != opt_kind(o))
+			return fail(err, "%s %s: must be %s, not %s%s", src, e->key,
+				    cfgfile_kind_name(opt_kind(o)), cfgfile_kind_name(e->kind),
+				    opt_kind(o) == CFGFILE_STRING ? " (quote it)" : "");
+		r = set_opt_as(c, o, e->value, src, e->key, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --config FILE (or --config=FILE, single dash too) in argv, else
+ * $DRA_CPU_CONFIG: the file is read before the flags are, so they win. */
+static const char *config_path(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-')
+			continue;
+		a += 1 + (a[1] == '-');
+		if (!strcmp(a, "config"))
+			return i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strncmp(a, "config=", 7))
+			return a + 7;
+	}
+	return getenv("DRA_CPU_CONFIG");
+}
+
 int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 {
+	const char *path;
 	int r;
 
 	memset(c, 0, sizeof(*c));
 	err[0] = 0;
 
-	/* defaults, then environment */
+	/* defaults, then the configuration file, then environment, then flags */
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		if (opts[i].type == OPT_ACTION)
+			continue;
+		r = set_opt(c, &opts[i], opts[i].def, "default", err);
+		if (r < 0)
+			return r;
+	}
+	path = config_path(argc, argv);
+	if (is_set(path)) {
+		r = apply_file(c, path, err);
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
 		const struct opt *o = &opts[i];
 		char name[64];
@@ -244,9 +391,6 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 
 		if (o->type == OPT_ACTION)
 			continue;
-		r = set_opt(c, o, o->def, "default", err);
-		if (r < 0)
-			return r;
 		env = getenv(env_name(o, name));
 		if (env) {
 			char src[80];
@@ -412,8 +556,11 @@ void cfg_usage(FILE *f)
 	fputs("Usage: dra-cpu-driver [flags]\n\n"
 	      "Kubernetes DRA driver for CPUs: publishes the node's CPUs as ResourceSlices,\n"
 	      "prepares claims for the kubelet, pins containers through NRI and checks the\n"
-	      "pinning in the kernel with eBPF.\n\nFlags (each also read from the environment "
-	      "variable shown):\n",
+	      "pinning in the kernel with eBPF.\n\n"
+	      "Precedence: a flag wins over its environment variable, which wins over the\n"
+	      "configuration file (--config), which wins over the default. The file's keys\n"
+	      "are listed with the flags they set (docs/config.md).\n\n"
+	      "Flags (each also read from the environment variable shown):\n",
 	      f);
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
 		const struct opt *o = &opts[i];
@@ -441,11 +588,15 @@ void cfg_usage(FILE *f)
 		if (o->type == OPT_ACTION)
 			continue;
 		if (o->type == OPT_BOOL)
-			fprintf(f, "      default: %s (--no-%s to turn off)   env: %s\n", o->def,
+			fprintf(f, "      default: %s (--no-%s to turn off)   env: %s", o->def,
 				o->name, env_name(o, env));
 		else
-			fprintf(f, "      default: %s   env: %s\n", o->def[0] ? o->def : "\"\"",
+			fprintf(f, "      default: %s   env: %s", o->def[0] ? o->def : "\"\"",
 				env_name(o, env));
+		for (size_t k = 0; k < ARRAY_SIZE(file_keys); k++)
+			if (file_keys[k].flag && !strcmp(file_keys[k].flag, o->name))
+				fprintf(f, "   file: %s", file_keys[k].key);
+		fputc('\n', f);
 	}
 }
 
@@ -454,13 +605,15 @@ void cfg_log(const struct cfg *c)
 	log_info("config",
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
-		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s",
+		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s "
+		 "config=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
 		 c->bpf ? "true" : "false", cfg_enforcement_name(c->pinning_enforcement),
 		 c->contention_histogram ? "true" : "false", c->bind_address,
-		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster");
+		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
+		 is_set(c->config_file) ? log_quote(c->config_file) : "none");
 }
 
 const char *cfg_device_mode_name(int mode)

@@ -1,7 +1,8 @@
 /* Driver configuration: one table of options (name, env, type, default,
  * range, help) drives parsing, validation and --help.
  *
- * Precedence: built-in defaults < environment (DRA_CPU_<NAME>) < flags.
+ * Precedence: built-in defaults < the configuration file (--config, cfgfile.h)
+ * < environment (DRA_CPU_<NAME>) < flags.
  * Flags take "--name value", "--name=value" or a single dash (the reference
  * driver uses Go's flag package, so "-v 4" and "--v=4" both work); booleans
  * take "--name", "--name=true|false" or "--no-name". Everything is checked
@@ -63,6 +64,7 @@ struct cfg {
 	/* HTTP, logs */
 	char *bind_address;
 	int verbosity;
+	char *config_file; /* --config: read before the environment and the flags */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

@@ -357,7 +357,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return log_error_errno(r, "devices_failed", "");
 	register_gauges(d);
 
-	r = httpd_new(d->base, cfg->bind_address, d->metrics, &d->httpd);
+	r = httpd_new(d->base, cfg->bind_address, NULL, d->metrics, &d->httpd);
 	if (r < 0)
 		return log_error_errno(r, "http_bind_failed", "address=%s", cfg->bind_address);
 	d->check_serving = httpd_check_add(d->httpd, "serving", HTTPD_HEALTH | HTTPD_READY);

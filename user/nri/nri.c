@@ -1125,8 +1125,15 @@ static int on_request(void *ud, const struct ttrpc_request *rq)
 
 int nri_session_feed(struct nri_session *s, const void *buf, size_t len)
 {
+	uint64_t rejected = ttrpc_mux_rejected(s->mux, NULL);
 	int r = ttrpc_mux_feed(s->mux, buf, len);
+	const char *last;
 
+	/* The mux answered a misnumbered request and goes on: say so once per
+	 * connection (the runtime repeats whatever it does wrong). */
+	if (ttrpc_mux_rejected(s->mux, &last) != rejected)
+		log_emit(rejected ? LOG_DEBUG : LOG_WARN, LOG_MOD, "nri_request_rejected",
+			 "why=%s action=answered_invalid_argument", log_quote(last));
 	if (r < 0)
 		return session_fail(s, r);
 	if (s->fatal)

@@ -29,6 +29,7 @@ struct conn_in {
 	size_t body_got;
 	uint32_t stream_id;
 	uint8_t type;
+	const char *reject; /* refused at the header: body skipped, this answered */
 };
 
 struct call {
@@ -53,6 +54,8 @@ struct ttrpc_mux {
 	size_t n_calls;
 	bool dead;
 	char why[128];
+	uint64_t rejected;
+	char last_rejection[128];
 };
 
 static uint32_t get_be32(const uint8_t *p)
@@ -214,6 +217,13 @@ bool ttrpc_mux_is_dead(const struct ttrpc_mux *m)
 const char *ttrpc_mux_why(const struct ttrpc_mux *m)
 {
 	return m->why;
+}
+
+uint64_t ttrpc_mux_rejected(const struct ttrpc_mux *m, const char **ret_last)
+{
+	if (ret_last)
+		*ret_last = m->last_rejection;
+	return m->rejected;
 }
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -411,6 +421,16 @@ static int dispatch_response(struct ttrpc_mux *m, const struct conn_in *in)
 	return 0;
 }
 
+/* A message refused at its header: INVALID_ARGUMENT on its stream id, as
+ * containerd/ttrpc does (on an even id too: the sender learns which one). */
+static int reject_request(struct ttrpc_mux *m, struct conn_in *in)
+{
+	m->rejected++;
+	(void)snprintf(m->last_rejection, sizeof(m->last_rejection), "stream %u after %u: %s",
+		       in->stream_id, m->last_req_stream, in->reject);
+	return ttrpc_mux_reply(m, in->stream_id, TTRPC_INVALID_ARGUMENT, in->reject, NULL, 0);
+}
+
 /* The 10-byte header of conn idx is complete: check all of it before the
  * body is allocated. */
 static int check_header(struct ttrpc_mux *m, int idx, struct conn_in *in)
@@ -422,16 +442,28 @@ static int check_header(struct ttrpc_mux *m, int idx, struct conn_in *in)
 	if (len > TTRPC_MSG_MAX)
 		return fail(m, -E2BIG, "message of %u bytes on conn %u (max %u)", len,
 			    m->conn_id[idx], TTRPC_MSG_MAX);
+	in->reject = NULL;
 	if (idx == SRV) {
+		/* What containerd/ttrpc's server answers (InvalidArgument, these
+		 * words) and goes on: a misnumbered message is its sender's
+		 * mistake, not a reason to drop every other stream. */
+		if (!(sid & 1))
+			in->reject = "StreamID must be odd for client initiated streams";
+		else if (type == TTRPC_TYPE_REQUEST && sid <= m->last_req_stream)
+			in->reject = "StreamID cannot be re-used and must increment";
+		if (in->reject) {
+			in->body_len = len;
+			in->stream_id = sid;
+			in->type = type;
+			in->body_got = 0;
+			return 0; /* the body is skipped, never stored */
+		}
 		if (type != TTRPC_TYPE_REQUEST)
 			return fail(m, -EPROTO, "message type %u on request conn %u", type,
 				    m->conn_id[idx]);
 		if (flags & TTRPC_FLAG_REMOTE_OPEN)
 			return fail(m, -EPROTO, "streaming request (flags 0x%x) on stream %u",
 				    flags, sid);
-		if (!(sid & 1) || sid <= m->last_req_stream)
-			return fail(m, -EPROTO, "request stream id %u after %u", sid,
-				    m->last_req_stream);
 		m->last_req_stream = sid;
 	} else {
 		if (type != TTRPC_TYPE_RESPONSE)
@@ -480,7 +512,8 @@ static int conn_feed(struct ttrpc_mux *m, int idx, const uint8_t *p, size_t n)
 
 			if (k > n)
 				k = n;
-			memcpy(in->body + in->body_got, p, k);
+			if (!in->reject)
+				memcpy(in->body + in->body_got, p, k);
 			in->body_got += k;
 			p += k;
 			n -= k;
@@ -488,9 +521,13 @@ static int conn_feed(struct ttrpc_mux *m, int idx, const uint8_t *p, size_t n)
 				return 0;
 		}
 		/* A whole message: dispatch, then reset for the next one. */
-		r = idx == SRV ? dispatch_request(m, in) : dispatch_response(m, in);
+		if (in->reject)
+			r = reject_request(m, in);
+		else
+			r = idx == SRV ? dispatch_request(m, in) : dispatch_response(m, in);
 		free(in->body);
 		in->body = NULL;
+		in->reject = NULL;
 		in->hdr_got = 0;
 		in->body_len = 0;
 		in->body_got = 0;
