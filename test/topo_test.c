@@ -344,7 +344,7 @@ static void test_topo_load_capture_matches_expected(void **state)
 	capture_root(e, root, sizeof(root));
 	r = load_capture(e, root, &t, &why);
 	if (r < 0)
-		fail_msg("%s: %d %s", file, r, &why);
+		fail_msg("%s: %d %s", file, r, why.s);
 	assert_matches_expected(t, e);
 	topo_free(t);
 }
@@ -394,7 +394,7 @@ static void test_topo_load_hwloc_live_machine_has_cpus(void **state)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (topo_load_hwloc(NULL, &t, &why) < 0)
-		fail_msg("live machine: %s", &why);
+		fail_msg("live machine: %s", why.s);
 	assert_true(t->n_cpus >= 1);
 	assert_int_equal(t->n_cpus, n);
 	assert_int_equal(cpuset_count(&t->online), t->n_cpus);
@@ -412,7 +412,7 @@ static void test_topo_load_hwloc_restores_environment(void **state)
 	assert_int_equal(setenv("HWLOC_COMPONENTS", "bogus-but-restored", 1), 0);
 	(void)unsetenv("HWLOC_FSROOT");
 	if (topo_load_hwloc(root, &t, &why) < 0)
-		fail_msg("%s", &why);
+		fail_msg("%s", why.s);
 	assert_string_equal(getenv("HWLOC_COMPONENTS"), "bogus-but-restored");
 	assert_null(getenv("HWLOC_FSROOT"));
 	assert_int_equal(t->n_cpus, 2);
@@ -550,7 +550,7 @@ static void test_topo_load_hwloc_reads_e_cores_from_cpu_atom(void **state)
 	mutate_mkdir(root, "sys/devices/cpu_atom");
 	mutate_write(root, "sys/devices/cpu_atom/cpus", "12-19\n");
 	if (topo_load_hwloc(root, &t, &why) < 0)
-		fail_msg("%s", &why);
+		fail_msg("%s", why.s);
 	assert_int_equal(t->n_cpus, 20);
 	for (int i = 0; i < t->n_cpus; i++)
 		assert_int_equal(t->cpus[i].type, t->cpus[i].cpu >= 12 ? TOPO_CORE_E : TOPO_CORE_P);
@@ -731,7 +731,7 @@ static void test_topo_parse_json_fills_optional_fields(void **state)
 	struct topo *t = NULL;
 
 	if (topo_parse_json(in, strlen(in), &t, &why) < 0)
-		fail_msg("%s", &why);
+		fail_msg("%s", why.s);
 	assert_int_equal(t->n_cpus, 2);
 	assert_int_equal(t->cpus[0].cpu, 0); /* sorted */
 	assert_int_equal(t->cpus[0].core_id, 5);
@@ -756,7 +756,7 @@ static void test_topo_json_round_trips_every_capture(void **state)
 
 		capture_root(e, root, sizeof(root));
 		if (load_capture(e, root, &t, &why) < 0)
-			fail_msg("%s: %s", captures[i], &why);
+			fail_msg("%s: %s", captures[i], why.s);
 		a = write_to_string(t);
 		if (topo_parse_json(a, strlen(a), &t2, &why) < 0)
 			fail_msg("%s: own JSON does not parse: %s\n%s", captures[i], why.s, a);
@@ -954,7 +954,7 @@ static void test_topo_load_json_file_loads_1024_cpus(void **state)
 	char *a;
 
 	if (topo_load_json_file(TOPO_DATA "/synthetic-1024.json", &t, &why) < 0)
-		fail_msg("%s", &why);
+		fail_msg("%s", why.s);
 	assert_int_equal(t->n_cpus, 1024);
 	assert_int_equal(t->n_sockets, 4);
 	assert_int_equal(t->n_numa, 8);
@@ -993,7 +993,7 @@ static void test_topo_load_json_file_loads_384_cpus(void **state)
 	struct topo *t = NULL;
 
 	if (topo_load_json_file(TOPO_DATA "/synthetic-384.json", &t, &why) < 0)
-		fail_msg("%s", &why);
+		fail_msg("%s", why.s);
 	assert_int_equal(t->n_cpus, 384);
 	assert_int_equal(t->n_sockets, 2);
 	assert_int_equal(t->n_numa, 2);
