@@ -733,7 +733,7 @@ static void test_topology_json_fixtures_keep_the_contract(void **st)
 		_cleanup_free_ struct alloc_cpu *rows = NULL;
 		struct alloc_topo *at = NULL;
 		struct cpuset avail, got;
-		char path[512], why[ALLOC_ERR_MAX] = "";
+		char path[512];
 		size_t len = strlen(e->d_name);
 
 		if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0)

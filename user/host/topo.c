@@ -341,9 +341,9 @@ static int sysfs_read_cpulist(const char *path, struct cpuset *ret, struct errbu
 	/* An empty file is a truncated one: sysfs writes "\n" for an empty list. */
 	if (len == 0)
 		return errbuf_fail(eb, -EINVAL, "%s: empty file", path);
-	r = cpuset_parse_n(buf, sysfs_trim(buf, len), ret, pwhy);
+	r = cpuset_parse_n(buf, sysfs_trim(buf, len), ret, &pwhy);
 	if (r < 0)
-		return errbuf_fail(eb, r == -ERANGE ? -E2BIG : -EINVAL, "%s: %s", path, pwhy);
+		return errbuf_fail(eb, r == -ERANGE ? -E2BIG : -EINVAL, "%s: %s", path, pwhy.s);
 	return 0;
 }
 

@@ -202,14 +202,15 @@ static int parse_top(struct json_object *top, struct topo **ret, struct errbuf *
 
 	cpuset_zero(&offline);
 	if (json_object_object_get_ex(top, "offline", &v)) {
-		char pwhy[CPUSET_ERR_MAX];
+		struct errbuf pwhy = { "" };
 
 		if (!json_object_is_type(v, json_type_string))
 			return errbuf_fail(eb, -EINVAL, "\"offline\" must be a CPU list string");
 		r = cpuset_parse_n(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-				   &offline, pwhy);
+				   &offline, &pwhy);
 		if (r < 0)
-			return errbuf_fail(eb, r == -ERANGE ? -E2BIG : -EINVAL, "\"offline\": %s", pwhy);
+			return errbuf_fail(eb, r == -ERANGE ? -E2BIG : -EINVAL, "\"offline\": %s",
+					   pwhy.s);
 	}
 
 	r = topo_build(rows, (int)n, &offline, &t, eb);

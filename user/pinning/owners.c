@@ -175,7 +175,8 @@ static int add_entry(struct verify_owners *o, const struct entry *e, const char 
 int verify_owners_add_flag(struct verify_owners *o, const char *arg, struct errbuf *eb)
 {
 	const char *eq = strchr(arg, '=');
-	char cpus_why[CPUSET_ERR_MAX] = "", what[64];
+	struct errbuf cpus_why = { "" };
+	char what[64];
 	struct entry e = { 0 };
 
 	(void)snprintf(what, sizeof(what), "--exclusive %.40s%s", arg,
@@ -183,9 +184,9 @@ int verify_owners_add_flag(struct verify_owners *o, const char *arg, struct errb
 	if (!eq || eq == arg || !eq[1])
 		return errbuf_fail(eb, -EINVAL, "%s: expected CPUS=CGROUP_PATH, such as 4-7=%s", what,
 			       "/sys/fs/cgroup/kubepods.slice/...");
-	if (cpuset_parse_n(arg, (size_t)(eq - arg), &e.cpus, cpus_why) < 0)
+	if (cpuset_parse_n(arg, (size_t)(eq - arg), &e.cpus, &cpus_why) < 0)
 		return errbuf_fail(eb, -EINVAL, "%s: \"%.*s\" is not a CPU list: %s", what,
-			       (int)(eq - arg > 64 ? 64 : eq - arg), arg, cpus_why);
+			       (int)(eq - arg > 64 ? 64 : eq - arg), arg, cpus_why.s);
 	e.cgroup = eq + 1;
 	e.cgroup_len = strlen(eq + 1);
 	return add_entry(o, &e, what, eb);
@@ -217,7 +218,7 @@ static int get_string(struct json_object *obj, const char *key, size_t max, cons
 
 static int parse_entry(struct json_object *obj, const char *what, struct entry *e, struct errbuf *eb)
 {
-	char cpus_why[CPUSET_ERR_MAX] = "";
+	struct errbuf cpus_why = { "" };
 	struct json_object *v;
 	const char *cpus;
 	size_t cpus_len = 0;
@@ -230,9 +231,9 @@ static int parse_entry(struct json_object *obj, const char *what, struct entry *
 		return r;
 	if (!cpus)
 		return errbuf_fail(eb, -EPROTO, "%s: no \"cpus\"", what);
-	if (cpuset_parse_n(cpus, cpus_len, &e->cpus, cpus_why) < 0)
+	if (cpuset_parse_n(cpus, cpus_len, &e->cpus, &cpus_why) < 0)
 		return errbuf_fail(eb, -EPROTO, "%s.cpus: \"%.64s\" is not a CPU list: %s", what, cpus,
-			       cpus_why);
+			       cpus_why.s);
 	r = get_string(obj, "cgroup", PATH_MAX, what, &e->cgroup, &e->cgroup_len, eb);
 	if (r < 0)
 		return r;
