@@ -21,6 +21,8 @@
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 #define PROG "dra-cpu-alloc"
 
@@ -241,8 +243,7 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *list = NULL;
 	struct args a = { 0 };
 	struct cpuset got;
-	struct errbuf err = { "" };
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf err = { "" }, twhy = { "" };
 	int r;
 
 	if (parse_args(argc, argv, &a, &err) < 0) {
@@ -253,10 +254,10 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	r = topo_load_json_file(a.topology, &t, why);
+	r = topo_load_json_file(a.topology, &t, &twhy);
 	if (r < 0) {
-		if (why[0]) /* the loader's text names the file */
-			fprintf(stderr, PROG ": %s\n", why);
+		if (twhy.s[0]) /* the loader's text names the file */
+			fprintf(stderr, PROG ": %s\n", twhy.s);
 		else
 			fprintf(stderr, PROG ": %s: %s\n", a.topology, strerror(-r));
 		return 2;

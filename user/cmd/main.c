@@ -17,6 +17,8 @@
 #include "lib/log.h"
 #include "kube/slices.h"
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"
@@ -24,16 +26,16 @@
 
 static int load_topology(const struct cfg *c, struct topo **ret)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	int r;
 
 	if (c->topology_file && *c->topology_file)
-		r = topo_load_json_file(c->topology_file, ret, why);
+		r = topo_load_json_file(c->topology_file, ret, &why);
 	else
 		r = topo_load_hwloc(c->sysfs_root && *c->sysfs_root ? c->sysfs_root : NULL, ret,
-				    why);
+				    &why);
 	if (r < 0)
-		fprintf(stderr, "dra-cpu-driver: topology: %s\n", why[0] ? why : strerror(-r));
+		fprintf(stderr, "dra-cpu-driver: topology: %s\n", errbuf_text(&why, r));
 	return r;
 }
 

@@ -9,15 +9,16 @@
 #include "nri/pools.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #define LOG_MOD "pools"
+#include "host/cgroup.h"
 #include "pinning/bpfmon.h"
 #include "core/cdi.h"
 #include "lib/errbuf.h"
@@ -42,7 +43,8 @@ struct pools {
 	struct bpfmon *bpf;
 	struct nri *nri;
 	struct pools_opts o;
-	char *cgroup_root, *state_dir;
+	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
+	char *state_dir;
 	struct hashtab ctrs; /* id -> struct ctr, live containers */
 	int n_shared;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
@@ -268,19 +270,30 @@ static int shared_updates(struct pools *p, struct nri_updates *upd)
 	return 0;
 }
 
+/* The directory of c's cgroup in the hierarchy bpfmon watches, from the
+ * runtime's cgroupsPath. -ENOENT while unknown. */
+static int ctr_cgroup_dir(const struct pools *p, const struct ctr *c, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	int r = cgroup_runtime_path(c->cgroups_path, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	return cgroup_mount_dir(&p->cgroups, path, buf, size);
+}
+
 /* Resolves the cgroup id of an exclusive container and makes it the owner of
  * its CPUs in the BPF check. Quiet when the cgroup does not exist yet. */
 static void own_cpus(struct pools *p, struct ctr *c)
 {
-	char dir[4096];
+	char dir[PATH_MAX];
 	struct cpuset cpus;
 	uint64_t id;
 
 	if (!c->n_claims)
 		return;
 	if (!c->cgroup_id) {
-		if (pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0 ||
-		    bpfmon_cgroup_id(dir, &id) < 0)
+		if (ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0 || cgroup_id(dir, &id) < 0)
 			return;
 		c->cgroup_id = id;
 		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", c->name,
@@ -315,10 +328,9 @@ static void write_owners(struct pools *p)
 	json_object_object_add(root, "owners", arr);
 	HASHTAB_FOREACH(c, &p->ctrs)
 	{
-		char dir[4096], pod[512];
+		char dir[PATH_MAX], pod[512];
 
-		if (!c->n_claims || !c->cgroup_id ||
-		    pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0)
+		if (!c->n_claims || !c->cgroup_id || ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0)
 			continue;
 		(void)snprintf(pod, sizeof(pod), "%s/%s", c->pod_ns, c->pod_name);
 		for (int j = 0; j < c->n_claims; j++) {
@@ -700,43 +712,29 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 
 /* ---- cgroups ------------------------------------------------------------------------ */
 
-int pools_cgroup_dir(const char *root, const char *path, char *buf, size_t size)
+/* The mount of the hierarchy that confines CPUs (the one the daemon tells
+ * bpfmon to watch), or root as given with "/" as its root. */
+static int find_cgroups(struct pools *p, const char *root)
 {
-	const char *c1, *c2;
-	size_t o, slen;
-	int n;
+	struct cgroup_mounts m;
+	enum cgroup_hier h;
+	int r;
 
-	if (!path || !*path)
-		return -ENOENT;
-	if (strstr(path, ".."))
-		return -EINVAL;
-	if (path[0] == '/') { /* cgroupfs driver */
-		n = snprintf(buf, size, "%s%s", root, path);
-		return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	if (root) {
+		p->cgroups.point = strdup(root);
+		p->cgroups.root = strdup("/");
+		return p->cgroups.point && p->cgroups.root ? 0 : -ENOMEM;
 	}
-	/* systemd driver: "<slice>:<prefix>:<name>" -> the slice's ancestry, then
-	 * "<prefix>-<name>.scope". "kubepods-besteffort-pod1.slice" lives in
-	 * kubepods.slice/kubepods-besteffort.slice/. */
-	c1 = strchr(path, ':');
-	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-	if (!c1 || !c2 || strchr(c2 + 1, ':') || strchr(path, '/') || c1 == path ||
-	    (size_t)(c1 - path) < 7 || strncmp(c1 - 6, ".slice", 6) != 0)
-		return -EINVAL;
-	n = snprintf(buf, size, "%s", root);
-	if (n < 0 || (size_t)n >= size)
-		return -ENAMETOOLONG;
-	o = (size_t)n;
-	slen = (size_t)(c1 - 6 - path); /* the slice name without ".slice" */
-	for (size_t i = 1; i <= slen; i++) {
-		if (i < slen && path[i] != '-')
-			continue;
-		n = snprintf(buf + o, size - o, "/%.*s.slice", (int)i, path);
-		if (n < 0 || (size_t)n >= size - o)
-			return -ENAMETOOLONG;
-		o += (size_t)n;
+	r = cgroup_mounts_read(&m);
+	if (r < 0)
+		return r;
+	r = cgroup_mounts_pinning(&m, &h);
+	if (r == 0) {
+		p->cgroups = m.h[h];
+		m.h[h] = (struct cgroup_mount){ NULL, NULL };
 	}
-	n = snprintf(buf + o, size - o, "/%.*s-%s.scope", (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
-	return n < 0 || (size_t)n >= size - o ? -ENAMETOOLONG : 0;
+	cgroup_mounts_done(&m);
+	return r;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
@@ -745,7 +743,6 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 		struct metrics *m, struct pools **ret)
 {
 	_cleanup_(pools_freep) struct pools *p = calloc(1, sizeof(*p));
-	struct stat st;
 	int r;
 
 	if (!p)
@@ -754,14 +751,11 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	p->state = state;
 	p->bpf = bpf;
 	p->o = *o;
-	if (o->cgroup_root)
-		p->cgroup_root = strdup(o->cgroup_root);
-	else if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
-		p->cgroup_root = strdup("/sys/fs/cgroup");
-	else
-		p->cgroup_root = strdup("/sys/fs/cgroup/cpuset");
-	if (!p->cgroup_root)
-		return -ENOMEM;
+	r = find_cgroups(p, o->cgroup_root);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) /* owners stay unresolved: pinning through NRI goes on */
+		log_warn_errno(r, "cgroup_mount_unknown", "action=no_bpf_owners");
 	if (o->state_dir && !(p->state_dir = strdup(o->state_dir)))
 		return -ENOMEM;
 	p->g_exclusive = metrics_gauge(m, "dra_cpu_nri_containers_exclusive",
@@ -800,7 +794,8 @@ struct pools *pools_free(struct pools *p)
 	HASHTAB_FOREACH(c, &p->ctrs)
 		ctr_free(c);
 	hashtab_done(&p->ctrs);
-	free(p->cgroup_root);
+	free(p->cgroups.point);
+	free(p->cgroups.root);
 	free(p->state_dir);
 	if (p->state)
 		state_set_guard(p->state, NULL, NULL);
