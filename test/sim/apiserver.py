@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A strict kube-apiserver simulator for dra-cpu's integration tests.
 
-The driver's C client (httpc + mbedTLS + json-c) talks to this over HTTPS exactly as it
+The driver's C client (libcurl + json-c) talks to this over HTTPS exactly as it
 would to a real kube-apiserver: bearer-token auth, ResourceSlice
 list/watch/get/create/update/delete with a global resourceVersion, 409/410/422
 Status bodies, server-side ResourceSlice validation (through the project's
