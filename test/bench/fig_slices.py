@@ -16,7 +16,7 @@ started (time.time()) and how long it took; from that:
 import time
 
 from benchlib import (NODE, BenchError, Env, cpu_ns, http_status, measure_metrics, median,
-                      memory, wait_until)
+                      memory, memory_by_mapping, wait_until)
 
 ARGS = ["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"]
 SLICES = 8
@@ -42,6 +42,7 @@ def one_run(env, scrapes):
     wait_until(lambda: _ready(d), 10, "/readyz", proc=d.proc)
     time.sleep(0.3)  # the watch events of our own creates arrive and are processed
     mem = memory(d.proc.pid)
+    mem_top = memory_by_mapping(d.proc.pid)
     log = api.log()
     creates = [e for e in log if e["verb"] == "create"]
     end = max(e["time"] + e["duration"] for e in creates)
@@ -63,6 +64,7 @@ def one_run(env, scrapes):
         "requests": sum(counts.values()),
         "counts": counts,
         "memory_kib": mem,
+        "uss_top_kib": mem_top,
         "metrics": mx,
         "slices": len([s for s in api.slices() if s["spec"].get("nodeName") == NODE]),
     }
