@@ -118,6 +118,7 @@ struct kube_call {
 	CURLcode cres;
 	int local_err; /* set by our callbacks: -E2BIG, -ENOMEM, -EPROTO */
 	long http_status;
+	long proxy_status; /* the proxy's answer to CONNECT, 0 without a proxy */
 	long retry_after_s;
 	char *in; /* response body (non-stream) */
 	size_t in_len, in_cap;
@@ -863,7 +864,13 @@ static void call_unready(struct kube_call *c)
 /* Removes the attempt's easy handle from the multi. Never from inside libcurl. */
 static void call_stop_easy(struct kube_call *c)
 {
+	long n = 0;
+
 	if (c->easy) {
+		/* Here, not on completion: a watch that is stopped may be the one
+		 * that opened the connection everything else shares. */
+		if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n > 0)
+			c->k->st.connections += (uint64_t)n;
 		(void)curl_multi_remove_handle(c->k->multi, c->easy);
 		curl_easy_cleanup(c->easy);
 		c->easy = NULL;
@@ -891,6 +898,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		if (kube_lines_pending(&c->lines) - c->lines.cur > 0 &&
 		    kube_lines_pending(&c->lines) >= c->lines.max_line) {
 			c->paused = true;
+			c->k->st.watch_pauses++;
 			call_mark_ready(c);
 			return CURL_WRITEFUNC_PAUSE;
 		}
@@ -1052,7 +1060,7 @@ static int call_start(struct kube_call *c)
 	c->done = false;
 	c->cres = CURLE_OK;
 	c->local_err = 0;
-	c->http_status = 0;
+	c->http_status = c->proxy_status = 0;
 	c->retry_after_s = 0;
 	c->status_seen = c->stream_ok = c->sent = false;
 	c->in_len = 0;
@@ -1198,18 +1206,17 @@ static void call_collect(struct kube_call *c, CURLcode res)
 {
 	struct kube *k = c->k;
 	curl_off_t ra = 0, pre = 0;
-	long n = 0, ver = 0;
+	long ver = 0;
 
 	c->cres = res;
 	(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->http_status);
+	(void)curl_easy_getinfo(c->easy, CURLINFO_HTTP_CONNECTCODE, &c->proxy_status);
 	if (curl_easy_getinfo(c->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
 		c->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (long)ra;
 	if (curl_easy_getinfo(c->easy, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK)
 		c->sent = pre > 0;
 	if (c->http_status > 0)
 		c->sent = true;
-	if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n > 0)
-		k->st.connections += (uint64_t)n;
 	if (c->http_status > 0 &&
 	    curl_easy_getinfo(c->easy, CURLINFO_HTTP_VERSION, &ver) == CURLE_OK &&
 	    ver == CURL_HTTP_VERSION_2_0)
@@ -1368,6 +1375,10 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 	}
 	if (c->cres != CURLE_OK) {
 		res->error = errno_from_curl(c->cres);
+		/* A proxy that answered CONNECT with an error refused the tunnel (curl
+		 * reports it as a receive error). */
+		if (c->proxy_status >= 300)
+			res->error = -ECONNREFUSED;
 		/* curl's own text for this code also speaks of SSH keys. */
 		(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
 			       res->error == -EKEYREJECTED ? "server certificate rejected"

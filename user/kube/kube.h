@@ -229,6 +229,7 @@ struct kube_stats {
 	uint64_t token_read_errors;  /* token file reads that failed (kept the old one) */
 	uint64_t too_big;	     /* bodies or watch lines over the cap */
 	uint64_t watch_events;	     /* events delivered to on_event */
+	uint64_t watch_pauses;	     /* watch streams held back for the consumer to catch up */
 	uint64_t bytes_received;     /* response body bytes */
 	uint64_t slow_dispatches;    /* callback rounds that held the loop > 10 ms */
 	uint64_t connections;	     /* connections opened to the server (or through the proxy) */
