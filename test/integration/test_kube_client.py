@@ -964,3 +964,71 @@ def test_proxy_refusing_the_tunnel_and_proxy_credentials(kube_cli, tmp_path, h2,
     assert rc == 1 and r["errno"] == "ECONNREFUSED" and r["http"] == 0, r
     assert "403" in r["error_text"], r["error_text"]
     assert "s3cret-pw" not in err + r["error_text"]
+
+
+# ---- the daemon ----------------------------------------------------------------------------
+
+@needs_nghttpx
+def test_daemon_publishes_over_h2_through_a_proxy_on_one_connection(tmp_path, h2, proxy,
+                                                                    front_certs, driver_dir):
+    from driver import Driver, wait_for
+
+    h2.sim.put_node("node-1", uid="0c1d2e3f-0000-4000-8000-00000000aaaa")
+    path = by_name(tmp_path, h2, front_certs, h2.sim)
+    d = Driver(os.path.join(driver_dir, "d"), path, topology="synthetic-384.json",
+               args=["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"],
+               env=clean_env({"HTTPS_PROXY": proxy.url}))
+    try:
+        d.start()
+        d.wait_ready()
+        wait_for(lambda: len([s for s in h2.sim.slices()
+                              if s["spec"].get("nodeName") == "node-1"]) == 3,
+                 what="3 slices published")
+        log = h2.log()
+        m = d.metrics()
+    finally:
+        assert d.stop() == 0, d.log()[-3000:]
+    verbs = sorted((e["method"], e["path"].split("?")[0].rsplit("/", 1)[-1]) for e in log)
+    assert ("GET", "node-1") in verbs and verbs.count(("POST", "resourceslices")) == 3
+    assert any("watch=" in e["path"] for e in log)  # the watch is among them
+    assert {e["alpn"] for e in log} == {"h2"} and {e["tls_protocol"] for e in log} == {"TLSv1.3"}
+    assert len({e["remote_port"] for e in log}) == 1, log  # all of it on one connection
+    assert [t["target"] for t in proxy.tunnels()] == [f"{API_HOST}:{h2.port}"]
+    assert m["dra_cpu_kube_requests_total"] >= len(log)
+
+
+@needs_nghttpx
+def test_daemon_presents_a_client_certificate_rotated_while_it_runs(tmp_path, plain_sim,
+                                                                    front_certs, driver_dir):
+    from driver import Driver, wait_for
+
+    plain_sim.put_node("node-1", uid="0c1d2e3f-0000-4000-8000-00000000aaaa")
+    pki = tmp_path / "kubelet-pki"
+    one, two = client_cert(front_certs, pki, "driver-1"), client_cert(front_certs, pki, "driver-2")
+    current = pki / "client-current.pem"
+    swap_symlink(current, one)
+    f = make_front(tmp_path, plain_sim, front_certs, tls13_only=True, client_ca=front_certs.ca)
+    path = kubeconfig(tmp_path, f.url, f"    certificate-authority: {front_certs.ca}\n",
+                      f"    client-certificate: {current}\n    client-key: {current}\n"
+                      f"    token: {plain_sim.token}\n")
+    d = Driver(os.path.join(driver_dir, "d"), path, topology="synthetic-384.json",
+               args=["--no-nri", "--no-bpf"], env=clean_env())
+    mine = lambda: [s for s in plain_sim.slices() if s["spec"].get("nodeName") == "node-1"]  # noqa
+    try:
+        d.start()
+        d.wait_ready()
+        wait_for(lambda: len(mine()) == 1, what="slice published")
+        n = len(f.log())
+        swap_symlink(current, two)
+        plain_sim.wipe_node("node-1")  # the watch sees it go; the daemon creates it again
+        wait_for(lambda: len(mine()) == 1 and len(f.log()) > n, what="slice re-created")
+        log = f.log()
+    finally:
+        assert d.stop() == 0, d.log()[-3000:]
+        f.stop()
+    before, after = log[:n], log[n:]
+    assert all("CN=driver-1" in e["tls_client_subject_name"] for e in before), before
+    assert [e["method"] for e in after] == ["POST"], after
+    assert "CN=driver-2" in after[0]["tls_client_subject_name"], after
+    assert after[0]["remote_port"] not in {e["remote_port"] for e in before}
+    assert "client_cert_reloaded" in d.log()
