@@ -155,6 +155,33 @@ static void test_kube_lines_buffer_stays_bounded(void **st)
 	kube_lines_done(&l);
 }
 
+static void test_kube_lines_gives_back_a_buffer_grown_for_a_large_line(void **st)
+{
+	struct kube_lines l;
+	size_t big = 100000;
+	char *line, *data = malloc(big + 1);
+	size_t n;
+
+	memset(data, 'x', big);
+	data[big] = '\n';
+	kube_lines_init(&l, 200000);
+	assert_int_equal(kube_lines_feed(&l, data, big + 1), 0);
+	assert_true(l.cap > big);
+	assert_int_equal(kube_lines_next(&l, &line, &n), 1);
+	assert_int_equal(n, big);
+	/* drained: the next feed starts from a small buffer again */
+	assert_int_equal(kube_lines_feed(&l, "{}\n", 3), 0);
+	assert_true(l.cap <= KUBE_LINES_KEEP);
+	expect_line(&l, "{}");
+	/* a partial large line keeps its buffer until it is complete */
+	assert_int_equal(kube_lines_feed(&l, data, big), 0);
+	assert_int_equal(kube_lines_feed(&l, "\n", 1), 0);
+	assert_int_equal(kube_lines_next(&l, &line, &n), 1);
+	assert_int_equal(n, big);
+	kube_lines_done(&l);
+	free(data);
+}
+
 static void test_kube_lines_garbage_is_just_bytes(void **st)
 {
 	struct kube_lines l;
@@ -1569,6 +1596,7 @@ int main(void)
 		cmocka_unit_test(test_kube_lines_byte_by_byte),
 		cmocka_unit_test(test_kube_lines_caps_line_length_sticky),
 		cmocka_unit_test(test_kube_lines_buffer_stays_bounded),
+		cmocka_unit_test(test_kube_lines_gives_back_a_buffer_grown_for_a_large_line),
 		cmocka_unit_test(test_kube_lines_garbage_is_just_bytes),
 		cmocka_unit_test(test_kube_json_parse_strict),
 		cmocka_unit_test(test_kube_status_parse_fixtures),

@@ -205,6 +205,13 @@ int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
 		return l->failed;
 	if (n == 0)
 		return 0;
+	/* Empty, and grown for a large event: give it back rather than keep it for a
+	 * stream of small ones (lines returned earlier are dead by now: see .h). */
+	if (l->len == 0 && l->cap > KUBE_LINES_KEEP) {
+		free(l->buf);
+		l->buf = NULL;
+		l->cap = 0;
+	}
 	/* Check every line length before taking any byte. */
 	while (rest) {
 		const char *nl = memchr(p, '\n', rest);
@@ -1145,6 +1152,9 @@ static int call_start(struct kube_call *c)
 	SET(CURLOPT_HTTPHEADER, h);
 	SET(CURLOPT_USERAGENT, k->user_agent);
 	SET(CURLOPT_ACCEPT_ENCODING, "gzip"); /* as Go's transport; caps apply after decoding */
+	/* HTTP/1.1 over TLS copies each request into this buffer (64 KiB by default)
+	 * for as long as the transfer lives: a watch holds one. */
+	SET(CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
 	SET(CURLOPT_TCP_KEEPIDLE, KEEPALIVE_S);
 	SET(CURLOPT_TCP_KEEPINTVL, KEEPALIVE_S);

@@ -277,7 +277,9 @@ int kube_proxy_select(const char *server, const char *proxy_url, char **ret_prox
 
 /* Splits a byte stream into lines ('\n', optional '\r' before it dropped,
  * empty lines skipped), holding at most one partial line of max_line bytes:
- * a longer line fails the splitter with -E2BIG for good. */
+ * a longer line fails the splitter with -E2BIG for good. A buffer grown past
+ * KUBE_LINES_KEEP for a large line is freed once it is empty again. */
+#define KUBE_LINES_KEEP (16u << 10)
 struct kube_lines {
 	char *buf;
 	size_t off;	  /* start of unconsumed bytes */
