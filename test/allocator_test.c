@@ -168,6 +168,7 @@ static void mismatch(const char *test, const char *fmt, ...)
 static void report(const char *group, int total)
 {
 	printf("# kubelet %s: %d/%d cases exact\n", group, total - mismatches, total);
+	assert_true(total > 0); /* a table that loads nothing proves nothing */
 	assert_int_equal(mismatches, 0);
 }
 
@@ -659,7 +660,7 @@ static int hammer(const struct alloc_topo *t, const struct alloc_cpu *rows, int 
 	return ok;
 }
 
-/* The real machines of shared/testdata/topologies, through expected.json's
+/* The real machines of test/data/topologies, through expected.json's
  * per-CPU tables: once with hwloc's unique core numbers, once with the raw
  * sysfs core_id (restarting per socket: kubelet's view on such machines). */
 static void test_captured_topologies_keep_the_contract(void **st)
@@ -670,12 +671,10 @@ static void test_captured_topologies_keep_the_contract(void **st)
 	int machines = 0, ok = 0;
 
 	(void)snprintf(path, sizeof(path), "%s/expected.json",
-		       dir ? dir : "../shared/testdata/topologies");
+		       dir && *dir ? dir : "test/data/topologies");
 	root = json_object_from_file(path);
-	if (!root) {
-		printf("# skipped: no %s\n", path);
-		skip();
-	}
+	if (!root)
+		fail_msg("cannot read %s: the captures are part of the tree", path);
 	tops = get(root, "topologies");
 	for (size_t i = 0; i < json_object_array_length(tops); i++) {
 		json_object *tj = json_object_array_get_idx(tops, i), *pc = get(tj, "per_cpu");
@@ -707,6 +706,9 @@ static void test_captured_topologies_keep_the_contract(void **st)
 		}
 	}
 	printf("# %d capture views, %d successful claims checked\n", machines, ok);
+	/* Eleven captures, two views each: a table that loads nothing proves nothing. */
+	assert_true(machines >= 22);
+	assert_true(ok > 0);
 	json_object_put(root);
 }
 

@@ -11,22 +11,9 @@ passed=0 failed=0 skipped=0
 failures=()
 log=$(mktemp -d /tmp/dra-cpu-test.XXXXXX)
 
-# The shared reference data (topology captures, the resource.k8s.io OpenAPI
-# spec and its validator) lives next to the project root; a clone elsewhere
-# finds it through DRA_CPU_SHARED or at /work/shared.
-for d in "${DRA_CPU_SHARED:-}" "$PWD/../shared" /work/shared; do
-	if [ -n "$d" ] && [ -f "$d/api/validate_k8s_object.py" ]; then
-		DRA_CPU_SHARED=$(cd "$d" && pwd)
-		break
-	fi
-done
-if [ -z "${DRA_CPU_SHARED:-}" ] || [ ! -d "$DRA_CPU_SHARED/api" ]; then
-	echo "test/run.sh: shared reference data not found (../shared, /work/shared);" \
-		"set DRA_CPU_SHARED" >&2
-	exit 2
-fi
-export DRA_CPU_SHARED
-export TOPO_DIR=${TOPO_DIR:-$DRA_CPU_SHARED/testdata/topologies}
+# Every file a test reads is in the tree (test/data/); the tests run from the
+# project root.
+cd "$(dirname "$0")/.." || exit 2
 
 tally_tap() { # name file
 	local p f s

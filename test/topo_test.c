@@ -3,8 +3,8 @@
  * round trip, strictness) and the synthetic fixtures of test/data/topo.
  *
  * The captures are extracted once per run into a temporary directory (group
- * setup); tests that damage one undo it in their teardown. TOPO_DIR locates the
- * testdata (test/run.sh sets it), else ../shared/testdata/topologies. */
+ * setup); tests that damage one undo it in their teardown. The captures are
+ * test/data/topologies (TOPO_DIR overrides). */
 #include <errno.h>
 #include <ftw.h>
 #include <glob.h>
@@ -53,7 +53,7 @@ static const char *topo_dir(void)
 {
 	const char *d = getenv("TOPO_DIR");
 
-	return d && *d ? d : "../shared/testdata/topologies";
+	return d && *d ? d : "test/data/topologies";
 }
 
 static int run(const char *const argv[])

@@ -2,7 +2,8 @@
 
 Each test drives the simulator with a plain http.client-based client
 (sim.apiserver.SimClient) and checks status codes, Status bodies, watch
-streams and counters against shared/reference/k8s-api-facts.md.
+streams and counters against the kube-apiserver's documented behaviour
+(resource.k8s.io/v1 validation, watch and Status conventions).
 """
 
 import copy

@@ -100,6 +100,8 @@ def registered_families():
         for typ, name, _, labels in _REGISTER.findall(src):
             lbl = set() if labels == "NULL" else set(labels.strip('"').split(","))
             out[name] = (typ, lbl, os.path.basename(path))
+    # An empty answer (sources moved, pattern stale) would pass every check below.
+    assert len(out) >= 20, "only %d metric families found under user/" % len(out)
     return out
 
 

@@ -180,7 +180,7 @@ def test_runtime_restart_and_late_socket(apiserver, make_driver, driver_dir):
     from nri.nrisim import Runtime
     sock = os.path.join(driver_dir, "nri.sock")
     d = make_driver(args=["--nri-socket", sock, "--no-bpf"]).start()
-    time.sleep(0.5)
+    wait_for(lambda: "event=nri_connect_failed" in d.log(), what="a failed NRI connect")
     rt = Runtime(sock).start()  # the socket appears after the driver
     try:
         rt.wait_plugin(timeout=10)

@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -335,12 +336,13 @@ def test_runtime_restart_plugin_reconnects_and_resyncs(ready):
 
 
 def test_socket_appearing_later_is_picked_up(make_runtime, make_plugin):
-    p = make_plugin()
-    p.wait_log("nri_connect_failed")
-    time.sleep(0.8)  # several attempts while absent
+    p = make_plugin("--verbose")
+    # Several attempts while the socket is absent (the repeats log at debug).
+    tries = p.wait_log("nri_connect_failed", count=4)
     rt = make_runtime().start()
     rt.wait_plugin(5)
     # retried quietly: one warning for a run of identical failures
+    assert [l for l in tries if "level=warn" in l] == tries[:1]
     assert len([l for l in p.lines("nri_connect_failed") if "level=warn" in l]) == 1
 
 
@@ -404,9 +406,17 @@ def test_garbage_drops_the_connection_and_plugin_reconnects(ready, name):
 
 def test_truncated_frame_then_runtime_exit(ready):
     rt, p, conn = ready
-    conn.send_raw(frame(1, ttrpc_msg(101, 1, request("Configure")))[:15])
-    time.sleep(0.1)
-    assert p.alive() and not conn.closed.is_set()  # waits for the rest
+    # A frame in two writes: the plugin waits for the rest, then answers it.
+    whole = frame(1, ttrpc_msg(101, 1, request("Configure")))
+    slot = [threading.Event(), None]
+    with conn._lock:
+        conn._pending[101] = slot
+    conn.send_raw(whole[:15])
+    conn.send_raw(whole[15:])
+    assert slot[0].wait(5), "no answer to a frame sent in two pieces"
+    assert p.alive() and not conn.closed.is_set()
+    # Then the runtime goes away in the middle of the next frame.
+    conn.send_raw(frame(1, ttrpc_msg(103, 1, request("Configure")))[:15])
     rt.restart()
     rt.wait_plugin(5, after=conn.serial)
     assert p.alive()

@@ -96,8 +96,9 @@ def test_conflict_on_update_recovers(apiserver, make_driver, kube):
 def test_api_down_at_start_publishes_once_up(apiserver, make_driver):
     apiserver.down()
     d = make_driver(args=["--no-nri", "--no-bpf"]).start()
-    import time
-    time.sleep(1.0)
+    # Two attempts refused while the server is down (it retries with backoff).
+    wait_for(lambda: d.log().count("event=node_get_failed") >= 2, timeout=20,
+             what="retries while the API server is down")
     assert ours(apiserver) == []
     assert d.http("/readyz")[0] == 503
     apiserver.up()

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The kubelet side of a DRA plugin's gRPC, for tests: a real gRPC stack
 (python3-grpcio) calling what kubelet calls, the way kubelet calls it
-(shared/reference/wire-protocols.md sections 1-3).
+(the kubelet's pluginregistration and DRA gRPC APIs).
 
 Message classes come from the project's own proto/kubelet_*.proto, compiled
 with `protoc --python_out` into a temporary directory on first use (nothing

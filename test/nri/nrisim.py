@@ -2,7 +2,7 @@
 """NRI runtime simulator: the containerd side of NRI, strict like the real one.
 
 It listens on a unix socket as containerd's NRI adaptation does, speaks the
-NRI multiplexer and ttrpc (shared/reference/wire-protocols.md section 4),
+NRI multiplexer and ttrpc (containerd/nri pkg/net/multiplex, containerd/ttrpc),
 accepts RegisterPlugin, sends Configure then Synchronize (optionally split in
 parts with `more`), sends container events on command, serves UpdateContainers
 and applies the cpusets plugins ask for. With cgroups=True it starts real

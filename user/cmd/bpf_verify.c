@@ -437,7 +437,7 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 		size_t len = 0;
 
 		(void)snprintf(source, source_size, "%s/owners.json", a->state_dir);
-		r = fileio_read(source, VERIFY_STATE_MAX, &buf, &len);
+		r = fileio_read(source, VERIFY_STATE_MAX, &buf, &len, NULL);
 		if (r == -ENOENT)
 			return cannot_check(a,
 					    "no %s: is dra-cpu-driver running with --state-dir %s, "

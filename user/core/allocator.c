@@ -1,5 +1,5 @@
 /* kubelet-exact CPU allocation. See allocator.h for the contract and
- * shared/reference/kubelet-takeByTopology.md (§n below) for the rules.
+ * docs/allocation.md (§n below) for the rules.
  *
  * Representation. Every CPU of the table has a slot (ascending CPU id). Each
  * unit kind (core, socket, NUMA node, L3) maps its ids to dense indices in

@@ -1,7 +1,7 @@
 /* The allocator: which CPUs a claim gets, chosen exactly as kubelet's CPU
  * manager would choose them (pkg/kubelet/cm/cpumanager/cpu_assignment.go at
- * kubernetes fd5b2efa, described rule by rule in
- * shared/reference/kubelet-takeByTopology.md; section numbers below refer to it).
+ * kubernetes fd5b2efa, described rule by rule in docs/allocation.md; section
+ * numbers below refer to it).
  *
  * Two objects:
  *

@@ -205,7 +205,7 @@ int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
-		k = fileio_read(path, CDI_FILE_MAX, &buf, &len);
+		k = fileio_read(path, CDI_FILE_MAX, &buf, &len, NULL);
 		if (k < 0) {
 			if (bad)
 				bad(ud, path, k == -E2BIG ? "file too large" : strerror(-k));

@@ -735,7 +735,7 @@ int state_load(struct state *s)
 	if ((st.st_mode & 0777) != 0700 && chmod(s->state_dir, 0700) < 0)
 		return log_error_errno(-errno, "state_dir_failed", "path=%s", s->state_dir);
 
-	r = fileio_read(s->checkpoint, CHECKPOINT_MAX, &buf, &len);
+	r = fileio_read(s->checkpoint, CHECKPOINT_MAX, &buf, &len, NULL);
 	if (r == 0) {
 		r = state_checkpoint_parse(buf, len, collect_ckpt, &l, why);
 		if (r == -ENOMEM)

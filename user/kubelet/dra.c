@@ -626,7 +626,7 @@ static void health_send(struct dra *d, struct health_stream *hs)
 
 	(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online",
 		       d->sysfs_root ? d->sysfs_root : "");
-	if (d->o.watch_online && fileio_read(path, 65536, &online_text, &len) == 0)
+	if (d->o.watch_online && fileio_read(path, 65536, &online_text, &len, NULL) == 0)
 		(void)cpuset_parse_n(online_text, len, &online, NULL);
 	if (!h || !hp || !ids)
 		goto out;

@@ -3,47 +3,143 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 
-int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len)
+/* What a non-regular file is, for the error text. */
+static const char *kind_of(mode_t mode)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	size_t len = 0;
+	switch (mode & S_IFMT) {
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFLNK:
+		return "a symbolic link (not followed)";
+	default:
+		return "not a regular file";
+	}
+}
 
+static int refuse(struct errbuf *eb, const char *path, mode_t mode)
+{
+	int r = S_ISDIR(mode) ? -EISDIR : S_ISLNK(mode) ? -ELOOP : -EINVAL;
+
+	return errbuf_fail(eb, r, "%s: is %s, not a regular file", path, kind_of(mode));
+}
+
+/* open() failed with -r: name the file type when that is the reason. */
+static int open_failed(struct errbuf *eb, int dfd, const char *path, int r)
+{
+	struct stat st;
+
+	/* O_NOFOLLOW on a link gives ELOOP, a socket gives ENXIO: both say
+	 * "wrong kind of file", which lstat() names better than strerror(). */
+	if ((r == -ELOOP || r == -ENXIO) && fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISREG(st.st_mode))
+		return refuse(eb, path, st.st_mode);
+	return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
+}
+
+static int read_at(int dfd, const char *path, unsigned flags, struct buf *b, struct errbuf *eb)
+{
+	int oflags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	_cleanup_close_ int fd = -1;
+	char chunk[16384];
+	struct stat st;
+	int r;
+
+	if (!(flags & FILEIO_FOLLOW))
+		oflags |= O_NOFOLLOW;
+	fd = openat(dfd, path, oflags);
 	if (fd < 0)
-		return -errno;
+		return open_failed(eb, dfd, path, -errno);
 	if (fstat(fd, &st) < 0)
-		return -errno;
+		return errbuf_fail(eb, -errno, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((size_t)st.st_size > max)
-		return -E2BIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	/* The file may change under us: never read past the size we sized for. */
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+		return refuse(eb, path, st.st_mode);
+	if ((uint64_t)st.st_size > b->max - buf_len(b))
+		return errbuf_fail(eb, -E2BIG, "%s: larger than %zu bytes", path, b->max);
+	r = buf_reserve(b, (size_t)st.st_size);
+	if (r < 0)
+		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
+	/* To EOF, not to st_size: see the top. */
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return -errno;
+			return errbuf_fail(eb, -errno, "%s: %s", path, strerror(errno));
 		if (n == 0)
-			break;
-		len += (size_t)n;
+			return 0;
+		r = buf_add(b, chunk, (size_t)n);
+		if (r == -E2BIG)
+			return errbuf_fail(eb, r, "%s: larger than %zu bytes", path, b->max);
+		if (r < 0)
+			return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
 	}
-	buf[len] = 0;
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
+}
+
+int fileio_read_at(int dfd, const char *path, unsigned flags, struct buf *b, struct errbuf *eb)
+{
+	int r = read_at(dfd, path, flags, b, eb);
+
+	if (r < 0)
+		buf_done(b);
+	return r;
+}
+
+int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struct errbuf *eb)
+{
+	_cleanup_(buf_done) struct buf b = BUF_INIT(max);
+	int r = fileio_read_at(AT_FDCWD, path, 0, &b, eb);
+	char *p;
+
+	if (r < 0)
+		return r;
+	p = buf_take(&b, ret_len);
+	if (!p)
+		return errbuf_fail(eb, -ENOMEM, "%s: %s", path, strerror(ENOMEM));
+	*ret = p;
+	return 0;
+}
+
+int fileio_read_lines(int dfd, const char *path, unsigned flags, size_t max,
+		      int (*fn)(void *ud, char *line), void *ud, struct errbuf *eb)
+{
+	_cleanup_(buf_done) struct buf b = BUF_INIT(max);
+	char *p, *end;
+	int r = fileio_read_at(dfd, path, flags, &b, eb);
+
+	if (r < 0)
+		return r;
+	p = b.ptr;
+	end = p ? p + b.len : p;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (nl)
+			*nl = 0;
+		r = fn(ud, p);
+		if (r != 0)
+			return r;
+		p = nl ? nl + 1 : end;
+	}
 	return 0;
 }
 

@@ -1,13 +1,54 @@
-/* Small, bounded local file I/O the daemon's durable records share. */
+/* fileio: the one way the daemon and its tools read and replace local files.
+ *
+ * Reading: every read opens with O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
+ * (and O_NOFOLLOW unless FILEIO_FOLLOW), fstat()s the open file and refuses
+ * anything but a regular file before reading a byte. A FIFO, socket, device
+ * node, directory or symlink where a file belongs is a clear error
+ * ("<path>: is a FIFO, not a regular file"), never a hang: O_NONBLOCK keeps
+ * open() of a FIFO without a writer from waiting, and nothing is read from it.
+ *
+ * Every read goes to EOF under a hard cap; the size fstat() reports is only a
+ * hint for the first allocation. procfs files report size 0, sysfs files
+ * 4096, and a file someone rewrites may grow while we read: the cap, not the
+ * size, is what bounds memory. Over the cap: -E2BIG, nothing returned.
+ *
+ * Errors are -errno with, when eb is not NULL, one line naming the path:
+ *   -EISDIR   a directory                 -ELOOP   a symlink (not followed)
+ *   -EINVAL   FIFO, socket, device node   -E2BIG   larger than the cap
+ *   anything else open(2)/read(2) said ("<path>: No such file or directory").
+ *
+ * Writing: fileio_write_atomic() replaces a file so that a crash leaves the old
+ * content or the new one, never a mix.
+ */
 #pragma once
 
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Reads a whole regular file of at most max bytes (NUL-terminated copy in
- * *ret, caller frees; *ret_len without the NUL). -E2BIG over max, -EINVAL
- * for a non-regular file, -errno otherwise. Symlinks are not followed. */
-int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len);
+struct buf;
+struct errbuf;
+
+/* Follow a symlink in the last component. For kernel files only (sysfs names
+ * devices through links); our own state and config files are never links. */
+#define FILEIO_FOLLOW 1u
+
+/* Reads the regular file at path (relative to dfd: AT_FDCWD or an open
+ * directory such as /proc/<pid>) to EOF, appending to b; the cap is b->max.
+ * On failure b is freed (see buf.h) and eb says why. */
+int fileio_read_at(int dfd, const char *path, unsigned flags, struct buf *b, struct errbuf *eb);
+
+/* Reads a whole regular file of at most max bytes, symlinks not followed: a
+ * NUL-terminated copy in *ret (caller frees), its length without the NUL in
+ * *ret_len (may be NULL). *ret is written only on success. */
+int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struct errbuf *eb);
+
+/* Reads the file like fileio_read_at() (at most max bytes) and calls fn once
+ * per line, the line NUL-terminated without its '\n' (writable, valid during
+ * the call; a last line without '\n' counts too). fn returns 0 to go on, < 0
+ * to stop with that error, > 0 to stop early with that value. For procfs and
+ * sysfs tables (mountinfo, cgroup, status, schedstat). */
+int fileio_read_lines(int dfd, const char *path, unsigned flags, size_t max,
+		      int (*fn)(void *ud, char *line), void *ud, struct errbuf *eb);
 
 /* Replaces dir/name with data atomically and durably: a temp file
  * ".<name>.tmp" (mode), write, fsync, rename over name, fsync of dir. A

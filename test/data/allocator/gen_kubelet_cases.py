@@ -3,7 +3,7 @@
 
 Source: kubernetes pkg/kubelet/cm/cpumanager/{cpu_assignment_test.go,
 policy_static_test.go, policy_test.go} (fd5b2efa lineage and the 2026 revision
-with the extra uncore cases), as listed in shared/reference/kubelet-takeByTopology.md.
+with the extra uncore cases); docs/allocation.md describes the algorithm.
 Topologies with a regular layout are written as formulas here and expanded to
 explicit rows; the KNL quad-socket machine is transcribed core by core.
 topoSmallSingleSocketSingleNumaPerSocketNoSMTUncore is not in any revision we
