@@ -492,7 +492,7 @@ static void test_kubeconfig_load_checks_client_cert_files(void **st)
 
 static void test_kubeconfig_read_pem_checks_marker_and_size(void **st)
 {
-	char path[256], *pem = NULL, *big;
+	char path[256], link[256], *pem = NULL, *big;
 	size_t len = 0;
 
 	snprintf(path, sizeof(path), "%s/p", tmpdir);
@@ -502,6 +502,12 @@ static void test_kubeconfig_read_pem_checks_marker_and_size(void **st)
 	assert_non_null(strstr(pem, "MIIB"));
 	pem = kubeconfig_pem_free(pem, len);
 	assert_null(pem);
+	/* followed through a symlink, as the kubelet's kubelet-client-current.pem */
+	snprintf(link, sizeof(link), "%s/current.pem", tmpdir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(kubeconfig_read_pem(link, "CERTIFICATE", &pem, &len), 0);
+	assert_non_null(strstr(pem, "MIIB"));
+	pem = kubeconfig_pem_free(pem, len);
 	/* a file caught half-written: the end without the start */
 	write_file("p", "MIIB\n-----END CERTIFICATE-----\n");
 	assert_int_equal(kubeconfig_read_pem(path, "CERTIFICATE", &pem, &len), -EBADMSG);

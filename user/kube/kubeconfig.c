@@ -19,6 +19,9 @@
 
 #include <yaml.h>
 
+#include "lib/buf.h"
+#include "lib/fileio.h"
+
 #define LOG_MOD "kubeconfig"
 #include "lib/log.h"
 
@@ -73,61 +76,24 @@ struct kubeconfig *kubeconfig_free(struct kubeconfig *c)
 
 /* ---- files --------------------------------------------------------------------------- */
 
-/* Reads a regular file of at most max bytes, NUL-terminated. O_NONBLOCK so a
- * FIFO planted where a token should be cannot stall the loop; S_ISREG refuses it. */
+/* Reads a regular file of at most max bytes, NUL-terminated, through lib/fileio.
+ * Symlinks are followed: kubeconfig files point at them (the service account
+ * token is ..data/token, the kubelet's client certificate
+ * kubelet-client-current.pem). A FIFO planted where a token should be is
+ * refused without a read, never waited on. */
 static int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	size_t len = 0, cap;
+	_cleanup_(buf_done) struct buf b = BUF_INIT(max);
+	char *p;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -E2BIG;
-	cap = (size_t)st.st_size + 256;
-	if (cap > max + 1)
-		cap = max + 1;
-	buf = malloc(cap + 1); /* +1: room for the NUL */
-	if (!buf)
+	r = fileio_read_at(AT_FDCWD, path, FILEIO_FOLLOW, &b, NULL);
+	if (r < 0)
+		return r;
+	p = buf_take(&b, ret_len);
+	if (!p)
 		return -ENOMEM;
-	/* The size can change under us (a kubelet rewriting the token): read to EOF. */
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (len > max)
-				return -E2BIG;
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max)
-		return -E2BIG;
-	buf[len] = 0;
-	*ret_len = len;
-	*ret = TAKE_PTR(buf);
+	*ret = p;
 	return 0;
 }
 
