@@ -160,11 +160,12 @@ static void on_claim_got(void *ud, const struct kube_result *r)
 }
 
 /* dra_fetch_fn over the API client: GET the claim, retried on throttling
- * and server errors within the kubelet's patience. */
+ * and server errors within the kubelet's patience (its prepare call carries
+ * a 45 s deadline: a Retry-After that would end past 40 s is not waited for). */
 static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb cb, void *cb_ud)
 {
 	struct daemon *d = ud;
-	struct kube_req_opts o = { .timeout_ms = 10000, .max_attempts = 3 };
+	struct kube_req_opts o = { .timeout_ms = 10000, .max_attempts = 3, .deadline_ms = 40000 };
 	struct fetch *f = malloc(sizeof(*f));
 	char path[1024];
 	int r;
