@@ -764,7 +764,9 @@ def test_http1_when_the_server_offers_only_http1(kube_cli, tmp_path, plain_sim, 
                           f"    token: {plain_sim.token}\n")
         cli = Cli(kube_cli, "--kubeconfig", path, "watch", SLICES + "?watch=1")
         try:
-            time.sleep(0.3)  # the watch holds its connection (HTTP/1.1: one per transfer)
+            # the watch holds its connection (HTTP/1.1: one per transfer)
+            plain_sim.wait_for(lambda: any("watch=1" in e["path"] for e in f.log()),
+                               what="watch open at the front")
             results = cli.get("/api/v1/nodes/n1", 10)
             assert [r["http"] for r in results] == [200] * 10
             rc, stats = cli.quit()
