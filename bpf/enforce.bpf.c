@@ -14,8 +14,9 @@
  *   fexit/sched_setaffinity    close the window, so sched_setscheduler() and
  *                              friends (same hook) are never judged
  *
- * Maps owners, cpu_stats and events are the ones of pinning.bpf.c (userspace
- * reuses their fds); exclusive_mask is this program's own.
+ * Maps owners, cpu_stats and events (pinning_maps.bpf.h) are the ones of
+ * pinning.bpf.c: userspace reuses their fds. exclusive_mask is this
+ * program's own.
  *
  * Needs BPF LSM ("bpf" in the active LSMs) and trampolines; user/pinning/bpfmon.c
  * falls back to remediation when this object does not load. It has NOT run
@@ -29,29 +30,9 @@
 
 #include "pinning.h"
 #include "pinning.bpf.h"
+#include "pinning_maps.bpf.h"
 
 #define EPERM 1
-
-const volatile __u32 cgroup_mode = PINNING_CGROUP_V2;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pinning_owner);
-} owners SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pinning_cpu_stats);
-} cpu_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
 
 /* Bit per exclusive CPU, key 0. */
 struct {
@@ -188,8 +169,8 @@ int BPF_PROG(deny_affinity, struct task_struct *p, int ret)
 	if (!excl || !eff)
 		return 0;
 	cpuset_effective(p, eff);
-	cg = task_pinning_cgroup(p, cgroup_mode);
-	cgid = cg->kn->id;
+	cg = task_pinning_cgroup(p, cgroup_mode, true);
+	cgid = cgroup_id_of(cg, true);
 
 	for (__u32 w = 0; w < PINNING_MASK_WORDS; w++) {
 		__u64 bits = pm->m.w[w] & excl->w[w] & eff->w[w];
@@ -202,7 +183,7 @@ int BPF_PROG(deny_affinity, struct task_struct *p, int ret)
 
 			bits &= bits - 1;
 			o = bpf_map_lookup_elem(&owners, &cpu);
-			if (o && o->cgroup_id && !cgroup_is_under(cg, cgid, o))
+			if (o && o->cgroup_id && !cgroup_is_under(cg, cgid, o, true))
 				return deny(p, cg, cgid, cpu, o->cgroup_id);
 		}
 	}

@@ -16,13 +16,28 @@
  * unbound-kthread violations also send a ring-buffer event naming the task,
  * rate-limited per CPU by a token bucket; reserve failures are counted.
  *
- * handle_sched_wakeup{,_new} + handle_sched_switch_runq (optional: userspace
- * turns their autoload off): wait time from enqueue to run for tasks that run
- * on a shared-pool CPU, as a log2 histogram. The enqueue timestamp lives in
- * task-local storage (a pid-keyed hash costs twice as much,
- * reference/bpf-anchors.md section 3).
+ * handle_sched_switch_runq (optional: userspace turns its autoload off):
+ * run-queue latency of the shared pool as a log2 histogram, read from the
+ * scheduler's own bookkeeping instead of timestamping wakeups. With
+ * CONFIG_SCHED_INFO the kernel stamps every enqueue in
+ * task->sched_info.last_queued (rq clock) and, at switch-in, adds
+ * rq->clock - last_queued to sched_info.run_delay. sched_switch fires just
+ * before that (__schedule: trace_sched_switch, then context_switch ->
+ * sched_info_switch), so the stamp of the task switched in is still there and
+ * this CPU's rq->clock was updated for this very switch: their difference is
+ * exactly the wait the kernel is about to account, from the wakeup (or
+ * preemption, or migration here) to now. No wakeup hooks, no per-task
+ * storage, one program per switch. Older kernels (sched_info_on() before
+ * it became IS_ENABLED(CONFIG_SCHED_INFO), around 5.14) keep the stamps
+ * only while schedstats or delay accounting are on (delayacct_on, then on
+ * by default); with neither the histogram stays empty.
  *
- * Cost budget: about +30 ns per switch over bpf/baseline.bpf.c.
+ * Each program has a raw_tp twin (*_raw) for kernels without tp_btf (< 5.5):
+ * same code, CO-RE probe reads instead of BTF loads (pinning.bpf.h).
+ * userspace loads one of each pair (bpf_program__set_autoload).
+ *
+ * Cost budget (bpf_stats, over bpf/baseline.bpf.c; make bench): pinning
+ * check under 15 ns per run, run-queue latency under 60 ns per switch.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -31,37 +46,19 @@
 
 #include "pinning.h"
 #include "pinning.bpf.h"
+#include "pinning_maps.bpf.h"
 
-/* Knobs, set by user/pinning/bpfmon.c between open and load. */
-const volatile __u32 cgroup_mode = PINNING_CGROUP_V2;
-/* Token bucket per CPU: one event per interval, up to burst at once. */
+/* Knobs, set by user/pinning/bpfmon.c between open and load; cgroup_mode is
+ * in pinning_maps.bpf.h. Token bucket per CPU: one event per interval, up to
+ * burst at once. */
 const volatile __u64 event_interval_ns = 10 * 1000 * 1000;
 const volatile __u32 event_burst = 16;
 /* 0 on kernels without BPF ring buffers (< 5.8): userspace turns `events`
  * into a dummy array and the verifier prunes every use of it. */
 const volatile __u32 events_enabled = 1;
 
-/* max_entries of the per-CPU arrays is set to the number of possible CPUs
- * before load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pinning_owner);
-} owners SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pinning_cpu_stats);
-} cpu_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
+/* max_entries of shared_cpus is set to the number of possible CPUs before
+ * load, as for owners. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -75,13 +72,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pinning_hist);
 } runq_hist SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, __u64); /* enqueue time, 0 = none pending */
-} enqueued_at SEC(".maps");
 
 static __always_inline bool take_token(struct pinning_cpu_stats *st, __u64 now)
 {
@@ -101,7 +91,7 @@ static __always_inline bool take_token(struct pinning_cpu_stats *st, __u64 now)
 
 static __always_inline void send_event(struct pinning_cpu_stats *st, __u64 now, __u32 cpu,
 				       struct task_struct *t, __u64 cgid, __u64 owner,
-				       __u32 kind, __u32 task_flags)
+				       __u32 kind, __u32 task_flags, bool btf)
 {
 	struct pinning_event *e;
 
@@ -118,8 +108,8 @@ static __always_inline void send_event(struct pinning_cpu_stats *st, __u64 now, 
 	e->cgroup_id = cgid;
 	e->owner_cgroup_id = owner;
 	e->cpu = cpu;
-	e->pid = t->pid;
-	e->tgid = t->tgid;
+	e->pid = KREAD(btf, t, pid);
+	e->tgid = KREAD(btf, t, tgid);
 	e->kind = kind;
 	e->task_flags = task_flags;
 	e->pad = 0;
@@ -130,7 +120,7 @@ static __always_inline void send_event(struct pinning_cpu_stats *st, __u64 now, 
 
 /* This CPU is exclusive. Inlined: a call costs more than it saves here. */
 static __always_inline int check_switch(const struct pinning_owner *o, __u32 cpu,
-					struct task_struct *next)
+					struct task_struct *next, bool btf)
 {
 	struct pinning_cpu_stats *st;
 	struct cgroup *cg;
@@ -155,19 +145,19 @@ static __always_inline int check_switch(const struct pinning_owner *o, __u32 cpu
 		st->foreign_since_ns = 0;
 	}
 
-	if (!next->pid)
+	if (!KREAD(btf, next, pid))
 		return 0;
-	cg = task_pinning_cgroup(next, cgroup_mode);
-	cgid = cg->kn->id;
-	if (cgroup_is_under(cg, cgid, o)) {
+	cg = task_pinning_cgroup(next, cgroup_mode, btf);
+	cgid = cgroup_id_of(cg, btf);
+	if (cgroup_is_under(cg, cgid, o, btf)) {
 		st->owner_switches++;
 		return 0;
 	}
 
-	task_flags = next->flags;
+	task_flags = KREAD(btf, next, flags);
 	if (!(task_flags & PF_KTHREAD))
 		kind = PINNING_KIND_USER;
-	else if (next->nr_cpus_allowed == 1)
+	else if (KREAD(btf, next, nr_cpus_allowed) == 1)
 		kind = PINNING_KIND_KTHREAD;
 	else
 		kind = PINNING_KIND_KTHREAD_UNBOUND;
@@ -178,13 +168,11 @@ static __always_inline int check_switch(const struct pinning_owner *o, __u32 cpu
 	st->foreign_kind = kind;
 	st->foreign_gen = o->gen;
 	if (kind != PINNING_KIND_KTHREAD && events_enabled)
-		send_event(st, now, cpu, next, cgid, o->cgroup_id, kind, task_flags);
+		send_event(st, now, cpu, next, cgid, o->cgroup_id, kind, task_flags, btf);
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next)
+static __always_inline int pinning_switch(struct task_struct *next, bool btf)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct pinning_owner *o = bpf_map_lookup_elem(&owners, &cpu);
@@ -192,78 +180,63 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev,
 	/* The common path: a CPU nobody owns costs this lookup and nothing else. */
 	if (!o || !o->cgroup_id)
 		return 0;
-	return check_switch(o, cpu, next);
+	return check_switch(o, cpu, next, btf);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return pinning_switch(next, true);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(handle_sched_switch_raw, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return pinning_switch(next, false);
 }
 
 /* ---- run-queue latency of the shared pool ---------------------------------------------- */
 
-static __always_inline bool cpu_is_shared(__u32 cpu)
+/* The wait of next that ends now, 0 if it did not wait (idle, or a task
+ * already accounted). The clock is this CPU's rq->clock, reached through
+ * next: its cfs_rq is this CPU's (set_task_rq() runs on every migration,
+ * whatever the task's class) and points back at the rq. That needs
+ * CONFIG_FAIR_GROUP_SCHED, which Kubernetes nodes have (CPU quotas need it);
+ * without it the CO-RE relocation fails, the program does not load and
+ * userspace runs without the histogram. A typed ksym (this_cpu_ptr of
+ * runqueues) would need CONFIG_KALLSYMS_ALL, which many kernels lack. */
+static __always_inline __u64 runq_wait(struct task_struct *next, bool btf)
 {
-	__u32 *v = bpf_map_lookup_elem(&shared_cpus, &cpu);
+	__u64 queued, now;
 
-	return v && *v;
-}
-
-/* t was queued at now on a CPU that is (or is not) shared. Off the shared
- * pool, forget an older stamp (without creating storage) so a later
- * migration to a shared CPU cannot turn it into a bogus wait. */
-static __always_inline void mark_enqueued(struct task_struct *t, bool shared, __u64 now)
-{
-	__u64 *ts;
-
-	if (shared) {
-		ts = bpf_task_storage_get(&enqueued_at, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (ts)
-			*ts = now;
-		return;
+	if (btf) {
+		queued = next->sched_info.last_queued;
+		if (!queued)
+			return 0;
+		now = next->se.cfs_rq->rq->clock;
+	} else {
+		queued = BPF_CORE_READ(next, sched_info.last_queued);
+		if (!queued)
+			return 0;
+		now = BPF_CORE_READ(next, se.cfs_rq, rq, clock);
 	}
-	ts = bpf_task_storage_get(&enqueued_at, t, 0, 0);
-	if (ts)
-		*ts = 0;
+	return now > queued ? now - queued : 0;
 }
 
-static __always_inline void mark_woken(struct task_struct *p)
+static __always_inline int runq_switch(struct task_struct *next, bool btf)
 {
-	__u32 cpu = task_cpu(p);
-	bool shared = cpu_is_shared(cpu);
-
-	/* No clock read off the shared pool: it is the dearest part here. */
-	mark_enqueued(p, shared, shared ? bpf_ktime_get_ns() : 0);
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(handle_sched_wakeup, struct task_struct *p)
-{
-	mark_woken(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(handle_sched_wakeup_new, struct task_struct *p)
-{
-	mark_woken(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(handle_sched_switch_runq, bool preempt, struct task_struct *prev,
-	     struct task_struct *next)
-{
-	bool shared = cpu_is_shared(bpf_get_smp_processor_id());
-	__u64 now = shared ? bpf_ktime_get_ns() : 0, *ts, delta;
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, slot;
+	__u32 *shared = bpf_map_lookup_elem(&shared_cpus, &cpu);
 	struct pinning_hist *h;
-	__u32 zero = 0, slot;
+	__u64 delta;
 
-	/* A preempted task goes straight back on this run queue. */
-	if (prev->pid && task_state(prev) == TASK_RUNNING)
-		mark_enqueued(prev, shared, now);
-	if (!shared || !next->pid)
+	if (!shared || !*shared)
 		return 0;
-	ts = bpf_task_storage_get(&enqueued_at, next, 0, 0);
-	if (!ts || !*ts)
+	delta = runq_wait(next, btf);
+	if (!delta)
 		return 0;
-	delta = now - *ts;
-	*ts = 0;
 	h = bpf_map_lookup_elem(&runq_hist, &zero);
 	if (!h)
 		return 0;
@@ -273,6 +246,20 @@ int BPF_PROG(handle_sched_switch_runq, bool preempt, struct task_struct *prev,
 	h->slots[slot]++;
 	h->sum_ns += delta;
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_sched_switch_runq, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return runq_switch(next, true);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(handle_sched_switch_runq_raw, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return runq_switch(next, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,9 +1,14 @@
-/* Helpers of pinning.bpf.c and enforce.bpf.c: CO-RE shims for task_struct
- * fields that moved between kernels, and the cgroup ownership test.
+/* Helpers of pinning.bpf.c and enforce.bpf.c: CO-RE shims for kernel fields
+ * that moved between kernels, and the cgroup ownership test.
  *
- * Everything here is a direct BTF read (tp_btf/lsm/fentry arguments are BTF
- * pointers): a plain load, no bpf_probe_read_kernel, except the one
- * variable-index ancestor read the verifier does not allow as a load.
+ * Kernel pointers come in two kinds. tp_btf, lsm and fentry programs get
+ * BTF-typed ones: a field is a plain load the verifier checks. raw_tp
+ * programs (the twins for kernels before 5.5, which have no tp_btf) get bare
+ * addresses: every field is a CO-RE probe read, about twice as dear
+ * (reference/bpf-anchors.md section 3). Helpers that serve both take `btf`,
+ * a constant at every call site once inlined, so each program keeps only its
+ * own kind of read. The one variable-index ancestor read is a probe read in
+ * both: the verifier does not allow it as a load.
  */
 #pragma once
 
@@ -14,47 +19,38 @@
 #include "pinning.h"
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
-#define TASK_RUNNING 0
 
-/* Kernels before 5.14 call it `state` (2f064a59a11f "sched: Change
- * task_struct::state"). */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline unsigned int task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return t->__state;
-	return (unsigned int)((struct task_struct___pre514 *)t)->state;
-}
-
-/* The CPU a task is queued on. Before 5.16 it lived in task_struct
- * (bcf9033e5449 "sched: move CPU field back into thread_info if
- * THREAD_INFO_IN_TASK=y"). */
-struct task_struct___pre516 {
-	unsigned int cpu;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_cpu(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->thread_info.cpu))
-		return t->thread_info.cpu;
-	return ((struct task_struct___pre516 *)t)->cpu;
-}
+/* Field f of kernel object p: a load from a BTF pointer, a CO-RE probe read
+ * from a bare address. */
+#define KREAD(btf, p, f) ((btf) ? (p)->f : BPF_CORE_READ(p, f))
 
 /* The cgroup that names a task: the v2 (default hierarchy) cgroup, or on
  * cgroup v1 nodes the cgroup of the cpuset hierarchy. mode is a rodata
  * constant at every call site, so the verifier prunes the other branch and a
- * kernel without cpuset only fails in v1 mode. */
-static __always_inline struct cgroup *task_pinning_cgroup(struct task_struct *t, __u32 mode)
+ * kernel without cpuset only fails in v1 mode. NULL only if a probe read
+ * failed (raw_tp). */
+static __always_inline struct cgroup *task_pinning_cgroup(struct task_struct *t, __u32 mode,
+							  bool btf)
 {
 	if (mode == PINNING_CGROUP_V1) {
 		int id = bpf_core_enum_value(enum cgroup_subsys_id, cpuset_cgrp_id);
+		struct cgroup_subsys_state *css = NULL;
+		struct css_set *cgs;
 
-		return t->cgroups->subsys[id]->cgroup;
+		if (btf)
+			return t->cgroups->subsys[id]->cgroup;
+		cgs = BPF_CORE_READ(t, cgroups);
+		if (bpf_core_read(&css, sizeof(css), &cgs->subsys[id]))
+			return NULL;
+		return BPF_CORE_READ(css, cgroup);
 	}
-	return t->cgroups->dfl_cgrp;
+	return btf ? t->cgroups->dfl_cgrp : BPF_CORE_READ(t, cgroups, dfl_cgrp);
+}
+
+/* The kernfs id of a cgroup, what userspace calls its cgroup id. */
+static __always_inline __u64 cgroup_id_of(struct cgroup *cg, bool btf)
+{
+	return btf ? cg->kn->id : BPF_CORE_READ(cg, kn, id);
 }
 
 /* Before 6.0 a cgroup kept the ids of its ancestors, not pointers
@@ -66,7 +62,7 @@ struct cgroup___pre60 {
 /* cg is the owner cgroup or one of its descendants. O(1): the owner's level
  * indexes the ancestor array; no walk up the tree. */
 static __always_inline bool cgroup_is_under(struct cgroup *cg, __u64 cgid,
-					    const struct pinning_owner *o)
+					    const struct pinning_owner *o, bool btf)
 {
 	unsigned long base;
 	__u32 lvl = o->level;
@@ -74,7 +70,7 @@ static __always_inline bool cgroup_is_under(struct cgroup *cg, __u64 cgid,
 
 	if (cgid == o->cgroup_id)
 		return true;
-	if ((o->flags & PINNING_OWNER_EXACT) || cg->level <= (int)lvl)
+	if ((o->flags & PINNING_OWNER_EXACT) || KREAD(btf, cg, level) <= (int)lvl)
 		return false;
 	/* ancestors[lvl] with lvl < cg->level: in bounds. A variable offset
 	 * into a BTF object is not a legal load, hence the probe read. */

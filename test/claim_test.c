@@ -11,10 +11,12 @@
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/cleanup.h"
+#include "lib/errbuf.h"
 
 #define UID "6f0c1c4e-0000-4000-8000-000000000001"
 
-static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
+static int parse(const char *alloc_json, struct claim_alloc *a, struct errbuf *err)
 {
 	char buf[4096];
 	struct json_object *o;
@@ -38,13 +40,13 @@ static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
 static void test_claim_takes_only_our_results(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(parse("{\"devices\":{\"results\":["
 			       RES("gpu", "gpu.example.com", "node-1", "gpu0") "},"
 			       RES("cpu", "dra.cpu", "node-1", "cpudevnuma001")
 			       ",\"shareID\":\"a1b2\",\"consumedCapacity\":{\"dra.cpu/cpu\":\"10\"}}"
-			       "]}}", &a, err), 0);
+			       "]}}", &a, &err), 0);
 	assert_int_equal(a.n, 1);
 	assert_string_equal(a.results[0].request, "cpu");
 	assert_string_equal(a.results[0].device, "cpudevnuma001");
@@ -55,16 +57,65 @@ static void test_claim_takes_only_our_results(void **st)
 	assert_false(a.results[0].config.full_cores);
 }
 
-static void test_claim_without_our_results_is_empty_success(void **st)
+static void test_claim_without_our_results_is_an_error(void **st)
 {
-	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	static const char *const allocs[] = {
+		"{\"devices\":{\"results\":[" RES("g", "x.example.com", "n", "d") "}]}}",
+		"{\"devices\":{\"results\":[]}}",
+		"{}",
+	};
 
-	assert_int_equal(parse("{\"devices\":{\"results\":[" RES("g", "x.example.com", "n", "d")
-			       "}]}}", &a, err), 0);
-	assert_int_equal(a.n, 0);
-	assert_int_equal(parse("{}", &a, err), 0);
-	assert_int_equal(a.n, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(allocs); i++) {
+		struct claim_alloc a;
+		struct errbuf err = { "" };
+
+		assert_int_equal(parse(allocs[i], &a, &err), -EINVAL);
+		assert_non_null(strstr(err.s, "no results for driver dra.cpu"));
+	}
+}
+
+static void test_claim_namespace_check(void **st)
+{
+	static const char *const ok[] = { "default", "a", "kube-system", "0", "a-0",
+					  "abcdefghijklmnopqrstuvwxyz0123456789-abcdefghijklmnopqrstuvwxyz" };
+	static const char *const bad[] = {
+		"",	   "-a",     "a-",	"A",	      "a.b",	  "a_b",      "a b",
+		"a\nb", "a\rb",  "\"a\"", "a/b",	      "..",	  "\xc3\xa9",
+		"abcdefghijklmnopqrstuvwxyz0123456789-abcdefghijklmnopqrstuvwxyz0",
+	};
+
+	assert_int_equal(strlen(ok[ARRAY_SIZE(ok) - 1]), CLAIM_NAMESPACE_MAX);
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+		if (claim_namespace_check(ok[i]) != 0)
+			fail_msg("namespace \"%s\" refused", ok[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (claim_namespace_check(bad[i]) != -EINVAL)
+			fail_msg("namespace case %zu accepted", i);
+}
+
+static void test_claim_name_check(void **st)
+{
+	static const char *const ok[] = { "db", "a.b", "my-claim-0", "0.0.0", "x-1.y-2.z" };
+	static const char *const bad[] = { "",	    ".",    "a.",	  ".a",	 "a..b", "a.-b",
+					   "a-.b", "A",    "a_b",	  "a b", "a\n",  "a/b",
+					   "a\tb", "%2e",  "claim\x1b[2J" };
+	char longest[CLAIM_NAME_MAX + 2];
+
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+		if (claim_name_check(ok[i]) != 0)
+			fail_msg("name \"%s\" refused", ok[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (claim_name_check(bad[i]) != -EINVAL)
+			fail_msg("name case %zu accepted", i);
+	/* 253 is the limit, labels included; 254 is one too many */
+	memset(longest, 'a', sizeof(longest));
+	for (size_t i = 63; i < CLAIM_NAME_MAX; i += 64)
+		longest[i] = '.';
+	longest[CLAIM_NAME_MAX] = 0;
+	assert_int_equal(claim_name_check(longest), 0);
+	longest[CLAIM_NAME_MAX] = 'a';
+	longest[CLAIM_NAME_MAX + 1] = 0;
+	assert_int_equal(claim_name_check(longest), -EINVAL);
 }
 
 static void test_claim_errors(void **st)
@@ -105,11 +156,11 @@ static void test_claim_errors(void **st)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct claim_alloc a;
-		char err[CLAIM_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
-		assert_int_equal(parse(bad[i].alloc, &a, err), -EINVAL);
-		if (!strstr(err, bad[i].why))
-			fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].why);
+		assert_int_equal(parse(bad[i].alloc, &a, &err), -EINVAL);
+		if (!strstr(err.s, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.s, bad[i].why);
 	}
 }
 
@@ -117,25 +168,25 @@ static void test_claim_uid_mismatch_and_unallocated(void **st)
 {
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"other\"},\"status\":{\"allocation\":{}}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "deleted and recreated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "deleted and recreated"));
 	json_object_put(o);
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"" UID "\"},\"status\":{}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "not allocated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "not allocated"));
 	json_object_put(o);
 	o = json_tokener_parse("[1,2]");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
 	json_object_put(o);
 }
 
 static void test_claim_config_applies_by_request_and_in_order(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(
 		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudevnuma000")
@@ -148,7 +199,7 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 		      "\"policy\":\"distributed\",\"alignL3\":false}}},"
 		      "{\"requests\":[\"a\"],\"opaque\":{\"driver\":\"other.example.com\","
 		      "\"parameters\":{\"anything\":1}}}]}}",
-		      &a, err),
+		      &a, &err),
 		0);
 	assert_int_equal(a.n, 2);
 	assert_true(a.results[0].config.full_cores);
@@ -163,7 +214,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_claim_takes_only_our_results),
-		cmocka_unit_test(test_claim_without_our_results_is_empty_success),
+		cmocka_unit_test(test_claim_without_our_results_is_an_error),
+		cmocka_unit_test(test_claim_namespace_check),
+		cmocka_unit_test(test_claim_name_check),
 		cmocka_unit_test(test_claim_errors),
 		cmocka_unit_test(test_claim_uid_mismatch_and_unallocated),
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),

@@ -686,28 +686,96 @@ static void test_empty_message_is_a_message(void **state)
 	client_done(&cl);
 }
 
-static void test_unknown_method_is_unimplemented_trailers_only(void **state)
+/* Requests the server answers itself, and their well-formed neighbours that
+ * reach the handler: one row each, on one connection. */
+enum body_kind { BODY_ONE, BODY_TWO, BODY_NONE, BODY_CUT, BODY_FLAG1, BODY_FLAG7 };
+
+static const struct request_case {
+	const char *what, *path;
+	enum body_kind body;
+	const char *header, *value; /* one extra or replaced header, or NULL */
+	int http_status;
+	int grpc_status;
+	const char *grpc_message; /* NULL: not checked */
+	bool trailers_only;
+	bool handled;
+} request_cases[] = {
+	{ "unknown method", "/t.S/Nope", BODY_ONE, NULL, NULL, 200, GRPC_STATUS_UNIMPLEMENTED,
+	  "unknown method Nope for service t.S", true, false },
+	{ "unknown service", "/other.Svc/Nope", BODY_ONE, NULL, NULL, 200,
+	  GRPC_STATUS_UNIMPLEMENTED, "unknown service other.Svc", true, false },
+	{ "malformed path", "/not-a-path", BODY_ONE, NULL, NULL, 200, GRPC_STATUS_UNIMPLEMENTED,
+	  "malformed method name", true, false },
+	{ "compressed flag", "/t.S/Echo", BODY_FLAG1, NULL, NULL, 200, GRPC_STATUS_INTERNAL, NULL,
+	  true, false },
+	{ "flag above one", "/t.S/Echo", BODY_FLAG7, NULL, NULL, 200, GRPC_STATUS_INTERNAL, NULL,
+	  true, false },
+	{ "gzip encoding", "/t.S/Echo", BODY_ONE, "grpc-encoding", "gzip", 200,
+	  GRPC_STATUS_UNIMPLEMENTED, NULL, true, false },
+	{ "identity encoding", "/t.S/Echo", BODY_ONE, "grpc-encoding", "identity", 200,
+	  GRPC_STATUS_OK, NULL, false, true },
+	{ "two messages", "/t.S/Echo", BODY_TWO, NULL, NULL, 200, GRPC_STATUS_INTERNAL,
+	  "more than one request message", true, false },
+	{ "no message", "/t.S/Echo", BODY_NONE, NULL, NULL, 200, GRPC_STATUS_INTERNAL,
+	  "missing request message", true, false },
+	{ "truncated message", "/t.S/Echo", BODY_CUT, NULL, NULL, 200, GRPC_STATUS_INTERNAL,
+	  "truncated request message", true, false },
+	{ "GET", "/t.S/Echo", BODY_ONE, ":method", "GET", 405, GRPC_STATUS_UNIMPLEMENTED,
+	  "only POST is allowed", true, false },
+	{ "JSON content type", "/t.S/Echo", BODY_ONE, "content-type", "application/json", 415,
+	  GRPC_STATUS_INTERNAL, "invalid gRPC request content-type", true, false },
+	{ "grpc+proto content type", "/t.S/Echo", BODY_ONE, "content-type",
+	  "application/grpc+proto", 200, GRPC_STATUS_OK, NULL, false, true },
+};
+
+static void test_requests_get_the_right_answer(void **state)
 {
 	struct fixture *f = *state;
 	struct client cl;
-	uint8_t buf[16];
-	struct body b = msg_body(buf, sizeof(buf), "x");
-	struct resp *r;
 
+	assert_true(ARRAY_SIZE(request_cases) > 0);
 	client_init(&cl, f->srv, 65535);
-	r = client_call(&cl, "/t.S/Nope", &b, NULL);
-	assert_int_equal(r->header_blocks, 1);
-	assert_int_equal(r->http_status, 200);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_UNIMPLEMENTED);
-	assert_string_equal(r->grpc_message, "unknown method Nope for service t.S");
-	assert_int_equal(r->data_len, 0);
-	r = client_call(&cl, "/other.Svc/Nope", &b, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_UNIMPLEMENTED);
-	assert_string_equal(r->grpc_message, "unknown service other.Svc");
-	r = client_call(&cl, "/not-a-path", &b, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_UNIMPLEMENTED);
-	assert_string_equal(r->grpc_message, "malformed method name");
-	assert_int_equal(handled, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(request_cases); i++) {
+		const struct request_case *t = &request_cases[i];
+		uint8_t buf[32];
+		struct body b = msg_body(buf, sizeof(buf), "ab"), *bp = &b;
+		int before = handled;
+		struct resp *r;
+
+		switch (t->body) {
+		case BODY_TWO:
+			memcpy(buf + b.len, buf, b.len);
+			b.len *= 2;
+			break;
+		case BODY_NONE:
+			bp = NULL;
+			break;
+		case BODY_CUT:
+			b.len = 4;
+			break;
+		case BODY_FLAG1:
+		case BODY_FLAG7:
+			buf[0] = t->body == BODY_FLAG1 ? 1 : 7;
+			break;
+		default:
+			break;
+		}
+		if (cl.n == MAX_STREAMS) { /* a fresh connection every MAX_STREAMS rows */
+			client_done(&cl);
+			client_init(&cl, f->srv, 65535);
+		}
+		r = t->header ? client_call(&cl, t->path, bp, t->header, t->value, NULL)
+			      : client_call(&cl, t->path, bp, NULL);
+		if (r->http_status != t->http_status || r->grpc_status != t->grpc_status ||
+		    (t->grpc_message && strcmp(r->grpc_message, t->grpc_message) != 0) ||
+		    (t->trailers_only && r->header_blocks != 1) ||
+		    handled - before != (t->handled ? 1 : 0))
+			fail_msg("%s: http %d grpc-status %d \"%s\" header blocks %d handled %d",
+				 t->what, r->http_status, r->grpc_status, r->grpc_message,
+				 r->header_blocks, handled - before);
+		if (t->trailers_only)
+			assert_int_equal(r->data_len, 0);
+	}
 	client_done(&cl);
 }
 
@@ -734,69 +802,6 @@ static void test_message_over_limit_is_refused_at_its_prefix(void **state)
 	client_done(&cl);
 }
 
-static void test_compressed_message_is_internal(void **state)
-{
-	struct fixture *f = *state;
-	struct client cl;
-	uint8_t buf[16];
-	struct body b = msg_body(buf, sizeof(buf), "x");
-	struct resp *r;
-
-	buf[0] = 1;
-	client_init(&cl, f->srv, 65535);
-	r = client_call(&cl, "/t.S/Echo", &b, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_INTERNAL);
-	buf[0] = 7;
-	b.off = 0;
-	r = client_call(&cl, "/t.S/Echo", &b, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_INTERNAL);
-	assert_int_equal(handled, 0);
-	client_done(&cl);
-}
-
-static void test_unsupported_grpc_encoding_is_unimplemented(void **state)
-{
-	struct fixture *f = *state;
-	struct client cl;
-	uint8_t buf[16];
-	struct body b = msg_body(buf, sizeof(buf), "x");
-	struct resp *r;
-
-	client_init(&cl, f->srv, 65535);
-	r = client_call(&cl, "/t.S/Echo", &b, "grpc-encoding", "gzip", NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_UNIMPLEMENTED);
-	b.off = 0;
-	r = client_call(&cl, "/t.S/Echo", &b, "grpc-encoding", "identity", NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_OK);
-	assert_int_equal(handled, 1);
-	client_done(&cl);
-}
-
-static void test_request_must_hold_exactly_one_message(void **state)
-{
-	struct fixture *f = *state;
-	struct client cl;
-	uint8_t buf[32];
-	struct body two = msg_body(buf, sizeof(buf), "ab"), cut;
-	struct resp *r;
-
-	memcpy(buf + two.len, buf, two.len);
-	two.len *= 2;
-	client_init(&cl, f->srv, 65535);
-	r = client_call(&cl, "/t.S/Echo", &two, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_INTERNAL);
-	assert_string_equal(r->grpc_message, "more than one request message");
-	r = client_call(&cl, "/t.S/Echo", NULL, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_INTERNAL);
-	assert_string_equal(r->grpc_message, "missing request message");
-	cut = (struct body){ .data = buf, .len = 4 };
-	r = client_call(&cl, "/t.S/Echo", &cut, NULL);
-	assert_int_equal(r->grpc_status, GRPC_STATUS_INTERNAL);
-	assert_string_equal(r->grpc_message, "truncated request message");
-	assert_int_equal(handled, 0);
-	client_done(&cl);
-}
-
 static void test_message_reassembled_from_one_byte_frames(void **state)
 {
 	struct fixture *f = *state;
@@ -811,27 +816,6 @@ static void test_message_reassembled_from_one_byte_frames(void **state)
 	assert_int_equal(r->grpc_status, 0);
 	assert_int_equal(r->data_len, b.len);
 	assert_memory_equal(r->data, buf, b.len);
-	client_done(&cl);
-}
-
-static void test_non_grpc_requests_get_http_errors(void **state)
-{
-	struct fixture *f = *state;
-	struct client cl;
-	uint8_t buf[16];
-	struct body b = msg_body(buf, sizeof(buf), "x");
-	struct resp *r;
-
-	client_init(&cl, f->srv, 65535);
-	r = client_call(&cl, "/t.S/Echo", &b, ":method", "GET", NULL);
-	assert_int_equal(r->http_status, 405);
-	b.off = 0;
-	r = client_call(&cl, "/t.S/Echo", &b, "content-type", "application/json", NULL);
-	assert_int_equal(r->http_status, 415);
-	b.off = 0;
-	r = client_call(&cl, "/t.S/Echo", &b, "content-type", "application/grpc+proto", NULL);
-	assert_int_equal(r->grpc_status, 0);
-	assert_int_equal(handled, 1);
 	client_done(&cl);
 }
 
@@ -1179,76 +1163,51 @@ static void test_registration_status_field_numbers(void **state)
 	pluginregistration__registration_status__free_unpacked(st, NULL);
 }
 
+#define T(fn) cmocka_unit_test(fn)
+#define TS(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TM(fn) cmocka_unit_test_setup_teardown(fn, setup_methods, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prefix_parse_reads_flag_and_big_endian_length),
-		cmocka_unit_test(test_prefix_parse_rejects_flag_above_one),
-		cmocka_unit_test(test_prefix_write_is_uncompressed_big_endian),
-		cmocka_unit_test(test_percent_encode_escapes_percent_and_non_printable),
-		cmocka_unit_test(test_percent_encode_never_writes_half_an_escape),
-		cmocka_unit_test(test_path_is_valid_accepts_service_and_method),
-		cmocka_unit_test(test_path_is_valid_rejects_malformed),
-		cmocka_unit_test(test_timeout_parse_units),
-		cmocka_unit_test(test_timeout_parse_rejects_malformed),
-		cmocka_unit_test(test_status_name),
-		cmocka_unit_test_setup_teardown(test_listen_unix_rejects_path_longer_than_sun_path,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_listen_unix_creates_socket_with_exact_mode,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_listen_unix_replaces_stale_socket, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_listen_unix_leaves_other_files_alone, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_server_free_unlinks_only_its_own_socket, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_add_method_rejects_bad_path_and_duplicates,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_server_sends_settings_first, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unary_echo_roundtrip, setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_message_is_a_message, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_method_is_unimplemented_trailers_only,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_message_over_limit_is_refused_at_its_prefix,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_compressed_message_is_internal, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_unsupported_grpc_encoding_is_unimplemented,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_request_must_hold_exactly_one_message,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_message_reassembled_from_one_byte_frames,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_non_grpc_requests_get_http_errors,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_async_reply_after_handler_returns,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_client_reset_cancels_held_call, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cancel_callback_ends_the_handle, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_conn_free_cancels_held_call, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_server_free_cancels_held_call, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_streaming_sends_messages_then_status,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_fail_message_is_percent_encoded, setup_methods,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_reply_over_max_message_fails_the_call,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(test_send_refuses_when_client_does_not_read,
-						setup_methods, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_completion_on_a_closed_connection_reports_cancelled, setup_methods,
-			teardown),
-		cmocka_unit_test_setup_teardown(test_bad_preface_ends_connection, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_frame_gets_goaway, setup, teardown),
-		cmocka_unit_test(test_dra_v1_request_decodes_hand_encoded_example),
-		cmocka_unit_test(test_dra_v1_response_map_entry_carries_value),
-		cmocka_unit_test(test_health_response_field_numbers),
-		cmocka_unit_test(test_registration_status_field_numbers),
+		T(test_prefix_parse_reads_flag_and_big_endian_length),
+		T(test_prefix_parse_rejects_flag_above_one),
+		T(test_prefix_write_is_uncompressed_big_endian),
+		T(test_percent_encode_escapes_percent_and_non_printable),
+		T(test_percent_encode_never_writes_half_an_escape),
+		T(test_path_is_valid_accepts_service_and_method),
+		T(test_path_is_valid_rejects_malformed),
+		T(test_timeout_parse_units),
+		T(test_timeout_parse_rejects_malformed),
+		T(test_status_name),
+		TS(test_listen_unix_rejects_path_longer_than_sun_path),
+		TS(test_listen_unix_creates_socket_with_exact_mode),
+		TS(test_listen_unix_replaces_stale_socket),
+		TS(test_listen_unix_leaves_other_files_alone),
+		TS(test_server_free_unlinks_only_its_own_socket),
+		TM(test_add_method_rejects_bad_path_and_duplicates),
+		TS(test_server_sends_settings_first),
+		TM(test_unary_echo_roundtrip),
+		TM(test_empty_message_is_a_message),
+		TM(test_requests_get_the_right_answer),
+		TM(test_message_over_limit_is_refused_at_its_prefix),
+		TM(test_message_reassembled_from_one_byte_frames),
+		TM(test_async_reply_after_handler_returns),
+		TM(test_client_reset_cancels_held_call),
+		TM(test_cancel_callback_ends_the_handle),
+		TM(test_conn_free_cancels_held_call),
+		TM(test_server_free_cancels_held_call),
+		TM(test_streaming_sends_messages_then_status),
+		TM(test_fail_message_is_percent_encoded),
+		TM(test_reply_over_max_message_fails_the_call),
+		TM(test_send_refuses_when_client_does_not_read),
+		TM(test_completion_on_a_closed_connection_reports_cancelled),
+		TS(test_bad_preface_ends_connection),
+		TS(test_bad_frame_gets_goaway),
+		T(test_dra_v1_request_decodes_hand_encoded_example),
+		T(test_dra_v1_response_map_entry_carries_value),
+		T(test_health_response_field_numbers),
+		T(test_registration_status_field_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

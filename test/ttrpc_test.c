@@ -186,6 +186,11 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 /* One mux frame around a ttrpc message: returns the length written to out. */
 static size_t frame(uint8_t *out, uint32_t conn, uint32_t stream, uint8_t type, uint8_t flags,
 		    const uint8_t *body, uint32_t len)
@@ -600,29 +605,161 @@ static void test_ttrpc_rejects_oversized_message_from_its_header(void **state)
 	assert_int_equal(ttrpc_mux_feed(p->m, buf, 18), 0);
 }
 
-static void test_ttrpc_rejects_bad_request_stream_ids(void **state)
+/* The one response in p->out (a single frame): its stream id, status code
+ * and message; p->out is emptied. */
+static void take_reply(struct plugin *p, uint32_t *sid, int *code, char *msg, size_t msz)
+{
+	Ttrpc__Response *resp;
+
+	assert_int_equal(p->out.n_frames, 1);
+	assert_int_equal(get32(p->out.buf), 1); /* on the conn we serve */
+	assert_int_equal(get32(p->out.buf + 4), p->out.len - 8);
+	assert_int_equal(get32(p->out.buf + 8), p->out.len - 18);
+	assert_int_equal(p->out.buf[16], TTRPC_TYPE_RESPONSE);
+	*sid = get32(p->out.buf + 12);
+	resp = ttrpc__response__unpack(NULL, p->out.len - 18, p->out.buf + 18);
+	assert_non_null(resp);
+	*code = resp->status ? resp->status->code : TTRPC_OK;
+	snprintf(msg, msz, "%s", resp->status ? resp->status->message : "");
+	ttrpc__response__free_unpacked(resp, NULL);
+	wire_reset(&p->out);
+}
+
+static void assert_rejected(struct plugin *p, uint32_t want_sid, const char *want_msg)
+{
+	uint32_t sid;
+	int code;
+	char msg[128];
+
+	take_reply(p, &sid, &code, msg, sizeof(msg));
+	assert_int_equal(sid, want_sid);
+	assert_int_equal(code, TTRPC_INVALID_ARGUMENT);
+	assert_string_equal(msg, want_msg);
+	assert_false(ttrpc_mux_is_dead(p->m));
+}
+
+#define ODD_MSG "StreamID must be odd for client initiated streams"
+#define REUSE_MSG "StreamID cannot be re-used and must increment"
+
+/* containerd/ttrpc's server: INVALID_ARGUMENT on the offending stream id, the
+ * request never reaches the handler, the connection goes on. */
+static void test_ttrpc_answers_bad_request_stream_ids_and_goes_on(void **state)
+{
+	struct plugin *p = *state;
+	uint8_t body[64], buf[256];
+	size_t bl = request_body(body, "s", "m", NULL, 0), n;
+	const char *last = NULL;
+	uint32_t sid;
+	int code;
+	char msg[128];
+
+	plugin_mux(p);
+	p->seen.reply_code = TTRPC_OK;
+	n = frame(buf, 1, 2, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl); /* even */
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	assert_rejected(p, 2, ODD_MSG);
+	assert_int_equal(p->seen.n, 0);
+
+	n = frame(buf, 1, 5, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	take_reply(p, &sid, &code, msg, sizeof(msg));
+	assert_int_equal(sid, 5);
+	assert_int_equal(code, TTRPC_OK);
+	assert_int_equal(p->seen.n, 1);
+
+	n = frame(buf, 1, 5, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl); /* reused */
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	assert_rejected(p, 5, REUSE_MSG);
+	n = frame(buf, 1, 3, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl); /* decreasing */
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	assert_rejected(p, 3, REUSE_MSG);
+	n = frame(buf, 1, 0, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl); /* zero is even */
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	assert_rejected(p, 0, ODD_MSG);
+	assert_int_equal(p->seen.n, 1);
+	assert_int_equal(ttrpc_mux_rejected(p->m, &last), 4);
+	assert_string_equal(last, "stream 0 after 5: " ODD_MSG);
+
+	/* the rejections did not move the bar: 7 is served */
+	n = frame(buf, 1, 7, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	take_reply(p, &sid, &code, msg, sizeof(msg));
+	assert_int_equal(sid, 7);
+	assert_int_equal(code, TTRPC_OK);
+	assert_int_equal(p->seen.n, 2);
+}
+
+/* A request reusing the id of one still being answered (the handler replies
+ * later): the duplicate is refused on that id, the first keeps its turn. */
+static void test_ttrpc_refuses_the_id_of_a_request_in_flight(void **state)
+{
+	struct plugin *p = *state;
+	uint8_t body[64], buf[512];
+	size_t bl = request_body(body, "s", "m", NULL, 0), n = 0;
+	uint32_t sid;
+	int code;
+	char msg[128];
+
+	plugin_mux(p);
+	p->seen.reply_code = -1; /* answer later */
+	n += frame(buf + n, 1, 9, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
+	n += frame(buf + n, 1, 9, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	assert_int_equal(p->seen.n, 1);
+	assert_rejected(p, 9, REUSE_MSG);
+	assert_int_equal(ttrpc_mux_reply(p->m, 9, TTRPC_OK, NULL, "x", 1), 0);
+	take_reply(p, &sid, &code, msg, sizeof(msg));
+	assert_int_equal(sid, 9);
+	assert_int_equal(code, TTRPC_OK);
+}
+
+/* A refused message's body is skipped, not stored: even at the 4 MiB cap and
+ * split over frames, and the next message is read from the right byte. */
+static void test_ttrpc_refused_body_is_skipped_across_frames(void **state)
+{
+	struct plugin *p = *state;
+	static uint8_t chunk[4096 + 8];
+	uint8_t hdr[32], body[64], buf[256];
+	size_t bl = request_body(body, "s", "m", NULL, 0), n;
+	uint32_t left = TTRPC_MSG_MAX;
+
+	plugin_mux(p);
+	p->seen.reply_code = TTRPC_OK;
+	put32(hdr, 1);
+	put32(hdr + 4, 10);
+	put32(hdr + 8, TTRPC_MSG_MAX);
+	put32(hdr + 12, 4); /* even */
+	hdr[16] = TTRPC_TYPE_REQUEST;
+	hdr[17] = 0;
+	assert_int_equal(ttrpc_mux_feed(p->m, hdr, 18), 0);
+	memset(chunk, 0xff, sizeof(chunk));
+	while (left > 0) {
+		uint32_t k = left < 4096 ? left : 4096;
+
+		put32(chunk, 1);
+		put32(chunk + 4, k);
+		assert_int_equal(ttrpc_mux_feed(p->m, chunk, 8 + k), 0);
+		left -= k;
+	}
+	assert_rejected(p, 4, ODD_MSG);
+	n = frame(buf, 1, 1, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
+	assert_int_equal(p->seen.n, 1);
+	assert_int_equal(p->seen.stream_id, 1);
+}
+
+/* The refusal is a reply like any other: a failed write kills the mux. */
+static void test_ttrpc_refusal_that_cannot_be_written_ends_the_mux(void **state)
 {
 	struct plugin *p = *state;
 	uint8_t body[64], buf[256];
 	size_t bl = request_body(body, "s", "m", NULL, 0), n;
 
 	plugin_mux(p);
+	p->out.fail_after = 0;
 	n = frame(buf, 1, 2, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
-	assert_feed_fails(p, buf, n, -EPROTO, "stream id 2");
-
-	ttrpc_mux_free(p->m);
-	plugin_mux(p);
-	n = frame(buf, 1, 5, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
-	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
-	n = frame(buf, 1, 5, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl); /* reused */
-	assert_feed_fails(p, buf, n, -EPROTO, "stream id 5 after 5");
-
-	ttrpc_mux_free(p->m);
-	plugin_mux(p);
-	n = frame(buf, 1, 5, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl);
-	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), 0);
-	n = frame(buf, 1, 3, TTRPC_TYPE_REQUEST, 0, body, (uint32_t)bl); /* decreasing */
-	assert_feed_fails(p, buf, n, -EPROTO, "stream id 3 after 5");
+	assert_int_equal(ttrpc_mux_feed(p->m, buf, n), -EIO);
+	assert_true(ttrpc_mux_is_dead(p->m));
 }
 
 static void test_ttrpc_rejects_wrong_message_types_per_conn(void **state)
@@ -852,7 +989,10 @@ int main(void)
 		T(test_ttrpc_rejects_unknown_conn_ids),
 		T(test_ttrpc_rejects_oversized_mux_frame_before_reading_it),
 		T(test_ttrpc_rejects_oversized_message_from_its_header),
-		T(test_ttrpc_rejects_bad_request_stream_ids),
+		T(test_ttrpc_answers_bad_request_stream_ids_and_goes_on),
+		T(test_ttrpc_refuses_the_id_of_a_request_in_flight),
+		T(test_ttrpc_refused_body_is_skipped_across_frames),
+		T(test_ttrpc_refusal_that_cannot_be_written_ends_the_mux),
 		T(test_ttrpc_rejects_wrong_message_types_per_conn),
 		T(test_ttrpc_rejects_undecodable_bodies),
 		T(test_ttrpc_truncated_input_waits_and_frees_cleanly),

@@ -1,32 +1,55 @@
 /* ResourceClaim parser over arbitrary JSON: never crashes, never reports more
- * results than the cap, always explains a failure. */
+ * results than the cap, always explains a failure. The same bytes go through
+ * the namespace and name checks (what the kubelet sends): an accepted name is
+ * bounded and holds no byte a URL or a log line would have to escape. */
 #include <assert.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/errbuf.h"
+
+#define LABEL_BYTES "abcdefghijklmnopqrstuvwxyz0123456789-"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void check_names(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+
+	if (!s)
+		return;
+	memcpy(s, data, size);
+	s[size] = 0;
+	if (claim_namespace_check(s) == 0)
+		assert(strlen(s) <= CLAIM_NAMESPACE_MAX && strspn(s, LABEL_BYTES) == strlen(s));
+	if (claim_name_check(s) == 0)
+		assert(strlen(s) <= CLAIM_NAME_MAX && strspn(s, LABEL_BYTES ".") == strlen(s));
+	free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct json_tokener *tok = json_tokener_new_ex(32);
+	struct json_tokener *tok;
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
+	check_names(data, size);
+	tok = json_tokener_new_ex(32);
 	if (!tok)
 		return 0;
 	o = json_tokener_parse_ex(tok, (const char *)data, (int)size);
 	json_tokener_free(tok);
 	if (!o)
 		return 0;
-	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, err) < 0)
-		assert(err[0]);
+	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, &err) < 0)
+		assert(err.s[0]);
 	else
-		assert(a.n >= 0 && a.n <= CLAIM_MAX_RESULTS);
+		assert(a.n >= 1 && a.n <= CLAIM_MAX_RESULTS);
 	json_object_put(o);
 	return 0;
 }

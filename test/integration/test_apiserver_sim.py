@@ -25,7 +25,7 @@ SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
 def make_slice(node="node-1", driver="dra.cpu", name=None, generate=None, devices=1, labels=None):
-    obj = V._base_slice()
+    obj = V.sample_slice()
     obj["metadata"] = {}
     if name:
         obj["metadata"]["name"] = name

@@ -1,7 +1,8 @@
 """dra-cpu-driver as a command: flags, exit codes, --print-topology, --dry-run.
 
-Every slice --dry-run prints must pass the official schema plus the API
-server's ResourceSlice rules (validate_k8s_object.py --server-rules).
+Every slice --dry-run prints must pass the resource.k8s.io/v1 OpenAPI documents
+of Kubernetes 1.36 and 1.37 with unknown fields rejected, plus the API server's
+ResourceSlice rules (test/sim/k8svalidate.py --strict --server-rules).
 """
 
 import json
@@ -15,9 +16,8 @@ import pytest
 from conftest import BUILD_DIR, ROOT
 
 DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
-SHARED = os.environ.get("DRA_CPU_SHARED", os.path.join(ROOT, "..", "shared"))
-TOPOS = os.path.join(SHARED, "testdata", "topologies")
-VALIDATOR = os.path.join(SHARED, "api", "validate_k8s_object.py")
+TOPOS = os.path.join(ROOT, "test", "data", "topologies")
+VALIDATOR = os.path.join(ROOT, "test", "sim", "k8svalidate.py")
 DATA = os.path.join(ROOT, "test", "data", "topo")
 
 
@@ -51,11 +51,16 @@ def captures():
 
 
 def validate(items, tmp_path):
+    """Every slice against both documents, unknown fields rejected, server rules on."""
     p = tmp_path / "slices.json"
     p.write_text(json.dumps(items))
-    r = subprocess.run(["/usr/bin/python3", VALIDATOR, "--server-rules", str(p)],
-                       capture_output=True, text=True)
+    r = subprocess.run(["/usr/bin/python3", VALIDATOR, "--strict", "--server-rules",
+                        "--spec", "1.36", "--spec", "1.37", str(p)],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+    verdicts = sorted(line.split(": ", 1)[1] for line in r.stdout.splitlines())
+    assert verdicts == ["valid (ResourceSlice, 1.36)"] * len(items) + \
+        ["valid (ResourceSlice, 1.37)"] * len(items), r.stdout
 
 
 def test_help_and_version_exit_zero():
@@ -150,7 +155,7 @@ def test_dry_run_slices_pass_server_rules_on_captures(mode, captures, tmp_path):
         lst = json.loads(r.stdout)
         assert lst["apiVersion"] == "v1" and lst["kind"] == "List"
         items += lst["items"]
-    validate(items, tmp_path)  # one validator run: it loads the whole OpenAPI spec
+    validate(items, tmp_path)  # one validator run: it loads the OpenAPI documents once
 
 
 def test_dry_run_individual_384_cpus_three_slices_in_order(tmp_path):

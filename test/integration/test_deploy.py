@@ -2,8 +2,9 @@
 without a cluster (none can run here).
 
 - every YAML file parses; every resource.k8s.io object (base, both overlays
-  rendered, examples, install.yaml) passes the official OpenAPI schema with
-  unknown fields rejected (shared/api/validate_k8s_object.py --strict);
+  rendered, examples, install.yaml) passes the resource.k8s.io/v1 OpenAPI
+  documents of Kubernetes 1.36 and 1.37 with unknown fields rejected
+  (test/sim/k8svalidate.py --strict);
 - install.yaml is a fresh render of the grouped overlay; the individual
   overlay renders and sets --cpu-device-mode=individual;
 - every CEL selector parses (a checker for the CEL subset below) and names
@@ -24,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 import yaml
@@ -33,8 +35,7 @@ from conftest import BUILD_DIR, ROOT
 DEPLOY = os.path.join(ROOT, "deploy")
 DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
 ALLOC = os.path.join(BUILD_DIR, "dra-cpu-alloc")
-SHARED = os.environ.get("DRA_CPU_SHARED", os.path.join(ROOT, "..", "shared"))
-VALIDATOR = os.path.join(SHARED, "api", "validate_k8s_object.py")
+VALIDATOR = os.path.join(ROOT, "test", "sim", "k8svalidate.py")
 TOPO_1024 = os.path.join(ROOT, "test", "data", "topo", "synthetic-1024.json")
 TOPO_384 = os.path.join(ROOT, "test", "data", "topo", "synthetic-384.json")
 PYTHON = "/usr/bin/python3"
@@ -175,12 +176,10 @@ def run_validator(objs_by_label, tmp):
         with open(p, "w") as f:
             json.dump(objs, f)
         paths.append(p)
-    return subprocess.run([PYTHON, VALIDATOR, "--strict", *paths], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([PYTHON, VALIDATOR, "--strict", "--spec", "1.36", "--spec", "1.37",
+                           *paths], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(not os.path.exists(VALIDATOR),
-                    reason="%s not found (set DRA_CPU_SHARED)" % VALIDATOR)
 def test_resource_objects_pass_the_strict_openapi_schema(tmp_path):
     by_label = {}
     for label, d in all_objects():
@@ -191,13 +190,16 @@ def test_resource_objects_pass_the_strict_openapi_schema(tmp_path):
     assert any(lbl.startswith("deploy/install.yaml") for lbl in by_label)
     p = run_validator(by_label, str(tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
+    n = sum(len(objs) for objs in by_label.values())
+    assert (p.stdout.count(", 1.36)\n"), p.stdout.count(", 1.37)\n")) == (n, n), p.stdout
     # The validator really rejects what the API server would: a typo'd field.
     bad = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
            "metadata": {"name": "x"},
            "spec": {"devices": {"requests": [{"name": "r", "exactly": {
                "deviceClassName": DRIVER_NAME, "cout": 4}}]}}}
     p = run_validator({"negative-control": [bad]}, str(tmp_path))
-    assert p.returncode == 1 and "cout" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 1 and p.stdout.count("INVALID") == 2, p.stdout + p.stderr
+    assert "('cout' was unexpected)" in p.stdout
 
 
 def test_cluster_scoped_objects_carry_no_namespace():
@@ -257,12 +259,41 @@ def container_env(c):
 def test_daemonset_arguments_are_accepted_by_the_driver(overlay, first_device):
     """The real flag parser reads the DaemonSet's args and literal env; --dry-run
     then shows that the mode took effect."""
-    _, c = driver_container(rendered_docs(overlay))
-    p = run_driver(*c["args"], "--dry-run", "--topology-file", TOPO_384,
-                   "--hostname-override", "node-x", env=container_env(c))
+    docs = rendered_docs(overlay)
+    _, c = driver_container(docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = config_args(docs, c["args"], tmp)
+        p = run_driver(*args, "--dry-run", "--topology-file", TOPO_384,
+                       "--hostname-override", "node-x", env=container_env(c))
     assert p.returncode == 0, p.stderr
     items = json.loads(p.stdout)["items"]
     assert items[0]["spec"]["devices"][0]["name"] == first_device
+
+
+def config_args(docs, args, tmp):
+    """args with --config pointed at the ConfigMap's file, written under tmp:
+    the driver parses the very file the DaemonSet mounts."""
+    cm = find(docs, "ConfigMap", "dra-cpu-config")
+    path = os.path.join(tmp, "config.yaml")
+    with open(path, "w") as f:
+        f.write(cm["data"]["config.yaml"])
+    out = [("--config=" + path) if a.startswith("--config=") else a for a in args]
+    assert out != list(args), "the DaemonSet does not pass --config"
+    return out
+
+
+def test_configmap_is_read_by_the_driver_and_flags_win():
+    docs = base_docs()
+    _, c = driver_container(docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = config_args(docs, c["args"], tmp)
+        with open(os.path.join(tmp, "config.yaml"), "a") as f:
+            f.write("cpuDeviceMode: individual\n")
+        # The appended key repeats one the ConfigMap sets: refused, with the line.
+        p = run_driver(*args, "--dry-run", "--topology-file", TOPO_384)
+        assert p.returncode == 2
+        assert re.search(r"config file \S+config.yaml line \d+: key cpuDeviceMode repeated",
+                         p.stderr), p.stderr
 
 
 def test_kind_config_enables_dra_nri_and_cdi():
@@ -349,6 +380,11 @@ def test_daemonset_mounts_cover_the_driver_paths():
     vols = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
     mounts = {}
     for m in c["volumeMounts"]:
+        if "configMap" in vols[m["name"]]:
+            # The configuration file: read-only, and where --config looks.
+            assert m.get("readOnly") is True, m
+            assert "--config=%s/config.yaml" % m["mountPath"] in c["args"]
+            continue
         hp = vols[m["name"]]["hostPath"]["path"]
         # Same path inside and out: the kubelet and the runtime read what the
         # driver writes, under the names the driver tells them.

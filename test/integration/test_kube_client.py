@@ -189,7 +189,7 @@ def kubeconfig(d, server_url, cluster_extra, user_extra):
 
 
 def make_slice(name=None, node="node-1", devices=1):
-    obj = V._base_slice()
+    obj = V.sample_slice()
     obj["metadata"] = {"name": name} if name else {"generateName": f"{node}-dra.cpu-"}
     obj["spec"]["nodeName"] = node
     obj["spec"]["pool"]["name"] = node

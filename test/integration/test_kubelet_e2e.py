@@ -105,14 +105,16 @@ def test_multi_request_claim_gets_disjoint_cpus(apiserver, grouped, kubelet):
     assert len(cpus) == 10
 
 
-def test_claim_without_our_results_succeeds_empty(apiserver, grouped, kubelet):
+def test_claim_without_our_results_is_an_error(apiserver, grouped, kubelet):
     c = claim("gpu", [])
     c["status"]["allocation"]["devices"]["results"] = [
         {"request": "g", "driver": "gpu.example.com", "pool": NODE, "device": "gpu0"}]
     c["spec"]["devices"]["requests"] = [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]
     c = apiserver.put_claim(c)
     r = prepare(kubelet, grouped, c)
-    assert r.error == "" and len(r.devices) == 0
+    assert "no results for driver dra.cpu" in r.error and len(r.devices) == 0
+    assert grouped.cdi_specs() == []
+    assert grouped.metrics()['dra_cpu_prepare_claims_total{result="error"}'] == 1
 
 
 @pytest.mark.parametrize("consumed,msg", [
@@ -268,3 +270,117 @@ def test_health_stream_reports_every_device(grouped, kubelet):
     names = sorted(h.device.device_name for h in first.devices)
     assert names == ["cpudevnuma000", "cpudevnuma001"]
     assert all(h.health == 1 for h in first.devices)  # HEALTHY
+
+
+# ---- timing: nothing of a Prepare outlives its call or an Unprepare ----
+
+
+def claim_gets(apiserver):
+    return apiserver.count("get", "resourceclaims")
+
+
+def barrier(apiserver, d, kubelet):
+    """One full Prepare round trip through the driver's loop: whatever it had
+    received before has been handled when this returns."""
+    b = apiserver.put_claim(claim("barrier", [("cpu", "cpudevnuma001", "1")]))
+    assert prepare(kubelet, d, b).error == ""
+    return b
+
+
+def test_unprepare_during_a_slow_prepare_wins(apiserver, grouped, kubelet):
+    c = apiserver.put_claim(claim("slow", [("cpu", "cpudevnuma000", "4")]))
+    uid = c["metadata"]["uid"]
+    apiserver.add_fault(action="delay", seconds=3, verb="get", resource="resourceclaims", count=1)
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", prepare(kubelet, grouped, c)))
+    t.start()
+    wait_for(lambda: claim_gets(apiserver) == 1, what="the claim fetch at the API server")
+    u = kubelet.unprepare(grouped.dra_sock, [ref(c)])
+    assert u.claims[uid].error == ""
+    t.join(10)
+    # the Prepare answered at Unprepare time, not when the fetch came back
+    assert "arrived while it was being prepared" in out["r"].error
+    # the late answer of the API server reaches nothing
+    wait_for(lambda: "duration" in apiserver.log()[0], what="the delayed GET to end")
+    b = barrier(apiserver, grouped, kubelet)
+    assert grouped.cdi_specs() == ["dra.k8s.io-cpu_claim-%s.json" % b["metadata"]["uid"]]
+    assert grouped.metrics()["dra_cpu_allocated_cpus"] == 1
+
+
+def test_prepare_answers_before_the_deadline_when_throttled(apiserver, grouped, kubelet):
+    c = apiserver.put_claim(claim("throttled", [("cpu", "cpudevnuma000", "2")]))
+    uid = c["metadata"]["uid"]
+    # The API server asks for a 10-minute wait; the kubelet waits 3 s.
+    apiserver.add_fault(action="throttle", retry_after=600, verb="get", resource="resourceclaims")
+    r = kubelet.prepare(grouped.dra_sock, [ref(c)], timeout=3).claims[uid]
+    assert "before the kubelet's deadline" in r.error
+    assert claim_gets(apiserver) == 1
+    m = grouped.metrics()
+    assert m['dra_cpu_claim_fetches_total{result="cancelled"}'] == 1
+    apiserver.clear_faults()
+    assert prepare(kubelet, grouped, c).error == ""
+    assert claim_gets(apiserver) == 2  # the cancelled fetch never retried
+
+
+def test_reset_prepare_streams_cost_no_api_requests(apiserver, grouped, kubelet):
+    """A peer opening and resetting thousands of Prepare streams. nghttp2 ends
+    a connection after about 1000 quick resets, so the peer spreads them
+    over several connections, as an attacker would."""
+    import h2raw
+
+    conns, per_conn = 4, 500
+    n = conns * per_conn
+    pb = kubelet.pb.v1
+    path = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
+    apiserver.add_fault(action="delay", seconds=0.5, verb="get", resource="resourceclaims")
+    for c in range(conns):
+        s = h2raw.connect(grouped.dra_sock)
+        s.sendall(h2raw.client_start() + h2raw.frame(h2raw.SETTINGS, h2raw.ACK, 0))
+        batch = b""
+        for i in range(per_conn):
+            sid = 2 * i + 1
+            req = pb.NodePrepareResourcesRequest(claims=[pb.Claim(
+                namespace="default", name="c%d" % i,
+                uid="00000000-0000-4000-%04d-%012d" % (c, i))]).SerializeToString()
+            batch += h2raw.grpc_request(sid, path, req) + \
+                h2raw.frame(h2raw.RST_STREAM, 0, sid, b"\x00\x00\x00\x08")  # CANCEL
+            if i % 50 == 49:
+                s.sendall(batch)
+                batch = b""
+                h2raw.read_frames(s, timeout=0.01)  # keep the server's output moving
+        s.close()
+    wait_for(lambda: grouped.metrics().get(
+        'dra_cpu_prepare_claims_total{result="cancelled"}', 0) == n, timeout=30,
+        what="every reset Prepare to be dropped")
+    apiserver.clear_faults()
+    barrier(apiserver, grouped, kubelet)
+    gets = claim_gets(apiserver) - 1
+    assert gets < n // 20, "%d API requests for %d reset streams" % (gets, n)
+    assert grouped.metrics()["dra_cpu_allocated_cpus"] == 1
+
+
+def test_grouped_reprepare_with_another_allocation_is_refused(apiserver, grouped, kubelet):
+    c = apiserver.put_claim(claim("moved", [("cpu", "cpudevnuma000", "4")]))
+    uid = c["metadata"]["uid"]
+    assert prepare(kubelet, grouped, c).error == ""
+    held = spec_cpus(grouped, uid)
+    # deallocated and allocated again elsewhere while the kubelet kept it prepared
+    c2 = claim("moved", [("cpu", "cpudevnuma001", "4")], uid=uid)
+    apiserver.put_claim(c2)
+    r = prepare(kubelet, grouped, c)
+    assert "already prepared with another allocation" in r.error and len(r.devices) == 0
+    assert spec_cpus(grouped, uid) == held
+    apiserver.put_claim(claim("moved", [("cpu", "cpudevnuma000", "4")], uid=uid))
+    assert prepare(kubelet, grouped, c).error == ""  # the same allocation: idempotent
+
+
+def test_names_from_the_kubelet_are_checked(apiserver, grouped, kubelet):
+    bad = [("Default", "db"), ("default", "db\nts=2026-01-01T00:00:00Z level=error event=forged"),
+           ("default", "../../../api/v1/nodes/node-1"), ("a" * 64, "db"), ("default", "x" * 254)]
+    claims = [(ns, name, "00000000-0000-4000-8000-%012d" % i) for i, (ns, name) in enumerate(bad)]
+    r = kubelet.prepare(grouped.dra_sock, claims)
+    for _, _, uid in claims:
+        assert "is not a Kubernetes" in r.claims[uid].error
+    assert claim_gets(apiserver) == 0
+    assert not any(line.startswith("ts=2026-01-01") or "event=forged" in line
+                   for line in grouped.log().splitlines())

@@ -236,6 +236,7 @@ class Conn:
         self._next_stream = 1
         self._pending = {}          # stream id -> [event, response or exception]
         self._last_req_stream = 0   # conn 2: requests from the plugin
+        self._raw = None            # call_raw(): [stream ids, responses, event]
         self._streams = {CONN_PLUGIN: bytearray(), CONN_RUNTIME: bytearray()}
         self._reader = threading.Thread(target=self._read_loop, daemon=True,
                                         name=f"nrisim-conn{serial}")
@@ -275,6 +276,9 @@ class Conn:
         for slot in pending.values():
             slot[1] = ConnectionError(f"connection closed: {reason}")
             slot[0].set()
+        raw = self._raw
+        if raw is not None:
+            raw[2].set()
         self.rt._conn_closed(self)
 
     def _registration_timeout(self):
@@ -342,6 +346,36 @@ class Conn:
             raise ConnectionError("undecodable response") from e
         return out
 
+    def call_raw(self, streams, method, req, timeout=None):
+        """Plugin.<method> requests on the stream ids given, in one write,
+        whatever those ids are (a correct runtime only uses odd increasing
+        ones: call() does). Returns the responses in arrival order as
+        (stream id, code, message); ConnectionError if the connection closes
+        first. Later call()s use ids above all of these."""
+        timeout = self.rt.request_timeout if timeout is None else timeout
+        body = tt.Request(service=SVC_PLUGIN, method=method, payload=req.SerializeToString(),
+                          timeout_nano=int(timeout * 1e9)).SerializeToString()
+        done = threading.Event()
+        with self._lock:
+            if self.closed.is_set():
+                raise ConnectionError(f"connection closed: {self.closed_reason}")
+            self._raw = [list(streams), [], done]
+            self._next_stream = max(self._next_stream, max(streams) + 2) | 1
+        data = b""
+        for sid in streams:
+            msg = struct.pack(">IIBB", len(body), sid, T_REQUEST, 0) + body
+            data += struct.pack(">II", CONN_PLUGIN, len(msg)) + msg
+        try:
+            self.send_raw(data)
+            if not done.wait(timeout) and not self.closed.is_set():
+                raise TimeoutError(f"{len(streams)} responses to {method} in {timeout}s")
+        finally:
+            with self._lock:
+                raw, self._raw = self._raw, None
+        if len(raw[1]) < len(streams):
+            raise ConnectionError(f"connection closed: {self.closed_reason}")
+        return raw[1]
+
     # -- reading --
 
     def _read_loop(self):
@@ -390,6 +424,16 @@ class Conn:
         if mtype != T_RESPONSE:
             raise ProtocolError(f"message type {mtype} on conn {CONN_PLUGIN} (expected response)")
         with self._lock:
+            raw = self._raw
+            if raw is not None and stream in raw[0]:
+                raw[0].remove(stream)
+                resp = tt.Response()
+                resp.ParseFromString(body)
+                st = resp.status if resp.HasField("status") else None
+                raw[1].append((stream, st.code if st else OK, st.message if st else ""))
+                if not raw[0]:
+                    raw[2].set()
+                return
             slot = self._pending.pop(stream, None)
         if slot is None:
             raise ProtocolError(f"response for unknown stream {stream}")
@@ -694,6 +738,13 @@ class Runtime:
         with self._lock:
             self.pods[pod.id] = pod
         return pod
+
+    def remove_pod(self, pod):
+        """The pod sandbox goes away (its containers removed first): the
+        runtime's RemovePodSandbox to the plugins subscribed to it."""
+        self._event("RemovePodSandbox", EV_REMOVE_POD, api.PodSandboxRequest(pod=pod), api.Empty)
+        with self._lock:
+            self.pods.pop(pod.id, None)
 
     def _snapshot(self):
         with self._lock:

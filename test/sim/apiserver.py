@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """A strict kube-apiserver simulator for dra-cpu's integration tests.
 
-The driver's C client (libcurl + json-c) talks to this over HTTPS exactly as it
-would to a real kube-apiserver: bearer-token auth, ResourceSlice
+The driver's C client talks to this over HTTPS exactly as it would to a real
+kube-apiserver: bearer-token auth, ResourceSlice
 list/watch/get/create/update/delete with a global resourceVersion, 409/410/422
-Status bodies, server-side ResourceSlice validation (through the project's
-shared validator, shared/api/validate_k8s_object.py), gate-dependent and
-unknown-field dropping, canonical quantities, nodes and claims GET. Tests steer
-it at runtime (faults, token rotation, watch expiry, outages, kubelet-style
-wipes) through the Python API or the HTTP control endpoints under /_sim/.
+Status bodies, server-side ResourceSlice validation (k8svalidate.py beside
+this file, against the resource.k8s.io/v1 OpenAPI document of Kubernetes 1.36
+in test/data/api), gate-dependent and unknown-field dropping, canonical
+quantities, nodes and claims GET. Tests steer it at runtime (faults, token
+rotation, watch expiry, outages, kubelet-style wipes) through the Python API
+or the HTTP control endpoints under /_sim/.
 
-Facts come from shared/reference/k8s-api-facts.md (sections in brackets, e.g.
-[s9] = "Watch protocol"). Where the real server's behaviour is not described
-there, the simulator picks the stricter reading and says so in a comment.
+Facts come from Kubernetes 1.36: the resource.k8s.io/v1 types and their
+validation (kubernetes/kubernetes pkg/apis/resource), apimachinery's watch
+and Status types, client-go's in-cluster config. Tags in brackets name the
+topic a comment relies on: [s1] feature gates, [s2] ResourceSlice fields,
+[s4] validation rules, [s5] slice ownership and publishing, [s8] REST
+endpoints and update semantics, [s9] the watch protocol, [s10] Status bodies,
+[s11] in-cluster tokens, [s12] decoding. Where the real server's behaviour is
+not pinned down, the simulator picks the stricter reading and says so in a
+comment.
 
 Concurrency: one ThreadingHTTPServer, one thread per connection. All state
 lives in Store under one lock; every committed change is fanned out to the
@@ -33,7 +40,6 @@ import copy
 import datetime
 import http.client
 import http.server
-import importlib.util
 import json
 import os
 import queue
@@ -51,37 +57,15 @@ import time
 import urllib.parse
 import uuid
 
-# ------------------------------------------------------- shared validator
+# ------------------------------------------------------------- validator
 
+if __package__:
+    from . import k8svalidate as V
+else:  # run as a script: this directory is sys.path[0]
+    import k8svalidate as V
 
-def shared_dir():
-    """The project's shared/ directory: $DRA_CPU_SHARED, else ../shared next to
-    the project root, else /work/shared (where machines of this kind keep it,
-    for clones made elsewhere) -- the same search as test/run.sh."""
-    env = os.environ.get("DRA_CPU_SHARED")
-    if env:
-        return os.path.abspath(env)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for cand in (os.path.join(root, "..", "shared"), "/work/shared"):
-        if os.path.exists(os.path.join(cand, "api", "validate_k8s_object.py")):
-            return os.path.abspath(cand)
-    return os.path.abspath(os.path.join(root, "..", "shared"))
-
-
-def _load_validator():
-    base = shared_dir()
-    for path in (os.path.join(base, "api", "validate_k8s_object.py"),
-                 os.path.join(base, "validate_k8s_object.py")):
-        if os.path.exists(path):
-            spec = importlib.util.spec_from_file_location("validate_k8s_object", path)
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            return mod
-    raise ImportError("validate_k8s_object.py not found under %s (set DRA_CPU_SHARED)" % base)
-
-
-V = _load_validator()
-_SPEC = V.Spec(V.DEFAULT_SPEC)
+# The release simulated: its schema decodes every request body.
+_SPEC = V.ApiDocument(V.API_DOCS["1.36"])
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 API_VERSION = GROUP + "/" + VERSION
@@ -244,13 +228,10 @@ def canonical_quantity(q):
         text = q
     else:
         return None
-    m = V.QUANTITY.match(text)
-    if not m:
+    parsed = V.split_quantity(text)
+    if parsed is None:
         return None
-    suffix = m.group(3) or ""
-    value = V.parse_quantity(text)
-    if value is None:
-        return None
+    value, suffix = parsed
     if suffix in _BIN_SUFFIX[1:] and value.denominator == 1 and abs(value) >= 1024:
         n, k = value.numerator, 0
         while k < 6 and n % 1024 == 0:
@@ -376,10 +357,10 @@ def decode_object(body_obj, schema, kind, api_version, field_validation, dups, w
     if k not in (None, "") and k != kind:
         raise ApiError(400, "%s: the kind in the data (%s) does not match the expected kind (%s)" % (what, k, kind))
     obj = V.strip_nulls(body_obj)
-    errs = [e for e in _SPEC.validator(schema, False).iter_errors(obj) if e.validator != "required"]
+    errs = [e for e in _SPEC.iter_errors(obj, schema) if e.validator != "required"]
     if errs:
         e = errs[0]
-        raise ApiError(400, "%s: %s: %s" % (what, V.fmt_path(list(e.absolute_path)), e.message))
+        raise ApiError(400, "%s: %s: %s" % (what, V.field_path(e.absolute_path), e.message))
     unknown, badq = [], []
     obj = prune(obj, {"$ref": "#/components/schemas/" + schema}, "", unknown, badq)
     if badq:
@@ -1176,7 +1157,7 @@ class ApiServer:
         claim = copy.deepcopy(claim)
         claim.setdefault("apiVersion", API_VERSION)
         claim.setdefault("kind", "ResourceClaim")
-        errs = V.schema_errors(_SPEC, V.strip_nulls(claim), CLAIM_SCHEMA, True)
+        errs = _SPEC.errors(V.strip_nulls(claim), CLAIM_SCHEMA, strict=True)
         if errs:
             raise ValueError("claim does not match the schema: %s" % errs)
         meta = claim.setdefault("metadata", {})
@@ -1423,17 +1404,12 @@ class ApiServer:
     @staticmethod
     def _invalid(name, errs):
         causes = []
+        # messages open with the field error's type, as the apiserver writes them
+        kinds = (("Required value", "FieldValueRequired"), ("Too many", "FieldValueTooMany"),
+                 ("Too long", "FieldValueTooLong"), ("Duplicate value", "FieldValueDuplicate"),
+                 ("Forbidden", "FieldValueForbidden"), ("Unsupported value", "FieldValueNotSupported"))
         for field, msg in errs:
-            field = re.sub(r'\["([^"]*)"\]', r"[\1]", field)  # [s4]: attributes[dra.cpu/x]
-            low = msg.lower()
-            if msg.startswith("Required") or " is required" in low or low.startswith("required when"):
-                reason = "FieldValueRequired"
-            else:
-                reason = next((r for p, r in (("Too many", "FieldValueTooMany"), ("Too long", "FieldValueTooLong"),
-                                              ("Duplicate", "FieldValueDuplicate"),
-                                              ("Forbidden", "FieldValueForbidden"),
-                                              ("Unsupported", "FieldValueNotSupported"))
-                               if msg.startswith(p)), "FieldValueInvalid")
+            reason = next((r for p, r in kinds if msg.startswith(p)), "FieldValueInvalid")
             causes.append({"reason": reason, "message": msg, "field": field})
         text = ", ".join("%s: %s" % (c["field"], c["message"]) for c in causes)
         if len(causes) > 1:
@@ -1443,13 +1419,7 @@ class ApiServer:
 
     @staticmethod
     def _meta_errors(meta):
-        errs = []
-        for k, v in (meta.get("labels") or {}).items():
-            if not V._label_name_ok(k):
-                errs.append(("metadata.labels", "Invalid value: %s: name part must consist of alphanumeric "
-                             "characters, '-', '_' or '.'" % json.dumps(k)))
-            if len(v) > 63 or not V.LABEL_VALUE.match(v):
-                errs.append(("metadata.labels", "Invalid value: %s: a valid label value" % json.dumps(v)))
+        errs = V.label_errors(meta.get("labels"))
         for i, ref in enumerate(meta.get("ownerReferences") or []):
             for f in ("apiVersion", "kind", "name", "uid"):
                 if not ref.get(f):
@@ -1483,7 +1453,7 @@ class ApiServer:
                 suffix = self.name_suffixes.pop(0) if self.name_suffixes else \
                     "".join(self.rand.choice(NAME_ALPHABET) for _ in range(5))
                 meta["name"] = meta["generateName"][:58] + suffix
-            errs = V.slice_server_errors(obj) + self._meta_errors(meta)
+            errs = V.slice_errors(obj) + self._meta_errors(meta)
             if errs:
                 raise self._invalid(meta.get("name"), errs)
             name = meta["name"]
@@ -1521,7 +1491,7 @@ class ApiServer:
             if meta.get("uid") and meta["uid"] != cmeta["uid"]:
                 raise conflict("resourceslices", name, "Precondition failed: UID in precondition: %s, "
                                "UID in object meta: %s" % (meta["uid"], cmeta["uid"]))
-            errs = V.slice_server_errors(obj) + self._meta_errors(meta)
+            errs = V.slice_errors(obj) + self._meta_errors(meta)
             spec, cspec = obj.get("spec") or {}, cur.get("spec") or {}
             for f, get in (("spec.driver", lambda s: s.get("driver")),
                            ("spec.pool.name", lambda s: (s.get("pool") or {}).get("name")),

@@ -1,18 +1,21 @@
 /* The option table and its parser. See cfg.h for precedence and syntax. */
 #include "cmd/cfg.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define LOG_MOD "cfg"
-#include "lib/log.h"
+#include "cmd/cfgfile.h"
 #include "host/topo.h"
+#include "lib/errbuf.h"
+#include "lib/log.h"
 
 /* Longest unix socket path: sizeof(sun_path) - 1. */
 #define SOCKET_PATH_MAX 107
@@ -38,6 +41,42 @@ static const char *const group_bys[] = { "numanode", "socket", "machine", NULL }
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
 
 #define F(field) offsetof(struct cfg, field)
+
+/* The configuration file's keys and the flags they set. The first block is
+ * the reference driver's schema (same names, same meaning); the rest are
+ * dra-cpu's own. A key with refuse set must stay a flag: the hint says which. */
+struct file_key {
+	const char *key;
+	const char *flag;
+	const char *refuse;
+};
+
+#define FILE_API_VERSION "v1alpha1"
+
+static const struct file_key file_keys[] = {
+	{ "cpuDeviceMode", "cpu-device-mode", NULL },
+	{ "groupBy", "group-by", NULL },
+	{ "reservedCPUs", "reserved-cpus", NULL },
+	{ "hostnameOverride", "hostname-override", NULL },
+	{ "kubeconfig", "kubeconfig", NULL },
+	{ "bindAddress", NULL, "set it with --bind-address (the Helm chart's healthzPort)" },
+	{ "kubeletRootDir", NULL, "set it with --kubelet-root-dir" },
+	{ "sysfsOverlay", NULL, "dra-cpu reads a sysfs capture with the key sysfsRoot instead" },
+
+	{ "sysfsRoot", "sysfs-root", NULL },
+	{ "topologyFile", "topology-file", NULL },
+	{ "allowInsecureKubeconfig", "allow-insecure-kubeconfig", NULL },
+	{ "kubeletRegistration", "kubelet-registration", NULL },
+	{ "cdiDir", "cdi-dir", NULL },
+	{ "stateDir", "state-dir", NULL },
+	{ "nri", "nri", NULL },
+	{ "nriSocket", "nri-socket", NULL },
+	{ "nriPushUpdates", "nri-push-updates", NULL },
+	{ "bpf", "bpf", NULL },
+	{ "pinningEnforcement", "pinning-enforcement", NULL },
+	{ "contentionHistogram", "contention-histogram", NULL },
+	{ "logVerbosity", "v", NULL },
+};
 
 static const struct opt opts[] = {
 	{ "cpu-device-mode", NULL, OPT_ENUM, F(device_mode), "grouped", 0, 0, device_modes, 0,
@@ -86,6 +125,9 @@ static const struct opt opts[] = {
 	  "HTTP address for /healthz, /readyz and /metrics (host:port, :port)." },
 	{ "v", NULL, OPT_INT, F(verbosity), "0", 0, 9, NULL, 0,
 	  "Log verbosity: 0 info, 1-2 debug, 3+ trace." },
+	{ "config", NULL, OPT_STRING, F(config_file), "", 0, 0, NULL, 0,
+	  "YAML configuration file (docs/config.md): its keys set what the flags set; a flag "
+	  "or environment variable given as well wins over the file." },
 	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
 	  "Print the discovered topology as JSON and exit." },
 	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
@@ -94,18 +136,6 @@ static const struct opt opts[] = {
 	{ "version", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_VERSION,
 	  "Print the version and exit." },
 };
-
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, CFG_ERR_MAX, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static const char *env_name(const struct opt *o, char buf[static 64])
 {
@@ -139,8 +169,10 @@ static void enum_list(const struct opt *o, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "|" : "", o->values[i]);
 }
 
-/* Stores text value v for option o; src names where it came from for errors. */
-static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src, char *err)
+/* Stores text value v for option o; src and name say where it came from in
+ * errors ("flag" and the flag's name, or the file, line and key). */
+static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const char *src,
+		      const char *name, struct errbuf *err)
 {
 	void *field = (char *)c + o->off;
 	char tmp[128];
@@ -155,18 +187,17 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 		free(*dst);
 		*dst = s;
 		if (o->type == OPT_CPUSET) {
-			char why[CPUSET_ERR_MAX];
-
-			if (cpuset_parse(v, &c->reserved, why) < 0)
-				return fail(err, "%s %s: invalid CPU list '%s': %s", src, o->name, v,
-					    why);
+			if (cpuset_parse(v, &c->reserved, err) < 0)
+				return errbuf_wrap(err, -EINVAL, "%s %s: invalid CPU list '%s'",
+						   src, name, v);
 		}
 		return 0;
 	}
 	case OPT_BOOL:
 		if (parse_bool(v, field) < 0)
-			return fail(err, "%s %s: '%s' is not a boolean (true|false)", src, o->name,
-				    v);
+			return errbuf_fail(err, -EINVAL,
+					   "%s %s: '%s' is not a boolean (true|false)", src, name,
+					   v);
 		return 0;
 	case OPT_INT: {
 		char *end;
@@ -175,8 +206,8 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 		errno = 0;
 		n = strtol(v, &end, 10);
 		if (!*v || *end || errno || n < o->min || n > o->max)
-			return fail(err, "%s %s: '%s' is not an integer in %d..%d", src, o->name, v,
-				    o->min, o->max);
+			return errbuf_fail(err, -EINVAL, "%s %s: '%s' is not an integer in %d..%d",
+					   src, name, v, o->min, o->max);
 		*(int *)field = (int)n;
 		return 0;
 	}
@@ -187,12 +218,19 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char
 				return 0;
 			}
 		enum_list(o, tmp, sizeof(tmp));
-		return fail(err, "%s %s: unknown value '%s' (one of %s)", src, o->name, v, tmp);
+		return errbuf_fail(err, -EINVAL, "%s %s: unknown value '%s' (one of %s)", src, name,
+				   v, tmp);
 	case OPT_ACTION:
 		c->action = o->action;
 		return 0;
 	}
 	return -EINVAL;
+}
+
+static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src,
+		   struct errbuf *err)
+{
+	return set_opt_as(c, o, v, src, o->name, err);
 }
 
 static const struct opt *find_opt(const char *name, size_t len)
@@ -207,20 +245,22 @@ static const struct opt *find_opt(const char *name, size_t len)
 	return NULL;
 }
 
-static int check_kubelet_root(const struct cfg *c, char *err)
+static int check_kubelet_root(const struct cfg *c, struct errbuf *err)
 {
 	const char *root = c->kubelet_root_dir;
 	size_t len = strlen(root);
 
 	if (root[0] != '/')
-		return fail(err, "flag kubelet-root-dir: '%s' must be an absolute path", root);
+		return errbuf_fail(err, -EINVAL,
+				   "flag kubelet-root-dir: '%s' must be an absolute path", root);
 	while (len > 1 && root[len - 1] == '/')
 		len--;
 	if (len + strlen(REG_SOCKET_SUFFIX) > SOCKET_PATH_MAX)
-		return fail(err,
-			    "flag kubelet-root-dir: '%s' is too long: the registration socket "
-			    "path would exceed %d bytes",
-			    root, SOCKET_PATH_MAX);
+		return errbuf_fail(
+			err, -EINVAL,
+			"flag kubelet-root-dir: '%s' is too long: the registration socket "
+			"path would exceed %d bytes",
+			root, SOCKET_PATH_MAX);
 	return 0;
 }
 
@@ -229,14 +269,118 @@ static bool is_set(const char *s)
 	return s && *s;
 }
 
-int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
+static const struct file_key *find_file_key(const char *key, bool ignore_case)
 {
+	for (size_t i = 0; i < ARRAY_SIZE(file_keys); i++)
+		if (ignore_case ? !strcasecmp(file_keys[i].key, key) : !strcmp(file_keys[i].key, key))
+			return &file_keys[i];
+	return NULL;
+}
+
+/* The kind of YAML scalar option o takes. */
+static enum cfgfile_kind opt_kind(const struct opt *o)
+{
+	return o->type == OPT_BOOL ? CFGFILE_BOOL : o->type == OPT_INT ? CFGFILE_INT : CFGFILE_STRING;
+}
+
+/* Applies the configuration file at path over the defaults. */
+static int apply_file(struct cfg *c, const char *path, struct errbuf *err)
+{
+	_cleanup_(cfgfile_freep) struct cfgfile *f = NULL;
+	struct errbuf eb = {};
+	int r;
+
+	r = cfgfile_load(path, &f, &eb);
+	if (r < 0)
+		return errbuf_fail(err, -EINVAL, "config file %s%s%s", path,
+				   strncmp(eb.s, "line ", 5) ? ": " : " ", errbuf_text(&eb, r));
+	for (int i = 0; i < f->n; i++) {
+		const struct cfgfile_entry *e = &f->v[i];
+		const struct file_key *k = find_file_key(e->key, false);
+		const struct opt *o;
+		char src[PATH_MAX + 32];
+
+		(void)snprintf(src, sizeof(src), "config file %s line %d:", path, e->line);
+		if (!strcmp(e->key, "apiVersion")) {
+			if (e->kind != CFGFILE_STRING || strcmp(e->value, FILE_API_VERSION) != 0)
+				return errbuf_fail(
+					err, -EINVAL,
+					"%s apiVersion: unsupported apiVersion '%s' (only "
+					"%s)",
+					src, e->value, FILE_API_VERSION);
+			continue;
+		}
+		if (!k) {
+			k = find_file_key(e->key, true);
+			if (k)
+				return errbuf_fail(
+					err, -EINVAL,
+					"%s key %s is spelled differently from the schema; "
+					"use %s",
+					src, e->key, k->key);
+			return errbuf_fail(err, -EINVAL, "%s unknown key %s (see docs/config.md)",
+					   src, e->key);
+		}
+		if (k->refuse)
+			return errbuf_fail(err, -EINVAL,
+					   "%s key %s is not configurable in the file: %s", src,
+					   e->key, k->refuse);
+		if (e->kind == CFGFILE_NULL)
+			continue; /* null: as if absent, the default stays */
+		o = find_opt(k->flag, strlen(k->flag));
+		assert(o);
+		if (e->kind != opt_kind(o))
+			return errbuf_fail(err, -EINVAL, "%s %s: must be %s, not %s%s", src, e->key,
+					   cfgfile_kind_name(opt_kind(o)),
+					   cfgfile_kind_name(e->kind),
+					   opt_kind(o) == CFGFILE_STRING ? " (quote it)" : "");
+		r = set_opt_as(c, o, e->value, src, e->key, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --config FILE (or --config=FILE, single dash too) in argv, else
+ * $DRA_CPU_CONFIG: the file is read before the flags are, so they win. */
+static const char *config_path(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-')
+			continue;
+		a += 1 + (a[1] == '-');
+		if (!strcmp(a, "config"))
+			return i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strncmp(a, "config=", 7))
+			return a + 7;
+	}
+	return getenv("DRA_CPU_CONFIG");
+}
+
+int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
+{
+	const char *path;
 	int r;
 
 	memset(c, 0, sizeof(*c));
-	err[0] = 0;
+	errbuf_clear(err);
 
-	/* defaults, then environment */
+	/* defaults, then the configuration file, then environment, then flags */
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		if (opts[i].type == OPT_ACTION)
+			continue;
+		r = set_opt(c, &opts[i], opts[i].def, "default", err);
+		if (r < 0)
+			return r;
+	}
+	path = config_path(argc, argv);
+	if (is_set(path)) {
+		r = apply_file(c, path, err);
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
 		const struct opt *o = &opts[i];
 		char name[64];
@@ -244,9 +388,6 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 
 		if (o->type == OPT_ACTION)
 			continue;
-		r = set_opt(c, o, o->def, "default", err);
-		if (r < 0)
-			return r;
 		env = getenv(env_name(o, name));
 		if (env) {
 			char src[80];
@@ -265,7 +406,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 		size_t len;
 
 		if (a[0] != '-' || !a[1])
-			return fail(err, "unexpected argument '%s' (see --help)", a);
+			return errbuf_fail(err, -EINVAL, "unexpected argument '%s' (see --help)",
+					   a);
 		name = a + 1 + (a[1] == '-');
 		eq = strchr(name, '=');
 		len = eq ? (size_t)(eq - name) : strlen(name);
@@ -277,19 +419,21 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 				o = NULL;
 		}
 		if (!o)
-			return fail(err, "unknown flag '%.*s' (see --help)", (int)len, name);
+			return errbuf_fail(err, -EINVAL, "unknown flag '%.*s' (see --help)",
+					   (int)len, name);
 		if (eq)
 			val = eq + 1;
 		if (o->type == OPT_BOOL || o->type == OPT_ACTION) {
 			if (neg && eq)
-				return fail(err, "flag no-%s takes no value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag no-%s takes no value",
+						   o->name);
 			if (o->type == OPT_ACTION && eq)
-				return fail(err, "flag %s takes no value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag %s takes no value", o->name);
 			if (!val)
 				val = neg ? "false" : "true";
 		} else if (!val) {
 			if (i + 1 >= argc)
-				return fail(err, "flag %s needs a value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag %s needs a value", o->name);
 			val = argv[++i];
 		}
 		r = set_opt(c, o, val, "flag", err);
@@ -300,17 +444,20 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 	if (c->action == CFG_HELP || c->action == CFG_VERSION)
 		return 0;
 	if (is_set(c->sysfs_root) && is_set(c->topology_file))
-		return fail(err, "flags sysfs-root and topology-file exclude each other");
+		return errbuf_fail(err, -EINVAL,
+				   "flags sysfs-root and topology-file exclude each other");
 	if (c->device_mode == DEVICES_INDIVIDUAL && c->group_by != DEVICES_BY_NUMANODE)
 		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
 	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
-		return fail(err, "flag bind-address: '%s' must be host:port or :port",
-			    c->bind_address ? c->bind_address : "");
+		return errbuf_fail(err, -EINVAL,
+				   "flag bind-address: '%s' must be host:port or :port",
+				   c->bind_address ? c->bind_address : "");
 	r = check_kubelet_root(c, err);
 	if (r < 0)
 		return r;
 	if (c->cdi_dir[0] != '/' || c->state_dir[0] != '/')
-		return fail(err, "flags cdi-dir and state-dir must be absolute paths");
+		return errbuf_fail(err, -EINVAL,
+				   "flags cdi-dir and state-dir must be absolute paths");
 	log_set_level((enum log_level)(LOG_INFO + (c->verbosity > 2 ? 2 : c->verbosity)));
 	return 0;
 }
@@ -326,7 +473,7 @@ void cfg_done(struct cfg *c)
 		}
 }
 
-int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
+int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf *err)
 {
 	struct cpuset bad, left;
 	char list[256];
@@ -334,13 +481,15 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
 	cpuset_andnot(&bad, &c->reserved, &t->online);
 	if (!cpuset_is_empty(&bad)) {
 		(void)cpuset_format(&bad, list, sizeof(list));
-		return fail(err, "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
-			    "see --print-topology");
+		return errbuf_fail(err, -EINVAL,
+				   "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
+				   "see --print-topology");
 	}
 	cpuset_andnot(&left, &t->online, &c->reserved);
 	if (cpuset_is_empty(&left))
-		return fail(err, "flag reserved-cpus: reserves every online CPU; nothing is left "
-				 "to publish");
+		return errbuf_fail(err, -EINVAL,
+				   "flag reserved-cpus: reserves every online CPU; nothing is left "
+				   "to publish");
 	return 0;
 }
 
@@ -412,8 +561,11 @@ void cfg_usage(FILE *f)
 	fputs("Usage: dra-cpu-driver [flags]\n\n"
 	      "Kubernetes DRA driver for CPUs: publishes the node's CPUs as ResourceSlices,\n"
 	      "prepares claims for the kubelet, pins containers through NRI and checks the\n"
-	      "pinning in the kernel with eBPF.\n\nFlags (each also read from the environment "
-	      "variable shown):\n",
+	      "pinning in the kernel with eBPF.\n\n"
+	      "Precedence: a flag wins over its environment variable, which wins over the\n"
+	      "configuration file (--config), which wins over the default. The file's keys\n"
+	      "are listed with the flags they set (docs/config.md).\n\n"
+	      "Flags (each also read from the environment variable shown):\n",
 	      f);
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
 		const struct opt *o = &opts[i];
@@ -441,11 +593,15 @@ void cfg_usage(FILE *f)
 		if (o->type == OPT_ACTION)
 			continue;
 		if (o->type == OPT_BOOL)
-			fprintf(f, "      default: %s (--no-%s to turn off)   env: %s\n", o->def,
+			fprintf(f, "      default: %s (--no-%s to turn off)   env: %s", o->def,
 				o->name, env_name(o, env));
 		else
-			fprintf(f, "      default: %s   env: %s\n", o->def[0] ? o->def : "\"\"",
+			fprintf(f, "      default: %s   env: %s", o->def[0] ? o->def : "\"\"",
 				env_name(o, env));
+		for (size_t k = 0; k < ARRAY_SIZE(file_keys); k++)
+			if (file_keys[k].flag && !strcmp(file_keys[k].flag, o->name))
+				fprintf(f, "   file: %s", file_keys[k].key);
+		fputc('\n', f);
 	}
 }
 
@@ -454,13 +610,15 @@ void cfg_log(const struct cfg *c)
 	log_info("config",
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
-		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s",
+		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s "
+		 "config=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
 		 c->bpf ? "true" : "false", cfg_enforcement_name(c->pinning_enforcement),
 		 c->contention_histogram ? "true" : "false", c->bind_address,
-		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster");
+		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
+		 is_set(c->config_file) ? log_quote(c->config_file) : "none");
 }
 
 const char *cfg_device_mode_name(int mode)

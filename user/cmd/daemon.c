@@ -2,6 +2,7 @@
 #include "cmd/daemon.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include "nri/pools.h"
 #include "kube/publisher.h"
 #include "core/state.h"
+#include "host/cgroup.h"
 #include "host/topo.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
@@ -56,6 +58,7 @@ struct daemon {
 
 /* A claim fetch in flight: the kube call and where its answer goes. */
 struct fetch {
+	struct kube_call *call;
 	dra_claim_cb cb;
 	void *cb_ud;
 };
@@ -64,12 +67,13 @@ static void daemon_free(struct daemon *d)
 {
 	if (!d)
 		return;
-	/* NRI first (no handler after), the API client next (no fetch callback
-	 * may reach the plugin after), state last (everyone observes it). */
+	/* NRI first (no handler after), the plugin next (it cancels its claim
+	 * fetches through the API client), the API client after everyone that
+	 * holds calls on it, state last (everyone observes it). */
 	nri_free(d->nri);
 	publisher_free(d->publisher);
-	kube_free(d->kube);
 	dra_free(d->dra);
+	kube_free(d->kube);
 	pools_free(d->pools);
 	bpfmon_free(d->bpf);
 	state_free(d->state);
@@ -159,13 +163,19 @@ static void on_claim_got(void *ud, const struct kube_result *r)
 	free(f);
 }
 
-/* dra_fetch_fn over the API client: GET the claim, retried on throttling
- * and server errors within the kubelet's patience (its prepare call carries
- * a 45 s deadline: a Retry-After that would end past 40 s is not waited for). */
-static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb cb, void *cb_ud)
+/* The plugin's claim fetch over the API client: GET the claim, retried on
+ * throttling and server errors, each attempt within what is left of the
+ * kubelet's patience (the plugin cancels the fetch at that deadline; the
+ * deadline also keeps the client from starting a retry, or waiting out a
+ * Retry-After, that would end past it). */
+static int fetch_claim(void *ud, const char *ns, const char *name, int64_t timeout_ms,
+		       dra_claim_cb cb, void *cb_ud, void **ret)
 {
 	struct daemon *d = ud;
-	struct kube_req_opts o = { .timeout_ms = 10000, .max_attempts = 3, .deadline_ms = 40000 };
+	struct kube_req_opts o = { .timeout_ms = timeout_ms < 10000 ? (int)timeout_ms : 10000,
+				   .max_attempts = 3,
+				   .deadline_ms = timeout_ms > 0 && timeout_ms < INT_MAX ? (int)timeout_ms
+											 : 0 };
 	struct fetch *f = malloc(sizeof(*f));
 	char path[1024];
 	int r;
@@ -179,11 +189,24 @@ static int fetch_claim(void *ud, const char *ns, const char *name, dra_claim_cb 
 		free(f);
 		return -ENAMETOOLONG;
 	}
-	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, NULL);
-	if (r < 0)
+	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, &f->call);
+	if (r < 0) {
 		free(f);
-	return r;
+		return r;
+	}
+	*ret = f;
+	return 0;
 }
+
+static void fetch_cancel(void *ud, void *handle)
+{
+	struct fetch *f = handle;
+
+	kube_call_cancel(f->call);
+	free(f);
+}
+
+static const struct dra_fetch_ops fetch_ops = { .start = fetch_claim, .cancel = fetch_cancel };
 
 static void on_registered(void *ud, bool ok)
 {
@@ -211,9 +234,7 @@ static int start_node_agents(struct daemon *d)
 	if (cfg->bpf) {
 		struct bpfmon_opts bo = {
 			.contention = cfg->contention_histogram,
-			.cgroup = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0
-					  ? BPFMON_CGROUP_V2
-					  : BPFMON_CGROUP_V1,
+			.cgroup = cgroup_pinning_hier(),
 			.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
 		};
 
@@ -341,7 +362,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return log_error_errno(r, "devices_failed", "");
 	register_gauges(d);
 
-	r = httpd_new(d->base, cfg->bind_address, d->metrics, &d->httpd);
+	r = httpd_new(d->base, cfg->bind_address, NULL, d->metrics, &d->httpd);
 	if (r < 0)
 		return log_error_errno(r, "http_bind_failed", "address=%s", cfg->bind_address);
 	d->check_serving = httpd_check_add(d->httpd, "serving", HTTPD_HEALTH | HTTPD_READY);
@@ -389,7 +410,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
 			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
-			.fetch = fetch_claim,
+			.fetch = &fetch_ops,
 			.fetch_ud = d,
 			.on_registered = on_registered,
 			.registered_ud = d,

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct errbuf;
 struct json_object;
 
-#define CLAIM_ERR_MAX 320
 #define CLAIM_MAX_RESULTS 32 /* AllocationResultsMaxSize */
 #define CLAIM_STR_MAX 254
 
@@ -42,12 +42,23 @@ struct claim_alloc {
 };
 
 /* claim: the object GET returned. uid: what the kubelet asked for (the claim
- * must still be that one). Fills *ret (possibly n = 0: nothing for us).
- * -EINVAL with err on any problem. */
+ * must still be that one). Fills *ret with at least one result: a claim the
+ * kubelet sends us but that holds nothing for this driver is an error (it
+ * would prepare to zero CPUs and an empty DRA_CPUSET_ variable).
+ * -EINVAL with eb (may be NULL) saying what is wrong. */
 int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
-		struct claim_alloc *ret, char *err);
+		struct claim_alloc *ret, struct errbuf *eb);
 
 /* Parses one CPUConfig parameters object onto *cfg (fields it sets override). */
-int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err);
+int claim_config_parse(struct json_object *params, struct claim_config *cfg, struct errbuf *eb);
 
 const char *claim_policy_name(enum claim_policy p);
+
+/* The kubelet names a claim by namespace and name; both are checked before
+ * they reach a URL or a log line. A namespace is a DNS-1123 label (1-63 of
+ * [a-z0-9-], alphanumeric at both ends), a claim name a DNS-1123 subdomain
+ * (1-253, such labels joined by '.'). 0 or -EINVAL. */
+#define CLAIM_NAMESPACE_MAX 63
+#define CLAIM_NAME_MAX 253
+int claim_namespace_check(const char *ns);
+int claim_name_check(const char *name);

@@ -2,10 +2,15 @@
  *
  *   phase NODE ─ok─> LIST ─ok─> WATCHING ──events──> (sync after resync_delay)
  *     ^  └─err─┐      └─err─┐     │  └─end: normal ─> WATCH again from the last rv
- *     └─backoff┘  backoff ──┘     └─end: 410 / error ─> backoff ─> LIST
+ *     └─backoff┘  backoff ──┘     │                   (after a backoff if it brought
+ *                                 │                    nothing: a proxy that ends every
+ *                                 │                    stream at once is no hot loop)
+ *                                 └─end: 410 / error ─> backoff ─> LIST
  *
- * A sync is a queue of writes run one at a time; any failure drops the rest,
- * waits out a backoff and re-lists, so conflicts resolve from fresh state.
+ * At most one request is in flight (p->call): a sync is a queue of writes run
+ * one at a time; any failure drops the rest, waits out a backoff and
+ * re-lists, so conflicts resolve from fresh state. A re-list replaces a
+ * write still in flight (cancelled) rather than running beside it.
  */
 #include "kube/publisher.h"
 
@@ -67,6 +72,7 @@ struct publisher {
 	 * dropped fields (adopted, 0 = none) */
 	int n_desired;
 	uint64_t *want, *adopted;
+	int watch_events; /* events (bookmarks included) the current watch brought */
 	/* existing slices of ours */
 	struct seen *seen;
 	int n_seen, cap_seen;
@@ -221,6 +227,8 @@ static void on_retry(evutil_socket_t fd, short what, void *ud)
 
 	if (p->phase == PH_NODE)
 		get_node(p);
+	else if (p->phase == PH_WATCHING && !p->watch)
+		start_watch(p); /* the list is still good: resume from its rv */
 	else
 		start_list(p);
 }
@@ -243,6 +251,10 @@ static void on_node(void *ud, const struct kube_result *r)
 		retry_later(p, r->retry_after_s);
 		return;
 	}
+	free(p->node_uid);
+	free(p->want);
+	free(p->adopted);
+	p->want = p->adopted = NULL;
 	p->node_uid = strdup(uid);
 	if (!p->node_uid) {
 		retry_later(p, 0);
@@ -409,6 +421,11 @@ static void start_list(struct publisher *p)
 
 	kube_watch_stop(p->watch);
 	p->watch = NULL;
+	/* A write still in flight was planned from state this list replaces. */
+	kube_call_cancel(p->call);
+	p->call = NULL;
+	ops_clear(p);
+	p->syncing = false;
 	p->phase = PH_LIST;
 	if (!path || kube_request(p->kube, KUBE_GET, path, NULL, NULL, on_list, p, &p->call) < 0)
 		retry_later(p, 0);
@@ -419,6 +436,7 @@ static void on_event(void *ud, const struct kube_watch_event *ev)
 	struct publisher *p = ud;
 	const char *name;
 
+	p->watch_events++;
 	set_rv(p, ev->resource_version);
 	if (ev->type == KUBE_EVENT_BOOKMARK)
 		return;
@@ -441,9 +459,17 @@ static void on_watch_end(void *ud, const struct kube_result *r)
 
 	p->watch = NULL;
 	if (r->error == 0) {
-		start_watch(p); /* the server ended the stream: resume */
+		/* The server ended the stream: resume, at once if it was a real
+		 * one (bookmarks come every minute or so), else after a backoff. */
+		if (p->watch_events > 0) {
+			start_watch(p);
+			return;
+		}
+		log_warn("slice_watch_empty", "action=rewatching_after_backoff");
+		retry_later(p, r->retry_after_s);
 		return;
 	}
+	p->phase = PH_LIST;
 	if (kube_is_expired(r))
 		log_info("slice_watch_expired", "action=relisting");
 	else
@@ -456,6 +482,7 @@ static void start_watch(struct publisher *p)
 {
 	_cleanup_free_ char *path = selector_path(p, true);
 
+	p->watch_events = 0;
 	if (!path ||
 	    kube_watch(p->kube, path, NULL, on_event, on_watch_end, p, &p->watch) < 0) {
 		p->watch = NULL;
@@ -679,6 +706,7 @@ static void next_op(struct publisher *p)
 		log_error_errno(r, "slice_write_failed", "action=retrying");
 		ops_clear(p);
 		p->syncing = false;
+		p->phase = PH_LIST;
 		retry_later(p, 0);
 	}
 }

@@ -1,12 +1,19 @@
 /* Kubelet plugin services. See dra.h.
  *
  * A NodePrepareResources call becomes a `struct prep` with one `struct
- * prep_claim` per claim. Each claim fetch completes on the loop, is decided
- * and committed at once (the loop serializes all decisions: no two claims
- * can pick the same CPUs), and when the last claim of the call is done the
- * reply goes out. If the kubelet gave up meanwhile (cancel), the work is
- * still committed (Prepare is idempotent; its retry finds it) and the reply
- * is dropped.
+ * prep_claim` per claim. Each claim goes
+ *
+ *   NEW ──bad name/uid──────────────────────────────────────────────> DONE (error)
+ *    └──> QUEUED ──slot free (next loop turn)──> FETCHING ──reply──> DONE (committed or error)
+ *           │                                      │
+ *           └──── call cancelled: abandoned ───────┤  (fetch cancelled, never commits)
+ *           └──── deadline / Unprepare: error ─────┘
+ *
+ * A fetch that completes is decided and committed at once (the loop
+ * serializes every decision: no two claims can pick the same CPUs). When the
+ * last claim of the call is done the reply goes out. A cancelled call is
+ * freed without a reply; what it already committed stays (Prepare is
+ * idempotent: the kubelet's retry finds it).
  */
 #include "kubelet/dra.h"
 
@@ -26,6 +33,8 @@
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "core/devices.h"
+#include "lib/clock.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
@@ -42,6 +51,9 @@
 #define DRA_SOCKET DRA_DIR "/dra.sock"
 #define HEALTH_RESEND_S 10
 #define HEALTH_TIMEOUT_S 20
+/* The reply must reach the kubelet before its own deadline: keep a tenth of
+ * the time (at most this much) for it. */
+#define REPLY_MARGIN_MS 1000
 
 #define PATH_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1 "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
@@ -71,19 +83,32 @@ struct dra {
 	const struct devices *devices;
 	struct alloc_topo *alloc;
 	struct grpc_server *grpc;
-	struct prep *preps; /* calls waiting for fetches */
+	struct prep *preps; /* calls with claims not done */
+	/* claims waiting for a fetch slot, oldest first */
+	struct prep_claim *queue, *queue_tail;
+	int fetching; /* fetches in flight */
+	struct event *pump; /* starts queued fetches on the next loop turn */
+	bool closing;
+	int64_t cancel_logged_ms;
+	uint64_t cancels_unlogged;
 	struct health_stream *streams;
 	struct event *health_timer;
 	bool registered;
 	/* metrics */
-	struct metric_series *prep_ok, *prep_err, *unprep_ok, *unprep_err;
+	struct metric_series *prep_ok, *prep_err, *prep_cancelled, *unprep_ok, *unprep_err;
+	struct metric_series *fetch_ok, *fetch_err, *fetch_cancelled;
 	struct metric *prep_seconds, *claim_cpus, *grpc_calls, *grpc_seconds;
 };
 
+enum pc_state { PC_NEW, PC_QUEUED, PC_FETCHING, PC_DONE };
+
 struct prep_claim {
 	struct prep *prep;
+	struct prep_claim *qnext, *qprev; /* PC_QUEUED: the fetch queue */
+	enum pc_state st;
+	bool named; /* ns and name are Kubernetes names */
+	void *fetch; /* PC_FETCHING: the fetch handle */
 	char *ns, *name, *uid;
-	bool done;
 	/* reply */
 	char err[DRA_ERR_MAX];
 	struct claim_alloc alloc; /* what the claim asked of us */
@@ -96,6 +121,8 @@ struct prep {
 	bool v1;
 	int n, pending;
 	struct prep_claim *claims;
+	struct event *deadline;
+	int64_t deadline_ms; /* clock_now_ms() by which every claim is done */
 	struct timespec start;
 };
 
@@ -109,13 +136,29 @@ static double since(const struct timespec *t0)
 
 static int perr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The error goes into a proto3 string, which the kubelet refuses unless it is
+ * valid UTF-8: a message cut at the buffer end loses any half character. */
 static int perr(char *err, const char *fmt, ...)
 {
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
-	(void)vsnprintf(err, DRA_ERR_MAX, fmt, ap);
+	n = vsnprintf(err, DRA_ERR_MAX, fmt, ap);
 	va_end(ap);
+	if (n >= DRA_ERR_MAX) {
+		size_t len = DRA_ERR_MAX - 1, start = len;
+
+		while (start > 0 && ((unsigned char)err[start - 1] & 0xc0) == 0x80)
+			start--;
+		if (start > 0 && (unsigned char)err[start - 1] >= 0xc0) {
+			unsigned char lead = (unsigned char)err[start - 1];
+			size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+
+			if (len - (start - 1) < need)
+				err[start - 1] = 0;
+		}
+	}
 	return -EINVAL;
 }
 
@@ -141,7 +184,7 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	const struct device *dev = devices_find(d->devices, r->device);
 	struct cpuset avail, group, reserved;
 	struct alloc_opts ao = { 0 };
-	char why[ALLOC_ERR_MAX] = "", qwhy[QUANTITY_ERR_MAX] = "";
+	struct errbuf why = { "" }, qwhy = { "" };
 	int64_t count;
 	int rc;
 
@@ -153,10 +196,10 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 			    "result for request %s has no consumedCapacity[\"dra.cpu/cpu\"]: the "
 			    "cluster needs the DRAConsumableCapacity feature",
 			    r->request);
-	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, qwhy);
+	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, &qwhy);
 	if (rc < 0)
 		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
-			    qwhy, r->device, dev->n_cpus);
+			    qwhy.s, r->device, dev->n_cpus);
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
@@ -173,22 +216,85 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 					     : ao.policy == ALLOC_PACKED;
 	ao.full_cores = r->config.full_cores;
 	ao.reserved = &reserved;
-	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, why);
+	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, &why);
 	if (rc < 0)
-		return perr(err, "request %s: %s", r->request, why);
+		return perr(err, "request %s: %s", r->request, why.s);
 	return 0;
 }
 
-/* Decides and commits a claim. */
+/* A claim prepared before is prepared again only to what it holds: the same
+ * results in the same order (request, device, CPU count), each one's CPUs
+ * inside its device. A claim restored from its CDI spec alone has no record
+ * of its results: then its CPUs must be as many as asked and inside the
+ * devices. Anything else is another allocation (the claim was deallocated
+ * and allocated again while the kubelet still had it prepared): refused, so
+ * the pod never runs on CPUs that were not allocated to it. */
+static int check_same_allocation(struct dra *d, struct prep_claim *pc,
+				 const struct state_claim *have)
+{
+	struct cpuset within;
+	int64_t total = 0;
+	char list[128];
+
+	cpuset_zero(&within);
+	if (have->n_results && have->n_results != pc->alloc.n)
+		return perr(pc->err,
+			    "claim is already prepared with %d results, its allocation now has %d: "
+			    "unprepare it before preparing it again",
+			    have->n_results, pc->alloc.n);
+	for (int i = 0; i < pc->alloc.n; i++) {
+		const struct claim_result *cr = &pc->alloc.results[i];
+		const struct device *dev = devices_find(d->devices, cr->device);
+		struct errbuf qwhy = { "" };
+		struct cpuset cpus;
+		int64_t count = 1;
+
+		if (!dev)
+			return perr(pc->err, "device %s (request %s) is not a device of this node",
+				    cr->device, cr->request);
+		if (d->devices->kind != DEVICE_CPU &&
+		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, &qwhy) < 0)
+			return perr(pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy.s);
+		device_cpus(dev, &cpus);
+		cpuset_or(&within, &within, &cpus);
+		total += count;
+		if (have->n_results) {
+			const struct state_result *sr = &have->results[i];
+
+			if (strcmp(sr->request, cr->request) != 0 ||
+			    strcmp(sr->device, cr->device) != 0 ||
+			    cpuset_count(&sr->cpus) != count || !cpuset_is_subset(&sr->cpus, &cpus))
+				return perr(pc->err,
+					    "claim is already prepared with another allocation (request "
+					    "%s: %d CPUs of %s, now request %s: %lld of %s): unprepare "
+					    "it before preparing it again",
+					    sr->request, cpuset_count(&sr->cpus), sr->device,
+					    cr->request, (long long)count, cr->device);
+		}
+	}
+	if (cpuset_count(&have->cpus) != total || !cpuset_is_subset(&have->cpus, &within)) {
+		(void)cpuset_format(&have->cpus, list, sizeof(list));
+		return perr(pc->err,
+			    "claim is already prepared with CPUs %s, which its allocation (%lld CPUs) "
+			    "does not name: unprepare it before preparing it again",
+			    list, (long long)total);
+	}
+	return 0;
+}
+
+/* Decides and commits a claim, or says in pc->err why not. */
 static int decide(struct dra *d, struct prep_claim *pc)
 {
 	const struct state_claim *have = state_claim(d->state, pc->uid);
 	struct state_result res[CLAIM_MAX_RESULTS];
 	struct state_claim c;
 	struct cpuset taken;
-	char why[STATE_ERR_MAX] = "", list[256];
+	struct errbuf why = { "" };
+	char list[256];
 	int r;
 
+	if (have)
+		return check_same_allocation(d, pc, have);
 	memset(&c, 0, sizeof(c));
 	cpuset_zero(&taken);
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -212,8 +318,6 @@ static int decide(struct dra *d, struct prep_claim *pc)
 			if (cpuset_has(&taken, dev->id))
 				return perr(pc->err, "device %s is allocated twice in the claim",
 					    cr->device);
-		} else if (have) {
-			continue; /* grouped re-prepare: the CPUs are already decided */
 		} else {
 			r = pick_grouped(d, cr, &taken, &sr->cpus, pc->err);
 			if (r < 0)
@@ -222,22 +326,16 @@ static int decide(struct dra *d, struct prep_claim *pc)
 		cpuset_or(&taken, &taken, &sr->cpus);
 	}
 
-	if (have) {
-		/* Re-prepare: same answer; individual mode can and must agree. */
-		if (d->devices->kind == DEVICE_CPU && !cpuset_equal(&taken, &have->cpus))
-			return perr(pc->err, "claim is already prepared with other devices");
-		return 0;
-	}
 	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
 	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
 	c.n_results = pc->alloc.n;
 	c.results = res;
-	r = state_claim_add(d->state, &c, why);
+	r = state_claim_add(d->state, &c, &why);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
-		return perr(pc->err, "overlapping device assignment: %s", why);
+		return perr(pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
-		return perr(pc->err, "%s", why);
+		return perr(pc->err, "%s", why.s);
 	(void)cpuset_format(&taken, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
 		 pc->uid, list, pc->alloc.n);
@@ -251,6 +349,8 @@ static void prep_free(struct prep *p)
 {
 	if (!p)
 		return;
+	if (p->deadline)
+		event_free(p->deadline);
 	for (int i = 0; i < p->n; i++) {
 		free(p->claims[i].ns);
 		free(p->claims[i].name);
@@ -282,6 +382,9 @@ static void prep_reply(struct prep *p)
 	char **req_ptrs = NULL;
 	int total = 0, k = 0;
 
+	/* Completing the call below must not come back here as a cancel. */
+	if (p->call)
+		grpc_call_on_cancel(p->call, NULL, NULL);
 	for (int i = 0; i < p->n; i++)
 		total += p->claims[i].err[0] ? 0 : p->claims[i].alloc.n;
 	devs = calloc((size_t)total + 1, sizeof(*devs));
@@ -366,12 +469,69 @@ static void prep_put(struct prep *p)
 	prep_free(p);
 }
 
+static void schedule_pump(struct dra *d)
+{
+	if (d->queue && d->fetching < d->o.max_fetches && !d->closing)
+		event_active(d->pump, EV_TIMEOUT, 0);
+}
+
+static void queue_push(struct dra *d, struct prep_claim *pc)
+{
+	pc->qnext = NULL;
+	pc->qprev = d->queue_tail;
+	if (d->queue_tail)
+		d->queue_tail->qnext = pc;
+	else
+		d->queue = pc;
+	d->queue_tail = pc;
+	pc->st = PC_QUEUED;
+}
+
+static void queue_remove(struct dra *d, struct prep_claim *pc)
+{
+	if (pc->qprev)
+		pc->qprev->qnext = pc->qnext;
+	else
+		d->queue = pc->qnext;
+	if (pc->qnext)
+		pc->qnext->qprev = pc->qprev;
+	else
+		d->queue_tail = pc->qprev;
+	pc->qnext = pc->qprev = NULL;
+}
+
+static bool pc_waiting(const struct prep_claim *pc)
+{
+	return pc->st == PC_QUEUED || pc->st == PC_FETCHING;
+}
+
+/* Takes a waiting claim out of the queue or cancels its fetch: whatever the
+ * API server answers later never reaches it. */
+static void pc_stop(struct prep_claim *pc)
+{
+	struct dra *d = pc->prep->dra;
+
+	if (pc->st == PC_QUEUED) {
+		queue_remove(d, pc);
+	} else if (pc->st == PC_FETCHING) {
+		d->o.fetch->cancel(d->o.fetch_ud, pc->fetch);
+		pc->fetch = NULL;
+		d->fetching--;
+		metric_series_add(d->fetch_cancelled, 1);
+		schedule_pump(d);
+	}
+	pc->st = PC_DONE;
+}
+
 static void prep_claim_done(struct prep_claim *pc)
 {
-	pc->done = true;
+	pc->st = PC_DONE;
+	/* ns and name are logged only once they are known to be Kubernetes
+	 * names; everything else a peer sent is quoted. */
 	if (pc->err[0])
-		log_warn("claim_prepare_failed", "claim=%s/%s uid=%s error=%s", pc->ns, pc->name,
-			 pc->uid, log_quote(pc->err));
+		log_warn("claim_prepare_failed", "claim=%s/%s uid=%s error=%s",
+			 pc->named ? pc->ns : "?", pc->named ? pc->name : "?", log_quote(pc->uid),
+			 log_quote(pc->err));
 	prep_put(pc->prep);
 }
 
@@ -379,25 +539,104 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 {
 	struct prep_claim *pc = ud;
 	struct dra *d = pc->prep->dra;
-	char cerr[CLAIM_ERR_MAX] = "";
+	struct errbuf cerr = { "" };
 
+	pc->fetch = NULL;
+	d->fetching--;
+	schedule_pump(d);
 	if (!claim) {
+		metric_series_add(d->fetch_err, 1);
 		(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
-			   err ? err : "failed");
-	} else if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0) {
-		(void)perr(pc->err, "%s", cerr);
+			   err && *err ? err : "unknown error");
 	} else {
-		(void)decide(d, pc);
+		metric_series_add(d->fetch_ok, 1);
+		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0)
+			(void)perr(pc->err, "%s", cerr.s);
+		else
+			(void)decide(d, pc);
 	}
 	prep_claim_done(pc);
 }
 
+/* Starts queued fetches while slots are free. Runs on its own loop turn, so
+ * the resets a peer sent along with its requests are read first. */
+static void on_pump(evutil_socket_t fd, short what, void *ud)
+{
+	struct dra *d = ud;
+
+	while (d->queue && d->fetching < d->o.max_fetches) {
+		struct prep_claim *pc = d->queue;
+		int64_t left = pc->prep->deadline_ms - clock_now_ms();
+		int r;
+
+		queue_remove(d, pc);
+		r = d->o.fetch->start(d->o.fetch_ud, pc->ns, pc->name, left > 1 ? left : 1,
+				      on_claim_fetched, pc, &pc->fetch);
+		if (r >= 0) {
+			pc->st = PC_FETCHING;
+			d->fetching++;
+			continue;
+		}
+		(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
+			   strerror(-r));
+		prep_claim_done(pc);
+	}
+}
+
+/* The kubelet is about to give up: claims still waiting fail now, with a
+ * reason it can log, and nothing of this call happens later. */
+static void on_prep_deadline(evutil_socket_t fd, short what, void *ud)
+{
+	struct prep *p = ud;
+	int late = 0;
+
+	p->pending++; /* the last claim must not free p under the loop */
+	for (int i = 0; i < p->n; i++) {
+		struct prep_claim *pc = &p->claims[i];
+
+		if (!pc_waiting(pc))
+			continue;
+		pc_stop(pc);
+		(void)perr(pc->err,
+			   "ResourceClaim %s/%s was not read from the API server before the "
+			   "kubelet's deadline: not prepared, the kubelet will retry",
+			   pc->ns, pc->name);
+		late++;
+		prep_claim_done(pc);
+	}
+	log_warn("prepare_deadline", "claims=%d late=%d", p->n, late);
+	prep_put(p);
+}
+
+/* The kubelet went away (reset, deadline, closed connection): claims still
+ * waiting are dropped with their fetches. The kubelet's retry starts over;
+ * whatever this call already committed is found again then. */
 static void on_prep_cancel(struct grpc_call *call, void *ud)
 {
 	struct prep *p = ud;
+	struct dra *d = p->dra;
+	int abandoned = 0;
+	int64_t now;
 
-	log_warn("prepare_cancelled", "claims=%d action=finishing_anyway", p->n);
-	p->call = NULL; /* the work still commits; the kubelet's retry finds it */
+	p->call = NULL; /* the handle ends when this returns */
+	for (int i = 0; i < p->n; i++)
+		if (pc_waiting(&p->claims[i])) {
+			pc_stop(&p->claims[i]);
+			abandoned++;
+		}
+	metric_series_add(d->prep_cancelled, abandoned);
+	/* A peer can reset streams as fast as it opens them: one line per
+	 * period says how many. */
+	d->cancels_unlogged++;
+	now = clock_now_ms();
+	if (now - d->cancel_logged_ms >= 10000) {
+		log_warn("prepare_cancelled", "calls=%llu claims=%d abandoned=%d action=dropped",
+			 (unsigned long long)d->cancels_unlogged, p->n, abandoned);
+		d->cancel_logged_ms = now;
+		d->cancels_unlogged = 0;
+	}
+	prep_unlink(p);
+	prep_free(p);
 }
 
 static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud,
@@ -406,6 +645,8 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 	struct dra *d = ud;
 	PrepareRequest *rq;
 	struct prep *p;
+	int64_t left, budget;
+	struct timeval tv;
 
 	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(NULL, len,
 											     req);
@@ -414,11 +655,23 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 				     "NodePrepareResourcesRequest does not decode");
 		return;
 	}
+	if (rq->n_claims > DRA_MAX_CLAIMS_PER_CALL) {
+		char why[96];
+
+		(void)snprintf(why, sizeof(why), "more than %d claims in one call",
+			       DRA_MAX_CLAIMS_PER_CALL);
+		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq,
+												   NULL);
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, why);
+		return;
+	}
 	p = calloc(1, sizeof(*p));
-	if (p)
+	if (p) {
 		p->claims = calloc(rq->n_claims + 1, sizeof(*p->claims));
-	if (!p || !p->claims) {
-		free(p);
+		p->deadline = evtimer_new(d->base, on_prep_deadline, p);
+	}
+	if (!p || !p->claims || !p->deadline) {
+		prep_free(p);
 		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq,
 												   NULL);
 		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -429,7 +682,7 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 	p->v1 = v1;
 	(void)clock_gettime(CLOCK_MONOTONIC, &p->start);
 	p->n = (int)rq->n_claims;
-	p->pending = p->n + 1; /* +1: held until every fetch is started */
+	p->pending = p->n + 1; /* +1: held until every claim is under way */
 	for (int i = 0; i < p->n; i++) {
 		struct prep_claim *pc = &p->claims[i];
 
@@ -443,26 +696,47 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 	d->preps = p;
 	grpc_call_on_cancel(call, on_prep_cancel, p);
 
+	/* The kubelet's deadline (or ours when it sets none, or a longer one),
+	 * less the time the reply needs to reach it. */
+	left = grpc_call_deadline_left_ms(call);
+	if (left < 0 || left > d->o.prepare_timeout_ms)
+		left = d->o.prepare_timeout_ms;
+	budget = left - (left / 10 < REPLY_MARGIN_MS ? left / 10 : REPLY_MARGIN_MS);
+	p->deadline_ms = clock_now_ms() + budget;
+	tv = clock_tv_ms(budget);
+	(void)event_add(p->deadline, &tv);
+
 	for (int i = 0; i < p->n; i++) {
 		struct prep_claim *pc = &p->claims[i];
-		int r;
 
+		/* The kubelet's strings reach a log line, the reply and a URL only
+		 * once they are what Kubernetes allows; they are not echoed before. */
 		if (!pc->ns || !pc->name || !pc->uid) {
 			(void)perr(pc->err, "out of memory");
 		} else if (cdi_uid_valid(pc->uid) < 0) {
-			(void)perr(pc->err, "claim uid \"%.64s\" is not a valid uid", pc->uid);
-		} else if (!pc->ns[0] || !pc->name[0]) {
-			(void)perr(pc->err, "claim %s has no namespace or name", pc->uid);
+			(void)perr(pc->err, "the claim uid is not a valid Kubernetes uid");
+		} else if (claim_namespace_check(pc->ns) < 0) {
+			(void)perr(pc->err,
+				   "claim %s: the namespace is not a Kubernetes namespace name (at "
+				   "most 63 of a-z, 0-9 and '-', alphanumeric at both ends)",
+				   pc->uid);
+		} else if (claim_name_check(pc->name) < 0) {
+			(void)perr(pc->err,
+				   "claim %s: the name is not a Kubernetes object name (DNS-1123 "
+				   "subdomain: at most 253 of a-z, 0-9, '-' and '.')",
+				   pc->uid);
+		} else if (budget <= 0) {
+			pc->named = true;
+			(void)perr(pc->err, "the call's deadline has passed");
 		} else {
-			r = d->o.fetch(d->o.fetch_ud, pc->ns, pc->name, on_claim_fetched, pc);
-			if (r >= 0)
-				continue;
-			(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
-				   strerror(-r));
+			pc->named = true;
+			queue_push(d, pc);
+			continue;
 		}
 		prep_claim_done(pc);
 	}
-	/* Drop the hold; replies now if nothing is in flight. */
+	schedule_pump(d);
+	/* Drop the hold; replies now if nothing is waiting. */
 	prep_put(p);
 }
 
@@ -477,6 +751,34 @@ static void on_prepare_v1beta1(struct grpc_call *call, const uint8_t *req, size_
 }
 
 /* ---- NodeUnprepareResources ---------------------------------------------------------- */
+
+/* Unprepare wins over any Prepare of the same claim still waiting for its
+ * fetch: that Prepare answers with an error and never commits afterwards
+ * (otherwise its CDI spec and CPUs would appear after Unprepare returned and
+ * stay reserved for good). Returns how many were superseded. */
+static int supersede_prepares(struct dra *d, const char *uid)
+{
+	struct prep *p, *next;
+	int n = 0;
+
+	for (p = d->preps; p; p = next) {
+		p->pending++;
+		for (int i = 0; i < p->n; i++) {
+			struct prep_claim *pc = &p->claims[i];
+
+			if (!pc_waiting(pc) || strcmp(pc->uid, uid) != 0)
+				continue;
+			pc_stop(pc);
+			(void)perr(pc->err, "NodeUnprepareResources for this claim arrived while it "
+					    "was being prepared: not prepared");
+			n++;
+			prep_claim_done(pc);
+		}
+		next = p->next;
+		prep_put(p); /* may reply and free p, never another call */
+	}
+	return n;
+}
 
 static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
 {
@@ -507,8 +809,7 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 	}
 	for (size_t i = 0; i < n; i++) {
 		const char *uid = rq->claims[i]->uid ? rq->claims[i]->uid : "";
-		const struct state_claim *c = cdi_uid_valid(uid) == 0 ? state_claim(d->state, uid)
-								       : NULL;
+		const struct state_claim *c;
 		int r;
 
 		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&crs[i]);
@@ -517,12 +818,15 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 		entries[i].key = (char *)uid;
 		entries[i].value = &crs[i];
 		eptrs[i] = &entries[i];
+		if (cdi_uid_valid(uid) == 0 && supersede_prepares(d, uid) > 0)
+			log_info("claim_prepare_superseded", "uid=%s", uid);
+		c = cdi_uid_valid(uid) == 0 ? state_claim(d->state, uid) : NULL;
 		if (c) {
 			char list[256];
 
 			(void)cpuset_format(&c->cpus, list, sizeof(list));
-			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s", c->ns, c->name, uid,
-				 list);
+			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s",
+				 log_quote(c->ns), log_quote(c->name), uid, list);
 		}
 		/* Unknown claims succeed: Unprepare is idempotent. */
 		r = state_claim_remove(d->state, uid);
@@ -724,6 +1028,13 @@ static void register_metrics(struct dra *d, struct metrics *m)
 			    "result");
 	d->prep_ok = metric_with(f, "success");
 	d->prep_err = metric_with(f, "error");
+	d->prep_cancelled = metric_with(f, "cancelled");
+	f = metrics_counter(m, "dra_cpu_claim_fetches_total",
+			    "ResourceClaim reads from the API server for Prepare, by outcome.",
+			    "result");
+	d->fetch_ok = metric_with(f, "ok");
+	d->fetch_err = metric_with(f, "error");
+	d->fetch_cancelled = metric_with(f, "cancelled");
 	f = metrics_counter(m, "dra_cpu_unprepare_claims_total",
 			    "Claims NodeUnprepareResources handled.", "result");
 	d->unprep_ok = metric_with(f, "success");
@@ -766,8 +1077,14 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 
 	if (!d)
 		return -ENOMEM;
+	if (!o->fetch || !o->fetch->start || !o->fetch->cancel)
+		return -EINVAL;
 	d->base = base;
 	d->o = *o;
+	if (d->o.prepare_timeout_ms <= 0)
+		d->o.prepare_timeout_ms = DRA_PREPARE_TIMEOUT_MS;
+	if (d->o.max_fetches <= 0)
+		d->o.max_fetches = DRA_MAX_FETCHES;
 	d->state = state;
 	d->topo = topo;
 	d->devices = devices;
@@ -777,6 +1094,9 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	if (!d->node || !d->kubelet_root || (o->sysfs_root && !d->sysfs_root) ||
 	    asprintf(&d->endpoint, "%s/%s", o->kubelet_root, DRA_SOCKET) < 0 ||
 	    asprintf(&d->reg_path, "%s/%s", o->kubelet_root, REG_SOCKET) < 0)
+		return -ENOMEM;
+	d->pump = event_new(base, -1, 0, on_pump, d);
+	if (!d->pump)
 		return -ENOMEM;
 	register_metrics(d, metrics);
 	r = alloc_topo_from_topo(topo, &d->alloc);
@@ -817,10 +1137,11 @@ struct dra *dra_free(struct dra *d)
 {
 	if (!d)
 		return NULL;
+	d->closing = true;
 	if (d->health_timer)
 		event_free(d->health_timer);
 	/* Cancels every open call: health streams unlink and free themselves,
-	 * pending prepares lose their call. */
+	 * pending prepares drop their fetches and free themselves. */
 	grpc_server_free(d->grpc);
 	while (d->streams) {
 		struct health_stream *hs = d->streams;
@@ -831,9 +1152,14 @@ struct dra *dra_free(struct dra *d)
 	while (d->preps) {
 		struct prep *p = d->preps;
 
+		for (int i = 0; i < p->n; i++)
+			if (pc_waiting(&p->claims[i]))
+				pc_stop(&p->claims[i]);
 		d->preps = p->next;
 		prep_free(p);
 	}
+	if (d->pump)
+		event_free(d->pump);
 	alloc_topo_free(d->alloc);
 	free(d->node);
 	free(d->kubelet_root);

@@ -4,18 +4,34 @@
  *   kubelet ── plugins_registry/dra.cpu-reg.sock ──> GetInfo, NotifyRegistrationStatus
  *           ── plugins/dra.cpu/dra.sock ──────────> Prepare / Unprepare / NodeWatchResources
  *
- * Prepare, per claim: fetch the claim from the API server (async, through the
- * fetch function the daemon provides), read our results (claim module), turn
- * them into CPUs (individual: device name -> CPU; grouped: allocator inside
- * the device's group, consumedCapacity CPUs), commit through state (CDI spec +
- * checkpoint), answer with pool/device/request names and the CDI device id.
- * Problems are per-claim errors in the reply; the call itself succeeds.
- * v1 and v1beta1 share field numbers, so one set of messages serves both
- * (v1beta1 replies just never carry share_id).
+ * Prepare, per claim: check the kubelet's namespace and name (Kubernetes
+ * names, before they reach a URL or a log line), fetch the claim from the API
+ * server (async, through the fetch operations the daemon lends), read our
+ * results (claim module), turn them into CPUs (individual: device name -> CPU;
+ * grouped: allocator inside the device's group, consumedCapacity CPUs),
+ * commit through state (CDI spec + checkpoint), answer with pool/device/request
+ * names and the CDI device id. Problems are per-claim errors in the reply; the
+ * call itself succeeds. v1 and v1beta1 share field numbers, so one set of
+ * messages serves both (v1beta1 replies just never carry share_id).
+ *
+ * Timing rules (the kubelet gives up after 45 s, or sooner, and retries):
+ *   - nothing outlives the call: at its deadline every fetch of the call is
+ *     cancelled and the claims still waiting fail with a reason; when the
+ *     kubelet cancels (RST_STREAM, closed connection) they are abandoned;
+ *   - Unprepare of a claim supersedes any Prepare of it still fetching: that
+ *     Prepare answers with an error and never commits afterwards;
+ *   - at most max_fetches claim fetches are in flight; the rest wait in a
+ *     queue that a cancelled call leaves at once, and queued fetches start on
+ *     the next loop turn, so a peer that opens and resets streams costs
+ *     the API server (almost) nothing;
+ *   - a claim already prepared is prepared again only to the same allocation
+ *     (idempotent); another allocation is refused, never answered with the
+ *     old CPUs.
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lib/cleanup.h"
 
@@ -33,12 +49,26 @@ struct dra;
 /* The result of a claim fetch: claim is borrowed for the callback only; on
  * failure claim is NULL and err says why (HTTP status or transport error). */
 typedef void (*dra_claim_cb)(void *cb_ud, struct json_object *claim, const char *err);
-/* Starts fetching namespace/name; cb runs exactly once, later, on the loop
- * (never from inside this call). Returns 0 or -errno (then cb never runs). */
-typedef int (*dra_fetch_fn)(void *fetch_ud, const char *ns, const char *name, dra_claim_cb cb,
-			    void *cb_ud);
+
+/* The claim fetch, lent by the daemon (the API client is in a sibling layer). */
+struct dra_fetch_ops {
+	/* Starts fetching namespace/name (both already checked Kubernetes names).
+	 * timeout_ms bounds the whole fetch, retries and any Retry-After wait
+	 * included; the plugin cancels it then in any case. cb runs exactly once,
+	 * later, on the loop (never from inside this call), unless cancel() runs
+	 * first. Returns 0 and a handle in *ret, or -errno (cb never runs then). */
+	int (*start)(void *ud, const char *ns, const char *name, int64_t timeout_ms,
+		     dra_claim_cb cb, void *cb_ud, void **ret);
+	/* Stops a fetch whose callback has not run: it never runs. */
+	void (*cancel)(void *ud, void *handle);
+};
+
 /* Registration state changes (the kubelet accepted or rejected us). */
 typedef void (*dra_registered_fn)(void *ud, bool registered);
+
+#define DRA_PREPARE_TIMEOUT_MS 45000 /* the kubelet's own deadline for Prepare */
+#define DRA_MAX_FETCHES 16
+#define DRA_MAX_CLAIMS_PER_CALL 256
 
 struct dra_opts {
 	const char *node;	  /* pool name */
@@ -46,8 +76,10 @@ struct dra_opts {
 	const char *sysfs_root;	  /* NULL: / (health reads cpu/online) */
 	bool watch_online;	  /* topology discovered here: report CPUs going offline */
 	int device_mode;	  /* enum devices_mode */
-	dra_fetch_fn fetch;
+	const struct dra_fetch_ops *fetch; /* borrowed; must outlive the plugin */
 	void *fetch_ud;
+	int prepare_timeout_ms;	  /* 0: DRA_PREPARE_TIMEOUT_MS; also caps a longer deadline */
+	int max_fetches;	  /* 0: DRA_MAX_FETCHES */
 	dra_registered_fn on_registered;
 	void *registered_ud;
 };
@@ -57,8 +89,8 @@ struct dra_opts {
 int dra_new(struct event_base *base, const struct dra_opts *o, struct state *state,
 	    const struct topo *topo, const struct devices *devices, struct metrics *metrics,
 	    struct dra **ret);
-/* Cancels health streams and closes the sockets. Fetches still in flight
- * must have been cancelled by their owner first (free the API client before
- * the plugin). NULL-safe. */
+/* Cancels health streams, cancels every fetch still in flight (through the
+ * fetch operations: free the plugin before the API client), closes the
+ * sockets. NULL-safe. */
 struct dra *dra_free(struct dra *d);
 DEFINE_FREEP(dra, dra_free)

@@ -27,6 +27,21 @@ enum log_level log_get_level(void)
 	return cur_level;
 }
 
+/* Control bytes would let a peer-supplied value end the line and forge the
+ * next one (or drive a terminal): they are always quoted and escaped. */
+static int needs_quote(const char *s)
+{
+	if (!*s)
+		return 1;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f || c == ' ' || c == '"' || c == '=' || c == '\\')
+			return 1;
+	}
+	return 0;
+}
+
 const char *log_quote(const char *s)
 {
 	static char bufs[4][256];
@@ -36,18 +51,23 @@ const char *log_quote(const char *s)
 
 	if (!s)
 		return "\"\"";
-	if (*s && !strpbrk(s, " \"=\t\n\\"))
+	if (!needs_quote(s))
 		return s;
 	b[o++] = '"';
-	for (; *s && o < sizeof(bufs[0]) - 4; s++) {
-		if (*s == '"' || *s == '\\') {
+	/* Room for the longest escape (4), the closing quote and the NUL. */
+	for (; *s && o < sizeof(bufs[0]) - 6; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
 			b[o++] = '\\';
-			b[o++] = *s;
-		} else if (*s == '\n' || *s == '\t') {
+			b[o++] = (char)c;
+		} else if (c == '\n' || c == '\t' || c == '\r') {
 			b[o++] = '\\';
-			b[o++] = *s == '\n' ? 'n' : 't';
+			b[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(b + o, 5, "\\x%02x", c);
 		} else {
-			b[o++] = *s;
+			b[o++] = (char)c;
 		}
 	}
 	b[o++] = '"';

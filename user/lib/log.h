@@ -24,8 +24,11 @@ void log_emit(enum log_level level, const char *mod, const char *event, const ch
 void log_emitv(enum log_level level, const char *mod, const char *event, const char *fmt,
 	       va_list ap) __attribute__((format(printf, 4, 0)));
 
-/* Quote s for a logfmt value when it holds spaces, quotes or '='; returns a
- * buffer owned by the log module, valid until the 4th next call. */
+/* Quote s for a logfmt value when it is empty or holds spaces, quotes, '=',
+ * backslashes or control bytes (escaped: \n \t \r \xNN), so a peer-supplied
+ * value never splits or forges a line. Long values are cut (still quoted).
+ * Returns s itself or a buffer owned by the log module, valid until the 4th
+ * next call. */
 const char *log_quote(const char *s);
 
 #ifndef LOG_MOD

@@ -15,12 +15,17 @@
  *  - Everything the peer controls is capped: a mux frame's payload at
  *    TTRPC_MUX_FRAME_MAX, a ttrpc message at TTRPC_MSG_MAX (over: -E2BIG), a
  *    decoded envelope at TTRPC_DECODE_BUDGET bytes of heap.
+ *  - A message on the server conn with an even stream id (client-initiated
+ *    streams are odd), or a request whose id is not above the last one (ids
+ *    are never reused: one still in flight included), is answered
+ *    INVALID_ARGUMENT on that stream id with containerd/ttrpc's own words,
+ *    its body skipped unread, and the connection goes on, as with ttrpc's Go
+ *    server; ttrpc_mux_rejected() counts them.
  *  - Anything else wrong -- an unknown or reserved conn id, a response on the
  *    server conn or a request on the client conn, a data (streaming) message,
- *    a request stream id that is even or not above the last one, a response
- *    for no pending call, an undecodable envelope -- is -EPROTO. After any
- *    error from ttrpc_mux_feed() the mux is dead: the owner drops the
- *    connection and frees it.
+ *    a response for no pending call, an undecodable envelope -- is -EPROTO.
+ *    After any error from ttrpc_mux_feed() the mux is dead: the owner drops
+ *    the connection and frees it.
  *  - Client calls use odd stream ids 1, 3, 5, ... never reused; a call is
  *    pending until its response, its deadline (ttrpc_mux_expire()) or
  *    ttrpc_mux_free(), and its done() runs exactly once.
@@ -141,6 +146,10 @@ size_t ttrpc_mux_pending(const struct ttrpc_mux *m);
  * peer's bytes ("unknown conn id 7"), borrowed from the mux. */
 bool ttrpc_mux_is_dead(const struct ttrpc_mux *m);
 const char *ttrpc_mux_why(const struct ttrpc_mux *m);
+/* Messages refused for their stream id (answered, the mux lives on); *ret_last
+ * (may be NULL): what was wrong with the latest ("stream 4 after 3: StreamID
+ * must be odd for client initiated streams"), borrowed from the mux. */
+uint64_t ttrpc_mux_rejected(const struct ttrpc_mux *m, const char **ret_last);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t ttrpc_now_ms(void);

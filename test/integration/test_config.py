@@ -1,0 +1,91 @@
+"""--config: the real driver reads a configuration file, flags and the
+environment win over it, and a bad file stops it with status 2 and one line
+naming the file, the line and the key (docs/config.md)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DRIVER = os.path.join(ROOT, os.environ.get("B", "build"), "dra-cpu-driver")
+TOPO = os.path.join(ROOT, "test", "data", "topo", "synthetic-384.json")
+
+
+def run(*args, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("DRA_CPU_")}
+    e.update(env or {})
+    return subprocess.run([DRIVER, "--topology-file", TOPO, "--hostname-override", "node-x",
+                           *args], capture_output=True, text=True, env=e, timeout=60)
+
+
+def device_list(p):
+    assert p.returncode == 0, p.stderr
+    return [d for s in json.loads(p.stdout)["items"] for d in s["spec"]["devices"]]
+
+
+def devices(p):
+    return [d["name"] for d in device_list(p)]
+
+
+@pytest.fixture
+def conf(tmp_path):
+    def write(text):
+        path = tmp_path / "config.yaml"
+        path.write_text(text)
+        return str(path)
+    return write
+
+
+def test_file_sets_the_mode(conf):
+    path = conf("apiVersion: v1alpha1\ncpuDeviceMode: individual\nreservedCPUs: \"0-1\"\n")
+    devs = device_list(run("--config", path, "--dry-run"))
+    assert devs[0]["name"] == "cpudev000" and len(devs) == 382
+    cpus = {d["attributes"]["dra.cpu/cpuID"]["int"] for d in devs}
+    assert 0 not in cpus and 1 not in cpus and 2 in cpus
+
+
+def test_environment_and_flag_win_over_the_file(conf):
+    path = conf("cpuDeviceMode: individual\ngroupBy: socket\n")
+    assert devices(run("--config", path, "--dry-run",
+                       env={"DRA_CPU_CPU_DEVICE_MODE": "grouped"}))[0] == "cpudevsocket000"
+    assert devices(run("--config", path, "--dry-run", "--group-by", "machine",
+                       env={"DRA_CPU_CPU_DEVICE_MODE": "grouped"})) == ["cpudevmachine"]
+    assert devices(run("--dry-run", env={"DRA_CPU_CONFIG": path}))[0] == "cpudev000"
+
+
+@pytest.mark.parametrize("text,line,want", [
+    ("cpuDeviceMode: grouped\nfoo: 1\n", 2, "unknown key foo"),
+    ("groupBy: numanode\ncpuDeviceMode: single\n", 2,
+     "cpuDeviceMode: unknown value 'single' (one of grouped|individual)"),
+    ("cpuDeviceMode: grouped\ncpuDeviceMode: individual\n", 2,
+     "key cpuDeviceMode repeated (first on line 1)"),
+    ("bpf: yes\n", 1, "bpf: must be a boolean, not a string"),
+    ("kubeletRootDir: /k\n", 1, "key kubeletRootDir is not configurable in the file"),
+    ("apiVersion: v1\n", 1, "unsupported apiVersion 'v1'"),
+    ("nri:\n  enabled: true\n", 2, "key nri: the value must be a plain value, not a map"),
+])
+def test_bad_file_exits_2_naming_file_line_and_key(conf, text, line, want):
+    path = conf(text)
+    p = run("--config", path, "--dry-run")
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert p.stderr.startswith("dra-cpu-driver: config file %s line %d: " % (path, line)), p.stderr
+    assert want in p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+def test_unreadable_file_exits_2(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    for path in (str(tmp_path / "absent.yaml"), str(tmp_path), str(tmp_path / "fifo")):
+        p = run("--config", path, "--dry-run")
+        assert p.returncode == 2, path
+        assert p.stderr.startswith("dra-cpu-driver: config file %s: " % path), p.stderr
+
+
+def test_help_states_precedence_and_file_keys():
+    p = run("--help")
+    assert p.returncode == 0
+    assert "a flag wins over its environment variable, which wins over the\nconfiguration file" \
+        in p.stdout.replace("Precedence: a", "a")
+    assert "file: cpuDeviceMode" in p.stdout and "file: reservedCPUs" in p.stdout
