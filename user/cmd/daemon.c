@@ -2,7 +2,6 @@
 #include "cmd/daemon.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <signal.h>
@@ -165,17 +164,13 @@ static void on_claim_got(void *ud, const struct kube_result *r)
 
 /* The plugin's claim fetch over the API client: GET the claim, retried on
  * throttling and server errors, each attempt within what is left of the
- * kubelet's patience (the plugin cancels the fetch at that deadline; the
- * deadline also keeps the client from starting a retry, or waiting out a
- * Retry-After, that would end past it). */
+ * kubelet's patience (the plugin cancels the fetch at that deadline). */
 static int fetch_claim(void *ud, const char *ns, const char *name, int64_t timeout_ms,
 		       dra_claim_cb cb, void *cb_ud, void **ret)
 {
 	struct daemon *d = ud;
 	struct kube_req_opts o = { .timeout_ms = timeout_ms < 10000 ? (int)timeout_ms : 10000,
-				   .max_attempts = 3,
-				   .deadline_ms = timeout_ms > 0 && timeout_ms < INT_MAX ? (int)timeout_ms
-											 : 0 };
+				   .max_attempts = 3 };
 	struct fetch *f = malloc(sizeof(*f));
 	char path[1024];
 	int r;
