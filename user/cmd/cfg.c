@@ -76,6 +76,7 @@ static const struct file_key file_keys[] = {
 	{ "bpf", "bpf", NULL },
 	{ "pinningEnforcement", "pinning-enforcement", NULL },
 	{ "contentionHistogram", "contention-histogram", NULL },
+	{ "rtCPUs", "rt-cpus", NULL },
 	{ "logVerbosity", "v", NULL },
 };
 
@@ -86,6 +87,10 @@ static const struct opt opts[] = {
 	  "Grouped mode: one device per NUMA node, per socket, or one for the machine." },
 	{ "reserved-cpus", NULL, OPT_CPUSET, F(reserved_cpus_str), "", 0, 0, NULL, 0,
 	  "CPUs never published, allocated or shared (list format, e.g. 0,32)." },
+	{ "rt-cpus", NULL, OPT_CPUSET, F(rt_cpus_str), "", 0, 0, NULL, 0,
+	  "Real-time CPUs (list format; empty: off): each is published as its own device "
+	  "cpurtNNN whose deadline bandwidth claims share (docs/realtime.md); they leave the "
+	  "shared pool and ordinary allocation." },
 	{ "hostname-override", NULL, OPT_STRING, F(hostname_override), "", 0, 0, NULL, 0,
 	  "Node name (default: $NODE_NAME, else the hostname)." },
 	{ "sysfs-root", NULL, OPT_STRING, F(sysfs_root), "", 0, 0, NULL, 0,
@@ -182,6 +187,12 @@ static void enum_list(const struct opt *o, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "|" : "", o->values[i]);
 }
 
+/* The set an OPT_CPUSET option fills, next to its text. */
+static struct cpuset *cpuset_of(struct cfg *c, const struct opt *o)
+{
+	return o->off == F(rt_cpus_str) ? &c->rt_cpus : &c->reserved;
+}
+
 /* Stores text value v for option o; src and name say where it came from in
  * errors ("flag" and the flag's name, or the file, line and key). */
 static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const char *src,
@@ -202,7 +213,7 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 		if (o->type == OPT_CPUSET) {
 			char why[CPUSET_ERR_MAX];
 
-			if (cpuset_parse(v, &c->reserved, why) < 0)
+			if (cpuset_parse(v, cpuset_of(c, o), why) < 0)
 				return fail(err, "%s %s: invalid CPU list '%s': %s", src, name, v,
 					    why);
 		}
@@ -485,6 +496,20 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
 	if (cpuset_is_empty(&left))
 		return fail(err, "flag reserved-cpus: reserves every online CPU; nothing is left "
 				 "to publish");
+	cpuset_andnot(&bad, &c->rt_cpus, &t->online);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return fail(err, "flag rt-cpus: CPUs %s are not online", list);
+	}
+	cpuset_and(&bad, &c->rt_cpus, &c->reserved);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return fail(err, "flags rt-cpus and reserved-cpus both name CPUs %s", list);
+	}
+	cpuset_andnot(&left, &left, &c->rt_cpus);
+	if (cpuset_is_empty(&left))
+		return fail(err, "flag rt-cpus: with the reserved CPUs, takes every online CPU; the "
+				 "shared pool needs at least one");
 	return 0;
 }
 
@@ -606,14 +631,15 @@ void cfg_log(const struct cfg *c)
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
 		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s "
-		 "config=%s",
+		 "config=%s rt_cpus=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
 		 c->bpf ? "true" : "false", cfg_enforcement_name(c->pinning_enforcement),
 		 c->contention_histogram ? "true" : "false", c->bind_address,
 		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
-		 is_set(c->config_file) ? log_quote(c->config_file) : "none");
+		 is_set(c->config_file) ? log_quote(c->config_file) : "none",
+		 log_quote(c->rt_cpus_str));
 }
 
 const char *cfg_device_mode_name(int mode)

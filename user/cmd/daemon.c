@@ -27,8 +27,11 @@
 #include "nri/nri.h"
 #include "nri/pools.h"
 #include "kube/publisher.h"
+#include "core/rt.h"
 #include "core/state.h"
+#include "host/sched.h"
 #include "host/topo.h"
+#include "lib/errbuf.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
@@ -52,6 +55,8 @@ struct daemon {
 	int check_serving, check_registered, check_slices;
 	struct metric *g_allocated, *g_available, *g_claims;
 	bool stopping;
+	bool rt_on; /* --rt-cpus names CPUs */
+	struct rt_limits rt;
 };
 
 /* A claim fetch in flight: the kube call and where its answer goes. */
@@ -60,6 +65,43 @@ struct fetch {
 	dra_claim_cb cb;
 	void *cb_ud;
 };
+
+/* ---- real-time CPUs ------------------------------------------------------------------ */
+
+int daemon_rt_limits(struct rt_limits *ret, struct errbuf *eb)
+{
+	struct sched_limits sl;
+	int r = sched_limits_read("", NULL, &sl, eb);
+
+	if (r < 0)
+		return r;
+	*ret = (struct rt_limits){ .capacity_milli = sl.capacity_milli,
+				   .period_min_ns = sl.period_min_ns,
+				   .period_max_ns = sl.period_max_ns };
+	log_debug("rt_limits", "capacity_milli=%lld fair_milli=%lld fair_source=%s",
+		  (long long)sl.capacity_milli, (long long)sl.fair_milli, sl.fair_source);
+	return 0;
+}
+
+int daemon_devices(const struct cfg *c, const struct topo *t, const struct rt_limits *rt,
+		   struct devices **ret)
+{
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset off;
+	int r;
+
+	cpuset_or(&off, &c->reserved, &c->rt_cpus);
+	r = devices_build(t, &off, c->device_mode, c->group_by, &d);
+	if (r < 0)
+		return r;
+	if (rt && !cpuset_is_empty(&c->rt_cpus)) {
+		r = devices_add_rt(d, t, &c->rt_cpus, rt->capacity_milli);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(d);
+	return 0;
+}
 
 static void daemon_free(struct daemon *d)
 {
@@ -353,7 +395,16 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	r = metrics_new(&d->metrics);
 	if (r < 0)
 		return r;
-	r = devices_build(topo, &cfg->reserved, cfg->device_mode, cfg->group_by, &d->devices);
+	d->rt_on = !cpuset_is_empty(&cfg->rt_cpus);
+	if (d->rt_on) {
+		struct errbuf eb = {};
+
+		r = daemon_rt_limits(&d->rt, &eb);
+		if (r < 0)
+			return log_error_errno(r, "rt_limits_failed", "error=%s",
+					       log_quote(errbuf_text(&eb, r)));
+	}
+	r = daemon_devices(cfg, topo, d->rt_on ? &d->rt : NULL, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
 	register_gauges(d);
@@ -371,7 +422,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	/* Every prepared claim is reserved again before any socket opens. */
 	{
 		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
-					 .allocatable = d->devices->allocatable };
+					 .allocatable = d->devices->allocatable,
+					 .rt_cpus = cfg->rt_cpus };
 
 		r = state_new(&so, &d->state);
 		if (r < 0)
