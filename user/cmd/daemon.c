@@ -462,6 +462,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.fetch_ud = d,
 			.on_registered = on_registered,
 			.registered_ud = d,
+			.rt = d->rt_on ? &d->rt : NULL,
 		};
 
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
