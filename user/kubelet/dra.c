@@ -358,6 +358,8 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 		cpuset_set(&sr->cpus, dev->id);
 		sr->rt_milli = milli;
 	}
+	if (!b) /* claim_parse() never yields an empty allocation */
+		return perr(pc->err, "the allocation has no results");
 	*ret_budget = *b;
 	return 0;
 }
