@@ -97,6 +97,19 @@ static void test_sched_task_cpu_reads_field_39_past_odd_names(void **st)
 	assert_true(sched_task_cpu("", getpid()) >= 0);
 }
 
+static void test_sched_task_start_names_a_task(void **st)
+{
+	uint64_t start = 0, again = 1;
+
+	assert_int_equal(sched_task_start(DATA "base", 4242, &start), 0);
+	assert_int_equal(start, 100);
+	assert_int_equal(sched_task_start(DATA "base", 4343, &start), -EPROTO);
+	assert_int_equal(sched_task_start(DATA "base", 4444, &start), -ESRCH);
+	assert_int_equal(sched_task_start("", getpid(), &start), 0);
+	assert_int_equal(sched_task_start("", getpid(), &again), 0);
+	assert_true(start > 0 && start == again);
+}
+
 static void test_sched_get_and_set_on_this_process(void **st)
 {
 	struct sched_params p, want = { .policy = SCHED_POLICY_OTHER };
@@ -138,6 +151,7 @@ int main(void)
 		cmocka_unit_test(test_sched_limits_bad_or_missing_files_are_errors),
 		cmocka_unit_test(test_sched_release_comparison),
 		cmocka_unit_test(test_sched_task_cpu_reads_field_39_past_odd_names),
+		cmocka_unit_test(test_sched_task_start_names_a_task),
 		cmocka_unit_test(test_sched_get_and_set_on_this_process),
 		cmocka_unit_test(test_sched_affinity_on_this_process),
 	};

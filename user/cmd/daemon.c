@@ -26,6 +26,7 @@
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/pools.h"
+#include "nri/rtctl.h"
 #include "kube/publisher.h"
 #include "core/rt.h"
 #include "core/state.h"
@@ -51,6 +52,7 @@ struct daemon {
 	struct dra *dra;
 	struct bpfmon *bpf;
 	struct pools *pools;
+	struct rtctl *rtctl; /* --rt-cpus */
 	struct nri *nri;
 	int check_serving, check_registered, check_slices;
 	struct metric *g_allocated, *g_available, *g_claims;
@@ -115,6 +117,7 @@ static void daemon_free(struct daemon *d)
 	dra_free(d->dra);
 	kube_free(d->kube);
 	pools_free(d->pools);
+	rtctl_free(d->rtctl);
 	bpfmon_free(d->bpf);
 	state_free(d->state);
 	httpd_free(d->httpd);
@@ -295,6 +298,14 @@ static int start_node_agents(struct daemon *d)
 		      d->metrics, &d->pools);
 	if (r < 0)
 		return log_error_errno(r, "pools_init_failed", "");
+	if (d->rt_on) {
+		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir };
+
+		r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
+		if (r < 0)
+			return log_error_errno(r, "rt_init_failed", "");
+		pools_set_rt(d->pools, d->rtctl);
+	}
 	if (!cfg->nri)
 		return 0;
 	{
@@ -304,6 +315,8 @@ static int start_node_agents(struct daemon *d)
 		if (r < 0)
 			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
 		pools_set_nri(d->pools, d->nri);
+		if (d->rtctl)
+			rtctl_set_nri(d->rtctl, d->nri);
 		r = nri_start(d->nri);
 		if (r < 0)
 			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);
@@ -483,7 +496,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		log_warn_errno(r, "capability_drop_failed", "action=continuing");
 	else if (r > 0)
 		log_info("capabilities_dropped", "dropped=%d kept=\"dac_override dac_read_search "
-						 "fowner sys_nice\"",
+						 "fowner kill sys_nice\"",
 			 r);
 
 	log_info("started", "node=%s devices=%d mode=%s http_port=%d cpus=%d", d->node,

@@ -205,35 +205,59 @@ int sched_set_affinity(pid_t tid, const struct cpuset *cpus)
 	return r;
 }
 
-int sched_task_cpu(const char *proc_root, pid_t tid)
+/* Field n (1-based, n >= 3) of /proc/<tid>/stat as text in *ret (borrowed
+ * from buf). */
+static int stat_field(const char *proc_root, pid_t tid, int n, char **buf, const char **ret)
 {
-	_cleanup_free_ char *text = NULL;
 	char path[4096];
 	const char *p;
 	int field = 2, r;
-	long cpu;
 
 	(void)snprintf(path, sizeof(path), "%s/proc/%d/stat", proc_root ? proc_root : "", (int)tid);
-	r = fileio_read(path, 4096, &text, NULL, NULL);
+	r = fileio_read(path, 4096, buf, NULL, NULL);
 	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
 	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
-	p = strrchr(text, ')');
+	p = strrchr(*buf, ')');
 	if (!p)
 		return -EPROTO;
 	p++;
-	while (*p && field < 39) {
+	while (*p) {
 		while (*p == ' ')
 			p++;
-		field++;
-		if (field == 39)
+		if (++field == n)
 			break;
 		p += strcspn(p, " ");
 	}
-	if (field != 39 || !*p)
+	if (field != n || !*p)
 		return -EPROTO;
+	*ret = p;
+	return 0;
+}
+
+int sched_task_cpu(const char *proc_root, pid_t tid)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *p;
+	long cpu;
+	int r = stat_field(proc_root, tid, 39, &text, &p);
+
+	if (r < 0)
+		return r;
 	cpu = strtol(p, NULL, 10);
 	return cpu < 0 || cpu >= CPUSET_MAX ? -EPROTO : (int)cpu;
+}
+
+int sched_task_start(const char *proc_root, pid_t tid, uint64_t *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *p;
+	int r = stat_field(proc_root, tid, 22, &text, &p);
+
+	if (r < 0)
+		return r;
+	*ret = strtoull(p, NULL, 10);
+	return 0;
 }
 
 bool sched_params_match(const struct sched_params *have, const struct sched_params *want)

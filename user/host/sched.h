@@ -70,6 +70,10 @@ int sched_set_affinity(pid_t tid, const struct cpuset *cpus);
 /* The CPU tid last ran on (/proc/<tid>/stat field 39), or -errno. */
 int sched_task_cpu(const char *proc_root, pid_t tid);
 
+/* When tid started (/proc/<tid>/stat field 22, clock ticks since boot): with
+ * the pid, names one task across pid reuse. -ESRCH when gone. */
+int sched_task_start(const char *proc_root, pid_t tid, uint64_t *ret);
+
 /* Is the task's current policy and parameters those of p (flags aside)? */
 bool sched_params_match(const struct sched_params *have, const struct sched_params *want);
 

@@ -17,6 +17,7 @@
 	((UINT64_C(1) << 1) /* DAC_OVERRIDE: CDI dir owned by someone else */ |            \
 	 (UINT64_C(1) << 2) /* DAC_READ_SEARCH: cgroup and /proc reads */ |                \
 	 (UINT64_C(1) << 3) /* FOWNER: chmod of our state dir */ |                         \
+	 (UINT64_C(1) << 5) /* KILL: end the tasks of an unprepared real-time claim */ |    \
 	 (UINT64_C(1) << 23) /* SYS_NICE: remediate moves host tasks' affinity */)
 
 /* Keeps exactly the capabilities in keep (a bit mask by capability number)
