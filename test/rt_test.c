@@ -16,13 +16,14 @@
 
 #include "core/rt.h"
 #include "core/state.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 
 static const struct rt_limits limits = {
 	.capacity_milli = 900, .period_min_ns = 100000, .period_max_ns = 4194304000ull
 };
 
-static int parse(const char *text, struct rt_budget *b, char *err)
+static int parse(const char *text, struct rt_budget *b, struct errbuf *err)
 {
 	struct json_object *o = json_tokener_parse(text);
 	int r;
@@ -36,11 +37,11 @@ static int parse(const char *text, struct rt_budget *b, char *err)
 static void test_rt_deadline_budget_parses_with_defaults(void **st)
 {
 	struct rt_budget b;
-	char err[RT_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(parse("{\"policy\":\"deadline\",\"runtimeNs\":2000000,"
 			       "\"periodNs\":10000000}",
-			       &b, err),
+			       &b, &err),
 			 0);
 	assert_int_equal(b.policy, RT_POLICY_DEADLINE);
 	assert_int_equal(b.runtime_ns, 2000000);
@@ -50,7 +51,7 @@ static void test_rt_deadline_budget_parses_with_defaults(void **st)
 	assert_int_equal(rt_budget_milli(&b), 200);
 	assert_int_equal(parse("{\"policy\":\"deadline\",\"runtimeNs\":1024,\"deadlineNs\":1024,"
 			       "\"periodNs\":1024,\"onFailure\":\"warn\"}",
-			       &b, err),
+			       &b, &err),
 			 0);
 	assert_int_equal(b.on_failure, RT_ON_FAILURE_WARN);
 	assert_int_equal(rt_budget_milli(&b), 1000);
@@ -59,13 +60,13 @@ static void test_rt_deadline_budget_parses_with_defaults(void **st)
 static void test_rt_fifo_and_rr_take_a_priority(void **st)
 {
 	struct rt_budget b;
-	char err[RT_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
-	assert_int_equal(parse("{\"policy\":\"fifo\",\"priority\":99}", &b, err), 0);
+	assert_int_equal(parse("{\"policy\":\"fifo\",\"priority\":99}", &b, &err), 0);
 	assert_int_equal(b.policy, RT_POLICY_FIFO);
 	assert_int_equal(b.priority, 99);
 	assert_int_equal(rt_budget_milli(&b), 0);
-	assert_int_equal(parse("{\"priority\":1,\"policy\":\"rr\"}", &b, err), 0);
+	assert_int_equal(parse("{\"priority\":1,\"policy\":\"rr\"}", &b, &err), 0);
 	assert_int_equal(b.policy, RT_POLICY_RR);
 	assert_int_equal(b.priority, 1);
 }
@@ -111,12 +112,12 @@ static void test_rt_bad_budgets_say_what_is_wrong(void **st)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct rt_budget b = { .policy = RT_POLICY_FIFO, .priority = 42 };
-		char err[RT_ERR_MAX] = "";
+		struct errbuf err = { "" };
 		struct json_object *o = json_tokener_parse(cases[i].json);
 
 		assert_non_null(o);
-		if (rt_budget_parse(o, &b, err) != -EINVAL || !strstr(err, cases[i].want))
-			fail_msg("case %zu %s: '%s', want '%s'", i, cases[i].json, err, cases[i].want);
+		if (rt_budget_parse(o, &b, &err) != -EINVAL || !strstr(err.s, cases[i].want))
+			fail_msg("case %zu %s: '%s', want '%s'", i, cases[i].json, err.s, cases[i].want);
 		/* *ret untouched on failure */
 		assert_int_equal(b.priority, 42);
 		json_object_put(o);
@@ -134,10 +135,10 @@ static void test_rt_budget_json_round_trips(void **st)
 	for (size_t i = 0; i < 2; i++) {
 		struct json_object *o = NULL;
 		struct rt_budget out;
-		char err[RT_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
 		assert_int_equal(rt_budget_to_json(&in[i], &o), 0);
-		assert_int_equal(rt_budget_parse(o, &out, err), 0);
+		assert_int_equal(rt_budget_parse(o, &out, &err), 0);
 		assert_true(rt_budget_equal(&in[i], &out));
 		json_object_put(o);
 	}
@@ -147,15 +148,15 @@ static void test_rt_period_must_be_in_the_kernel_range(void **st)
 {
 	struct rt_budget b = { .policy = RT_POLICY_DEADLINE, .runtime_ns = 2000,
 			       .deadline_ns = 50000, .period_ns = 50000 };
-	char err[RT_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
-	assert_int_equal(rt_budget_check(&b, &limits, err), -EINVAL);
-	assert_non_null(strstr(err, "periodNs 50000 is outside this node's sched_deadline_period "
+	assert_int_equal(rt_budget_check(&b, &limits, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "periodNs 50000 is outside this node's sched_deadline_period "
 				    "range 100000..4194304000 ns"));
 	b.period_ns = b.deadline_ns = 100000;
-	assert_int_equal(rt_budget_check(&b, &limits, err), 0);
+	assert_int_equal(rt_budget_check(&b, &limits, &err), 0);
 	b.period_ns = 4194304001ull;
-	assert_int_equal(rt_budget_check(&b, &limits, err), -EINVAL);
+	assert_int_equal(rt_budget_check(&b, &limits, &err), -EINVAL);
 }
 
 static void test_rt_budget_must_fit_what_the_claim_consumes(void **st)
@@ -163,25 +164,26 @@ static void test_rt_budget_must_fit_what_the_claim_consumes(void **st)
 	struct rt_budget b = { .policy = RT_POLICY_DEADLINE, .runtime_ns = 3000000,
 			       .deadline_ns = 10000000, .period_ns = 10000000 };
 	struct rt_budget fifo = { .policy = RT_POLICY_FIFO, .priority = 10 };
-	char err[RT_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
-	assert_int_equal(rt_budget_fits(&b, 300, &limits, "cpurt001", err), 0);
-	assert_int_equal(rt_budget_fits(&b, 299, &limits, "cpurt001", err), -EINVAL);
-	assert_non_null(strstr(err, "device cpurt001: runtime 3000000 ns every 10000000 ns needs "
+	assert_int_equal(rt_budget_fits(&b, 300, &limits, "cpurt001", &err), 0);
+	assert_int_equal(rt_budget_fits(&b, 299, &limits, "cpurt001", &err), -EINVAL);
+	assert_non_null(strstr(err.s, "device cpurt001: runtime 3000000 ns every 10000000 ns needs "
 				    "300m of dra.cpu/rtBandwidth, the claim consumes only 299m"));
 	/* exact, not rounded: 1 ns over 300m is over */
 	b.runtime_ns = 3000001;
 	assert_int_equal(rt_budget_milli(&b), 301);
-	assert_int_equal(rt_budget_fits(&b, 300, &limits, "cpurt001", err), -EINVAL);
-	assert_int_equal(rt_budget_fits(&fifo, 900, &limits, "cpurt001", err), 0);
-	assert_int_equal(rt_budget_fits(&fifo, 899, &limits, "cpurt001", err), -EINVAL);
-	assert_non_null(strstr(err, "a fifo claim must consume the CPU's whole dra.cpu/rtBandwidth "
+	assert_int_equal(rt_budget_fits(&b, 300, &limits, "cpurt001", &err), -EINVAL);
+	assert_int_equal(rt_budget_fits(&fifo, 900, &limits, "cpurt001", &err), 0);
+	assert_int_equal(rt_budget_fits(&fifo, 899, &limits, "cpurt001", &err), -EINVAL);
+	assert_non_null(strstr(err.s, "a fifo claim must consume the CPU's whole dra.cpu/rtBandwidth "
 				    "(900m), not 899m"));
 }
 
 static void test_rt_milli_quantities(void **st)
 {
-	char buf[32], why[RT_ERR_MAX] = "";
+	struct errbuf why = { "" };
+	char buf[32];
 	int64_t m;
 
 	rt_milli_format(900, buf, sizeof(buf));
@@ -190,19 +192,19 @@ static void test_rt_milli_quantities(void **st)
 	assert_string_equal(buf, "1");
 	rt_milli_format(1500, buf, sizeof(buf));
 	assert_string_equal(buf, "1500m");
-	assert_int_equal(rt_milli_parse("300m", &m, why), 0);
+	assert_int_equal(rt_milli_parse("300m", &m, &why), 0);
 	assert_int_equal(m, 300);
-	assert_int_equal(rt_milli_parse("0.3", &m, why), 0);
+	assert_int_equal(rt_milli_parse("0.3", &m, &why), 0);
 	assert_int_equal(m, 300);
-	assert_int_equal(rt_milli_parse("1", &m, why), 0);
+	assert_int_equal(rt_milli_parse("1", &m, &why), 0);
 	assert_int_equal(m, 1000);
-	assert_int_equal(rt_milli_parse("300500u", &m, why), -EINVAL);
-	assert_non_null(strstr(why, "finer than 1m"));
-	assert_int_equal(rt_milli_parse("0", &m, why), -EINVAL);
-	assert_int_equal(rt_milli_parse("-1m", &m, why), -EINVAL);
-	assert_int_equal(rt_milli_parse("lots", &m, why), -EINVAL);
-	assert_non_null(strstr(why, "not a quantity"));
-	assert_int_equal(rt_milli_parse(NULL, &m, why), -EINVAL);
+	assert_int_equal(rt_milli_parse("300500u", &m, &why), -EINVAL);
+	assert_non_null(strstr(why.s, "finer than 1m"));
+	assert_int_equal(rt_milli_parse("0", &m, &why), -EINVAL);
+	assert_int_equal(rt_milli_parse("-1m", &m, &why), -EINVAL);
+	assert_int_equal(rt_milli_parse("lots", &m, &why), -EINVAL);
+	assert_non_null(strstr(why.s, "not a quantity"));
+	assert_int_equal(rt_milli_parse(NULL, &m, &why), -EINVAL);
 }
 
 /* ---- the ledger over state ---------------------------------------------------------- */
@@ -241,7 +243,7 @@ static struct state *open_state(void)
 }
 
 /* A real-time claim of one result on cpu consuming milli. */
-static int add_rt(struct state *s, const char *uid, int cpu, int64_t milli, char *why)
+static int add_rt(struct state *s, const char *uid, int cpu, int64_t milli, struct errbuf *why)
 {
 	struct state_result res = { .rt_milli = milli };
 	struct state_claim c = { .rt = true, .n_results = 1, .results = &res };
@@ -262,12 +264,12 @@ static int add_rt(struct state *s, const char *uid, int cpu, int64_t milli, char
 static void test_rt_claims_share_a_cpu_and_stay_out_of_the_pool(void **st)
 {
 	struct state *s = open_state();
-	char why[STATE_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct cpuset pool, prepared;
 
-	assert_int_equal(add_rt(s, UID(1), 2, 300, why), 0);
-	assert_int_equal(add_rt(s, UID(2), 2, 300, why), 0);
-	assert_int_equal(add_rt(s, UID(3), 2, 300, why), 0);
+	assert_int_equal(add_rt(s, UID(1), 2, 300, &why), 0);
+	assert_int_equal(add_rt(s, UID(2), 2, 300, &why), 0);
+	assert_int_equal(add_rt(s, UID(3), 2, 300, &why), 0);
 	assert_int_equal(rt_cpu_used_milli(s, 2, &limits), 900);
 	assert_int_equal(rt_cpu_used_milli(s, 3, &limits), 0);
 	state_shared_pool(s, &pool);
@@ -276,8 +278,8 @@ static void test_rt_claims_share_a_cpu_and_stay_out_of_the_pool(void **st)
 	assert_true(cpuset_is_empty(&prepared));
 	assert_int_equal(state_claim_count(s), 3);
 	/* only on real-time CPUs */
-	assert_int_equal(add_rt(s, UID(4), 1, 300, why), -EINVAL);
-	assert_non_null(strstr(why, "outside the real-time CPUs"));
+	assert_int_equal(add_rt(s, UID(4), 1, 300, &why), -EINVAL);
+	assert_non_null(strstr(why.s, "outside the real-time CPUs"));
 	assert_int_equal(state_claim_remove(s, UID(2)), 0);
 	assert_int_equal(rt_cpu_used_milli(s, 2, &limits), 600);
 	state_free(s);
@@ -287,10 +289,10 @@ static void test_rt_restart_restores_and_charges_once(void **st)
 {
 	struct state *s = open_state();
 	const struct state_claim *c;
-	char why[STATE_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(add_rt(s, UID(1), 2, 300, why), 0);
-	assert_int_equal(add_rt(s, UID(2), 3, 450, why), 0);
+	assert_int_equal(add_rt(s, UID(1), 2, 300, &why), 0);
+	assert_int_equal(add_rt(s, UID(2), 3, 450, &why), 0);
 	state_free(s);
 	s = open_state();
 	assert_int_equal(state_claim_count(s), 2);
@@ -310,10 +312,11 @@ static void test_rt_restart_restores_and_charges_once(void **st)
 static void test_rt_restart_without_checkpoint_charges_the_whole_cpu(void **st)
 {
 	struct state *s = open_state();
-	char why[STATE_ERR_MAX] = "", path[160];
+	struct errbuf why = { "" };
+	char path[160];
 	const struct state_claim *c;
 
-	assert_int_equal(add_rt(s, UID(1), 2, 300, why), 0);
+	assert_int_equal(add_rt(s, UID(1), 2, 300, &why), 0);
 	state_free(s);
 	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
 	assert_int_equal(unlink(path), 0);
@@ -345,11 +348,11 @@ static void test_rt_checkpoint_rejects_malformed_rt_parts(void **st)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char why[STATE_ERR_MAX] = "";
+		struct errbuf why = { "" };
 
-		if (state_checkpoint_parse(bad[i], strlen(bad[i]), NULL, NULL, why) != -EPROTO)
+		if (state_checkpoint_parse(bad[i], strlen(bad[i]), NULL, NULL, &why) != -EPROTO)
 			fail_msg("case %zu accepted", i);
-		assert_non_null(strstr(why, "malformed"));
+		assert_non_null(strstr(why.s, "malformed"));
 	}
 }
 

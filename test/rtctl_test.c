@@ -17,6 +17,7 @@
 
 #include "core/rt.h"
 #include "core/state.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "nri/nri.h"
 #include "nri/rtctl.h"
@@ -70,7 +71,7 @@ static void add(struct state *s, const char *uid, const char *cpus, bool rt)
 {
 	struct state_result res = { .rt_milli = rt ? 300 : 0 };
 	struct state_claim c = { .rt = rt, .n_results = 1, .results = &res };
-	char why[STATE_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
 	snprintf(c.ns, sizeof(c.ns), "ns");
@@ -80,8 +81,8 @@ static void add(struct state *s, const char *uid, const char *cpus, bool rt)
 	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
 	c.budget = (struct rt_budget){ .policy = RT_POLICY_DEADLINE, .runtime_ns = 3000000,
 				       .deadline_ns = 10000000, .period_ns = 10000000 };
-	if (state_claim_add(s, &c, why) < 0)
-		fail_msg("%s", why);
+	if (state_claim_add(s, &c, &why) < 0)
+		fail_msg("%s", why.s);
 }
 
 static void test_rtctl_a_real_time_container_holds_one_claim_alone(void **st)
@@ -92,7 +93,8 @@ static void test_rtctl_a_real_time_container_holds_one_claim_alone(void **st)
 	struct state *s = NULL;
 	struct rtctl *rt = NULL;
 	struct state_opts so = { 0 };
-	char cdi[128], sd[128], cg[128], err[NRI_ERR_MAX] = "";
+	char cdi[128], sd[128], cg[128];
+	struct errbuf err = { "" };
 	struct rtctl_opts o = { .limits = &limits, .cgroup_version = 1 };
 	const char uids[2][CDI_UID_MAX] = { UID_RT, UID_EX };
 	const char two[2][CDI_UID_MAX] = { UID_RT, UID_RT2 };
@@ -116,11 +118,11 @@ static void test_rtctl_a_real_time_container_holds_one_claim_alone(void **st)
 	add(s, UID_RT2, "3", true);
 	add(s, UID_EX, "1", false);
 	/* NULL adjustment: none of these may get as far as setting one */
-	assert_int_equal(rtctl_create(rt, &c, uids, 2, NULL, err), -EINVAL);
-	assert_non_null(strstr(err, "shares the container with other dra.cpu claims"));
-	assert_int_equal(rtctl_create(rt, &c, two, 2, NULL, err), -EINVAL);
-	assert_non_null(strstr(err, "are both real-time: a container holds one"));
-	assert_int_equal(rtctl_create(rt, &c, one, 1, NULL, err), 0); /* not ours */
+	assert_int_equal(rtctl_create(rt, &c, uids, 2, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "shares the container with other dra.cpu claims"));
+	assert_int_equal(rtctl_create(rt, &c, two, 2, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "are both real-time: a container holds one"));
+	assert_int_equal(rtctl_create(rt, &c, one, 1, NULL, &err), 0); /* not ours */
 	rtctl_free(rt);
 	state_free(s);
 	metrics_free(m);

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "core/rt.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_tokener *tok = json_tokener_new_ex(16);
 	struct json_object *o, *back = NULL;
 	struct rt_budget b, again;
-	char err[RT_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	if (!tok)
 		return 0;
@@ -25,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_tokener_free(tok);
 	if (!o)
 		return 0;
-	if (rt_budget_parse(o, &b, err) < 0) {
-		assert(err[0]);
+	if (rt_budget_parse(o, &b, &err) < 0) {
+		assert(err.s[0]);
 	} else {
 		if (b.policy == RT_POLICY_DEADLINE) {
 			assert(b.runtime_ns >= RT_MIN_RUNTIME_NS);
@@ -37,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			assert(b.priority >= 1 && b.priority <= RT_PRIORITY_MAX);
 		}
 		assert(rt_budget_to_json(&b, &back) == 0);
-		assert(rt_budget_parse(back, &again, err) == 0);
+		assert(rt_budget_parse(back, &again, &err) == 0);
 		assert(rt_budget_equal(&b, &again));
 		json_object_put(back);
 	}

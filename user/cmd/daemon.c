@@ -30,6 +30,7 @@
 #include "kube/publisher.h"
 #include "core/rt.h"
 #include "core/state.h"
+#include "host/cgroup.h"
 #include "host/sched.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
@@ -273,9 +274,7 @@ static int start_node_agents(struct daemon *d)
 	if (cfg->bpf) {
 		struct bpfmon_opts bo = {
 			.contention = cfg->contention_histogram,
-			.cgroup = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0
-					  ? BPFMON_CGROUP_V2
-					  : BPFMON_CGROUP_V1,
+			.cgroup = cgroup_pinning_hier(),
 			.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
 		};
 

@@ -3,28 +3,17 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "core/state.h"
+#include "lib/errbuf.h"
 #include "lib/quantity.h"
 
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		(void)vsnprintf(err, RT_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* Every refusal here is bad input: -EINVAL with the reason. */
+#define fail(eb, ...) errbuf_fail(eb, -EINVAL, __VA_ARGS__)
 
 const char *rt_policy_name(enum rt_policy p)
 {
@@ -47,7 +36,7 @@ const char *rt_on_failure_name(enum rt_on_failure f)
 
 /* A non-negative JSON integer. json-c keeps integers above INT64_MAX as
  * uint64; anything that large is out of every range below anyway. */
-static int get_u64(struct json_object *v, const char *key, uint64_t *ret, char *err)
+static int get_u64(struct json_object *v, const char *key, uint64_t *ret, struct errbuf *err)
 {
 	if (!json_object_is_type(v, json_type_int))
 		return fail(err, "CPUConfig.realtime: %s must be an integer (nanoseconds)", key);
@@ -57,7 +46,7 @@ static int get_u64(struct json_object *v, const char *key, uint64_t *ret, char *
 	return 0;
 }
 
-int rt_budget_parse(struct json_object *o, struct rt_budget *ret, char *err)
+int rt_budget_parse(struct json_object *o, struct rt_budget *ret, struct errbuf *err)
 {
 	struct rt_budget b = { .policy = RT_POLICY_NONE };
 	bool has_runtime = false, has_deadline = false, has_period = false, has_prio = false;
@@ -188,7 +177,7 @@ int rt_budget_to_json(const struct rt_budget *b, struct json_object **ret)
 	return 0;
 }
 
-int rt_budget_check(const struct rt_budget *b, const struct rt_limits *l, char *err)
+int rt_budget_check(const struct rt_budget *b, const struct rt_limits *l, struct errbuf *err)
 {
 	if (b->policy != RT_POLICY_DEADLINE)
 		return 0;
@@ -209,7 +198,7 @@ int64_t rt_budget_milli(const struct rt_budget *b)
 }
 
 int rt_budget_fits(const struct rt_budget *b, int64_t consumed_milli, const struct rt_limits *l,
-		   const char *device, char *err)
+		   const char *device, struct errbuf *err)
 {
 	char have[32], cap[32];
 
@@ -279,7 +268,7 @@ void rt_milli_format(int64_t milli, char *buf, size_t size)
 		(void)snprintf(buf, size, "%" PRId64 "m", milli);
 }
 
-int rt_milli_parse(const char *s, int64_t *ret, char *why)
+int rt_milli_parse(const char *s, int64_t *ret, struct errbuf *why)
 {
 	int64_t m;
 	bool exact;

@@ -29,10 +29,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct errbuf;
 struct json_object;
 struct state;
 
-#define RT_ERR_MAX 320
 #define RT_CAPACITY_KEY "dra.cpu/rtBandwidth"
 #define RT_MIN_RUNTIME_NS 1024ull /* the kernel's 1 << DL_SCALE */
 #define RT_PRIORITY_MAX 99
@@ -55,21 +55,21 @@ struct rt_limits {
 
 /* Parses a "realtime" object (CPUConfig or checkpoint form) into *ret.
  * Unknown fields, wrong types and values outside the static rules are
- * -EINVAL with err (RT_ERR_MAX bytes) saying which. */
-int rt_budget_parse(struct json_object *o, struct rt_budget *ret, char *err);
+ * -EINVAL with eb saying which. */
+int rt_budget_parse(struct json_object *o, struct rt_budget *ret, struct errbuf *eb);
 
 /* The same object back (a new json-c object; caller puts it). */
 int rt_budget_to_json(const struct rt_budget *b, struct json_object **ret);
 
 /* The kernel's rules on b that depend on the node: the period within
- * l->period_{min,max}_ns. -EINVAL with err. */
-int rt_budget_check(const struct rt_budget *b, const struct rt_limits *l, char *err);
+ * l->period_{min,max}_ns. -EINVAL with eb. */
+int rt_budget_check(const struct rt_budget *b, const struct rt_limits *l, struct errbuf *eb);
 
 /* b fits a device from which the claim consumes consumed_milli: deadline
  * bandwidth <= consumed, FIFO/RR only with the whole capacity. -EINVAL with
- * err naming device. */
+ * eb naming device. */
 int rt_budget_fits(const struct rt_budget *b, int64_t consumed_milli, const struct rt_limits *l,
-		   const char *device, char *err);
+		   const char *device, struct errbuf *eb);
 
 /* runtime/period in milli-CPU, rounded up; 0 for FIFO/RR and NONE. */
 int64_t rt_budget_milli(const struct rt_budget *b);
@@ -83,8 +83,8 @@ int64_t rt_cpu_used_milli(const struct state *s, int cpu, const struct rt_limits
 /* "1m".."900m": a milli quantity as Kubernetes prints it (canonical). */
 void rt_milli_format(int64_t milli, char *buf, size_t size);
 /* A quantity of dra.cpu/rtBandwidth into milli-CPU: positive, whole milli.
- * -EINVAL with why (RT_ERR_MAX). */
-int rt_milli_parse(const char *s, int64_t *ret, char *why);
+ * -EINVAL with eb. */
+int rt_milli_parse(const char *s, int64_t *ret, struct errbuf *eb);
 
 const char *rt_policy_name(enum rt_policy p);
 const char *rt_on_failure_name(enum rt_on_failure f);

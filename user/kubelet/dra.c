@@ -35,6 +35,7 @@
 #include "core/devices.h"
 #include "core/rt.h"
 #include "lib/clock.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
@@ -184,7 +185,7 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	const struct device *dev = devices_find(d->devices, r->device);
 	struct cpuset avail, group, reserved;
 	struct alloc_opts ao = { 0 };
-	char why[ALLOC_ERR_MAX] = "", qwhy[QUANTITY_ERR_MAX] = "";
+	struct errbuf why = { "" }, qwhy = { "" };
 	int64_t count;
 	int rc;
 
@@ -196,10 +197,10 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 			    "result for request %s has no consumedCapacity[\"dra.cpu/cpu\"]: the "
 			    "cluster needs the DRAConsumableCapacity feature",
 			    r->request);
-	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, qwhy);
+	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, &qwhy);
 	if (rc < 0)
 		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
-			    qwhy, r->device, dev->n_cpus);
+			    qwhy.s, r->device, dev->n_cpus);
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
@@ -216,9 +217,9 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 					     : ao.policy == ALLOC_PACKED;
 	ao.full_cores = r->config.full_cores;
 	ao.reserved = &reserved;
-	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, why);
+	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, &why);
 	if (rc < 0)
-		return perr(err, "request %s: %s", r->request, why);
+		return perr(err, "request %s: %s", r->request, why.s);
 	return 0;
 }
 
@@ -245,7 +246,7 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 	for (int i = 0; i < pc->alloc.n; i++) {
 		const struct claim_result *cr = &pc->alloc.results[i];
 		const struct device *dev = devices_find(d->devices, cr->device);
-		char qwhy[QUANTITY_ERR_MAX] = "";
+		struct errbuf qwhy = { "" };
 		struct cpuset cpus;
 		int64_t count = 1;
 
@@ -253,8 +254,8 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 			return perr(pc->err, "device %s (request %s) is not a device of this node",
 				    cr->device, cr->request);
 		if (d->devices->kind != DEVICE_CPU &&
-		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, qwhy) < 0)
-			return perr(pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy);
+		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, &qwhy) < 0)
+			return perr(pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy.s);
 		device_cpus(dev, &cpus);
 		cpuset_or(&within, &within, &cpus);
 		total += count;
@@ -305,7 +306,7 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 	const struct rt_limits *l = d->o.rt;
 	const struct rt_budget *b = NULL;
 	struct cpuset taken;
-	char why[RT_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	cpuset_zero(&taken);
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -332,20 +333,20 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 					     "carry the same CPUConfig.realtime",
 				    cr->request);
 		b = &cr->config.rt;
-		if (rt_budget_check(b, l, why) < 0)
-			return perr(pc->err, "request %s: %s", cr->request, why);
+		if (rt_budget_check(b, l, &why) < 0)
+			return perr(pc->err, "request %s: %s", cr->request, why.s);
 		if (!cr->rt_consumed[0])
 			return perr(pc->err,
 				    "result for request %s has no consumedCapacity[\"%s\"]: the "
 				    "cluster needs the DRAConsumableCapacity feature",
 				    cr->request, RT_CAPACITY_KEY);
-		if (rt_milli_parse(cr->rt_consumed, &milli, why) < 0)
-			return perr(pc->err, "request %s: %s %s", cr->request, RT_CAPACITY_KEY, why);
+		if (rt_milli_parse(cr->rt_consumed, &milli, &why) < 0)
+			return perr(pc->err, "request %s: %s %s", cr->request, RT_CAPACITY_KEY, why.s);
 		if (milli > dev->rt_capacity_milli)
 			return perr(pc->err, "request %s: %s \"%s\" is more than device %s has",
 				    cr->request, RT_CAPACITY_KEY, cr->rt_consumed, cr->device);
-		if (rt_budget_fits(b, milli, l, cr->device, why) < 0)
-			return perr(pc->err, "request %s: %s", cr->request, why);
+		if (rt_budget_fits(b, milli, l, cr->device, &why) < 0)
+			return perr(pc->err, "request %s: %s", cr->request, why.s);
 		if (cpuset_has(&taken, dev->id))
 			return perr(pc->err, "device %s is allocated twice in the claim", cr->device);
 		cpuset_set(&taken, dev->id);
@@ -401,7 +402,8 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	const struct rt_limits *l = d->o.rt;
 	struct state_result res[CLAIM_MAX_RESULTS];
 	struct state_claim c;
-	char why[STATE_ERR_MAX] = "", list[256], have_q[32], cap_q[32], want_q[32];
+	struct errbuf why = { "" };
+	char list[256], have_q[32], cap_q[32], want_q[32];
 	int r;
 
 	memset(&c, 0, sizeof(c));
@@ -433,9 +435,9 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	c.rt = true;
 	c.n_results = pc->alloc.n;
 	c.results = res;
-	r = state_claim_add(d->state, &c, why);
+	r = state_claim_add(d->state, &c, &why);
 	if (r < 0)
-		return perr(pc->err, "%s", why);
+		return perr(pc->err, "%s", why.s);
 	(void)cpuset_format(&state_claim(d->state, pc->uid)->cpus, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d realtime=%s",
 		 pc->ns, pc->name, pc->uid, list, pc->alloc.n, rt_policy_name(c.budget.policy));
@@ -449,7 +451,8 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	struct state_result res[CLAIM_MAX_RESULTS];
 	struct state_claim c;
 	struct cpuset taken;
-	char why[STATE_ERR_MAX] = "", list[256];
+	struct errbuf why = { "" };
+	char list[256];
 	int r;
 
 	if (is_rt_claim(d, pc))
@@ -495,11 +498,11 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
 	c.n_results = pc->alloc.n;
 	c.results = res;
-	r = state_claim_add(d->state, &c, why);
+	r = state_claim_add(d->state, &c, &why);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
-		return perr(pc->err, "overlapping device assignment: %s", why);
+		return perr(pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
-		return perr(pc->err, "%s", why);
+		return perr(pc->err, "%s", why.s);
 	(void)cpuset_format(&taken, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
 		 pc->uid, list, pc->alloc.n);
@@ -703,7 +706,7 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 {
 	struct prep_claim *pc = ud;
 	struct dra *d = pc->prep->dra;
-	char cerr[CLAIM_ERR_MAX] = "";
+	struct errbuf cerr = { "" };
 
 	pc->fetch = NULL;
 	d->fetching--;
@@ -714,8 +717,8 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 			   err && *err ? err : "unknown error");
 	} else {
 		metric_series_add(d->fetch_ok, 1);
-		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0)
-			(void)perr(pc->err, "%s", cerr);
+		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0)
+			(void)perr(pc->err, "%s", cerr.s);
 		else
 			(void)decide(d, pc);
 	}

@@ -34,7 +34,9 @@ struct pools;
 struct rtctl;
 
 struct pools_opts {
-	const char *cgroup_root; /* NULL: /sys/fs/cgroup (v2) or /sys/fs/cgroup/cpuset (v1) */
+	/* Mount point of the hierarchy bpfmon watches; NULL: the one that
+	 * confines CPUs, from /proc/self/mountinfo (host/cgroup.h). */
+	const char *cgroup_root;
 	bool push_updates;	 /* --nri-push-updates */
 	/* Where owners.json goes (NULL: nowhere): the exclusive CPUs, their
 	 * cgroup and claim, for bpf-verify. See POOLS_OWNERS_FILE. */
@@ -63,6 +65,3 @@ void pools_set_nri(struct pools *p, struct nri *n);
  * are shared by bandwidth, so they are no BPF owners and not in owners.json. */
 void pools_set_rt(struct pools *p, struct rtctl *rt);
 
-/* Resolves a runtime cgroups_path (cgroupfs "/kubepods/.../<id>" or systemd
- * "slice:prefix:name") to a directory under root. Public for tests. */
-int pools_cgroup_dir(const char *root, const char *cgroups_path, char *buf, size_t size);

@@ -25,6 +25,7 @@
 #define LOG_MOD "rtctl"
 #include "core/rt.h"
 #include "core/state.h"
+#include "host/cgroup.h"
 #include "host/rtdomain.h"
 #include "host/sched.h"
 #include "lib/clock.h"
@@ -32,7 +33,6 @@
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "nri/nri.h"
-#include "nri/pools.h"
 #include "obs/metrics.h"
 
 enum rtc_state { RTC_WAITING, RTC_APPLIED, RTC_FAILED };
@@ -102,7 +102,7 @@ static void drop(struct rtctl *rt, struct rtc *x)
 /* The one real-time claim among uids, or NULL; -EINVAL in *r with err when
  * the container mixes it with others or holds two. */
 static const struct state_claim *rt_claim_of(struct rtctl *rt, const char (*uids)[CDI_UID_MAX],
-					     int n, int *r, char *err)
+					     int n, int *r, struct errbuf *eb)
 {
 	const struct state_claim *found = NULL;
 	int others = 0;
@@ -116,23 +116,19 @@ static const struct state_claim *rt_claim_of(struct rtctl *rt, const char (*uids
 			continue;
 		}
 		if (found) {
-			*r = -EINVAL;
-			if (err)
-				(void)snprintf(err, NRI_ERR_MAX,
-					       "claims %s and %s are both real-time: a container "
-					       "holds one (its main task takes one policy)",
-					       found->uid, c->uid);
+			*r = errbuf_fail(eb, -EINVAL,
+					 "claims %s and %s are both real-time: a container holds one "
+					 "(its main task takes one policy)",
+					 found->uid, c->uid);
 			return NULL;
 		}
 		found = c;
 	}
 	if (found && others) {
-		*r = -EINVAL;
-		if (err)
-			(void)snprintf(err, NRI_ERR_MAX,
-				       "real-time claim %s shares the container with other dra.cpu "
-				       "claims: a real-time container holds no other",
-				       found->uid);
+		*r = errbuf_fail(eb, -EINVAL,
+				 "real-time claim %s shares the container with other dra.cpu claims: "
+				 "a real-time container holds no other",
+				 found->uid);
 		return NULL;
 	}
 	return found;
@@ -159,6 +155,19 @@ static void params_of(const struct rt_budget *b, struct sched_params *p)
 	}
 }
 
+/* The container's cgroup directory under our root, from the runtime's
+ * cgroupsPath (host/cgroup.h). */
+static int ctr_dir(const struct rtctl *rt, const char *cgroups_path, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	int r = cgroup_runtime_path(cgroups_path, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	r = snprintf(buf, size, "%s%s", rt->cgroup_root, path);
+	return r < 0 || (size_t)r >= size ? -ENAMETOOLONG : 0;
+}
+
 /* ---- failures and teardown --------------------------------------------------------------- */
 
 static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char *fmt, ...)
@@ -168,7 +177,7 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 {
 	const struct state_claim *c = state_claim(rt->state, x->uid);
 	bool evict = !c || c->budget.on_failure == RT_ON_FAILURE_EVICT;
-	char why[NRI_ERR_MAX];
+	char why[ERRBUF_MAX];
 	va_list ap;
 	int r;
 
@@ -225,7 +234,7 @@ static void end_tasks(struct rtctl *rt, struct rtc *x)
 
 	if (x->pid && sched_task_start(rt->proc_root, x->pid, &start) == 0 && start == x->start)
 		kill_task(rt, x->pid);
-	if (pools_cgroup_dir(rt->cgroup_root, x->cgroups_path, dir, sizeof(dir)) == 0) {
+	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0) {
 		size_t len = strlen(dir);
 
 		if (len + sizeof("/cgroup.procs") < sizeof(dir)) {
@@ -240,7 +249,7 @@ static void v2_release(struct rtctl *rt, struct rtc *x)
 	char dir[PATH_MAX];
 
 	if (x->partitioned &&
-	    pools_cgroup_dir(rt->cgroup_root, x->cgroups_path, dir, sizeof(dir)) == 0)
+	    ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0)
 		(void)rtdomain_v2_release(rt->dom, dir);
 	x->partitioned = false;
 }
@@ -421,13 +430,13 @@ static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
 }
 
 int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*uids)[CDI_UID_MAX],
-		 int n, struct nri_adjust *adj, char *err)
+		 int n, struct nri_adjust *adj, struct errbuf *eb)
 {
 	const struct state_claim *cl;
 	struct rtc *x;
 	int r;
 
-	cl = rt_claim_of(rt, uids, n, &r, err);
+	cl = rt_claim_of(rt, uids, n, &r, eb);
 	if (r < 0 || !cl)
 		return r;
 	x = find(rt, c->id);
@@ -495,7 +504,7 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 		char dir[PATH_MAX];
 		struct errbuf eb = {};
 
-		r = pools_cgroup_dir(rt->cgroup_root, x->cgroups_path, dir, sizeof(dir));
+		r = ctr_dir(rt, x->cgroups_path, dir, sizeof(dir));
 		if (r == 0)
 			r = rtdomain_v2_acquire(rt->dom, dir, &cl->cpus, &eb);
 		if (r < 0) {

@@ -37,6 +37,7 @@
 #include "core/cdi.h"
 #include "lib/cleanup.h"
 
+struct errbuf;
 struct event_base;
 struct metrics;
 struct nri;
@@ -77,11 +78,11 @@ void rtctl_configured(struct rtctl *rt, const char *name, const char *version,
 bool rtctl_runtime_applies_scheduler(const char *name, const char *version,
 				     const char *nri_version);
 
-/* The container being created with these claims (uids). Refuses (< 0, err
- * of NRI_ERR_MAX) a container mixing a real-time claim with other claims;
- * may set the scheduler adjustment. 0 when nothing real-time is involved. */
+/* The container being created with these claims (uids). Refuses (-EINVAL
+ * with eb) a container mixing a real-time claim with other claims; may set
+ * the scheduler adjustment. 0 when nothing real-time is involved. */
 int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*uids)[CDI_UID_MAX],
-		 int n, struct nri_adjust *adj, char *err);
+		 int n, struct nri_adjust *adj, struct errbuf *eb);
 /* The container runs (Start, PostCreate, Synchronize): its pid is known. */
 void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 		   const char (*uids)[CDI_UID_MAX], int n);
