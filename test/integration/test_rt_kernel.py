@@ -106,13 +106,15 @@ def restore_node():
 def rt_env(apiserver, make_driver, kubelet, driver_dir, request):
     from nri.nrisim import Runtime
 
-    kw = getattr(request, "param", {})  # Runtime options, through indirect parametrize
+    kw = dict(getattr(request, "param", {}))  # Runtime options, through indirect parametrize
+    bpf = kw.pop("bpf", False)
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock, cgroups=True, cgroup_root="nrisim-rt-%d" % os.getpid(),
                  command=(sys.executable, "-c",
                           "import time\nwhile 1: time.sleep(0.005)"), **kw).start()
     d = make_driver(topology=None,
-                    args=["--nri-socket", sock, "--no-bpf", "--rt-cpus", str(RT_CPU)]).start()
+                    args=["--nri-socket", sock, "--rt-cpus", str(RT_CPU)]
+                    + ([] if bpf else ["--no-bpf"])).start()
     rt.wait_plugin(timeout=5)
     extra = []
     yield apiserver, d, kubelet, rt, extra
@@ -340,3 +342,100 @@ def test_fifo_takes_the_whole_cpu(rt_env):
     assert os.sched_getparam(ctr.pid).sched_priority == 10
     _, err = prepare(rt_env, "after-fifo")
     assert "hold 900m of 900m" in err
+
+
+# ---- the BPF monitor ---------------------------------------------------------------------------
+
+BPF_VERIFY = os.path.join(os.environ.get("B", "build"), "bpf-verify")
+BUSY = "while True: pass\n"
+# 1 ms of work, then sched_yield(): for a deadline task, "done until the next period"
+POLITE = ("import os, time\n"
+          "while True:\n"
+          "    t = time.perf_counter()\n"
+          "    while time.perf_counter() - t < 0.001: pass\n"
+          "    os.sched_yield()\n")
+DL_2MS = {"policy": "deadline", "runtimeNs": 2000000, "deadlineNs": 10000000,
+          "periodNs": 10000000}
+
+
+def verify_rt(d, duration="1.5"):
+    p = subprocess.run([BPF_VERIFY, "--realtime", "--state-dir", d.state_dir, "--duration",
+                        duration, "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def task_of(report, pid):
+    return next(t for t in report["tasks"] if t["pid"] == pid)
+
+
+@pytest.mark.parametrize("rt_env", [{"bpf": True}], indirect=True)
+def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    busy_c, err = prepare(rt_env, "busy", budget=DL_2MS)
+    assert err == ""
+    polite_c, err = prepare(rt_env, "polite", budget=DL_2MS)
+    assert err == ""
+    busy = rt.create_container(rt.add_pod("busy"), "loop", env=cdi_env(d, busy_c),
+                               argv=[sys.executable, "-c", BUSY])
+    polite = rt.create_container(rt.add_pod("polite"), "loop", env=cdi_env(d, polite_c),
+                                 argv=[sys.executable, "-c", POLITE])
+    for ctr in (busy, polite):
+        wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
+    with open(os.path.join(d.state_dir, "rt-owners.json")) as f:
+        owners = json.load(f)["owners"]
+    assert {o["claim"] for o in owners} == {"default/busy", "default/polite"}
+    code, rep = verify_rt(d)
+    assert code == 1 and rep["verdict"] == "violation"
+    b, p = task_of(rep, busy.pid), task_of(rep, polite.pid)
+    assert b["claim"] == "default/busy" and p["claim"] == "default/polite"
+    assert b["runtimeNs"] == 2000000 and b["periodNs"] == 10000000
+    # the kernel enforces at tick granularity: the busy loop overruns its 2 ms
+    assert b["violation"] and b["overruns"] > 0 and b["maxNs"] > 2000000
+    assert b["periods"] > 50
+    # the polite one does 1 ms and yields: within budget every period
+    assert not p["violation"] and p["overruns"] == 0 and p["misses"] == 0
+    assert p["periods"] > 50 and 500000 < p["p50Ns"] <= 2000000 and p["maxNs"] < 2000000
+    # the daemon's own monitor says the same on /metrics
+    def over(claim):
+        return d.metrics().get('dra_cpu_rt_overruns_total{claim="%s",cpu="%d"}' % (claim,
+                                                                                   RT_CPU))
+    wait_for(lambda: (over("default/busy") or 0) > 0, what="overruns on /metrics")
+    # counted since the claim's task started (an interpreter starting up may
+    # overrun once or twice): over a window the busy loop adds, the polite none
+    b0, p0 = over("default/busy"), over("default/polite")
+    time.sleep(1.0)
+    assert over("default/busy") > b0 + 50 and over("default/polite") == p0
+    m = d.metrics()
+    assert m['dra_cpu_rt_tasks{claim="default/busy",cpu="%d"}' % RT_CPU] == 1
+    assert m['dra_cpu_rt_runtime_seconds_count{claim="default/polite",cpu="%d"}' % RT_CPU] > 50
+    assert 0.05 < m['dra_cpu_rt_bandwidth_used{claim="default/polite",cpu="%d"}' % RT_CPU] < 0.2
+    # without the overrunning task the verdict is clean
+    rt.stop_container(busy)
+    code, rep = verify_rt(d)
+    assert not task_of(rep, polite.pid)["violation"]
+    if not any(c.get("foreignPinned") for c in rep["cpus"]) and not rep["pinnedForeign"]:
+        assert code == 0 and rep["verdict"] == "clean", rep  # (else: someone else's task)
+
+
+@pytest.mark.parametrize("rt_env", [{"bpf": True}], indirect=True)
+def test_bpf_monitor_reports_a_foreign_task_pinned_on_a_real_time_cpu(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    c, err = prepare(rt_env, "owner", budget=DL_2MS)
+    assert err == ""
+    rt.create_container(rt.add_pod("owner"), "loop", env=cdi_env(d, c),
+                        argv=[sys.executable, "-c", POLITE])
+    intruder = busy_on_rt_cpu()  # pinned there, no claim
+    extra.append(intruder)
+    code, rep = verify_rt(d)
+    assert code == 1
+    cpu = next(x for x in rep["cpus"] if x["cpu"] == RT_CPU)
+    assert cpu["violation"] and cpu["foreignPinned"] > 0
+    # named, among whatever else is pinned there
+    assert intruder.pid in {t["pid"] for t in rep["pinnedForeign"]}
+    m = d.metrics()
+    assert m['dra_cpu_rt_foreign_switches_total{cpu="%d",kind="pinned"}' % RT_CPU] > 0
+    p = subprocess.run([BPF_VERIFY, "--realtime", "--state-dir", d.state_dir, "--duration",
+                        "0.5"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "verdict: violation" in p.stdout
+    assert "pid %d tid %d" % (intruder.pid, intruder.pid) in p.stdout

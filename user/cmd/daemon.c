@@ -22,6 +22,7 @@
 #include "kube/kubeconfig.h"
 #include "lib/log.h"
 #include "pinning/bpfmon.h"
+#include "pinning/rtmon.h"
 #include "lib/caps.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
@@ -54,6 +55,7 @@ struct daemon {
 	struct bpfmon *bpf;
 	struct pools *pools;
 	struct rtctl *rtctl; /* --rt-cpus */
+	struct rtmon *rtmon; /* its BPF monitor, NULL without */
 	struct nri *nri;
 	int check_serving, check_registered, check_slices;
 	struct metric *g_allocated, *g_available, *g_claims;
@@ -119,6 +121,7 @@ static void daemon_free(struct daemon *d)
 	kube_free(d->kube);
 	pools_free(d->pools);
 	rtctl_free(d->rtctl);
+	rtmon_free(d->rtmon);
 	bpfmon_free(d->bpf);
 	state_free(d->state);
 	httpd_free(d->httpd);
@@ -297,8 +300,21 @@ static int start_node_agents(struct daemon *d)
 		      d->metrics, &d->pools);
 	if (r < 0)
 		return log_error_errno(r, "pools_init_failed", "");
+	if (d->rt_on && cfg->bpf) {
+		struct rtmon_opts mo = { .cgroup_v1 = cgroup_pinning_hier() == CGROUP_V1 };
+		struct errbuf eb = {};
+
+		/* Degrades like the pinning check: the claims work without it. */
+		r = rtmon_new(&mo, &d->rtmon, &eb);
+		if (r < 0)
+			log_warn("rt_monitor_not_loaded", "reason=%s action=serving_without_it",
+				 log_quote(eb.s));
+		else
+			log_info("rt_monitor_loaded", "");
+	}
 	if (d->rt_on) {
-		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir };
+		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir,
+					 .mon = d->rtmon };
 
 		r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
 		if (r < 0)

@@ -34,6 +34,8 @@
 #include "lib/log.h"
 #include "nri/nri.h"
 #include "obs/metrics.h"
+#include "pinning/rtmon.h"
+#include "pinning/rtreport.h"
 
 enum rtc_state { RTC_WAITING, RTC_APPLIED, RTC_FAILED };
 
@@ -46,6 +48,8 @@ struct rtc {
 	enum rtc_state st;
 	bool by_runtime; /* the runtime was given the adjustment */
 	bool partitioned; /* v2: its cgroup is the partition */
+	uint64_t cgroup_id; /* its cgroup, an owner in the monitor; 0: none */
+	struct cpuset owned; /* the CPUs it owns there */
 	int64_t first_try_ms;
 	struct event *retry;
 };
@@ -64,7 +68,14 @@ struct rtctl {
 	struct event *refresh;
 	struct rtctl_stats st;
 	struct metric *applied, *failures, *retries, *ended, *g_isolated;
+	/* the monitor's */
+	struct rtmon *mon;
+	char *state_dir;
+	struct metric *m_tasks, *m_runtime, *m_throttled, *m_overruns, *m_misses, *m_bw,
+		*m_foreign;
 };
+
+static void write_owners(struct rtctl *rt);
 
 static void rtc_free(struct rtc *x)
 {
@@ -87,8 +98,20 @@ static struct rtc *find(const struct rtctl *rt, const char *id)
 	return NULL;
 }
 
+static void disown(struct rtctl *rt, struct rtc *x)
+{
+	if (!rt->mon || !x->cgroup_id)
+		return;
+	CPUSET_FOREACH(cpu, &x->owned)
+	(void)rtmon_own(rt->mon, x->cgroup_id, cpu, false);
+	x->cgroup_id = 0;
+	cpuset_zero(&x->owned);
+	write_owners(rt);
+}
+
 static void drop(struct rtctl *rt, struct rtc *x)
 {
+	disown(rt, x);
 	for (int i = 0; i < rt->n; i++)
 		if (rt->v[i] == x) {
 			rt->v[i] = rt->v[--rt->n];
@@ -474,6 +497,22 @@ int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*u
 	return 0;
 }
 
+/* The container's cgroup owns its claim's CPUs in the monitor. */
+static void own(struct rtctl *rt, struct rtc *x, const struct state_claim *cl)
+{
+	char dir[PATH_MAX];
+	uint64_t id;
+
+	if (!rt->mon || x->cgroup_id || ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) < 0 ||
+	    cgroup_id(dir, &id) < 0)
+		return;
+	x->cgroup_id = id;
+	x->owned = cl->cpus;
+	CPUSET_FOREACH(cpu, &cl->cpus)
+	(void)rtmon_own(rt->mon, id, cpu, true);
+	write_owners(rt);
+}
+
 void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 		   const char (*uids)[CDI_UID_MAX], int n)
 {
@@ -500,6 +539,7 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 	x->first_try_ms = 0;
 	if (sched_task_start(rt->proc_root, x->pid, &x->start) < 0)
 		x->start = 0;
+	own(rt, x, cl);
 	if (rtdomain_version(rt->dom) == 2 && !x->partitioned) {
 		char dir[PATH_MAX];
 		struct errbuf eb = {};
@@ -548,6 +588,9 @@ static void isolate(struct rtctl *rt, const struct state_claim *c)
 {
 	struct errbuf eb = {};
 
+	if (rt->mon)
+		CPUSET_FOREACH(cpu, &c->cpus)
+	(void)rtmon_watch(rt->mon, cpu, true);
 	if (rtdomain_version(rt->dom) != 1)
 		return;
 	CPUSET_FOREACH(cpu, &c->cpus)
@@ -581,6 +624,10 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 		if (rtdomain_version(rt->dom) == 1)
 			CPUSET_FOREACH(cpu, &c->cpus)
 		(void)rtdomain_v1_release(rt->dom, cpu);
+		if (rt->mon)
+			CPUSET_FOREACH(cpu, &c->cpus)
+		if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
+			(void)rtmon_watch(rt->mon, cpu, false);
 		update_gauge(rt);
 		arm_refresh(rt);
 	}
@@ -602,6 +649,202 @@ static int isolate_each(void *ud, const struct state_claim *c)
 	if (c->rt)
 		isolate(ud, c);
 	return 0;
+}
+
+/* ---- the monitor ------------------------------------------------------------------------- */
+
+/* rt-owners.json for bpf-verify --realtime (rtreport.h): rewritten on every
+ * change of ownership; a failure is logged, the monitor does not need it. */
+static void write_owners(struct rtctl *rt)
+{
+	struct rt_owners o = { 0 };
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	if (!rt->state_dir)
+		return;
+	o.cpus = *rtdomain_active(rt->dom);
+	for (int i = 0; i < rt->n; i++) {
+		const struct rtc *x = rt->v[i];
+		const struct state_claim *cl = state_claim(rt->state, x->uid);
+
+		if (!x->cgroup_id || !cl)
+			continue;
+		CPUSET_FOREACH(cpu, &x->owned)
+		{
+			struct rt_owner w = { .cpu = cpu,
+					      .cgroup_id = x->cgroup_id,
+					      .runtime_ns = cl->budget.runtime_ns,
+					      .period_ns = cl->budget.period_ns };
+
+			cpuset_set(&o.cpus, cpu);
+			(void)ctr_dir(rt, x->cgroups_path, w.cgroup, sizeof(w.cgroup));
+			(void)snprintf(w.claim, sizeof(w.claim), "%s/%s", cl->ns, cl->name);
+			(void)snprintf(w.container, sizeof(w.container), "%s", x->name);
+			if (rt_owners_add(&o, &w) < 0)
+				break;
+		}
+	}
+	r = rt_owners_json(&o, &text);
+	if (r == 0)
+		r = fileio_write_atomic(rt->state_dir, RTREPORT_OWNERS_FILE, text, strlen(text),
+					0600);
+	if (r < 0)
+		log_warn_errno(r, "rt_owners_write_failed", "dir=%s", rt->state_dir);
+	rt_owners_done(&o);
+}
+
+/* The claim label of a task's cgroup on cpu, NULL when none owns it. */
+static const struct rtc *owner_of(const struct rtctl *rt, uint64_t cgroup_id, int cpu)
+{
+	for (int i = 0; i < rt->n; i++)
+		if (rt->v[i]->cgroup_id == cgroup_id && cpuset_has(&rt->v[i]->owned, cpu))
+			return rt->v[i];
+	return NULL;
+}
+
+static const double runtime_bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+					 0.025,	 0.05,	  0.1,	  0.25,	 0.5,	 1 };
+#define N_BOUNDS ((int)ARRAY_SIZE(runtime_bounds))
+
+struct agg {
+	char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
+	int cpu;
+	int tasks;
+	uint64_t periods, used_ns, throttles, overruns, misses, period_ns;
+	unsigned long long buckets[N_BOUNDS + 1];
+};
+
+/* A task's relative histogram (eighths of its budget) into seconds buckets:
+ * each slot counts at the smallest bound above its upper edge. */
+static void add_hist(struct agg *a, const struct rt_task *t)
+{
+	for (int i = 0; i < RT_HIST_SLOTS; i++) {
+		double edge = i == RT_HIST_SLOTS - 1
+				      ? (double)t->max_ns / 1e9
+				      : (double)(i + 1) * (double)t->dl_runtime / RT_HIST_PER_BUDGET / 1e9;
+		int b = 0;
+
+		if (!t->hist[i])
+			continue;
+		while (b < N_BOUNDS && runtime_bounds[b] < edge)
+			b++;
+		a->buckets[b] += t->hist[i];
+	}
+}
+
+static void collect(struct metrics *m, void *ud)
+{
+	struct rtctl *rt = ud;
+	struct rtmon_task *v = NULL;
+	struct agg *aggs = NULL;
+	int n = 0, na = 0;
+
+	if (!rt->mon)
+		return;
+	(void)rtmon_prune(rt->mon);
+	if (rtmon_tasks(rt->mon, &v, &n) < 0)
+		return;
+	aggs = calloc((size_t)n + 1, sizeof(*aggs));
+	if (!aggs)
+		goto out;
+	metric_reset(rt->m_tasks);
+	metric_reset(rt->m_runtime);
+	metric_reset(rt->m_throttled);
+	metric_reset(rt->m_overruns);
+	metric_reset(rt->m_misses);
+	metric_reset(rt->m_bw);
+	for (int i = 0; i < n; i++) {
+		const struct rt_task *t = &v[i].s;
+		const struct rtc *x = owner_of(rt, t->cgroup_id, (int)t->cpu);
+		const struct state_claim *cl = x ? state_claim(rt->state, x->uid) : NULL;
+		char claim[sizeof(aggs[0].claim)];
+		struct agg *a = NULL;
+
+		(void)snprintf(claim, sizeof(claim), "%s", cl ? cl->ns : "");
+		if (cl)
+			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
+		else
+			(void)snprintf(claim, sizeof(claim), "none");
+		for (int k = 0; k < na && !a; k++)
+			if (aggs[k].cpu == (int)t->cpu && !strcmp(aggs[k].claim, claim))
+				a = &aggs[k];
+		if (!a) {
+			a = &aggs[na++];
+			memcpy(a->claim, claim, sizeof(claim));
+			a->cpu = (int)t->cpu;
+		}
+		a->tasks++;
+		a->periods += t->periods;
+		a->used_ns += t->used_ns;
+		a->throttles += t->throttles;
+		a->overruns += t->overruns;
+		a->misses += t->misses;
+		a->period_ns = t->dl_period;
+		add_hist(a, t);
+	}
+	for (int k = 0; k < na; k++) {
+		struct agg *a = &aggs[k];
+		char cpu[16];
+
+		(void)snprintf(cpu, sizeof(cpu), "%d", a->cpu);
+		metric_series_set(metric_with(rt->m_tasks, a->claim, cpu), a->tasks);
+		metric_series_set_histogram(metric_with(rt->m_runtime, a->claim, cpu), a->buckets,
+					    (double)a->used_ns / 1e9);
+		metric_series_set(metric_with(rt->m_throttled, a->claim, cpu), (double)a->throttles);
+		metric_series_set(metric_with(rt->m_overruns, a->claim, cpu), (double)a->overruns);
+		metric_series_set(metric_with(rt->m_misses, a->claim, cpu), (double)a->misses);
+		/* Average share of the CPU per period it ran in. */
+		if (a->periods && a->period_ns)
+			metric_series_set(metric_with(rt->m_bw, a->claim, cpu),
+					  (double)a->used_ns / ((double)a->periods * (double)a->period_ns));
+	}
+	CPUSET_FOREACH(cpu, rtdomain_active(rt->dom))
+	{
+		struct rt_cpu c;
+		char id[16];
+
+		if (rtmon_cpu(rt->mon, cpu, &c) < 0)
+			continue;
+		(void)snprintf(id, sizeof(id), "%d", cpu);
+		metric_series_set(metric_with(rt->m_foreign, id, "unconfined"),
+				  (double)(c.foreign - c.foreign_pinned));
+		metric_series_set(metric_with(rt->m_foreign, id, "pinned"), (double)c.foreign_pinned);
+	}
+out:
+	free(aggs);
+	free(v);
+}
+
+static int register_monitor(struct rtctl *rt, struct metrics *m)
+{
+	rt->m_tasks = metrics_gauge(m, "dra_cpu_rt_tasks",
+				    "Deadline tasks seen on a real-time CPU, by claim (none: no "
+				    "claim owns them) and CPU.",
+				    "claim,cpu");
+	rt->m_runtime = metrics_histogram(m, "dra_cpu_rt_runtime_seconds",
+					  "CPU time a claim's deadline tasks used per period.",
+					  "claim,cpu", runtime_bounds, N_BOUNDS);
+	rt->m_throttled = metrics_counter(m, "dra_cpu_rt_throttled_total",
+					  "Periods in which the kernel throttled a claim's deadline "
+					  "task (budget used up).",
+					  "claim,cpu");
+	rt->m_overruns = metrics_counter(m, "dra_cpu_rt_overruns_total",
+					 "Periods in which a claim's deadline task ran past its "
+					 "budget (tick granularity).",
+					 "claim,cpu");
+	rt->m_misses = metrics_counter(m, "dra_cpu_rt_deadline_misses_total",
+				       "Periods in which a claim's deadline task still ran after its "
+				       "absolute deadline.",
+				       "claim,cpu");
+	rt->m_bw = metrics_gauge(m, "dra_cpu_rt_bandwidth_used",
+				 "Average share of the CPU a claim's deadline tasks used per period.",
+				 "claim,cpu");
+	rt->m_foreign = metrics_counter(m, "dra_cpu_rt_foreign_switches_total",
+					"Switch-ins on a real-time CPU of tasks no claim of it owns: "
+					"pinned there, or unconfined (allowed elsewhere too).",
+					"cpu,kind");
+	return metrics_add_collector(m, collect, rt);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
@@ -626,8 +869,9 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 	rt->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 2000;
 	rt->refresh_ms = o->refresh_ms ? o->refresh_ms : 5000;
 	rt->proc_root = strdup(o->proc_root ? o->proc_root : "");
-	if (!rt->proc_root)
+	if (!rt->proc_root || (o->state_dir && !(rt->state_dir = strdup(o->state_dir))))
 		return -ENOMEM;
+	rt->mon = o->mon;
 	r = rtdomain_new(&dopt, &rt->dom);
 	if (r < 0)
 		return r;
@@ -649,10 +893,16 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 				    "Tasks of unprepared real-time claims ended by the driver.", NULL);
 	rt->g_isolated = metrics_gauge(m, "dra_cpu_rt_cpus_isolated",
 				       "Real-time CPUs that are their own root domain now.", NULL);
+	if (rt->mon) {
+		r = register_monitor(rt, m);
+		if (r < 0)
+			return r;
+	}
 	r = state_add_observer(state, on_state, rt);
 	if (r < 0)
 		return r;
 	(void)state_foreach_claim(state, isolate_each, rt);
+	write_owners(rt);
 	if (rtdomain_version(rt->dom) == 1 && cpuset_is_empty(rtdomain_active(rt->dom)))
 		rtdomain_v1_settle(rt->dom);
 	update_gauge(rt);
@@ -676,6 +926,7 @@ struct rtctl *rtctl_free(struct rtctl *rt)
 	rtdomain_free(rt->dom);
 	free(rt->cgroup_root);
 	free(rt->proc_root);
+	free(rt->state_dir);
 	free(rt);
 	return NULL;
 }

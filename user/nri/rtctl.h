@@ -28,6 +28,11 @@
  * come back from state and Synchronize names the containers: tasks already
  * under their policy are left as they are (the kernel charged them once).
  *
+ * Metrics (per scrape, from the monitor, by claim and CPU): dra_cpu_rt_tasks,
+ * dra_cpu_rt_runtime_seconds (CPU time per period), dra_cpu_rt_throttled_total,
+ * dra_cpu_rt_overruns_total, dra_cpu_rt_deadline_misses_total,
+ * dra_cpu_rt_bandwidth_used; per CPU dra_cpu_rt_foreign_switches_total.
+ *
  * Single-threaded, on the loop.
  */
 #pragma once
@@ -45,6 +50,7 @@ struct nri_adjust;
 struct nri_container;
 struct rt_limits;
 struct rtctl;
+struct rtmon;
 struct state;
 
 struct rtctl_opts {
@@ -56,6 +62,11 @@ struct rtctl_opts {
 	unsigned retry_ms;	 /* 0: 10 */
 	unsigned retry_max_ms;	 /* 0: 2000 */
 	unsigned refresh_ms;	 /* 0: 5000: v1 isolation walked again */
+	/* The real-time monitor (borrowed; NULL: none): told which CPUs to
+	 * watch and which cgroups own them; its counts become dra_cpu_rt_*
+	 * metrics by claim and CPU, and <state_dir>/rt-owners.json tells
+	 * bpf-verify --realtime the same. */
+	struct rtmon *mon;
 };
 
 /* state, metrics and base are borrowed. Isolates the CPUs of the real-time
