@@ -508,13 +508,13 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return log_error_errno(-ENOMEM, "signal_setup_failed", "");
 
 	/* Everything that needs privilege is set up: keep only what the loop uses. */
-	r = caps_drop_except(CAPS_KEEP_DAEMON);
+	r = caps_drop_except(CAPS_KEEP_DAEMON | (d->rt_on ? CAPS_KEEP_RT : 0));
 	if (r < 0)
 		log_warn_errno(r, "capability_drop_failed", "action=continuing");
 	else if (r > 0)
 		log_info("capabilities_dropped", "dropped=%d kept=\"dac_override dac_read_search "
-						 "fowner kill sys_nice\"",
-			 r);
+						 "fowner%s sys_nice\"",
+			 r, d->rt_on ? " kill" : "");
 
 	log_info("started", "node=%s devices=%d mode=%s http_port=%d cpus=%d", d->node,
 		 d->devices->n, cfg_device_mode_name(cfg->device_mode), httpd_port(d->httpd),
