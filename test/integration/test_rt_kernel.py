@@ -386,6 +386,9 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
                                  argv=[sys.executable, "-c", POLITE])
     for ctr in (busy, polite):
         wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
+    # The interpreter starts up under its 2 ms budget too (tens of ms of CPU:
+    # it overruns then); the window opens once it runs its loop.
+    time.sleep(1.0)
     with open(os.path.join(d.state_dir, "rt-owners.json")) as f:
         owners = json.load(f)["owners"]
     assert {o["claim"] for o in owners} == {"default/busy", "default/polite"}
@@ -398,7 +401,7 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     assert b["violation"] and b["overruns"] > 0 and b["maxNs"] > 2000000
     assert b["periods"] > 50
     # the polite one does 1 ms and yields: within budget every period
-    assert not p["violation"] and p["overruns"] == 0 and p["misses"] == 0
+    assert not p["violation"] and p["overruns"] == 0 and p["misses"] == 0, p
     assert p["periods"] > 50 and 500000 < p["p50Ns"] <= 2000000 and p["maxNs"] < 2000000
     # the daemon's own monitor says the same on /metrics
     def over(claim):
