@@ -27,6 +27,7 @@
 #include "lib/log.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
+#include "nri/rtctl.h"
 #include "core/state.h"
 
 #define MAX_CLAIMS_PER_CONTAINER 32
@@ -42,6 +43,7 @@ struct pools {
 	struct state *state;
 	struct bpfmon *bpf;
 	struct nri *nri;
+	struct rtctl *rt; /* real-time claims, NULL when none */
 	struct pools_opts o;
 	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
 	char *state_dir;
@@ -245,6 +247,19 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 	}
 }
 
+/* The CPUs the container holds alone: its claims' less the real-time ones,
+ * which containers share by bandwidth. */
+static void exclusive_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+
+		if (cl && !cl->rt)
+			cpuset_or(ret, ret, &cl->cpus);
+	}
+}
+
 /* Every shared container to the pool, into upd (an event's reply). */
 static int shared_updates(struct pools *p, struct nri_updates *upd)
 {
@@ -302,7 +317,7 @@ static void own_cpus(struct pools *p, struct ctr *c)
 	}
 	if (!p->bpf)
 		return;
-	claims_union(p, c, &cpus);
+	exclusive_union(p, c, &cpus);
 	CPUSET_FOREACH(cpu, &cpus)
 	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
 }
@@ -339,6 +354,10 @@ static void write_owners(struct pools *p)
 			_cleanup_free_ char *list = cl ? cpuset_to_string(&cl->cpus) : NULL;
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
 
+			if (cl && cl->rt) { /* shared by bandwidth: no owner */
+				json_object_put(o);
+				continue;
+			}
 			if (!o || !list) {
 				json_object_put(o);
 				continue;
@@ -400,10 +419,17 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		metric_series_add(metric_with(p->rejects, "claim"), 1);
 		return r;
 	}
+	if (k > 0 && p->rt) {
+		r = rtctl_create(p->rt, c, (const char(*)[CDI_UID_MAX])uids, k, adj, eb);
+		if (r < 0) {
+			metric_series_add(metric_with(p->rejects, "realtime"), 1);
+			return r;
+		}
+	}
 	n = ctr_new(c);
 	if (!n)
 		return -ENOMEM;
-	if (k == 0) {
+	if (k <= 0) { /* parse_env() never gives fewer than none */
 		state_shared_pool(p->state, &cpus);
 		if (cpuset_is_empty(&cpus)) {
 			ctr_free(n);
@@ -495,6 +521,8 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	/* The claim stays reserved and bound: a restart gets the same CPUs. */
 	if (!x)
 		return 0;
+	if (p->rt && x->n_claims)
+		rtctl_stopped(p->rt, x->id);
 	if (x->n_claims) {
 		claims_union(p, x, &cpus);
 		disown_cpus(p, &cpus);
@@ -521,6 +549,8 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 
 	if (x)
 		own_cpus(p, x);
+	if (x && p->rt && x->n_claims)
+		rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
 	return 0;
 }
 
@@ -571,6 +601,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		}
 		if (put(p, n) < 0)
 			return -ENOMEM;
+		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
+			rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])n->claims, n->n_claims);
 		rebuilt++;
 	}
 	state_shared_pool(p->state, &pool);
@@ -606,6 +638,15 @@ static void on_connected(void *ud)
 	log_info("nri_connected", "");
 }
 
+static void on_configured(void *ud, const char *name, const char *version,
+			  const char *nri_version)
+{
+	struct pools *p = ud;
+
+	if (p->rt)
+		rtctl_configured(p->rt, name, version, nri_version);
+}
+
 static void on_disconnected(void *ud, int r)
 {
 	log_warn("nri_disconnected", "reason=%s action=reconnecting", log_quote(strerror(r < 0 ? -r : r)));
@@ -625,6 +666,7 @@ static void on_push_done(void *ud, int r, const char *const *failed, size_t n_fa
 
 static const struct nri_handlers handlers = {
 	.connected = on_connected,
+	.configured = on_configured,
 	.disconnected = on_disconnected,
 	.synchronize = on_sync,
 	.create_container = on_create,
@@ -806,4 +848,9 @@ struct pools *pools_free(struct pools *p)
 void pools_set_nri(struct pools *p, struct nri *n)
 {
 	p->nri = n;
+}
+
+void pools_set_rt(struct pools *p, struct rtctl *rt)
+{
+	p->rt = rt;
 }
