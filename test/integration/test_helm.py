@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 
@@ -477,6 +478,50 @@ def cross_reference_errors(objs):
             errs.append("binding %s binds %s, the pod runs as %s" % (
                 b["metadata"]["name"], b["subjects"], sa))
     return errs
+
+
+# ------------------------------------------------------------------ NOTES.txt
+
+def notes(helm, tmp_path, values=None, namespace=None):
+    """NOTES.txt as `helm install` would print it. `helm template` does not
+    render notes and `helm install --dry-run` wants a cluster, so a copy of the
+    chart renders the same text through tpl into a ConfigMap."""
+    chart = tmp_path / "chart"
+    if not chart.exists():
+        shutil.copytree(CHART, chart)
+    shutil.copy(chart / "templates" / "NOTES.txt", chart / "notes.src")
+    (chart / "templates" / "zz-notes.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
+        "  notes: {{ tpl (.Files.Get \"notes.src\") . | toJson }}\n")
+    args = ["template", "dra-cpu", str(chart), "--kube-version", KUBE,
+            "--show-only", "templates/zz-notes.yaml"]
+    if values:
+        args += ["-f", write_values(tmp_path, values)]
+    if namespace:
+        args += ["--namespace", namespace]
+    p = run_helm(helm, *args)
+    assert p.returncode == 0, p.stderr
+    return yaml.safe_load(p.stdout)["data"]["notes"]
+
+
+def test_notes_say_what_was_installed(helm, tmp_path):
+    text = notes(helm, tmp_path)
+    assert "kubectl -n dra-cpu rollout status daemonset/dra-cpu" in text
+    assert "one device per NUMA node" in text and "DRAConsumableCapacity" in text
+    assert "rbac.create=false" not in text and "must admit privileged pods" not in text
+
+    text = notes(helm, tmp_path, {"args": {"cpuDeviceMode": "individual"},
+                                  "rbac": {"create": False},
+                                  "namespace": {"create": False, "name": ""}},
+                 namespace="kube-system")
+    assert "kubectl -n kube-system rollout status" in text
+    assert "individual mode, one device per CPU" in text and "count: N" in text
+    assert "DRAConsumableCapacity" not in text
+    assert "The namespace kube-system must admit privileged pods" in text
+    assert "bind the service account kube-system/dra-cpu" in text
+
+    text = notes(helm, tmp_path, {"driverConfig": {"groupBy": "machine"}})
+    assert "one device for the whole machine" in text
 
 
 # ------------------------------------------------------ non-default values
@@ -976,3 +1021,73 @@ def test_cpu_lists_the_schema_refuses_the_driver_refuses(cpus):
 def test_cpu_lists_the_schema_accepts(cpus):
     pattern = schema()["properties"]["args"]["properties"]["reservedCPUs"]["pattern"]
     assert re.search(pattern, cpus)
+
+
+# ------------------------------------------------------- the documented commands
+
+HELM_DOCS = [os.path.join(CHART, "README.md"), os.path.join(ROOT, "docs", "deploy.md")]
+
+
+def doc_blocks(path):
+    with open(path) as f:
+        return re.findall(r"^```[a-z]*\n(.*?)^```", f.read(), re.S | re.M)
+
+
+def doc_helm_commands(path):
+    """The `helm install|upgrade` commands in path's code blocks, continuation
+    lines joined, comments dropped."""
+    cmds = []
+    for block in doc_blocks(path):
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if re.match(r"helm (install|upgrade) ", line):
+                cmds.append(line)
+    return cmds
+
+
+@pytest.mark.parametrize("path", HELM_DOCS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_documented_helm_commands_render(helm, tmp_path, path):
+    """Each documented install or upgrade, run as `helm template` from the
+    project root, renders; a `-f my-values.yaml` uses the page's example."""
+    cmds = doc_helm_commands(path)
+    assert cmds, "no helm install command in %s" % path
+    examples = [b for b in doc_blocks(path) if b.startswith("# my-values.yaml")]
+    for cmd in cmds:
+        argv = shlex.split(cmd)
+        assert argv[2] == "dra-cpu" and argv[3] == "deploy/helm/dra-cpu", cmd
+        args = ["template", argv[2], CHART, "--kube-version", KUBE]
+        rest = argv[4:]
+        for i, a in enumerate(rest):
+            if i > 0 and rest[i - 1] == "-f":
+                assert a == "my-values.yaml" and len(examples) == 1, cmd
+                rest[i] = write_values(tmp_path, yaml.safe_load(examples[0]), "my-values.yaml")
+        p = run_helm(helm, *args, *rest)
+        assert p.returncode == 0, "%s: %s" % (cmd, p.stderr)
+        objs = [d for d in yaml.safe_load_all(p.stdout) if d]
+        assert not structure_errors(objs), cmd
+
+
+def value_paths(values, schema_node, prefix=""):
+    """Dotted paths of values.yaml's settings: a map the schema closes
+    (additionalProperties false) is a group of settings, any other value one,
+    and so are the maps passed on whole (resources, driverConfig)."""
+    out = []
+    for k, v in values.items():
+        sub = schema_node["properties"][k]
+        if isinstance(v, dict) and sub.get("additionalProperties") is False and \
+                k not in ("driverConfig", "resources"):
+            out += value_paths(v, sub, prefix + k + ".")
+        else:
+            out.append(prefix + k)
+    return out
+
+
+def test_every_value_is_in_the_schema_and_the_readme():
+    sch, values = schema(), chart_values()
+    assert set(sch["properties"]) == set(values), "values.yaml and values.schema.json differ"
+    with open(os.path.join(CHART, "README.md")) as f:
+        table = "\n".join(l for l in f.read().splitlines() if l.startswith("| `"))
+    documented = set(re.findall(r"`([A-Za-z][A-Za-z.]*)`", table))
+    missing = [p for p in value_paths(values, sch) if p not in documented]
+    assert not missing, "values missing from the README's table: %s" % missing
+    assert len(value_paths(values, sch)) >= 35
