@@ -212,9 +212,18 @@ def strip_checksum(objs):
     return objs
 
 
-@pytest.mark.parametrize("kube,namespace", [(KUBE, None), ("1.37.0", "kube-system")])
-def test_default_values_render_install_yaml(helm, tmp_path, kube, namespace):
-    got = by_key(strip_checksum(render(helm, tmp_path, kube=kube, namespace=namespace)))
+# Emptied maps of optional settings are the defaults too.
+NULLED = {"args": None, "driverConfig": None, "podLabels": None, "podAnnotations": None,
+          "extraArgs": None}
+
+
+@pytest.mark.parametrize("kube,namespace,values", [(KUBE, None, None),
+                                                   ("1.37.0", "kube-system", None),
+                                                   (KUBE, None, NULLED)],
+                         ids=["1.34", "1.37-release-namespace", "nulled-maps"])
+def test_default_values_render_install_yaml(helm, tmp_path, kube, namespace, values):
+    got = by_key(strip_checksum(render(helm, tmp_path, values, kube=kube,
+                                       namespace=namespace)))
     want = by_key(install_yaml_objects())
     assert sorted(got) == sorted(want)
     problems = [("%s %s/%s" % k) + d for k in sorted(want) for d in diff(got[k], want[k])]
@@ -222,6 +231,18 @@ def test_default_values_render_install_yaml(helm, tmp_path, kube, namespace):
     # The configuration file is the same text, comments included.
     (cm,) = [o for o in install_yaml_objects() if o["kind"] == "ConfigMap"]
     assert config_text(list(got.values())) == cm["data"]["config.yaml"]
+
+
+def test_packaged_chart_renders_the_same(helm, tmp_path):
+    """What `helm package` ships (after .helmignore) is the whole chart."""
+    p = run_helm(helm, "package", CHART, "--destination", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    (tgz,) = [f for f in os.listdir(tmp_path) if f.endswith(".tgz")]
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        assert tgz == "dra-cpu-%s.tgz" % yaml.safe_load(f)["version"]
+    p = run_helm(helm, "template", "dra-cpu", str(tmp_path / tgz), "--kube-version", KUBE)
+    assert p.returncode == 0, p.stderr
+    assert [d for d in yaml.safe_load_all(p.stdout) if d] == render(helm, tmp_path)
 
 
 def test_the_comparison_sees_a_difference(helm, tmp_path):

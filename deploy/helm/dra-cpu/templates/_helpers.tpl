@@ -24,7 +24,7 @@ set (not null, not ""), else driverConfig.<key> when set, else def.
 Call with (dict "root" $ "arg" "cpuDeviceMode" "key" "cpuDeviceMode" "def" "grouped").
 */}}
 {{- define "dra-cpu.setting" -}}
-{{- $a := index .root.Values.args .arg -}}
+{{- $a := index (.root.Values.args | default dict) .arg -}}
 {{- $c := index (.root.Values.driverConfig | default dict) .key -}}
 {{- if and (not (kindIs "invalid" $a)) (ne (toString $a) "") -}}
 {{- $a -}}
