@@ -479,12 +479,13 @@ def cross_reference_errors(objs):
         ports = {p.get("name") for p in c.get("ports", [])} | {
             p["containerPort"] for p in c.get("ports", [])}
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-            if probe in c and c[probe]["httpGet"]["port"] not in ports:
-                errs.append("%s port %s is no container port" % (probe, c[probe]["httpGet"]["port"]))
+            port = c.get(probe, {}).get("httpGet", {}).get("port")
+            if probe in c and port not in ports:
+                errs.append("%s port %s is no container port" % (probe, port))
     cms = {o["metadata"]["name"] for o in objs if o["kind"] == "ConfigMap"}
     errs += ["volume %s: no ConfigMap %s" % (v["name"], v["configMap"]["name"])
-             for v in spec.get("volumes", []) if "configMap" in v
-             and v["configMap"]["name"] not in cms and v["name"] == "config"]
+             for v in spec.get("volumes", []) if v["name"] == "config"
+             and v["configMap"]["name"] not in cms]
     sa = spec["serviceAccountName"]
     sas = [o for o in objs if o["kind"] == "ServiceAccount"]
     if sas and [o["metadata"]["name"] for o in sas] != [sa]:
