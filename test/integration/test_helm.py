@@ -141,6 +141,11 @@ def one(objs, kind):
     return got[0]
 
 
+def named(objs, kind, name):
+    (got,) = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    return got
+
+
 def container(objs):
     (c,) = one(objs, "DaemonSet")["spec"]["template"]["spec"]["containers"]
     return c
@@ -830,7 +835,7 @@ def test_the_schemas_catch_mistakes(helm, tmp_path):
     assert errs == ["DaemonSet dra-cpu: limits memory: '128 MiB' is no quantity"], errs
     errs = broken(lambda o: ds(o)["metadata"].update(labelz={}))
     assert any("labelz" in e for e in errs), errs
-    errs = broken(lambda o: one(o, "DeviceClass")["spec"]["selectors"][0].update(
+    errs = broken(lambda o: named(o, "DeviceClass", "dra.cpu")["spec"]["selectors"][0].update(
         cel={"expr": "true"}))
     assert any("1.36" in e for e in errs) and any("1.37" in e for e in errs), errs
 
@@ -895,6 +900,10 @@ BAD_VALUES = [
      "driverConfig.cdiDir: set the chart value cdiDir (the hostPath mount follows it)"),
     ({"driverConfig": {"bindAddress": ":9000"}},
      "driverConfig.bindAddress: set the chart value healthzPort"),
+    ({"driverConfig": {"rtCPUs": "3"}},
+     "driverConfig.rtCPUs: real-time CPUs need the KILL capability"),
+    ({"driverConfig": {"sliceRepairTimeout": 0}},
+     "driverConfig.sliceRepairTimeout: Must be greater than or equal to 1"),
     ({"driverConfig": {"pinningEnforcement": "deny"}},
      "driverConfig.pinningEnforcement: set the chart value pinningEnforcement"),
     ({"pinningEnforcement": "enforce"}, "pinningEnforcement must be one of"),
@@ -972,6 +981,9 @@ def schema_for(info):
 # Keys the driver's file refuses (docs/config.md): the chart refuses them too,
 # with the value to set instead.
 DRIVER_REFUSED = {"bindAddress", "kubeletRootDir", "sysfsOverlay"}
+# Keys the chart refuses although the driver takes them: what they need
+# (rtCPUs: the KILL capability, a writable cgroup mount) the chart does not grant.
+CHART_REFUSED = {"rtCPUs"}
 # Keys the chart sets from its own values of the same name.
 CHART_OWNED = {"cdiDir", "stateDir", "nriSocket", "nri", "nriPushUpdates", "bpf",
                "pinningEnforcement", "contentionHistogram"}
@@ -981,12 +993,12 @@ CHART_OWNED = {"cdiDir", "stateDir", "nriSocket", "nri", "nriPushUpdates", "bpf"
 def test_driver_config_schema_is_the_drivers():
     props = schema()["properties"]["driverConfig"]["properties"]
     keys = file_keys()
-    assert set(props) == set(keys) | {"apiVersion"} | DRIVER_REFUSED, (
+    assert set(props) == set(keys) | {"apiVersion"} | DRIVER_REFUSED | CHART_REFUSED, (
         "values.schema.json driverConfig and the driver's file keys (--help) differ: "
         "add or remove the key in the schema and in README.md")
     assert CHART_OWNED <= set(keys)
     for k, info in keys.items():
-        if k in CHART_OWNED:
+        if k in CHART_OWNED | CHART_REFUSED:
             continue
         want = schema_for(info)
         got = {f: v for f, v in props[k].items() if f in ("type", "enum", "minimum", "maximum")}

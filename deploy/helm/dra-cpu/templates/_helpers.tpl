@@ -56,6 +56,7 @@ contentionHistogram: set the chart value contentionHistogram
 bindAddress: set the chart value healthzPort (the driver takes it only as a flag)
 kubeletRootDir: set the chart value kubeletRootDir (the driver takes it only as a flag)
 sysfsOverlay: dra-cpu reads a sysfs capture with driverConfig.sysfsRoot instead
+rtCPUs: real-time CPUs need the KILL capability and a writable cgroup mount, which the chart does not grant (docs/realtime.md)
 {{- end -}}
 
 {{/*
