@@ -49,6 +49,20 @@ static int64_t num(struct json_object *o, const char *path)
 	return json_object_get_int64(v);
 }
 
+static struct json_object *build_with(int sockets, int numa, int cores, int threads, int mode,
+				      int group_by, const char *reserved, struct slices_opts o)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(sockets, numa, cores, threads);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct json_object *arr = NULL;
+	struct cpuset res;
+
+	assert_int_equal(cpuset_parse(reserved, &res, NULL), 0);
+	assert_int_equal(devices_build(t, &res, mode, group_by, &d), 0);
+	assert_int_equal(slices_build(d, &o, &arr), 0);
+	return arr;
+}
+
 static struct json_object *build(int sockets, int numa, int cores, int threads, int mode,
 				 int group_by, const char *reserved, const char *uid)
 {
@@ -193,6 +207,102 @@ static void test_slices_1000_cpu_group_capacity_is_canonical(void **st)
 	json_object_put(arr);
 }
 
+static void test_slices_node_allocatable_off_by_default(void **st)
+{
+	struct json_object *g = build(2, 2, 4, 2, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "", NULL);
+	struct json_object *i = build(2, 2, 4, 2, DEVICES_INDIVIDUAL, 0, "", NULL);
+
+	assert_null(get(g, "0.spec.devices.0.nodeAllocatableResources"));
+	assert_null(get(i, "0.spec.devices.0.nodeAllocatableResources"));
+	json_object_put(g);
+	json_object_put(i);
+}
+
+static void test_slices_node_allocatable_grouped_maps_consumed_capacity(void **st)
+{
+	static const int by[] = { DEVICES_BY_NUMANODE, DEVICES_BY_SOCKET, DEVICES_BY_MACHINE };
+
+	for (size_t k = 0; k < sizeof(by) / sizeof(by[0]); k++) {
+		struct slices_opts o = { .node = "worker-1", .generation = 1,
+					 .node_allocatable = true };
+		struct json_object *arr = build_with(2, 2, 4, 2, DEVICES_GROUPED, by[k], "0", o);
+		struct json_object *devs = get(arr, "0.spec.devices");
+
+		for (size_t i = 0; i < json_object_array_length(devs); i++) {
+			struct json_object *dev = json_object_array_get_idx(devs, i);
+			struct json_object *res = get(dev, "nodeAllocatableResources");
+			struct json_object *map = get(dev, "nodeAllocatableResources.cpu.mapping");
+
+			assert_non_null(map);
+			assert_int_equal(json_object_object_length(res), 1);
+			assert_int_equal(json_object_object_length(get(res, "cpu")), 1);
+			assert_int_equal(json_object_object_length(map), 2);
+			assert_string_equal(str(map, "capacityKey"), "dra.cpu/cpu");
+			assert_string_equal(str(map, "capacityMultiplier"), "1");
+			/* the key names a capacity the device has */
+			assert_true(json_object_object_get_ex(get(dev, "capacity"), "dra.cpu/cpu",
+							      NULL));
+		}
+		json_object_put(arr);
+	}
+}
+
+static void test_slices_node_allocatable_individual_maps_one_cpu_per_device(void **st)
+{
+	struct slices_opts o = { .node = "worker-1", .generation = 1, .node_allocatable = true };
+	struct json_object *arr = build_with(2, 1, 96, 2, DEVICES_INDIVIDUAL, 0, "", o);
+
+	for (int s = 0; s < 3; s++)
+		for (int i = 0; i < 128; i++) {
+			char p[96];
+			struct json_object *map;
+
+			snprintf(p, sizeof(p), "%d.spec.devices.%d.nodeAllocatableResources.cpu.mapping",
+				 s, i);
+			map = get(arr, p);
+			assert_non_null(map);
+			assert_int_equal(json_object_object_length(map), 1);
+			assert_string_equal(str(map, "deviceMultiplier"), "1");
+		}
+	json_object_put(arr);
+}
+
+static void test_slices_dropped_features_name_what_the_server_lost(void **st)
+{
+	struct json_object *sent = json_tokener_parse(
+		"[{\"name\":\"a\",\"allowMultipleAllocations\":true,"
+		"\"capacity\":{\"dra.cpu/cpu\":{\"value\":\"4\",\"requestPolicy\":{}}},"
+		"\"nodeAllocatableResources\":{\"cpu\":{}},"
+		"\"attributes\":{\"x/r\":{\"strings\":[\"pci0000:00\"]},\"x/i\":{\"int\":1}}}]");
+	struct json_object *same = json_object_get(sent);
+	struct json_object *no_na = json_tokener_parse(
+		"[{\"name\":\"a\",\"allowMultipleAllocations\":true,"
+		"\"capacity\":{\"dra.cpu/cpu\":{\"value\":\"4\",\"requestPolicy\":{}}},"
+		"\"attributes\":{\"x/r\":{\"strings\":[\"pci0000:00\"]},\"x/i\":{\"int\":1}}}]");
+	struct json_object *bare = json_tokener_parse(
+		"[{\"name\":\"a\",\"capacity\":{\"dra.cpu/cpu\":{\"value\":\"4\"}},"
+		"\"attributes\":{\"x/r\":{},\"x/i\":{\"int\":1}}}]");
+	struct json_object *renamed = json_tokener_parse("[{\"name\":\"b\"}]");
+
+	assert_non_null(sent);
+	assert_int_equal(slices_dropped_features(sent, same), 0);
+	assert_int_equal(slices_dropped_features(sent, no_na), SLICES_FEAT_NODE_ALLOCATABLE);
+	assert_int_equal(slices_dropped_features(sent, bare),
+			 SLICES_FEAT_CONSUMABLE | SLICES_FEAT_NODE_ALLOCATABLE |
+				 SLICES_FEAT_LIST_ATTRIBUTES);
+	assert_int_equal(slices_dropped_features(sent, renamed), SLICES_FEAT_OTHER);
+	assert_int_equal(slices_dropped_features(sent, NULL), SLICES_FEAT_OTHER);
+	assert_int_equal(slices_dropped_features(NULL, sent), 0);
+	assert_string_equal(slices_feature_gate(SLICES_FEAT_NODE_ALLOCATABLE),
+			    "DRANodeAllocatableResources");
+	assert_non_null(strstr(slices_feature_loss(SLICES_FEAT_NODE_ALLOCATABLE), "1.37"));
+	json_object_put(sent);
+	json_object_put(same);
+	json_object_put(no_na);
+	json_object_put(bare);
+	json_object_put(renamed);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +312,10 @@ int main(void)
 		cmocka_unit_test(test_slices_one_cpu_group_has_no_step),
 		cmocka_unit_test(test_slices_socket_and_machine_attribute_sets),
 		cmocka_unit_test(test_slices_1000_cpu_group_capacity_is_canonical),
+		cmocka_unit_test(test_slices_node_allocatable_off_by_default),
+		cmocka_unit_test(test_slices_node_allocatable_grouped_maps_consumed_capacity),
+		cmocka_unit_test(test_slices_node_allocatable_individual_maps_one_cpu_per_device),
+		cmocka_unit_test(test_slices_dropped_features_name_what_the_server_lost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

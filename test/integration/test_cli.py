@@ -194,3 +194,55 @@ def test_bad_topology_file_is_a_clear_error(tmp_path):
     r = run("--topology-file", str(p), "--print-topology")
     assert r.returncode == 2
     assert "topology" in r.stderr
+
+
+def validate_new_fields(items, tmp_path, new_fields):
+    """Slices that carry fields newer than 1.36 (new_fields): valid against
+    1.37 with unknown fields rejected, and valid against 1.36 the way a 1.36
+    server takes them with its default field validation (Warn): each field it
+    drops is one of new_fields, and what is left passes its rules."""
+    p = tmp_path / "slices-new.json"
+    p.write_text(json.dumps(items))
+    r = subprocess.run(["/usr/bin/python3", VALIDATOR, "--strict", "--server-rules",
+                        "--spec", "1.37", str(p)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("valid (ResourceSlice, 1.37)") == len(items), r.stdout
+    r = subprocess.run(["/usr/bin/python3", VALIDATOR, "--server-rules", "--spec", "1.36",
+                        str(p)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("valid (ResourceSlice, 1.36)") == len(items), r.stdout
+    dropped = [line for line in r.stdout.splitlines() if "warning:" in line]
+    assert dropped, "1.36 should not know %s" % new_fields
+    for line in dropped:
+        assert any("'%s' was unexpected" % f in line for f in new_fields), line
+
+
+def conf_file(tmp_path, text):
+    p = tmp_path / "config.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("mode,mapping", [
+    (["--cpu-device-mode", "grouped"], {"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1"}),
+    (["--cpu-device-mode", "grouped", "--group-by", "socket"],
+     {"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1"}),
+    (["--cpu-device-mode", "grouped", "--group-by", "machine"],
+     {"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1"}),
+    (["--cpu-device-mode", "individual"], {"deviceMultiplier": "1"}),
+], ids=["numanode", "socket", "machine", "individual"])
+def test_dry_run_node_allocatable_mapping_on_every_device(mode, mapping, captures, tmp_path):
+    conf = conf_file(tmp_path, "publishNodeAllocatableResourceMapping: true\n")
+    items = []
+    for f, root in captures.items():
+        r = run("--sysfs-root", root, "--dry-run", "--hostname-override", "worker-1",
+                "--config", conf, *mode)
+        assert r.returncode == 0, f + r.stderr
+        items += json.loads(r.stdout)["items"]
+    devs = [d for s in items for d in s["spec"]["devices"]]
+    assert devs and all(d["nodeAllocatableResources"] == {"cpu": {"mapping": mapping}}
+                        for d in devs)
+    validate_new_fields(items, tmp_path, ["nodeAllocatableResources"])
+    # off (the default): not a trace of it
+    r = run("--sysfs-root", next(iter(captures.values())), "--dry-run", *mode)
+    assert "nodeAllocatableResources" not in r.stdout

@@ -65,6 +65,8 @@ struct cfg {
 	char *bind_address;
 	int verbosity;
 	char *config_file; /* --config: read before the environment and the flags */
+	/* Kubernetes 1.36/1.37 slice and claim features (docs/node-allocatable.md) */
+	bool node_allocatable; /* file only: nodeAllocatableResources.cpu on every device */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

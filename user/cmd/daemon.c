@@ -393,7 +393,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return r;
 	{
 		struct publisher_opts po = { .node = d->node, .devices = d->devices,
-					     .on_state = on_slices, .ud = d };
+					     .on_state = on_slices, .ud = d,
+					     .node_allocatable = cfg->node_allocatable };
 
 		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
 		if (r < 0)

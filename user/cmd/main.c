@@ -49,6 +49,7 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	if (r < 0)
 		return r;
 	o.node = node;
+	o.node_allocatable = c->node_allocatable;
 	r = devices_build(t, &c->reserved, c->device_mode, c->group_by, &d);
 	if (r < 0)
 		return r;

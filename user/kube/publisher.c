@@ -80,7 +80,8 @@ struct publisher {
 	struct op *ops;
 	int n_ops, next_op;
 	int64_t sync_gen; /* pool generation the current sync writes */
-	bool syncing, dirty, in_sync, dropped_logged;
+	bool syncing, dirty, in_sync;
+	unsigned dropped_logged; /* enum slices_feature bits already logged */
 	/* metrics */
 	struct metric *writes, *errors, *published, *dropped, *in_sync_g;
 };
@@ -269,7 +270,8 @@ static void on_node(void *ud, const struct kube_result *r)
 		return;
 	}
 	for (int i = 0; i < p->n_desired; i++) {
-		struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices };
+		struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices,
+					  .node_allocatable = p->o.node_allocatable };
 
 		rc = slices_build_devices(p->o.devices, &so, i, &arr);
 		if (rc < 0) {
@@ -549,7 +551,8 @@ static int op_add(struct publisher *p, enum op_kind kind, int index, const struc
 static struct json_object *body_for(struct publisher *p, const struct op *op, int64_t gen)
 {
 	struct slices_opts so = { .node = p->node, .node_uid = p->node_uid, .generation = gen,
-				  .max_devices = p->o.max_devices };
+				  .max_devices = p->o.max_devices,
+				  .node_allocatable = p->o.node_allocatable };
 	struct json_object *body = NULL, *meta;
 
 	if (slices_build_one(p->o.devices, &so, op->index, &body) < 0)
@@ -602,21 +605,35 @@ static void plan(struct publisher *p)
 	free(match);
 }
 
-/* After a write: did the server keep what we sent? */
+/* After a write: did the server keep what we sent? If not, say once per
+ * feature what was lost, and adopt what it kept so the publisher does not
+ * fight the server with endless rewrites. */
 static void check_dropped(struct publisher *p, const struct op *op, struct json_object *got)
 {
-	uint64_t h = devices_hash(get_path(got, "spec", "devices", NULL));
+	struct json_object *got_devs = get_path(got, "spec", "devices", NULL), *sent = NULL;
+	uint64_t h = devices_hash(got_devs);
+	struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices,
+				  .node_allocatable = p->o.node_allocatable };
+	unsigned feats = SLICES_FEAT_OTHER;
 
 	if (h == p->want[op->index]) {
 		p->adopted[op->index] = 0;
 		return;
 	}
-	if (!p->dropped_logged) {
-		log_warn("slice_fields_dropped",
-			 "slice=%s hint=\"the API server dropped device fields; is the "
-			 "DRAConsumableCapacity feature gate on?\" action=adopting",
-			 meta_str(got, "name") ? meta_str(got, "name") : "?");
-		p->dropped_logged = true;
+	if (slices_build_devices(p->o.devices, &so, op->index, &sent) == 0) {
+		feats = slices_dropped_features(sent, got_devs);
+		json_object_put(sent);
+		if (!feats)
+			feats = SLICES_FEAT_OTHER;
+	}
+	for (unsigned f = 1; f <= SLICES_FEAT_OTHER; f <<= 1) {
+		if (!(feats & f) || (p->dropped_logged & f))
+			continue;
+		log_warn("slice_fields_dropped", "slice=%s feature=%s hint=%s action=adopting",
+			 meta_str(got, "name") ? meta_str(got, "name") : "?",
+			 slices_feature_gate((enum slices_feature)f),
+			 log_quote(slices_feature_loss((enum slices_feature)f)));
+		p->dropped_logged |= f;
 	}
 	metric_set(p->dropped, 1);
 	p->adopted[op->index] = h;

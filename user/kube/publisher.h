@@ -39,6 +39,7 @@ struct publisher_opts {
 	const struct devices *devices; /* borrowed; immutable */
 	int max_devices;	       /* per slice; 0 = 128 */
 	int resync_delay_ms;	       /* after a watch event; 0 = 1000 */
+	bool node_allocatable;	       /* slices_opts.node_allocatable */
 	publisher_state_fn on_state;
 	void *ud;
 };

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
@@ -129,7 +130,26 @@ static int capacity(struct json_object *dev, int n_cpus)
 	return r ?: add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
 }
 
-static int device_json(const struct devices *d, const struct device *dev, struct json_object **ret)
+/* nodeAllocatableResources: {"cpu": {"mapping": {...}}}. A grouped claim
+ * takes consumedCapacity[dra.cpu/cpu] CPUs, an individual one one CPU per
+ * device: either way the node's allocatable cpu goes down by the CPUs the
+ * claim holds, so pods cannot be promised them twice. */
+static int node_allocatable(struct json_object *dev, bool grouped)
+{
+	struct json_object *res, *cpu, *map;
+	int r;
+
+	if (!(res = child(dev, "nodeAllocatableResources", false)) ||
+	    !(cpu = child(res, "cpu", false)) || !(map = child(cpu, "mapping", false)))
+		return -ENOMEM;
+	if (!grouped)
+		return add(map, "deviceMultiplier", json_object_new_string("1"));
+	r = add(map, "capacityKey", json_object_new_string(SLICES_CAPACITY_KEY));
+	return r ?: add(map, "capacityMultiplier", json_object_new_string("1"));
+}
+
+static int device_json(const struct devices *d, const struct device *dev,
+		       const struct slices_opts *so, struct json_object **ret)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct json_object *attrs;
@@ -171,6 +191,11 @@ static int device_json(const struct devices *d, const struct device *dev, struct
 		r = r ?: capacity(o, dev->n_cpus);
 		break;
 	}
+	/* Only the kinds whose capacity is dra.cpu/cpu (or one CPU each). */
+	if (!r && so->node_allocatable &&
+	    (dev->kind == DEVICE_CPU || dev->kind == DEVICE_NUMA || dev->kind == DEVICE_SOCKET ||
+	     dev->kind == DEVICE_MACHINE))
+		r = node_allocatable(o, dev->kind != DEVICE_CPU);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(o);
@@ -189,7 +214,7 @@ int slices_build_devices(const struct devices *d, const struct slices_opts *o, i
 		return -EINVAL;
 	for (int k = i * m; k < d->n && k < (i + 1) * m; k++) {
 		struct json_object *dev;
-		int r = device_json(d, &d->v[k], &dev);
+		int r = device_json(d, &d->v[k], o, &dev);
 
 		if (r < 0)
 			return r;
@@ -271,4 +296,117 @@ int slices_build(const struct devices *d, const struct slices_opts *o, struct js
 	}
 	*ret = TAKE_PTR(arr);
 	return 0;
+}
+
+static struct json_object *member(struct json_object *o, const char *k)
+{
+	struct json_object *v = NULL;
+
+	if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
+		return NULL;
+	return v;
+}
+
+static struct json_object *device_named(struct json_object *arr, const char *name)
+{
+	size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *d = json_object_array_get_idx(arr, i);
+		const char *dn = json_object_get_string(member(d, "name"));
+
+		if (dn && !strcmp(dn, name))
+			return d;
+	}
+	return NULL;
+}
+
+static bool is_list_attribute(struct json_object *a)
+{
+	static const char *const kinds[] = { "ints", "bools", "strings", "versions" };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (member(a, kinds[i]))
+			return true;
+	return false;
+}
+
+/* What of device s is missing from g. */
+static unsigned device_dropped(struct json_object *s, struct json_object *g)
+{
+	unsigned m = 0;
+
+	if (member(s, "allowMultipleAllocations") && !member(g, "allowMultipleAllocations"))
+		m |= SLICES_FEAT_CONSUMABLE;
+	if (member(s, "nodeAllocatableResources") && !member(g, "nodeAllocatableResources"))
+		m |= SLICES_FEAT_NODE_ALLOCATABLE;
+	if (json_object_is_type(member(s, "capacity"), json_type_object)) {
+		json_object_object_foreach(member(s, "capacity"), ck, cv)
+		{
+			struct json_object *gc = member(member(g, "capacity"), ck);
+
+			if (member(cv, "requestPolicy") && !member(gc, "requestPolicy"))
+				m |= SLICES_FEAT_CONSUMABLE;
+		}
+	}
+	if (json_object_is_type(member(s, "attributes"), json_type_object)) {
+		json_object_object_foreach(member(s, "attributes"), ak, av)
+		{
+			struct json_object *ga = member(member(g, "attributes"), ak);
+
+			if (is_list_attribute(av) && !is_list_attribute(ga))
+				m |= SLICES_FEAT_LIST_ATTRIBUTES;
+		}
+	}
+	return m;
+}
+
+unsigned slices_dropped_features(struct json_object *sent, struct json_object *got)
+{
+	size_t n = json_object_is_type(sent, json_type_array) ? json_object_array_length(sent) : 0;
+	unsigned m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *s = json_object_array_get_idx(sent, i);
+		const char *name = json_object_get_string(member(s, "name"));
+		struct json_object *g = name ? device_named(got, name) : NULL;
+
+		if (!g) {
+			m |= SLICES_FEAT_OTHER;
+			continue;
+		}
+		m |= device_dropped(s, g);
+	}
+	return m;
+}
+
+const char *slices_feature_gate(enum slices_feature f)
+{
+	switch (f) {
+	case SLICES_FEAT_CONSUMABLE:
+		return "DRAConsumableCapacity";
+	case SLICES_FEAT_NODE_ALLOCATABLE:
+		return "DRANodeAllocatableResources";
+	case SLICES_FEAT_LIST_ATTRIBUTES:
+		return "DRAListTypeAttributes";
+	default:
+		return "unknown";
+	}
+}
+
+const char *slices_feature_loss(enum slices_feature f)
+{
+	switch (f) {
+	case SLICES_FEAT_CONSUMABLE:
+		return "grouped devices cannot be shared by several claims; is the "
+		       "DRAConsumableCapacity feature gate on?";
+	case SLICES_FEAT_NODE_ALLOCATABLE:
+		return "claims do not count against the node's allocatable cpu; the field needs "
+		       "Kubernetes 1.37 with the DRANodeAllocatableResources feature gate";
+	case SLICES_FEAT_LIST_ATTRIBUTES:
+		return "claims cannot match resource.kubernetes.io/pcieRoot; list attributes need "
+		       "the DRAListTypeAttributes feature gate (1.36+)";
+	default:
+		return "the API server changed device fields it does not know";
+	}
 }

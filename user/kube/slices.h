@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct devices;
@@ -22,6 +23,11 @@ struct slices_opts {
 	const char *node_uid; /* NULL: no ownerReference (dry run) */
 	int64_t generation;   /* pool generation, >= 1 */
 	int max_devices;      /* 0: SLICES_MAX_DEVICES */
+	/* Every device carries nodeAllocatableResources.cpu.mapping (KEP-5517,
+	 * the 1.37 shape): grouped devices map the consumed dra.cpu/cpu
+	 * capacity one to one, individual devices one CPU per device. An API
+	 * server without the field drops it (the publisher notices). */
+	bool node_allocatable;
 };
 
 /* Number of slices the devices need. */
@@ -37,3 +43,22 @@ int slices_build_one(const struct devices *d, const struct slices_opts *o, int i
 /* The spec.devices array of slice i alone (what the publisher compares). */
 int slices_build_devices(const struct devices *d, const struct slices_opts *o, int i,
 			 struct json_object **ret);
+
+/* Fields an API server may drop silently from what we publish (a feature gate
+ * off, or a release that predates the field), by the feature that carries
+ * them. */
+enum slices_feature {
+	SLICES_FEAT_CONSUMABLE = 1 << 0,     /* allowMultipleAllocations, requestPolicy */
+	SLICES_FEAT_NODE_ALLOCATABLE = 1 << 1, /* nodeAllocatableResources */
+	SLICES_FEAT_LIST_ATTRIBUTES = 1 << 2,  /* ints/bools/strings/versions attributes */
+	SLICES_FEAT_OTHER = 1 << 3,	       /* anything else that differs */
+};
+
+/* Which features' fields are in sent (a spec.devices array we wrote) but not
+ * in got (what the server returned), devices matched by name: a mask of enum
+ * slices_feature, 0 when nothing was dropped. Either may be NULL. */
+unsigned slices_dropped_features(struct json_object *sent, struct json_object *got);
+
+/* The feature gate behind one bit, and a sentence on what is lost without it. */
+const char *slices_feature_gate(enum slices_feature f);
+const char *slices_feature_loss(enum slices_feature f);
