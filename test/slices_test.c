@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -12,6 +13,7 @@
 
 #include "cmd/cfg.h"
 #include "core/devices.h"
+#include "host/pcie.h"
 #include "kube/slices.h"
 #include "testutil.h"
 
@@ -303,6 +305,138 @@ static void test_slices_dropped_features_name_what_the_server_lost(void **st)
 	json_object_put(renamed);
 }
 
+/* The roots of a device as one comma-joined string, "" when it has none. */
+static void roots_of(struct json_object *dev, char *buf, size_t size)
+{
+	struct json_object *a = NULL, *l;
+
+	buf[0] = 0;
+	if (!json_object_object_get_ex(get(dev, "attributes"), SLICES_PCIE_ROOT_ATTR, &a))
+		return;
+	assert_int_equal(json_object_object_length(a), 1);
+	l = get(a, "strings");
+	assert_non_null(l);
+	assert_true(json_object_array_length(l) > 0);
+	for (size_t i = 0; i < json_object_array_length(l); i++)
+		(void)snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? "," : "",
+			       json_object_get_string(json_object_array_get_idx(l, i)));
+}
+
+static struct pcie two_socket_roots(void)
+{
+	struct pcie p = { 0 };
+
+	/* 2 sockets x 1 node x 4 cores x 2 threads: socket 0 = 0-3,8-11 */
+	assert_int_equal(pcie_add_root(&p, "pci0000:80", "4-7,12-15", 9), 1);
+	assert_int_equal(pcie_add_root(&p, "pci0000:00", "0-3,8-11", 8), 1);
+	assert_int_equal(pcie_add_root(&p, "pci0000:10", "0-3,8-11", 8), 1);
+	assert_int_equal(pcie_add_root(&p, "pci0001:00", "2", 1), 1);
+	return p;
+}
+
+static void test_slices_pcie_roots_per_cpu_and_per_group(void **st)
+{
+	struct pcie p = two_socket_roots();
+	struct slices_opts o = { .node = "worker-1", .generation = 1, .pcie = &p };
+	struct json_object *ind = build_with(2, 1, 4, 2, DEVICES_INDIVIDUAL, 0, "", o);
+	struct json_object *numa = build_with(2, 1, 4, 2, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "", o);
+	struct json_object *mach = build_with(2, 1, 4, 2, DEVICES_GROUPED, DEVICES_BY_MACHINE, "", o);
+	struct json_object *devs = get(ind, "0.spec.devices");
+	char got[256];
+
+	/* individual: cpudev000 = CPU 0, cpudev001 = CPU 8 (its sibling), ... */
+	for (size_t i = 0; i < json_object_array_length(devs); i++) {
+		struct json_object *dev = json_object_array_get_idx(devs, i), *v = NULL;
+		int cpu;
+
+		assert_true(json_object_object_get_ex(get(dev, "attributes"), "dra.cpu/cpuID", &v));
+		cpu = (int)num(v, "int");
+		roots_of(dev, got, sizeof(got));
+		if (cpu == 2)
+			assert_string_equal(got, "pci0000:00,pci0000:10,pci0001:00");
+		else if (cpu % 8 < 4)
+			assert_string_equal(got, "pci0000:00,pci0000:10");
+		else
+			assert_string_equal(got, "pci0000:80");
+	}
+	roots_of(get(numa, "0.spec.devices.0"), got, sizeof(got));
+	assert_string_equal(got, "pci0000:00,pci0000:10,pci0001:00");
+	roots_of(get(numa, "0.spec.devices.1"), got, sizeof(got));
+	assert_string_equal(got, "pci0000:80");
+	roots_of(get(mach, "0.spec.devices.0"), got, sizeof(got));
+	assert_string_equal(got, "pci0000:00,pci0000:10,pci0000:80,pci0001:00");
+	json_object_put(ind);
+	json_object_put(numa);
+	json_object_put(mach);
+	free(p.v);
+}
+
+static void test_slices_pcie_roots_omitted_where_none_is_local(void **st)
+{
+	struct pcie p = { 0 };
+	struct slices_opts o = { .node = "worker-1", .generation = 1, .pcie = &p };
+	struct json_object *arr;
+	char got[64];
+
+	assert_int_equal(pcie_add_root(&p, "pci0000:00", "0-3,8-11", 8), 1);
+	arr = build_with(2, 1, 4, 2, DEVICES_GROUPED, DEVICES_BY_SOCKET, "", o);
+	roots_of(get(arr, "0.spec.devices.0"), got, sizeof(got));
+	assert_string_equal(got, "pci0000:00");
+	roots_of(get(arr, "0.spec.devices.1"), got, sizeof(got));
+	assert_string_equal(got, "");
+	json_object_put(arr);
+	free(p.v);
+}
+
+static void test_slices_with_pcie_roots_hold_64_devices(void **st)
+{
+	struct pcie p = { 0 }, none = { 0 };
+	struct slices_opts o = { .node = "worker-1", .generation = 1, .pcie = &p };
+	struct json_object *arr;
+
+	assert_int_equal(pcie_add_root(&p, "pci0000:00", "0", 1), 1);
+	arr = build_with(2, 1, 96, 2, DEVICES_INDIVIDUAL, 0, "", o);
+	assert_int_equal(json_object_array_length(arr), 6);
+	for (int i = 0; i < 6; i++) {
+		struct json_object *s = json_object_array_get_idx(arr, (size_t)i);
+
+		assert_int_equal(json_object_array_length(get(s, "spec.devices")), 64);
+		assert_int_equal(num(s, "spec.pool.resourceSliceCount"), 6);
+	}
+	json_object_put(arr);
+	/* the option on but no root found: no list, the usual 128 */
+	o.pcie = &none;
+	arr = build_with(2, 1, 96, 2, DEVICES_INDIVIDUAL, 0, "", o);
+	assert_int_equal(json_object_array_length(arr), 3);
+	json_object_put(arr);
+	free(p.v);
+}
+
+static void test_slices_pcie_list_never_passes_the_attribute_value_limit(void **st)
+{
+	struct slices_opts o = { .node = "worker-1", .generation = 1 };
+	struct pcie p = { 0 };
+	struct json_object *arr;
+	char name[16], got[1024];
+
+	/* an individual device has 9 other attributes: 39 roots fit in 48 values */
+	for (int i = 0; i < 39; i++) {
+		(void)snprintf(name, sizeof(name), "pci%04x:00", i);
+		assert_int_equal(pcie_add_root(&p, name, "0-15", 4), 1);
+	}
+	o.pcie = &p;
+	arr = build_with(2, 1, 4, 2, DEVICES_INDIVIDUAL, 0, "", o);
+	roots_of(get(arr, "0.spec.devices.0"), got, sizeof(got));
+	assert_int_equal(strlen(got), 39 * 11 - 1);
+	json_object_put(arr);
+	assert_int_equal(pcie_add_root(&p, "pci0100:00", "0-15", 4), 1);
+	arr = build_with(2, 1, 4, 2, DEVICES_INDIVIDUAL, 0, "", o);
+	roots_of(get(arr, "0.spec.devices.0"), got, sizeof(got));
+	assert_string_equal(got, "");
+	json_object_put(arr);
+	free(p.v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +450,10 @@ int main(void)
 		cmocka_unit_test(test_slices_node_allocatable_grouped_maps_consumed_capacity),
 		cmocka_unit_test(test_slices_node_allocatable_individual_maps_one_cpu_per_device),
 		cmocka_unit_test(test_slices_dropped_features_name_what_the_server_lost),
+		cmocka_unit_test(test_slices_pcie_roots_per_cpu_and_per_group),
+		cmocka_unit_test(test_slices_pcie_roots_omitted_where_none_is_local),
+		cmocka_unit_test(test_slices_with_pcie_roots_hold_64_devices),
+		cmocka_unit_test(test_slices_pcie_list_never_passes_the_attribute_value_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

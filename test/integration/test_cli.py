@@ -246,3 +246,90 @@ def test_dry_run_node_allocatable_mapping_on_every_device(mode, mapping, capture
     # off (the default): not a trace of it
     r = run("--sysfs-root", next(iter(captures.values())), "--dry-run", *mode)
     assert "nodeAllocatableResources" not in r.stdout
+
+
+def pcie_roots_oracle(root):
+    """{root name: set of CPUs} read straight from a capture's sysfs, the
+    way the kernel names host bridges (pciDDDD:BB)."""
+    import re
+    devs = os.path.join(root, "sys", "devices")
+    out = {}
+    for name in os.listdir(devs):
+        if not re.fullmatch(r"pci[0-9a-f]{4}:[0-9a-f]{2}", name):
+            continue
+        with open(os.path.join(devs, name, "pci_bus", name[3:], "cpulistaffinity")) as f:
+            cpus = set()
+            for part in f.read().strip().split(","):
+                lo, _, hi = part.partition("-")
+                cpus.update(range(int(lo), int(hi or lo) + 1))
+        out[name] = cpus
+    return out
+
+
+@pytest.mark.parametrize("mode", [
+    ["--cpu-device-mode", "individual"],
+    ["--cpu-device-mode", "grouped"],
+    ["--cpu-device-mode", "grouped", "--group-by", "socket"],
+    ["--cpu-device-mode", "grouped", "--group-by", "machine"],
+], ids=["individual", "numanode", "socket", "machine"])
+def test_dry_run_pcie_roots_match_the_capture(mode, captures, tmp_path):
+    root = captures["32intel64-2p8co2t+8ve.tar.bz2"]
+    roots = pcie_roots_oracle(root)
+    assert len(roots) == 3
+    topo = json.loads(run("--sysfs-root", root, "--print-topology").stdout)
+    r = run("--sysfs-root", root, "--dry-run", "--expose-pcie-roots", *mode)
+    assert r.returncode == 0, r.stderr
+    assert "event=pcie_roots roots=3" in r.stderr
+    items = json.loads(r.stdout)["items"]
+    for s in items:
+        assert len(s["spec"]["devices"]) <= 64
+    for dev in (d for s in items for d in s["spec"]["devices"]):
+        a = dev["attributes"]
+        if "dra.cpu/cpuID" in a:
+            cpus = {a["dra.cpu/cpuID"]["int"]}
+        elif "dra.cpu/numaNodeID" in a:
+            cpus = {c["cpu"] for c in topo["cpus"] if c["numa"] == a["dra.cpu/numaNodeID"]["int"]}
+        elif "dra.cpu/socketID" in a:
+            cpus = {c["cpu"] for c in topo["cpus"] if c["socket"] == a["dra.cpu/socketID"]["int"]}
+        else:
+            cpus = {c["cpu"] for c in topo["cpus"]}
+        want = sorted(n for n, local in roots.items() if local & cpus)
+        got = a.get("resource.kubernetes.io/pcieRoot")
+        assert got == ({"strings": want} if want else None), (dev["name"], got, want)
+    validate(items, tmp_path)
+
+
+def test_dry_run_pcie_roots_none_found_is_said_and_changes_nothing(captures, tmp_path):
+    root = captures["nvidiagpunumanodes.tar.bz2"]
+    plain = run("--sysfs-root", root, "--dry-run", "--cpu-device-mode", "individual")
+    r = run("--sysfs-root", root, "--dry-run", "--cpu-device-mode", "individual",
+            "--expose-pcie-roots")
+    assert r.returncode == 0, r.stderr
+    assert "event=pcie_roots_none" in r.stderr
+    assert r.stdout == plain.stdout
+    # a topology file has no PCI tree to go with it
+    t = run("--topology-file", os.path.join(DATA, "synthetic-384.json"), "--dry-run",
+            "--expose-pcie-roots")
+    assert t.returncode == 0 and "event=pcie_roots_unknown" in t.stderr
+    assert "pcieRoot" not in t.stdout
+
+
+def test_dry_run_pcie_roots_of_a_damaged_tree_leave_the_bad_root_out(captures, tmp_path):
+    """A root whose affinity is garbage is left out and said once; the
+    others are still published."""
+    src = captures["32intel64-2p8co2t+8ve.tar.bz2"]
+    root = tmp_path / "cap"
+    shutil.copytree(os.path.join(src, "sys", "devices", "system"),
+                    root / "sys" / "devices" / "system", symlinks=True)
+    for name, text in (("pci0000:00", "0-3\n"), ("pci0000:80", "junk\n")):
+        bus = root / "sys" / "devices" / name / "pci_bus" / name[3:]
+        bus.mkdir(parents=True)
+        (bus / "cpulistaffinity").write_text(text)
+    r = run("--sysfs-root", str(root), "--dry-run", "--expose-pcie-roots",
+            "--cpu-device-mode", "individual")
+    assert r.returncode == 0, r.stderr
+    assert "event=pcie_roots_skipped count=1" in r.stderr and "pci0000:80" in r.stderr
+    devs = [d for s in json.loads(r.stdout)["items"] for d in s["spec"]["devices"]]
+    with_root = {d["attributes"]["dra.cpu/cpuID"]["int"] for d in devs
+                 if "resource.kubernetes.io/pcieRoot" in d["attributes"]}
+    assert with_root == {0, 1, 2, 3}

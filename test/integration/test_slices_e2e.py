@@ -240,3 +240,36 @@ def test_node_allocatable_mapping_dropped_by_a_1_36_server_is_named_and_adopted(
     assert log.count("slice_fields_dropped") == 1
     assert "1.37" in log
     assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1
+
+
+@pytest.fixture
+def pci_capture(driver_dir):
+    """The capture of test/data/topologies that has a PCI tree, extracted."""
+    import subprocess
+    from conftest import ROOT
+    subprocess.run(["tar", "-xjf", os.path.join(ROOT, "test", "data", "topologies",
+                                                "32intel64-2p8co2t+8ve.tar.bz2"),
+                    "-C", driver_dir], check=True)
+    return os.path.join(driver_dir, "32intel64-2p8co2t+8ve")
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
+def test_pcie_roots_published_or_named_when_the_server_drops_them(
+        apiserver, make_driver, pci_capture, gate):
+    apiserver.set_gates(DRAListTypeAttributes=gate)
+    d = make_driver(topology=None, args=["--sysfs-root", pci_capture, "--expose-pcie-roots",
+                                         "--cpu-device-mode", "individual",
+                                         "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    slices = ours(apiserver)
+    assert len(slices) == 1 and len(slices[0]["spec"]["devices"]) == 32
+    roots = [dev["attributes"].get("resource.kubernetes.io/pcieRoot")
+             for dev in slices[0]["spec"]["devices"]]
+    log = d.log()
+    if gate:
+        assert roots.count({"strings": ["pci0000:17", "pci0000:3a", "pci0000:5d"]}) == 16
+        assert "slice_fields_dropped" not in log
+    else:
+        assert roots == [None] * 32  # the server deletes list attributes whole
+        assert log.count("feature=DRAListTypeAttributes") == 1, log
+        assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1

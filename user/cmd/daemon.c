@@ -28,7 +28,9 @@
 #include "nri/pools.h"
 #include "kube/publisher.h"
 #include "core/state.h"
+#include "host/pcie.h"
 #include "host/topo.h"
+#include "lib/errbuf.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
@@ -42,6 +44,7 @@ struct daemon {
 	struct metrics *metrics;
 	struct httpd *httpd;
 	struct devices *devices;
+	struct pcie *pcie;
 	struct kube *kube;
 	struct publisher *publisher;
 	struct state *state;
@@ -77,6 +80,7 @@ static void daemon_free(struct daemon *d)
 	state_free(d->state);
 	httpd_free(d->httpd);
 	devices_free(d->devices);
+	pcie_free(d->pcie);
 	if (d->sigterm)
 		event_free(d->sigterm);
 	if (d->sigint)
@@ -325,6 +329,42 @@ static int start_kube(struct daemon *d)
 	return 0;
 }
 
+int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie **ret)
+{
+	_cleanup_(pcie_freep) struct pcie *p = NULL;
+	const char *root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL;
+	struct errbuf eb = {};
+	struct cpuset none;
+	char list[256];
+	int r;
+
+	*ret = NULL;
+	if (!cfg->expose_pcie_roots)
+		return 0;
+	if (cfg->topology_file && *cfg->topology_file) {
+		log_warn("pcie_roots_unknown", "reason=\"a topology file has no PCI tree\" "
+					       "action=publishing_without_pcieRoot");
+		return 0;
+	}
+	r = pcie_load(root, &p, &eb);
+	if (r < 0)
+		return log_error_errno(r, "pcie_scan_failed", "error=%s", log_quote(errbuf_text(&eb, r)));
+	if (p->n_skipped)
+		log_warn("pcie_roots_skipped", "count=%d first=%s", p->n_skipped,
+			 log_quote(p->skipped));
+	none = topo->online;
+	for (int i = 0; i < p->n; i++)
+		cpuset_andnot(&none, &none, &p->v[i].cpus);
+	(void)cpuset_format(&none, list, sizeof(list));
+	if (p->n == 0)
+		log_warn("pcie_roots_none", "sysfs=%s action=publishing_without_pcieRoot",
+			 root ? log_quote(root) : "/sys");
+	else
+		log_info("pcie_roots", "roots=%d cpus_without_root=%s", p->n, list[0] ? list : "none");
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
 {
 	_cleanup_(daemon_freep) struct daemon *d = NULL;
@@ -356,6 +396,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	r = devices_build(topo, &cfg->reserved, cfg->device_mode, cfg->group_by, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
+	r = daemon_load_pcie(cfg, topo, &d->pcie);
+	if (r < 0)
+		return r;
 	register_gauges(d);
 
 	r = httpd_new(d->base, cfg->bind_address, NULL, d->metrics, &d->httpd);
@@ -394,7 +437,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	{
 		struct publisher_opts po = { .node = d->node, .devices = d->devices,
 					     .on_state = on_slices, .ud = d,
-					     .node_allocatable = cfg->node_allocatable };
+					     .node_allocatable = cfg->node_allocatable,
+					     .pcie = d->pcie };
 
 		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
 		if (r < 0)

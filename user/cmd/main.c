@@ -14,6 +14,7 @@
 #include "cmd/daemon.h"
 #include "core/devices.h"
 #include "lib/log.h"
+#include "host/pcie.h"
 #include "kube/slices.h"
 #include "host/topo.h"
 
@@ -40,6 +41,7 @@ static int load_topology(const struct cfg *c, struct topo **ret)
 static int print_slices(const struct cfg *c, const struct topo *t)
 {
 	_cleanup_(devices_freep) struct devices *d = NULL;
+	_cleanup_(pcie_freep) struct pcie *pcie = NULL;
 	struct json_object *list, *items = NULL;
 	struct slices_opts o = { .generation = 1 };
 	char node[256];
@@ -53,6 +55,10 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	r = devices_build(t, &c->reserved, c->device_mode, c->group_by, &d);
 	if (r < 0)
 		return r;
+	r = daemon_load_pcie(c, t, &pcie);
+	if (r < 0)
+		return r;
+	o.pcie = pcie;
 	r = slices_build(d, &o, &items);
 	if (r < 0)
 		return r;

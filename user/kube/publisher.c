@@ -261,8 +261,9 @@ static void on_node(void *ud, const struct kube_result *r)
 		retry_later(p, 0);
 		return;
 	}
-	p->n_desired = slices_count(p->o.devices, &(struct slices_opts){ .max_devices =
-										 p->o.max_devices });
+	p->n_desired = slices_count(p->o.devices, &(struct slices_opts){
+							   .max_devices = p->o.max_devices,
+							   .pcie = p->o.pcie });
 	p->want = calloc((size_t)p->n_desired, sizeof(*p->want));
 	p->adopted = calloc((size_t)p->n_desired, sizeof(*p->adopted));
 	if (!p->want || !p->adopted) {
@@ -271,7 +272,8 @@ static void on_node(void *ud, const struct kube_result *r)
 	}
 	for (int i = 0; i < p->n_desired; i++) {
 		struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices,
-					  .node_allocatable = p->o.node_allocatable };
+					  .node_allocatable = p->o.node_allocatable,
+					  .pcie = p->o.pcie };
 
 		rc = slices_build_devices(p->o.devices, &so, i, &arr);
 		if (rc < 0) {
@@ -552,7 +554,7 @@ static struct json_object *body_for(struct publisher *p, const struct op *op, in
 {
 	struct slices_opts so = { .node = p->node, .node_uid = p->node_uid, .generation = gen,
 				  .max_devices = p->o.max_devices,
-				  .node_allocatable = p->o.node_allocatable };
+				  .node_allocatable = p->o.node_allocatable, .pcie = p->o.pcie };
 	struct json_object *body = NULL, *meta;
 
 	if (slices_build_one(p->o.devices, &so, op->index, &body) < 0)
@@ -613,7 +615,7 @@ static void check_dropped(struct publisher *p, const struct op *op, struct json_
 	struct json_object *got_devs = get_path(got, "spec", "devices", NULL), *sent = NULL;
 	uint64_t h = devices_hash(got_devs);
 	struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices,
-				  .node_allocatable = p->o.node_allocatable };
+				  .node_allocatable = p->o.node_allocatable, .pcie = p->o.pcie };
 	unsigned feats = SLICES_FEAT_OTHER;
 
 	if (h == p->want[op->index]) {

@@ -29,6 +29,7 @@ struct event_base;
 struct kube;
 struct devices;
 struct metrics;
+struct pcie;
 struct publisher;
 
 /* Called when the node's slices become (true) or stop being (false) in sync. */
@@ -40,6 +41,7 @@ struct publisher_opts {
 	int max_devices;	       /* per slice; 0 = 128 */
 	int resync_delay_ms;	       /* after a watch event; 0 = 1000 */
 	bool node_allocatable;	       /* slices_opts.node_allocatable */
+	const struct pcie *pcie;       /* slices_opts.pcie; borrowed */
 	publisher_state_fn on_state;
 	void *ud;
 };

@@ -4,6 +4,7 @@
 #include "kube/slices.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 
 #include "lib/cleanup.h"
 #include "core/devices.h"
+#include "host/pcie.h"
 #include "lib/quantity.h"
 
 static void json_putp(struct json_object **o)
@@ -22,7 +24,14 @@ static void json_putp(struct json_object **o)
 
 static int max_per_slice(const struct slices_opts *o)
 {
-	return o->max_devices > 0 ? o->max_devices : SLICES_MAX_DEVICES;
+	int m = o->max_devices > 0 ? o->max_devices : SLICES_MAX_DEVICES;
+
+	/* The server's lower limit for slices with list attributes. Every
+	 * slice gets it, not only those whose devices carry a list: the count
+	 * must not depend on which devices happen to sit next to a root. */
+	if (o->pcie && o->pcie->n > 0 && m > SLICES_MAX_DEVICES_LISTS)
+		m = SLICES_MAX_DEVICES_LISTS;
+	return m;
 }
 
 int slices_count(const struct devices *d, const struct slices_opts *o)
@@ -95,6 +104,37 @@ static int add_attr_string(struct json_object *attrs, const char *key, const cha
 		return r;
 	}
 	return add(attrs, key, a);
+}
+
+/* resource.kubernetes.io/pcieRoot: {"strings": [roots local to the device's CPUs]}. */
+static int pcie_attr(struct json_object *attrs, const struct pcie *p, const struct device *dev)
+{
+	_cleanup_free_ int *idx = NULL;
+	struct json_object *a, *list;
+	struct cpuset cpus;
+	int n;
+
+	if (!p || p->n == 0)
+		return 0;
+	idx = malloc(sizeof(*idx) * (size_t)p->n);
+	if (!idx)
+		return -ENOMEM;
+	device_cpus(dev, &cpus);
+	n = pcie_roots_of(p, &cpus, idx);
+	if (n == 0 || json_object_object_length(attrs) + n > SLICES_MAX_ATTRIBUTE_VALUES)
+		return 0;
+	a = json_object_new_object();
+	if (!a || add(attrs, SLICES_PCIE_ROOT_ATTR, a) < 0 || !(list = child(a, "strings", true)))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		struct json_object *v = json_object_new_string(p->v[idx[i]].name);
+
+		if (!v || json_object_array_add(list, v) < 0) {
+			(void)json_object_put(v);
+			return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
 static int numa_attrs(struct json_object *attrs, int numa)
@@ -191,6 +231,8 @@ static int device_json(const struct devices *d, const struct device *dev,
 		r = r ?: capacity(o, dev->n_cpus);
 		break;
 	}
+	if (!r)
+		r = pcie_attr(attrs, so->pcie, dev);
 	/* Only the kinds whose capacity is dra.cpu/cpu (or one CPU each). */
 	if (!r && so->node_allocatable &&
 	    (dev->kind == DEVICE_CPU || dev->kind == DEVICE_NUMA || dev->kind == DEVICE_SOCKET ||

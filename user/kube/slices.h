@@ -13,9 +13,16 @@
 
 struct devices;
 struct json_object;
+struct pcie;
 
 #define SLICES_DRIVER "dra.cpu"
 #define SLICES_MAX_DEVICES 128
+/* A slice with list-type attributes holds at most this many devices (1.36). */
+#define SLICES_MAX_DEVICES_LISTS 64
+/* Attribute values per device (a list counts each of its items). */
+#define SLICES_MAX_ATTRIBUTE_VALUES 48
+#define SLICES_PCIE_ROOT_ATTR "resource.kubernetes.io/pcieRoot"
+
 #define SLICES_CAPACITY_KEY "dra.cpu/cpu"
 
 struct slices_opts {
@@ -28,6 +35,13 @@ struct slices_opts {
 	 * capacity one to one, individual devices one CPU per device. An API
 	 * server without the field drops it (the publisher notices). */
 	bool node_allocatable;
+	/* Not NULL: every device carries resource.kubernetes.io/pcieRoot, the
+	 * sorted names of the PCIe roots local to any of its CPUs, as a
+	 * list-type attribute (1.36+, DRAListTypeAttributes); omitted when no
+	 * root is local to it, or when the list would pass the device's
+	 * attribute-value limit. Slices then hold at most
+	 * SLICES_MAX_DEVICES_LISTS devices. Borrowed. */
+	const struct pcie *pcie;
 };
 
 /* Number of slices the devices need. */
