@@ -12,10 +12,11 @@
 
 #include "core/claim.h"
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 
 #define UID "6f0c1c4e-0000-4000-8000-000000000001"
 
-static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
+static int parse(const char *alloc_json, struct claim_alloc *a, struct errbuf *err)
 {
 	char buf[4096];
 	struct json_object *o;
@@ -39,13 +40,13 @@ static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
 static void test_claim_takes_only_our_results(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(parse("{\"devices\":{\"results\":["
 			       RES("gpu", "gpu.example.com", "node-1", "gpu0") "},"
 			       RES("cpu", "dra.cpu", "node-1", "cpudevnuma001")
 			       ",\"shareID\":\"a1b2\",\"consumedCapacity\":{\"dra.cpu/cpu\":\"10\"}}"
-			       "]}}", &a, err), 0);
+			       "]}}", &a, &err), 0);
 	assert_int_equal(a.n, 1);
 	assert_string_equal(a.results[0].request, "cpu");
 	assert_string_equal(a.results[0].device, "cpudevnuma001");
@@ -66,10 +67,10 @@ static void test_claim_without_our_results_is_an_error(void **st)
 
 	for (size_t i = 0; i < ARRAY_SIZE(allocs); i++) {
 		struct claim_alloc a;
-		char err[CLAIM_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
-		assert_int_equal(parse(allocs[i], &a, err), -EINVAL);
-		assert_non_null(strstr(err, "no results for driver dra.cpu"));
+		assert_int_equal(parse(allocs[i], &a, &err), -EINVAL);
+		assert_non_null(strstr(err.s, "no results for driver dra.cpu"));
 	}
 }
 
@@ -155,11 +156,11 @@ static void test_claim_errors(void **st)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct claim_alloc a;
-		char err[CLAIM_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
-		assert_int_equal(parse(bad[i].alloc, &a, err), -EINVAL);
-		if (!strstr(err, bad[i].why))
-			fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].why);
+		assert_int_equal(parse(bad[i].alloc, &a, &err), -EINVAL);
+		if (!strstr(err.s, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.s, bad[i].why);
 	}
 }
 
@@ -167,25 +168,25 @@ static void test_claim_uid_mismatch_and_unallocated(void **st)
 {
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"other\"},\"status\":{\"allocation\":{}}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "deleted and recreated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "deleted and recreated"));
 	json_object_put(o);
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"" UID "\"},\"status\":{}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "not allocated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "not allocated"));
 	json_object_put(o);
 	o = json_tokener_parse("[1,2]");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
 	json_object_put(o);
 }
 
 static void test_claim_config_applies_by_request_and_in_order(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(
 		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudevnuma000")
@@ -198,7 +199,7 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 		      "\"policy\":\"distributed\",\"alignL3\":false}}},"
 		      "{\"requests\":[\"a\"],\"opaque\":{\"driver\":\"other.example.com\","
 		      "\"parameters\":{\"anything\":1}}}]}}",
-		      &a, err),
+		      &a, &err),
 		0);
 	assert_int_equal(a.n, 2);
 	assert_true(a.results[0].config.full_cores);

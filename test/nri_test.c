@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "lib/errbuf.h"
 #include "nri/nri.h"
 #include "nri_api.pb-c.h"
 #include "nri_ttrpc.pb-c.h"
@@ -71,7 +72,7 @@ static int add_update(struct pol *p, struct nri_updates *upd)
 
 static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		  const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-		  char *err)
+		  struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -87,10 +88,8 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		snprintf(p->sync_cgroups, sizeof(p->sync_cgroups), "%s", ctrs[0].cgroups_path);
 		snprintf(p->sync_cpus, sizeof(p->sync_cpus), "%s", ctrs[0].cpus);
 	}
-	if (p->fail) {
-		snprintf(err, NRI_ERR_MAX, "policy says no");
-		return p->fail;
-	}
+	if (p->fail)
+		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->out)
 		return add_update(p, upd);
 	for (size_t i = 0; i < n_ctrs; i++)
@@ -99,7 +98,7 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 }
 
 static int p_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		    struct nri_adjust *adj, struct nri_updates *upd, char *err)
+		    struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 	const char *pin = nri_container_getenv(c, "PIN");
@@ -109,17 +108,15 @@ static int p_create(void *ud, const struct nri_pod *pod, const struct nri_contai
 	snprintf(p->create_pod_uid, sizeof(p->create_pod_uid), "%s", pod->uid);
 	snprintf(p->create_pin, sizeof(p->create_pin), "%s", pin ? pin : "");
 	assert_ptr_equal(c->pod, pod);
-	if (p->fail) {
-		snprintf(err, NRI_ERR_MAX, "policy says no");
-		return p->fail;
-	}
+	if (p->fail)
+		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->adjust_cpus)
 		assert_int_equal(nri_adjust_set_cpus(adj, p->adjust_cpus), 0);
 	return add_update(p, upd);
 }
 
 static int p_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		    const char *cpus, struct nri_updates *upd, char *err)
+		    const char *cpus, struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -129,7 +126,7 @@ static int p_update(void *ud, const struct nri_pod *pod, const struct nri_contai
 }
 
 static int p_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		  struct nri_updates *upd, char *err)
+		  struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -200,13 +197,13 @@ struct rt {
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
+	pipe_buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
+	pipe_buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
@@ -243,7 +240,7 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 		rt->n_update_calls++;
 		rt->last_update_n = r->n_update;
 		if (rq->len)
-			buf_add(&rt->pushed, rq->payload, rq->len);
+			pipe_buf_add(&rt->pushed, rq->payload, rq->len);
 		if (r->n_update) {
 			snprintf(rt->last_update_id, sizeof(rt->last_update_id), "%s",
 				 r->update[0]->container_id);
@@ -294,7 +291,7 @@ static int rt_teardown(void **state)
 	nri_session_free(rt->s);
 	ttrpc_mux_free(rt->m);
 	nri_pipe_done(&rt->pipe);
-	free(rt->pushed.p);
+	buf_done(&rt->pushed);
 	free(rt);
 	return 0;
 }
@@ -302,7 +299,7 @@ static int rt_teardown(void **state)
 /* A call from the runtime and its outcome. */
 struct reply {
 	int n, r, code;
-	char msg[NRI_ERR_MAX];
+	char msg[ERRBUF_MAX];
 	uint8_t payload[8192];
 	size_t len;
 };
@@ -399,7 +396,7 @@ static void assert_packs_as(const struct buf *got, const ProtobufCMessage *want)
 	assert_int_equal(protobuf_c_message_pack(want, w), len);
 	assert_int_equal(got->len, len);
 	if (len)
-		assert_memory_equal(got->p, w, len);
+		assert_memory_equal(pipe_bytes(got), w, len);
 	free(w);
 }
 
@@ -885,19 +882,19 @@ static size_t raw_state_change(uint8_t *out, size_t cap, uint32_t sid)
 static void take_plugin_reply(struct rt *rt, uint32_t *sid, int *code, char *msg, size_t msz)
 {
 	struct buf *b = &rt->pipe.to_rt;
+	const uint8_t *p = pipe_bytes(b);
 	Ttrpc__Response *resp;
 
 	assert_true(b->len > 18);
-	assert_int_equal(b->p[3], 1);
-	assert_int_equal(b->p[16], 2); /* response */
-	*sid = (uint32_t)b->p[12] << 24 | (uint32_t)b->p[13] << 16 | (uint32_t)b->p[14] << 8 |
-	       b->p[15];
-	resp = ttrpc__response__unpack(NULL, b->len - 18, b->p + 18);
+	assert_int_equal(p[3], 1);
+	assert_int_equal(p[16], 2); /* response */
+	*sid = (uint32_t)p[12] << 24 | (uint32_t)p[13] << 16 | (uint32_t)p[14] << 8 | p[15];
+	resp = ttrpc__response__unpack(NULL, b->len - 18, p + 18);
 	assert_non_null(resp);
 	*code = resp->status ? resp->status->code : 0;
 	snprintf(msg, msz, "%s", resp->status ? resp->status->message : "");
 	ttrpc__response__free_unpacked(resp, NULL);
-	b->len = 0;
+	buf_reset(b);
 }
 
 /* A request on an even stream id, or reusing one: INVALID_ARGUMENT on that id
@@ -967,10 +964,11 @@ static void test_nri_shutdown_is_answered_then_ends_the_session(void **state)
 	assert_int_equal(rt->pol.shutdowns, 1);
 	/* the reply was queued before the session ended */
 	assert_true(rt->pipe.to_rt.len > 0);
-	assert_int_equal(ttrpc_mux_feed(rt->m, rt->pipe.to_rt.p, rt->pipe.to_rt.len), 0);
+	assert_int_equal(ttrpc_mux_feed(rt->m, pipe_bytes(&rt->pipe.to_rt), rt->pipe.to_rt.len),
+			 0);
 	assert_int_equal(x.n, 1);
 	assert_int_equal(x.code, TTRPC_OK);
-	rt->pipe.to_rt.len = 0;
+	buf_reset(&rt->pipe.to_rt);
 }
 
 static void test_nri_disconnected_follows_connected(void **state)
@@ -1057,7 +1055,7 @@ static void test_nri_push_unanswered_reports_timeout_and_lives_on(void **state)
 	start(rt);
 	assert_int_equal(nri_session_push_updates(rt->s, &(struct nri_update){ "c1", "1" }, 1), 0);
 	/* do not let the runtime see it */
-	rt->pipe.to_rt.len = 0;
+	buf_reset(&rt->pipe.to_rt);
 	d = nri_session_next_deadline(rt->s);
 	assert_true(d > 0);
 	assert_int_equal(nri_session_expire(rt->s, d), 0);
@@ -1138,9 +1136,9 @@ static void on_raw_reply(void *ud, int r, int code, const char *msg, const uint8
 
 	x->n++;
 	x->code = r < 0 ? r : code;
-	x->b.len = 0;
+	buf_reset(&x->b);
 	if (len)
-		buf_add(&x->b, p, len);
+		pipe_buf_add(&x->b, p, len);
 }
 
 /* A call whose reply may be larger than struct reply holds: its payload in x->b. */
@@ -1197,7 +1195,7 @@ static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
 			assert_packs_as(&x.b, &want.base);
 			pb_updates_done(&pu);
 		}
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **state)
@@ -1233,7 +1231,7 @@ static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **st
 		assert_packs_as(&x.b, &swant.base);
 		pb_updates_done(&pu);
 	}
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
@@ -1256,7 +1254,7 @@ static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
 		pb_updates_done(&pu);
 	}
 	assert_int_equal(rt->pol.syncs, N_UPDATE_SETS);
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
@@ -1271,7 +1269,7 @@ static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
 		int calls = rt->n_update_calls;
 		struct pb_updates pu;
 
-		rt->pushed.len = 0;
+		buf_reset(&rt->pushed);
 		assert_int_equal(nri_session_push_updates(rt->s, u, n), 0);
 		pump(rt);
 		/* nothing to push: no call */

@@ -23,6 +23,7 @@
 #include "nri/pools.h"
 #include "core/state.h"
 #include "nri/ttrpc.h"
+#include "lib/errbuf.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define UID1 "11111111-2222-3333-4444-555555555555"
@@ -43,13 +44,13 @@ struct env {
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct env *)ud)->pipe.to_pl, buf, len);
+	pipe_buf_add(&((struct env *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct env *)ud)->pipe.to_rt, buf, len);
+	pipe_buf_add(&((struct env *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
@@ -96,7 +97,7 @@ static int teardown(void **state)
 	state_free(e->state);
 	metrics_free(e->m);
 	nri_pipe_done(&e->pipe);
-	free(e->reply.p);
+	buf_done(&e->reply);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", e->root);
 	assert_int_equal(system(cmd), 0);
 	free(e);
@@ -109,9 +110,9 @@ static void on_reply(void *ud, int r, int code, const char *msg, const uint8_t *
 
 	e->replies++;
 	e->code = r < 0 ? r : code;
-	e->reply.len = 0;
+	buf_reset(&e->reply);
 	if (len)
-		buf_add(&e->reply, p, len);
+		pipe_buf_add(&e->reply, p, len);
 }
 
 /* The runtime calls method; its reply's payload lands in e->reply. */
@@ -190,7 +191,7 @@ static size_t update_ctr(struct env *e, const char *id, const char *cpus, char *
 	req.container = &m.c;
 	req.linux_resources = &res;
 	call(e, "UpdateContainer", &req.base);
-	resp = nri__update_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__update_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	n = resp->n_update;
 	if (n) {
@@ -206,11 +207,11 @@ static int add_claim(struct env *e, const char *uid, const char *cpus)
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c = { .ns = "default", .name = "claim", .results = &res,
 				 .n_results = 1 };
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
 	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
-	return state_claim_add(e->state, &c, why);
+	return state_claim_add(e->state, &c, &why);
 }
 
 static double gauge(struct env *e, const char *name)
@@ -252,7 +253,7 @@ static void test_pools_claim_holder_updates_exactly_the_live_shared_containers(v
 	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == N_SHARED - N_SHARED / 3);
 	assert_int_equal(add_claim(e, UID1, "4-5"), 0);
 	ctr_event(e, "CreateContainer", "holder", "DRA_CPUSET_" UID1 "=4-5");
-	resp = nri__create_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__create_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, "4-5");
 	assert_int_equal(resp->n_update, N_SHARED - N_SHARED / 3);
@@ -317,7 +318,7 @@ static void test_pools_synchronize_rebuilds_the_table(void **state)
 	req.containers = ctrs;
 	req.n_containers = 1000;
 	call(e, "Synchronize", &req.base);
-	resp = nri__synchronize_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__synchronize_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	assert_int_equal(resp->n_update, 999); /* the stopped one is not pinned */
 	for (size_t i = 0; i < resp->n_update; i++)

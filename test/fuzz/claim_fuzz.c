@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/errbuf.h"
 
 #define LABEL_BYTES "abcdefghijklmnopqrstuvwxyz0123456789-"
 
@@ -35,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_tokener *tok;
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	check_names(data, size);
 	tok = json_tokener_new_ex(32);
@@ -45,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_tokener_free(tok);
 	if (!o)
 		return 0;
-	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, err) < 0)
-		assert(err[0]);
+	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, &err) < 0)
+		assert(err.s[0]);
 	else
 		assert(a.n >= 1 && a.n <= CLAIM_MAX_RESULTS);
 	json_object_put(o);

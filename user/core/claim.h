@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct errbuf;
 struct json_object;
 
-#define CLAIM_ERR_MAX 320
 #define CLAIM_MAX_RESULTS 32 /* AllocationResultsMaxSize */
 #define CLAIM_STR_MAX 254
 
@@ -45,12 +45,12 @@ struct claim_alloc {
  * must still be that one). Fills *ret with at least one result: a claim the
  * kubelet sends us but that holds nothing for this driver is an error (it
  * would prepare to zero CPUs and an empty DRA_CPUSET_ variable).
- * -EINVAL with err on any problem. */
+ * -EINVAL with eb (may be NULL) saying what is wrong. */
 int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
-		struct claim_alloc *ret, char *err);
+		struct claim_alloc *ret, struct errbuf *eb);
 
 /* Parses one CPUConfig parameters object onto *cfg (fields it sets override). */
-int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err);
+int claim_config_parse(struct json_object *params, struct claim_config *cfg, struct errbuf *eb);
 
 const char *claim_policy_name(enum claim_policy p);
 

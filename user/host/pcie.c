@@ -48,7 +48,7 @@ static void skip(struct pcie *p, const char *name, const char *why)
 int pcie_add_root(struct pcie *p, const char *name, const char *affinity, size_t len)
 {
 	struct pcie_root r;
-	char cwhy[CPUSET_ERR_MAX] = "";
+	struct errbuf ceb = {};
 	struct pcie_root *nv;
 
 	if (!pcie_is_root_name(name))
@@ -60,11 +60,9 @@ int pcie_add_root(struct pcie *p, const char *name, const char *affinity, size_t
 		skip(p, name, "cpulistaffinity is missing or unreadable");
 		return 0;
 	}
-	if (cpuset_parse_n(affinity, len, &r.cpus, cwhy) < 0) {
-		char why[CPUSET_ERR_MAX + 32];
-
-		(void)snprintf(why, sizeof(why), "cpulistaffinity: %s", cwhy);
-		skip(p, name, why);
+	if (cpuset_parse_n(affinity, len, &r.cpus, &ceb) < 0) {
+		(void)errbuf_wrap(&ceb, -EINVAL, "cpulistaffinity");
+		skip(p, name, ceb.s);
 		return 0;
 	}
 	if (cpuset_is_empty(&r.cpus)) {
