@@ -424,6 +424,28 @@ int __wrap_cdi_spec_remove(const char *dir, const char *uid)
 	return __real_cdi_spec_remove(dir, uid);
 }
 
+/* start() with a grouping and reserved CPUs (NULL: none). */
+static void start_grouped(int mode, int group_by, const char *reserved, int max_fetches)
+{
+	struct state_opts so = { 0 };
+	struct dra_opts o = { .node = "node-1", .device_mode = mode, .fetch = &fetch_ops,
+			      .max_fetches = max_fetches };
+	struct cpuset res;
+
+	cpuset_zero(&res);
+	if (reserved)
+		assert_int_equal(cpuset_parse(reserved, &res, NULL), 0);
+	assert_int_equal(devices_build(fx.topo, &res, mode, group_by, &fx.devices), 0);
+	so.cdi_dir = fx.cdi;
+	so.state_dir = fx.st;
+	so.allocatable = fx.devices->allocatable;
+	assert_int_equal(state_new(&so, &fx.state), 0);
+	assert_int_equal(state_load(fx.state), 0);
+	o.kubelet_root = fx.root;
+	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
+			 0);
+}
+
 /* A 16-CPU node (2 NUMA nodes of 4 cores x 2 threads): cpudevnuma000 holds
  * CPUs 0-3,8-11, cpudevnuma001 4-7,12-15; individual mode: cpudev000.. */
 static void start(int mode, int max_fetches)
@@ -1174,6 +1196,165 @@ static void test_empty_prepare_replies_at_once(void **st)
 	assert_int_equal(c->status, GRPC_STATUS_OK);
 }
 
+/* ---- exact cpuset (the reference driver's override) ------------------------------------- */
+
+/* A claim whose results may each come with a cpuset override: NULL-terminated
+ * (request, device, consumed, cpuset) quadruples, cpuset NULL for none. The
+ * overrides are configs from source naming their request. */
+static char *claim_cpusets(const char *uid, const char *source, ...)
+{
+	char *res = strdup(""), *cfg = strdup(""), *s = NULL;
+	const char *req;
+	va_list ap;
+	int n = 0, k = 0;
+
+	va_start(ap, source);
+	while ((req = va_arg(ap, const char *))) {
+		const char *dev = va_arg(ap, const char *), *consumed = va_arg(ap, const char *);
+		const char *set = va_arg(ap, const char *);
+		char *next = NULL;
+
+		assert_true(asprintf(&next,
+				     "%s%s{\"request\":\"%s\",\"driver\":\"dra.cpu\",\"pool\":"
+				     "\"node-1\",\"device\":\"%s\",\"consumedCapacity\":"
+				     "{\"dra.cpu/cpu\":\"%s\"}}",
+				     res, n++ ? "," : "", req, dev, consumed) > 0);
+		free(res);
+		res = next;
+		if (!set)
+			continue;
+		assert_true(asprintf(&next,
+				     "%s%s{\"source\":\"%s\",\"requests\":[\"%s\"],\"opaque\":"
+				     "{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+				     "\"v1alpha1\",\"cpuConfig\":{\"cpuset\":\"%s\"}}}}",
+				     cfg, k++ ? "," : "", source, req, set) > 0);
+		free(cfg);
+		cfg = next;
+	}
+	va_end(ap);
+	assert_true(asprintf(&s,
+			     "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+			     "\"metadata\":{\"name\":\"exact\",\"namespace\":\"default\","
+			     "\"uid\":\"%s\"},\"status\":{\"allocation\":{\"devices\":{"
+			     "\"results\":[%s],\"config\":[%s]}}}}",
+			     uid, res, cfg) > 0);
+	free(res);
+	free(cfg);
+	return s;
+}
+
+static struct grpc_call *prepare_json(const char *uid, char *json)
+{
+	struct grpc_call *c = prepare("exact", uid);
+
+	turn();
+	complete(&fetches[n_fetches - 1], json, NULL);
+	return c;
+}
+
+static void test_cpuset_override_prepares_exactly_those_cpus(void **st)
+{
+	const struct state_claim *sc;
+	struct cpuset want;
+
+	/* machine device: CPUs 1-15 (0 reserved) */
+	start_grouped(DEVICES_GROUPED, DEVICES_BY_MACHINE, "0", 0);
+	assert_string_equal(error_of(prepare_json(UID_A,
+						  claim_cpusets(UID_A, "FromClaim", "a",
+								"cpudevmachine", "4", "4-7", "b",
+								"cpudevmachine", "2", "12,14", "c",
+								"cpudevmachine", "1", NULL, NULL)),
+				     UID_A),
+			    "");
+	sc = state_claim(fx.state, UID_A);
+	assert_non_null(sc);
+	assert_int_equal(sc->n_results, 3);
+	want = cs("4-7");
+	assert_true(cpuset_equal(&sc->results[0].cpus, &want));
+	want = cs("12,14");
+	assert_true(cpuset_equal(&sc->results[1].cpus, &want));
+	/* c has no override: the driver picks one CPU, none of the others */
+	assert_int_equal(cpuset_count(&sc->results[2].cpus), 1);
+	assert_false(cpuset_has(&sc->results[2].cpus, 0));
+	want = cs("4-7,12,14");
+	cpuset_andnot(&want, &sc->cpus, &want);
+	assert_int_equal(cpuset_count(&want), 1);
+	assert_true(has_spec(UID_A));
+	/* the kubelet's retry gets the same answer; another cpuset is refused */
+	assert_string_equal(error_of(prepare_json(UID_A,
+						  claim_cpusets(UID_A, "FromClaim", "a",
+								"cpudevmachine", "4", "4-7", "b",
+								"cpudevmachine", "2", "12,14", "c",
+								"cpudevmachine", "1", NULL, NULL)),
+				     UID_A),
+			    "");
+	assert_error_has(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a",
+							   "cpudevmachine", "4", "8-11", "b",
+							   "cpudevmachine", "2", "12,14", "c",
+							   "cpudevmachine", "1", NULL, NULL)),
+			 UID_A, "already prepared with other CPUs for request a than its cpuset 8-11");
+}
+
+static void test_cpuset_override_is_checked_like_the_reference(void **st)
+{
+	static const struct {
+		const char *src, *set_a, *set_b, *want;
+	} cases[] = {
+		{ "FromClaim", "16-19", NULL, "cpuset 16-19: CPUs 16-19 are not online" },
+		{ "FromClaim", "0-3", NULL, "cpuset 0-3: CPUs 0 are reserved (--reserved-cpus)" },
+		{ "FromClaim", "4-6", NULL, "cpuset 4-6 has 3 CPUs, the allocation consumed 4" },
+		{ "FromClaim", "4-8", NULL, "cpuset 4-8 has 5 CPUs" },
+		{ "FromClaim", "4-7", "6-7", "request b: cpuset 6-7: CPUs 6-7 are used by another "
+					     "device of the claim" },
+		{ "FromClaim", "8-11", NULL, "cpuset 8-11: CPUs 8-9 are held by another claim" },
+		{ "FromClass", "4-7", NULL, "configuration from DeviceClass is not supported" },
+	};
+
+	start_grouped(DEVICES_GROUPED, DEVICES_BY_MACHINE, "0", 0);
+	/* another claim holds 8-9 */
+	assert_string_equal(error_of(prepare_json(UID_B, claim_cpusets(UID_B, "FromClaim", "x",
+								       "cpudevmachine", "2", "8-9",
+								       NULL)),
+				     UID_B),
+			    "");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct grpc_call *c = prepare_json(
+			UID_A, claim_cpusets(UID_A, cases[i].src, "a", "cpudevmachine", "4",
+					     cases[i].set_a, "b", "cpudevmachine", "2",
+					     cases[i].set_b, NULL));
+
+		if (!strstr(error_of(c, UID_A), cases[i].want))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, error_of(c, UID_A),
+				 cases[i].want);
+		assert_null(state_claim(fx.state, UID_A));
+		assert_false(has_spec(UID_A));
+	}
+	assert_int_equal(state_claim_count(fx.state), 1);
+}
+
+static void test_cpuset_override_stays_inside_its_device(void **st)
+{
+	start_grouped(DEVICES_GROUPED, DEVICES_BY_NUMANODE, NULL, 0);
+	/* cpudevnuma000 is 0-3,8-11 */
+	assert_error_has(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a",
+							   "cpudevnuma000", "2", "3-4", NULL)),
+			 UID_A, "cpuset 3-4: CPUs 4 are not in device cpudevnuma000");
+	assert_string_equal(error_of(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a",
+								       "cpudevnuma000", "2",
+								       "3,8", NULL)),
+				     UID_A),
+			    "");
+}
+
+static void test_cpuset_override_needs_grouped_devices(void **st)
+{
+	start(DEVICES_INDIVIDUAL, 0);
+	assert_error_has(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a", "cpudev000",
+							   "1", "0", NULL)),
+			 UID_A, "a cpuset override (cpuConfig.cpuset) needs grouped devices");
+	assert_nothing_reserved();
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1210,6 +1391,10 @@ int main(void)
 		T(test_bad_names_and_uids_never_reach_a_fetch),
 		T(test_undecodable_and_oversized_requests_fail_the_call),
 		T(test_empty_prepare_replies_at_once),
+		T(test_cpuset_override_prepares_exactly_those_cpus),
+		T(test_cpuset_override_is_checked_like_the_reference),
+		T(test_cpuset_override_stays_inside_its_device),
+		T(test_cpuset_override_needs_grouped_devices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

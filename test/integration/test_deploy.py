@@ -964,14 +964,38 @@ CPUCONFIG_POLICIES = {"packed": "packed", "spread-cores": "spread-cores",
                       "distributed": "distributed"}
 
 
-def opaque_configs():
+def is_cpuset_override(c):
+    """The reference driver's parameters: apiVersion v1alpha1, no kind."""
+    p = c["opaque"]["parameters"]
+    return p.get("apiVersion") == "v1alpha1" and "kind" not in p
+
+
+def opaque_configs(overrides=False):
+    """CPUConfig entries of the examples (or, with overrides, the cpuset
+    overrides)."""
     out = []
     for f in example_files():
         for d in load_docs(f):
             if d["kind"] == "ResourceClaim":
                 for c in d["spec"]["devices"].get("config", []):
-                    out.append((rel(f), d, c))
+                    if is_cpuset_override(c) == overrides:
+                        out.append((rel(f), d, c))
     return out
+
+
+def test_cpuset_overrides_name_as_many_cpus_as_requested():
+    """What user/kubelet/dra.c checks at Prepare, short of the node."""
+    confs = opaque_configs(overrides=True)
+    assert confs, "no example with a cpuset override"
+    for label, claim, c in confs:
+        assert c["opaque"]["driver"] == DRIVER_NAME, label
+        cpus = set()
+        for part in c["opaque"]["parameters"]["cpuConfig"]["cpuset"].split(","):
+            a, _, b = part.partition("-")
+            cpus.update(range(int(a), int(b or a) + 1))
+        reqs = c.get("requests") or [r["name"] for r in claim["spec"]["devices"]["requests"]]
+        for r in reqs:
+            assert claim_cpus(claim, r) == len(cpus), "%s: request %s" % (label, r)
 
 
 def test_cpuconfig_parameters_are_valid():

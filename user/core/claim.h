@@ -17,6 +17,14 @@ struct json_object;
 
 #define CLAIM_MAX_RESULTS 32 /* AllocationResultsMaxSize */
 #define CLAIM_STR_MAX 254
+/* Longest cpuset override we take, as text ("0-3,64-67" and the like: room
+ * for a few hundred CPUs in ranges). */
+#define CLAIM_CPUSET_MAX 512
+/* The reference driver's opaque parameters: {"apiVersion": "v1alpha1",
+ * "cpuConfig": {"cpuset": "2-5"}} (no kind), written by a scheduler plugin
+ * (or the user, in the claim's spec) to say exactly which CPUs a grouped
+ * request gets. */
+#define CLAIM_OVERRIDE_API_VERSION "v1alpha1"
 
 enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_POLICY_DISTRIBUTED };
 
@@ -34,6 +42,12 @@ struct claim_result {
 	char share_id[64]; /* "" when absent */
 	char consumed[64]; /* consumedCapacity["dra.cpu/cpu"], "" when absent */
 	struct claim_config config;
+	/* The exact CPUs named by the reference's override (a syntactically
+	 * valid CPU list, checked against the node at Prepare), "" when none:
+	 * at most one override applies to a result, and only from the claim
+	 * (FromClaim); a DeviceClass-level one is refused, as the reference
+	 * does. */
+	char cpuset[CLAIM_CPUSET_MAX];
 };
 
 struct claim_alloc {

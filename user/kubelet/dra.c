@@ -176,6 +176,61 @@ static enum alloc_policy to_alloc_policy(enum claim_policy p)
 	}
 }
 
+/* The CPUs a cpuset override names, checked the way the reference driver
+ * checks them: online, not reserved, inside the device, as many as the
+ * request consumed, not used by another result of the claim, and free. */
+static int pick_exact(struct dra *d, const struct claim_result *r, const struct device *dev,
+		      int64_t count, const struct cpuset *taken, struct cpuset *out, char *err)
+{
+	struct cpuset want, bad, group, pool, reserved;
+	char list[256];
+
+	if (cpuset_parse(r->cpuset, &want, NULL) < 0)
+		return perr(err, "request %s: cpuConfig.cpuset is not a CPU list", r->request);
+	cpuset_andnot(&bad, &want, &d->topo->online);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are not online", r->request,
+			    r->cpuset, list);
+	}
+	cpuset_andnot(&reserved, &d->topo->online, state_allocatable(d->state));
+	cpuset_and(&bad, &want, &reserved);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are reserved (--reserved-cpus)",
+			    r->request, r->cpuset, list);
+	}
+	device_cpus(dev, &group);
+	cpuset_andnot(&bad, &want, &group);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are not in device %s", r->request,
+			    r->cpuset, list, r->device);
+	}
+	if (cpuset_count(&want) != count)
+		return perr(err,
+			    "request %s: cpuset %s has %d CPUs, the allocation consumed %lld "
+			    "(dra.cpu/cpu \"%s\")",
+			    r->request, r->cpuset, cpuset_count(&want), (long long)count,
+			    r->consumed);
+	cpuset_and(&bad, &want, taken);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are used by another device of the "
+				 "claim",
+			    r->request, r->cpuset, list);
+	}
+	state_shared_pool(d->state, &pool);
+	cpuset_andnot(&bad, &want, &pool);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are held by another claim",
+			    r->request, r->cpuset, list);
+	}
+	*out = want;
+	return 0;
+}
+
 /* CPUs for one result of a grouped claim, chosen inside the device's group
  * among CPUs nobody holds and this claim has not picked yet. */
 static int pick_grouped(struct dra *d, const struct claim_result *r, const struct cpuset *taken,
@@ -200,6 +255,8 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	if (rc < 0)
 		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
 			    qwhy.s, r->device, dev->n_cpus);
+	if (r->cpuset[0])
+		return pick_exact(d, r, dev, count, taken, out, err);
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
@@ -261,6 +318,14 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 		if (have->n_results) {
 			const struct state_result *sr = &have->results[i];
 
+			struct cpuset named;
+
+			if (cr->cpuset[0] && cpuset_parse(cr->cpuset, &named, NULL) == 0 &&
+			    !cpuset_equal(&named, &sr->cpus))
+				return perr(pc->err,
+					    "claim is already prepared with other CPUs for request %s "
+					    "than its cpuset %s: unprepare it before preparing it again",
+					    cr->request, cr->cpuset);
 			if (strcmp(sr->request, cr->request) != 0 ||
 			    strcmp(sr->device, cr->device) != 0 ||
 			    cpuset_count(&sr->cpus) != count || !cpuset_is_subset(&sr->cpus, &cpus))
@@ -313,6 +378,11 @@ static int decide(struct dra *d, struct prep_claim *pc)
 			if (!dev)
 				return perr(pc->err, "device %s (request %s) is not a device of this node",
 					    cr->device, cr->request);
+			if (cr->cpuset[0])
+				return perr(pc->err,
+					    "request %s: a cpuset override (cpuConfig.cpuset) needs "
+					    "grouped devices; device %s is one CPU",
+					    cr->request, cr->device);
 			cpuset_zero(&sr->cpus);
 			cpuset_set(&sr->cpus, dev->id);
 			if (cpuset_has(&taken, dev->id))
