@@ -333,3 +333,70 @@ def test_dry_run_pcie_roots_of_a_damaged_tree_leave_the_bad_root_out(captures, t
     with_root = {d["attributes"]["dra.cpu/cpuID"]["int"] for d in devs
                  if "resource.kubernetes.io/pcieRoot" in d["attributes"]}
     assert with_root == {0, 1, 2, 3}
+
+
+# ---- topology truth
+
+def copy_capture(captures, name, tmp_path):
+    dst = tmp_path / name
+    shutil.copytree(captures[name + ".tar.bz2"], dst, symlinks=True)
+    return dst
+
+
+def test_cpus_of_an_offline_numa_node_are_never_published_as_node_0(captures, tmp_path):
+    root = copy_capture(captures, "32intel64-2p8co2t+8ve", tmp_path)
+    node = root / "sys" / "devices" / "system" / "node"
+    shutil.rmtree(node / "node0")
+    (node / "online").write_text("1\n")
+    (node / "has_cpu").write_text("1\n")
+    topo = json.loads(run("--sysfs-root", str(root), "--print-topology").stdout)
+    assert {c["cpu"] for c in topo["cpus"] if c["numa"] == -1} == \
+        set(range(0, 8)) | set(range(16, 24))
+    r = run("--sysfs-root", str(root), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    items = json.loads(r.stdout)["items"]
+    devs = {d["name"]: d for s in items for d in s["spec"]["devices"]}
+    assert sorted(devs) == ["cpudevnonuma", "cpudevnuma001"]
+    assert not any("numaNode" in k or "numaNodeID" in k
+                   for k in devs["cpudevnonuma"]["attributes"])
+    assert devs["cpudevnonuma"]["capacity"]["dra.cpu/cpu"]["value"] == "16"
+    r = run("--sysfs-root", str(root), "--dry-run", "--cpu-device-mode", "individual")
+    ind = [d for s in json.loads(r.stdout)["items"] for d in s["spec"]["devices"]]
+    for d in ind:
+        numa = d["attributes"].get("resource.kubernetes.io/numaNode")
+        cpu = d["attributes"]["dra.cpu/cpuID"]["int"]
+        assert numa == (None if cpu % 16 < 8 else {"int": 1}), d
+    validate(items + json.loads(r.stdout)["items"], tmp_path)
+
+
+@pytest.mark.parametrize("rel", [
+    "cpu/cpu17/topology/core_id", "cpu/cpu5/topology/thread_siblings",
+    "cpu/cpu9/topology/physical_package_id", "cpu/cpu20/cache/index3/id",
+])
+def test_an_empty_per_cpu_file_falls_back_instead_of_refusing(captures, tmp_path, rel):
+    clean = run("--sysfs-root", captures["32intel64-2p8co2t+8ve.tar.bz2"], "--print-topology")
+    root = copy_capture(captures, "32intel64-2p8co2t+8ve", tmp_path)
+    (root / "sys" / "devices" / "system" / rel).write_text("")
+    r = run("--sysfs-root", str(root), "--print-topology")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == clean.stdout
+    assert "event=topology_sysfs_fallback files=1" in r.stderr and rel in r.stderr
+    # garbage is still refused: hwloc would misread it silently
+    (root / "sys" / "devices" / "system" / rel).write_text("zz\n")
+    r = run("--sysfs-root", str(root), "--print-topology")
+    assert r.returncode == 2 and rel in r.stderr
+
+
+def test_big_little_arm_cores_are_p_and_e_cores(captures, tmp_path):
+    root = copy_capture(captures, "128arm-2pa2n8cluster4co", tmp_path)
+    for cpu in range(128):
+        (root / "sys" / "devices" / "system" / "cpu" / ("cpu%d" % cpu) / "cpu_capacity") \
+            .write_text("1024\n" if cpu < 32 else "446\n")
+    r = run("--sysfs-root", str(root), "--dry-run", "--cpu-device-mode", "individual")
+    assert r.returncode == 0, r.stderr
+    items = json.loads(r.stdout)["items"]
+    for d in (d for s in items for d in s["spec"]["devices"]):
+        a = d["attributes"]
+        want = "p-core" if a["dra.cpu/cpuID"]["int"] < 32 else "e-core"
+        assert a["dra.cpu/coreType"] == {"string": want}
+    validate(items, tmp_path)
