@@ -30,6 +30,8 @@
 #include "faketimer.h"
 #include "kubelet/dra.h"
 #include "kubelet/grpc.h"
+#include "kubelet_dra_health_v1.pb-c.h"
+#include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
@@ -120,8 +122,18 @@ int64_t __wrap_grpc_call_deadline_left_ms(const struct grpc_call *call)
 	return call->deadline_left;
 }
 
+/* The last health snapshot a stream got, packed. */
+static uint8_t sent_pb[1 << 16];
+static size_t sent_len;
+static int n_sent;
+
 int __wrap_grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
 {
+	size_t n = protobuf_c_message_get_packed_size(msg);
+
+	assert_true(n <= sizeof(sent_pb));
+	sent_len = protobuf_c_message_pack(msg, sent_pb);
+	n_sent++;
 	return 0;
 }
 
@@ -1355,6 +1367,150 @@ static void test_cpuset_override_needs_grouped_devices(void **st)
 	assert_nothing_reserved();
 }
 
+/* ---- health ------------------------------------------------------------------------------- */
+
+/* The reference's wire example: one device (pool n1, device d0, HEALTHY,
+ * t=1700000000, timeout 20) is these 22 bytes in v1; the v1alpha1 encoding
+ * the plugin sends for both services is byte for byte the same. */
+static void test_health_v1_and_v1alpha1_share_the_wire(void **st)
+{
+	static const uint8_t want[] = { 0x0a, 0x14, 0x0a, 0x08, 0x0a, 0x02, 0x6e, 0x31,
+					0x12, 0x02, 0x64, 0x30, 0x10, 0x01, 0x18, 0x80,
+					0xe2, 0xcf, 0xaa, 0x06, 0x20, 0x14 };
+	V1alpha1__DeviceIdentifier id = V1ALPHA1__DEVICE_IDENTIFIER__INIT;
+	V1alpha1__DeviceHealth h = V1ALPHA1__DEVICE_HEALTH__INIT, *hp = &h;
+	V1alpha1__NodeWatchResourcesResponse r = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
+	V1__NodeWatchResourcesResponse *v1;
+	uint8_t buf[64];
+	size_t n;
+
+	id.pool_name = "n1";
+	id.device_name = "d0";
+	h.device = &id;
+	h.health = V1ALPHA1__HEALTH_STATUS__HEALTHY;
+	h.last_updated_time = 1700000000;
+	h.health_check_timeout_seconds = 20;
+	r.n_devices = 1;
+	r.devices = &hp;
+	n = v1alpha1__node_watch_resources_response__pack(&r, buf);
+	assert_int_equal(n, sizeof(want));
+	assert_memory_equal(buf, want, n);
+	v1 = v1__node_watch_resources_response__unpack(NULL, n, buf);
+	assert_non_null(v1);
+	assert_int_equal(v1->n_devices, 1);
+	assert_string_equal(v1->devices[0]->device->device_name, "d0");
+	assert_int_equal(v1->devices[0]->health, V1__HEALTH_STATUS__HEALTHY);
+	assert_int_equal(v1->devices[0]->health_check_timeout_seconds, 20);
+	v1__node_watch_resources_response__free_unpacked(v1, NULL);
+}
+
+/* Opens a health stream on path; the snapshot it got, decoded as v1. */
+static V1__NodeWatchResourcesResponse *watch(const char *path)
+{
+	void *ud;
+	grpc_handler_fn fn = method(path, &ud);
+	struct grpc_call *c = new_call(-1);
+
+	assert_non_null(fn);
+	n_sent = 0;
+	fn(c, NULL, 0, ud);
+	assert_int_equal(n_sent, 1);
+	return v1__node_watch_resources_response__unpack(NULL, sent_len, sent_pb);
+}
+
+static V1__DeviceHealth *health_of(V1__NodeWatchResourcesResponse *r, const char *dev)
+{
+	for (size_t i = 0; i < r->n_devices; i++)
+		if (!strcmp(r->devices[i]->device->device_name, dev))
+			return r->devices[i];
+	fail_msg("no health for %s", dev);
+	return NULL;
+}
+
+static V1__NodeWatchResourcesResponse *last_sent(void)
+{
+	return v1__node_watch_resources_response__unpack(NULL, sent_len, sent_pb);
+}
+
+static void test_health_individual_offline_cpu_is_unhealthy_and_its_claim_named(void **st)
+{
+	V1__NodeWatchResourcesResponse *r;
+	struct cpuset online = cs("0-4,6-15"), held;
+	V1__DeviceHealth *h;
+	struct grpc_call *c;
+
+	start(DEVICES_INDIVIDUAL, 0);
+	/* 16 CPUs, siblings N and N+8: cpudev000 = 0, cpudev001 = 8, ..., cpudev010 = 5 */
+	c = prepare("web", UID_A);
+	turn();
+	complete(&fetches[0], claim_json("web", UID_A, "cpu", "cpudev010", "", NULL), NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	r = watch("/v1.DRAResourceHealth/NodeWatchResources");
+	assert_int_equal(r->n_devices, 16);
+	for (size_t i = 0; i < r->n_devices; i++) {
+		assert_int_equal(r->devices[i]->health, V1__HEALTH_STATUS__HEALTHY);
+		assert_string_equal(r->devices[i]->device->pool_name, "node-1");
+		assert_int_equal(r->devices[i]->health_check_timeout_seconds, 20);
+		assert_true(r->devices[i]->last_updated_time > 1700000000);
+	}
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+
+	/* CPU 5 goes offline: every open stream hears at once */
+	n_sent = 0;
+	dra_set_online(fx.dra, &online);
+	assert_int_equal(n_sent, 1);
+	r = last_sent();
+	h = health_of(r, "cpudev010");
+	assert_int_equal(h->health, V1__HEALTH_STATUS__UNHEALTHY);
+	assert_string_equal(h->message, "CPU 5 is offline (prepared for claim default/web; kept "
+					"there, not moved)");
+	assert_int_equal(health_of(r, "cpudev011")->health, V1__HEALTH_STATUS__HEALTHY);
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+	/* the claim keeps CPU 5 */
+	held = claim_cpus(UID_A);
+	assert_true(cpuset_has(&held, 5));
+	/* the same set again: nothing to say */
+	n_sent = 0;
+	dra_set_online(fx.dra, &online);
+	assert_int_equal(n_sent, 0);
+	/* back */
+	online = cs("0-15");
+	dra_set_online(fx.dra, &online);
+	r = last_sent();
+	assert_int_equal(health_of(r, "cpudev010")->health, V1__HEALTH_STATUS__HEALTHY);
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+}
+
+static void test_health_group_with_free_offline_cpus_stays_healthy(void **st)
+{
+	V1__NodeWatchResourcesResponse *r;
+	struct cpuset online = cs("0-2,4-15"), got;
+	V1__DeviceHealth *h;
+
+	start(DEVICES_GROUPED, 0);
+	r = watch("/v1alpha1.DRAResourceHealth/NodeWatchResources");
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+	dra_set_online(fx.dra, &online);
+	r = last_sent();
+	h = health_of(r, "cpudevnuma000");
+	assert_int_equal(h->health, V1__HEALTH_STATUS__HEALTHY);
+	assert_string_equal(h->message, "CPUs 3 are offline; 7 of its 8 CPUs remain");
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+	/* new claims never get the offline CPU: all 7 left of node 0 */
+	(void)prepare_ok("all", UID_A, "cpudevnuma000", "7");
+	got = claim_cpus(UID_A);
+	assert_false(cpuset_has(&got, 3));
+	assert_int_equal(cpuset_count(&got), 7);
+	/* a held CPU goes: unhealthy, the claim named */
+	online = cs("0-1,4-15");
+	dra_set_online(fx.dra, &online);
+	r = last_sent();
+	h = health_of(r, "cpudevnuma000");
+	assert_int_equal(h->health, V1__HEALTH_STATUS__UNHEALTHY);
+	assert_non_null(strstr(h->message, "CPUs 2 are prepared for claim default/all"));
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1395,6 +1551,9 @@ int main(void)
 		T(test_cpuset_override_is_checked_like_the_reference),
 		T(test_cpuset_override_stays_inside_its_device),
 		T(test_cpuset_override_needs_grouped_devices),
+		T(test_health_v1_and_v1alpha1_share_the_wire),
+		T(test_health_individual_offline_cpu_is_unhealthy_and_its_claim_named),
+		T(test_health_group_with_free_offline_cpus_stays_healthy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

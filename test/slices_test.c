@@ -437,6 +437,67 @@ static void test_slices_pcie_list_never_passes_the_attribute_value_limit(void **
 	free(p.v);
 }
 
+static void test_slices_online_mask_drops_devices_and_shrinks_groups(void **st)
+{
+	struct cpuset online;
+	struct slices_opts o = { .node = "worker-1", .generation = 1, .online = &online };
+	struct json_object *arr, *cap = NULL;
+
+	/* 2 nodes x 4 cores x 2 threads: node 0 = 0-3,8-11 */
+	assert_int_equal(cpuset_parse("0-2,4-15", &online, NULL), 0);
+	arr = build_with(1, 2, 4, 2, DEVICES_INDIVIDUAL, 0, "", o);
+	assert_int_equal(json_object_array_length(get(arr, "0.spec.devices")), 15);
+	for (int i = 0; i < 15; i++) {
+		char p[64];
+		struct json_object *v = NULL;
+
+		snprintf(p, sizeof(p), "0.spec.devices.%d.attributes", i);
+		assert_true(json_object_object_get_ex(get(arr, p), "dra.cpu/cpuID", &v));
+		assert_int_not_equal(num(v, "int"), 3);
+	}
+	/* the names of the others do not move: CPU 3 was cpudev006, so cpudev007 (CPU 11)
+	 * now sits in its place */
+	assert_string_equal(str(arr, "0.spec.devices.6.name"), "cpudev007");
+	json_object_put(arr);
+	arr = build_with(1, 2, 4, 2, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "", o);
+	assert_true(json_object_object_get_ex(get(arr, "0.spec.devices.0.capacity"), "dra.cpu/cpu",
+					      &cap));
+	assert_string_equal(str(cap, "value"), "7");
+	json_object_put(arr);
+	/* a whole node offline: its device leaves, one slice of one device */
+	assert_int_equal(cpuset_parse("4-7,12-15", &online, NULL), 0);
+	arr = build_with(1, 2, 4, 2, DEVICES_GROUPED, DEVICES_BY_NUMANODE, "", o);
+	assert_int_equal(json_object_array_length(get(arr, "0.spec.devices")), 1);
+	assert_string_equal(str(arr, "0.spec.devices.0.name"), "cpudevnuma001");
+	json_object_put(arr);
+}
+
+static void test_slices_online_mask_moves_devices_across_slices(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 96, 2);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset online;
+	struct slices_opts o = { .node = "worker-1", .generation = 1, .online = &online };
+	struct json_object *s1 = NULL;
+
+	assert_int_equal(devices_build(t, NULL, DEVICES_INDIVIDUAL, 0, &d), 0);
+	/* 384 CPUs, 3 slices; 0-9 offline: 374 devices, still 3 slices, the
+	 * second starting 128 published devices in */
+	assert_int_equal(cpuset_parse("10-383", &online, NULL), 0);
+	assert_int_equal(slices_published(d, &o), 374);
+	assert_int_equal(slices_count(d, &o), 3);
+	assert_int_equal(slices_build_devices(d, &o, 1, &s1), 0);
+	assert_int_equal(json_object_array_length(s1), 128);
+	json_object_put(s1);
+	assert_int_equal(slices_build_devices(d, &o, 2, &s1), 0);
+	assert_int_equal(json_object_array_length(s1), 374 - 256);
+	json_object_put(s1);
+	/* 200 left: 2 slices */
+	assert_int_equal(cpuset_parse("0-99,192-291", &online, NULL), 0);
+	assert_int_equal(slices_count(d, &o), 2);
+	assert_int_equal(slices_build_devices(d, &o, 2, &s1), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +515,8 @@ int main(void)
 		cmocka_unit_test(test_slices_pcie_roots_omitted_where_none_is_local),
 		cmocka_unit_test(test_slices_with_pcie_roots_hold_64_devices),
 		cmocka_unit_test(test_slices_pcie_list_never_passes_the_attribute_value_limit),
+		cmocka_unit_test(test_slices_online_mask_drops_devices_and_shrinks_groups),
+		cmocka_unit_test(test_slices_online_mask_moves_devices_across_slices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,7 +45,9 @@ def test_registration_then_healthz(make_driver, kubelet):
     assert d.http("/healthz")[0] == 503
     reg = kubelet.register(d.reg_sock, "dra.cpu")
     assert reg.endpoint == d.dra_sock
-    assert list(reg.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    assert list(reg.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                 "v1.DRAResourceHealth",
+                                                 "v1alpha1.DRAResourceHealth"]
     wait_for(lambda: d.http("/healthz")[0] == 200, what="healthz after registration")
     assert os.stat(d.reg_sock).st_mode & 0o777 == 0o600
 

@@ -29,10 +29,13 @@
 #include "kube/publisher.h"
 #include "core/state.h"
 #include "host/cgroup.h"
+#include "host/hotplug.h"
 #include "host/pcie.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
 
+/* How often the online CPUs are read (CPU hotplug). */
+#define HOTPLUG_POLL_MS 1000
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
 
@@ -46,6 +49,10 @@ struct daemon {
 	struct httpd *httpd;
 	struct devices *devices;
 	struct pcie *pcie;
+	struct event *hotplug_timer;
+	struct cpuset online;	     /* the CPUs online at the last poll */
+	bool hotplug_failed_logged;
+	struct metric *g_online;
 	struct kube *kube;
 	struct publisher *publisher;
 	struct state *state;
@@ -82,6 +89,8 @@ static void daemon_free(struct daemon *d)
 	httpd_free(d->httpd);
 	devices_free(d->devices);
 	pcie_free(d->pcie);
+	if (d->hotplug_timer)
+		event_free(d->hotplug_timer);
 	if (d->sigterm)
 		event_free(d->sigterm);
 	if (d->sigint)
@@ -328,6 +337,49 @@ static int start_kube(struct daemon *d)
 	return 0;
 }
 
+/* CPU hotplug: sysfs offers no notification for cpu/online, so it is polled
+ * (one small read; the per-CPU files too under a capture root). A change
+ * goes to the plugin (health, no new claim on an offline CPU) and to the
+ * publisher (devices leave or come back, groups shrink or grow). */
+static void on_hotplug_poll(evutil_socket_t fd, short what, void *ud)
+{
+	struct daemon *d = ud;
+	const char *root = d->cfg->sysfs_root && *d->cfg->sysfs_root ? d->cfg->sysfs_root : NULL;
+	struct cpuset known, now, went, came;
+	struct errbuf eb = {};
+	char a[256], b[256];
+	int r;
+
+	cpuset_or(&known, &d->topo->online, &d->topo->offline);
+	r = hotplug_online(root, &known, &now, &eb);
+	if (r < 0) {
+		if (!d->hotplug_failed_logged)
+			log_warn("hotplug_poll_failed", "error=%s action=keeping_the_last_view",
+				 log_quote(errbuf_text(&eb, r)));
+		d->hotplug_failed_logged = true;
+		return;
+	}
+	d->hotplug_failed_logged = false;
+	if (cpuset_equal(&now, &d->online))
+		return;
+	cpuset_andnot(&went, &d->online, &now);
+	cpuset_andnot(&came, &now, &d->online);
+	(void)cpuset_format(&went, a, sizeof(a));
+	(void)cpuset_format(&came, b, sizeof(b));
+	log_info("cpus_hotplugged", "offline=%s online=%s", a[0] ? a : "none", b[0] ? b : "none");
+	/* CPUs first seen now have no place in the topology read at start: they
+	 * are published after a restart. */
+	cpuset_andnot(&came, &came, &d->topo->online);
+	if (!cpuset_is_empty(&came)) {
+		(void)cpuset_format(&came, b, sizeof(b));
+		log_warn("cpus_new", "cpus=%s action=\"published after a restart\"", b);
+	}
+	d->online = now;
+	metric_set(d->g_online, cpuset_count(&now));
+	dra_set_online(d->dra, &now);
+	publisher_set_online(d->publisher, &now);
+}
+
 int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie **ret)
 {
 	_cleanup_(pcie_freep) struct pcie *p = NULL;
@@ -447,8 +499,6 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		struct dra_opts dopt = {
 			.node = d->node,
 			.kubelet_root = cfg->kubelet_root_dir,
-			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
-			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
 			.fetch = &fetch_ops,
 			.fetch_ud = d,
@@ -459,6 +509,20 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
 		if (r < 0)
 			return r;
+	}
+
+	d->online = topo->online;
+	d->g_online = metrics_gauge(d->metrics, "dra_cpu_online_cpus",
+				    "CPUs online now (CPU hotplug followed).", NULL);
+	metric_set(d->g_online, cpuset_count(&topo->online));
+	/* A topology file describes another machine: nothing here to follow. */
+	if (!(cfg->topology_file && *cfg->topology_file)) {
+		struct timeval tv = { .tv_sec = HOTPLUG_POLL_MS / 1000,
+				      .tv_usec = (HOTPLUG_POLL_MS % 1000) * 1000 };
+
+		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_poll, d);
+		if (!d->hotplug_timer || event_add(d->hotplug_timer, &tv) < 0)
+			return log_error_errno(-ENOMEM, "hotplug_timer_failed", "");
 	}
 
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);

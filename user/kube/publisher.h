@@ -29,6 +29,7 @@ struct event_base;
 struct kube;
 struct devices;
 struct metrics;
+struct cpuset;
 struct pcie;
 struct publisher;
 
@@ -49,6 +50,11 @@ struct publisher_opts {
 /* Starts publishing at once. k, base, metrics and the devices are borrowed. */
 int publisher_new(struct event_base *base, struct kube *k, const struct publisher_opts *o,
 		  struct metrics *m, struct publisher **ret);
+/* The CPUs online now changed (CPU hotplug): devices none of whose CPUs is
+ * online leave the slices, groups count their online CPUs, and a sync
+ * writes the difference at once. online is copied. */
+void publisher_set_online(struct publisher *p, const struct cpuset *online);
+
 /* Stops (cancels requests and the watch). NULL-safe. Slices are left in
  * place: the kubelet removes them when the plugin goes away for good. */
 struct publisher *publisher_free(struct publisher *p);

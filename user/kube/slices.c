@@ -34,11 +34,36 @@ static int max_per_slice(const struct slices_opts *o)
 	return m;
 }
 
+/* The CPUs of a device that are online (all of them without a mask). */
+static int live_cpus(const struct device *dev, const struct slices_opts *o, struct cpuset *ret)
+{
+	device_cpus(dev, ret);
+	if (o->online)
+		cpuset_and(ret, ret, o->online);
+	return cpuset_count(ret);
+}
+
+static bool is_published(const struct device *dev, const struct slices_opts *o)
+{
+	struct cpuset cpus;
+
+	return !o->online || live_cpus(dev, o, &cpus) > 0;
+}
+
+int slices_published(const struct devices *d, const struct slices_opts *o)
+{
+	int n = 0;
+
+	for (int i = 0; i < d->n; i++)
+		n += is_published(&d->v[i], o);
+	return n;
+}
+
 int slices_count(const struct devices *d, const struct slices_opts *o)
 {
-	int m = max_per_slice(o);
+	int m = max_per_slice(o), n = slices_published(d, o);
 
-	return d->n == 0 ? 1 : (d->n + m - 1) / m;
+	return n == 0 ? 1 : (n + m - 1) / m;
 }
 
 /* json-c adds never fail on valid objects short of ENOMEM; collect that. */
@@ -107,7 +132,8 @@ static int add_attr_string(struct json_object *attrs, const char *key, const cha
 }
 
 /* resource.kubernetes.io/pcieRoot: {"strings": [roots local to the device's CPUs]}. */
-static int pcie_attr(struct json_object *attrs, const struct pcie *p, const struct device *dev)
+static int pcie_attr(struct json_object *attrs, const struct pcie *p, const struct device *dev,
+		     const struct slices_opts *so)
 {
 	_cleanup_free_ int *idx = NULL;
 	struct json_object *a, *list;
@@ -119,7 +145,7 @@ static int pcie_attr(struct json_object *attrs, const struct pcie *p, const stru
 	idx = malloc(sizeof(*idx) * (size_t)p->n);
 	if (!idx)
 		return -ENOMEM;
-	device_cpus(dev, &cpus);
+	(void)live_cpus(dev, so, &cpus);
 	n = pcie_roots_of(p, &cpus, idx);
 	if (n == 0 || json_object_object_length(attrs) + n > SLICES_MAX_ATTRIBUTE_VALUES)
 		return 0;
@@ -193,7 +219,8 @@ static int device_json(const struct devices *d, const struct device *dev,
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	struct json_object *attrs;
-	int r;
+	struct cpuset live;
+	int r, n_cpus = live_cpus(dev, so, &live);
 
 	if (!o)
 		return -ENOMEM;
@@ -216,23 +243,23 @@ static int device_json(const struct devices *d, const struct device *dev,
 		r = numa_attrs(attrs, dev->numa);
 		r = r ?: add_attr_int(attrs, "dra.cpu/socketID", dev->socket);
 		r = r ?: add_attr_bool(attrs, "dra.cpu/smtEnabled", d->smt);
-		r = r ?: add_attr_int(attrs, "dra.cpu/numCPUs", dev->n_cpus);
-		r = r ?: capacity(o, dev->n_cpus);
+		r = r ?: add_attr_int(attrs, "dra.cpu/numCPUs", n_cpus);
+		r = r ?: capacity(o, n_cpus);
 		break;
 	case DEVICE_SOCKET:
 		r = add_attr_int(attrs, "dra.cpu/socketID", dev->socket);
 		r = r ?: add_attr_bool(attrs, "dra.cpu/smtEnabled", d->smt);
-		r = r ?: add_attr_int(attrs, "dra.cpu/numCPUs", dev->n_cpus);
-		r = r ?: capacity(o, dev->n_cpus);
+		r = r ?: add_attr_int(attrs, "dra.cpu/numCPUs", n_cpus);
+		r = r ?: capacity(o, n_cpus);
 		break;
 	case DEVICE_MACHINE:
 		r = add_attr_bool(attrs, "dra.cpu/smtEnabled", d->smt);
-		r = r ?: add_attr_int(attrs, "dra.cpu/numCPUs", dev->n_cpus);
-		r = r ?: capacity(o, dev->n_cpus);
+		r = r ?: add_attr_int(attrs, "dra.cpu/numCPUs", n_cpus);
+		r = r ?: capacity(o, n_cpus);
 		break;
 	}
 	if (!r)
-		r = pcie_attr(attrs, so->pcie, dev);
+		r = pcie_attr(attrs, so->pcie, dev, so);
 	/* Only the kinds whose capacity is dra.cpu/cpu (or one CPU each). */
 	if (!r && so->node_allocatable &&
 	    (dev->kind == DEVICE_CPU || dev->kind == DEVICE_NUMA || dev->kind == DEVICE_SOCKET ||
@@ -248,16 +275,20 @@ int slices_build_devices(const struct devices *d, const struct slices_opts *o, i
 			 struct json_object **ret)
 {
 	_cleanup_json_ struct json_object *arr = json_object_new_array();
-	int m = max_per_slice(o);
+	int m = max_per_slice(o), pos = 0;
 
 	if (!arr)
 		return -ENOMEM;
 	if (i < 0 || i >= slices_count(d, o))
 		return -EINVAL;
-	for (int k = i * m; k < d->n && k < (i + 1) * m; k++) {
+	/* Slice i holds published devices i*m .. (i+1)*m-1, in device order. */
+	for (int k = 0; k < d->n && pos < (i + 1) * m; k++) {
 		struct json_object *dev;
-		int r = device_json(d, &d->v[k], o, &dev);
+		int r;
 
+		if (!is_published(&d->v[k], o) || pos++ < i * m)
+			continue;
+		r = device_json(d, &d->v[k], o, &dev);
 		if (r < 0)
 			return r;
 		if (json_object_array_add(arr, dev) < 0) {

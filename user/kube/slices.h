@@ -42,7 +42,15 @@ struct slices_opts {
 	 * attribute-value limit. Slices then hold at most
 	 * SLICES_MAX_DEVICES_LISTS devices. Borrowed. */
 	const struct pcie *pcie;
+	/* Not NULL: the CPUs online now (CPU hotplug). A device none of whose
+	 * CPUs is online is left out (names of the others do not change); a
+	 * group's capacity and dra.cpu/numCPUs count its online CPUs only.
+	 * NULL: every device as built. Borrowed. */
+	const struct cpuset *online;
 };
+
+/* Number of devices published (see slices_opts.online). */
+int slices_published(const struct devices *d, const struct slices_opts *o);
 
 /* Number of slices the devices need. */
 int slices_count(const struct devices *d, const struct slices_opts *o);

@@ -37,6 +37,7 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
+#include "kubelet_dra_health_v1.pb-c.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
@@ -77,7 +78,7 @@ struct health_stream {
 struct dra {
 	struct event_base *base;
 	struct dra_opts o;
-	char *node, *kubelet_root, *sysfs_root, *endpoint, *reg_path;
+	char *node, *kubelet_root, *endpoint, *reg_path;
 	struct state *state;
 	const struct topo *topo;
 	const struct devices *devices;
@@ -93,6 +94,9 @@ struct dra {
 	uint64_t cancels_unlogged;
 	struct health_stream *streams;
 	struct event *health_timer;
+	bool has_online;       /* dra_set_online() was called */
+	struct cpuset online;  /* then: the CPUs online now */
+	struct metric *g_claims_offline;
 	bool registered;
 	/* metrics */
 	struct metric_series *prep_ok, *prep_err, *prep_cancelled, *unprep_ok, *unprep_err;
@@ -162,6 +166,8 @@ static int perr(char *err, const char *fmt, ...)
 	return -EINVAL;
 }
 
+static const struct cpuset *online_now(const struct dra *d);
+
 /* ---- deciding CPUs ----------------------------------------------------------------- */
 
 static enum alloc_policy to_alloc_policy(enum claim_policy p)
@@ -187,7 +193,7 @@ static int pick_exact(struct dra *d, const struct claim_result *r, const struct 
 
 	if (cpuset_parse(r->cpuset, &want, NULL) < 0)
 		return perr(err, "request %s: cpuConfig.cpuset is not a CPU list", r->request);
-	cpuset_andnot(&bad, &want, &d->topo->online);
+	cpuset_andnot(&bad, &want, online_now(d));
 	if (!cpuset_is_empty(&bad)) {
 		(void)cpuset_format(&bad, list, sizeof(list));
 		return perr(err, "request %s: cpuset %s: CPUs %s are not online", r->request,
@@ -260,6 +266,7 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
+	cpuset_and(&avail, &avail, online_now(d)); /* never a CPU that went offline */
 	cpuset_andnot(&avail, &avail, taken);
 	if (cpuset_count(&avail) < count)
 		return perr(err, "request %s: dra.cpu/cpu \"%s\" is more than the %d CPUs %s has free",
@@ -383,6 +390,10 @@ static int decide(struct dra *d, struct prep_claim *pc)
 					    "request %s: a cpuset override (cpuConfig.cpuset) needs "
 					    "grouped devices; device %s is one CPU",
 					    cr->request, cr->device);
+			if (!cpuset_has(online_now(d), dev->id))
+				return perr(pc->err,
+					    "device %s (request %s): CPU %d is offline", cr->device,
+					    cr->request, dev->id);
 			cpuset_zero(&sr->cpus);
 			cpuset_set(&sr->cpus, dev->id);
 			if (cpuset_has(&taken, dev->id))
@@ -936,14 +947,17 @@ static void handle_get_info(struct grpc_call *call, const uint8_t *req, size_t l
 {
 	struct dra *d = ud;
 	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
-	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
+	/* The health services too: the kubelet picks v1 when both are listed,
+	 * v1alpha1 when only it is (1.34-1.36). */
+	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
+				    "v1alpha1.DRAResourceHealth" };
 	uint8_t buf[1024];
 	size_t n;
 
 	info.type = "DRAPlugin";
 	info.name = DRA_DRIVER;
 	info.endpoint = d->endpoint;
-	info.n_supported_versions = 2;
+	info.n_supported_versions = ARRAY_SIZE(versions);
 	info.supported_versions = versions;
 	n = pluginregistration__plugin_info__get_packed_size(&info);
 	if (n > sizeof(buf)) {
@@ -985,50 +999,114 @@ static void handle_registration_status(struct grpc_call *call, const uint8_t *re
 
 /* ---- health ---------------------------------------------------------------------------- */
 
-/* A device is unhealthy when one of its CPUs went offline since start. */
+/* The CPUs online now: the hotplug view when the daemon gave one. */
+static const struct cpuset *online_now(const struct dra *d)
+{
+	return d->has_online ? &d->online : &d->topo->online;
+}
+
+struct held {
+	const struct cpuset *off; /* offline CPUs of the device */
+	struct cpuset cpus;	  /* of those, the ones held by claims */
+	char who[256];		  /* "ns/name, ns/name" (the first few) */
+	int n;
+};
+
+static int find_holders(void *ud, const struct state_claim *c)
+{
+	struct held *h = ud;
+	struct cpuset both;
+	size_t len = strlen(h->who);
+
+	cpuset_and(&both, &c->cpus, h->off);
+	if (cpuset_is_empty(&both))
+		return 0;
+	cpuset_or(&h->cpus, &h->cpus, &both);
+	/* names are cut to fit: the message has a limit of its own */
+	if (h->n++ < 3 && len + 2 < sizeof(h->who) &&
+	    snprintf(h->who + len, sizeof(h->who) - len, "%s%.63s/%.60s", len ? ", " : "",
+		     c->ns[0] ? c->ns : "?", c->name[0] ? c->name : c->uid) < 0)
+		h->who[len] = 0;
+	return 0;
+}
+
+/* Health and message of one device. A CPU device whose CPU is offline is
+ * unhealthy; a group is unhealthy when a prepared claim holds one of its
+ * offline CPUs (such a claim keeps its CPUs: they are never moved), and
+ * says how many CPUs it has left when only free ones went. */
+static bool device_health(struct dra *d, const struct device *dev, char *msg, size_t size)
+{
+	struct cpuset cpus, off;
+	struct held h = { .off = &off };
+	char list[256], hl[256];
+
+	device_cpus(dev, &cpus);
+	cpuset_andnot(&off, &cpus, online_now(d));
+	if (cpuset_is_empty(&off)) {
+		(void)snprintf(msg, size, "ok");
+		return true;
+	}
+	(void)state_foreach_claim(d->state, find_holders, &h);
+	(void)cpuset_format(&off, list, sizeof(list));
+	if (dev->kind == DEVICE_CPU) {
+		(void)snprintf(msg, size, "CPU %d is offline%s%s%s", dev->id,
+			       h.n ? " (prepared for claim " : "", h.n ? h.who : "",
+			       h.n ? "; kept there, not moved)" : "");
+		return false;
+	}
+	if (cpuset_is_empty(&h.cpus)) {
+		(void)snprintf(msg, size, "CPUs %s are offline; %d of its %d CPUs remain", list,
+			       cpuset_count(&cpus) - cpuset_count(&off), cpuset_count(&cpus));
+		return true;
+	}
+	(void)cpuset_format(&h.cpus, hl, sizeof(hl));
+	(void)snprintf(msg, size,
+		       "CPUs %s are offline; CPUs %s are prepared for claim%s %s%s and stay "
+		       "with %s, not moved",
+		       list, hl, h.n > 1 ? "s" : "", h.who, h.n > 3 ? ", ..." : "",
+		       h.n > 1 ? "them" : "it");
+	return false;
+}
+
+/* One complete snapshot of every device. v1 and the renamed v1alpha1 share
+ * messages and field numbers, so one encoding serves both services (the
+ * tests decode it with the v1 types). */
 static void health_send(struct dra *d, struct health_stream *hs)
 {
 	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
-	V1alpha1__DeviceHealth *h = calloc((size_t)d->devices->n + 1, sizeof(*h));
-	V1alpha1__DeviceHealth **hp = calloc((size_t)d->devices->n + 1, sizeof(*hp));
-	V1alpha1__DeviceIdentifier *ids = calloc((size_t)d->devices->n + 1, sizeof(*ids));
-	_cleanup_free_ char *online_text = NULL;
-	struct cpuset online = d->topo->online;
-	char path[4096];
-	size_t len = 0;
+	size_t n = (size_t)d->devices->n;
+	V1alpha1__DeviceHealth *h = calloc(n + 1, sizeof(*h));
+	V1alpha1__DeviceHealth **hp = calloc(n + 1, sizeof(*hp));
+	V1alpha1__DeviceIdentifier *ids = calloc(n + 1, sizeof(*ids));
+	char (*msgs)[DRA_HEALTH_MESSAGE_MAX + 1] = calloc(n + 1, sizeof(*msgs));
 	time_t now = time(NULL);
 
-	(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online",
-		       d->sysfs_root ? d->sysfs_root : "");
-	if (d->o.watch_online && fileio_read(path, 65536, &online_text, &len, NULL) == 0)
-		(void)cpuset_parse_n(online_text, len, &online, NULL);
-	if (!h || !hp || !ids)
+	if (!h || !hp || !ids || !msgs)
 		goto out;
-	for (int i = 0; i < d->devices->n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct device *dev = &d->devices->v[i];
-		struct cpuset cpus;
+		bool ok = device_health(d, dev, msgs[i], sizeof(msgs[i]));
 
-		device_cpus(dev, &cpus);
 		v1alpha1__device_health__init(&h[i]);
 		v1alpha1__device_identifier__init(&ids[i]);
 		ids[i].pool_name = d->node;
 		ids[i].device_name = (char *)dev->name;
 		h[i].device = &ids[i];
-		h[i].health = cpuset_is_subset(&cpus, &online) ? V1ALPHA1__HEALTH_STATUS__HEALTHY
-							       : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
-		h[i].message = h[i].health == V1ALPHA1__HEALTH_STATUS__HEALTHY ? "ok"
-										: "a CPU went offline";
+		h[i].health = ok ? V1ALPHA1__HEALTH_STATUS__HEALTHY
+				 : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
+		h[i].message = msgs[i];
 		h[i].last_updated_time = now;
 		h[i].health_check_timeout_seconds = HEALTH_TIMEOUT_S;
 		hp[i] = &h[i];
 	}
-	resp.n_devices = (size_t)d->devices->n;
+	resp.n_devices = n;
 	resp.devices = hp;
 	(void)grpc_call_send_pb(hs->call, &resp.base);
 out:
 	free(h);
 	free(hp);
 	free(ids);
+	free(msgs);
 }
 
 static void health_unlink(struct health_stream *hs)
@@ -1117,6 +1195,10 @@ static void register_metrics(struct dra *d, struct metrics *m)
 					  (int)ARRAY_SIZE(cpus));
 	d->grpc_calls = metrics_counter(m, "dra_cpu_grpc_calls_total",
 					"Kubelet gRPC calls by method and grpc-status.", "method,code");
+	d->g_claims_offline = metrics_gauge(m, "dra_cpu_claims_on_offline_cpus",
+					    "Prepared claims holding a CPU that is offline (kept "
+					    "there, never moved).",
+					    NULL);
 	d->grpc_seconds = metrics_histogram(m, "dra_cpu_grpc_call_duration_seconds",
 					    "Kubelet gRPC call duration by method.", "method", secs,
 					    (int)ARRAY_SIZE(secs));
@@ -1139,6 +1221,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		{ PATH_V1 "NodeUnprepareResources", handle_unprepare, true },
 		{ PATH_V1BETA1 "NodePrepareResources", on_prepare_v1beta1, true },
 		{ PATH_V1BETA1 "NodeUnprepareResources", handle_unprepare, true },
+		{ "/v1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
 		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
 	};
 	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
@@ -1160,8 +1243,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	d->devices = devices;
 	d->node = strdup(o->node);
 	d->kubelet_root = strdup(o->kubelet_root);
-	d->sysfs_root = o->sysfs_root ? strdup(o->sysfs_root) : NULL;
-	if (!d->node || !d->kubelet_root || (o->sysfs_root && !d->sysfs_root) ||
+	if (!d->node || !d->kubelet_root ||
 	    asprintf(&d->endpoint, "%s/%s", o->kubelet_root, DRA_SOCKET) < 0 ||
 	    asprintf(&d->reg_path, "%s/%s", o->kubelet_root, REG_SOCKET) < 0)
 		return -ENOMEM;
@@ -1203,6 +1285,52 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	return 0;
 }
 
+static int report_offline_claim(void *ud, const struct state_claim *c)
+{
+	const struct cpuset *online = ud;
+	struct cpuset off;
+	char list[256];
+
+	cpuset_andnot(&off, &c->cpus, online);
+	if (cpuset_is_empty(&off))
+		return 0;
+	(void)cpuset_format(&off, list, sizeof(list));
+	log_warn("claim_cpus_offline", "claim=%s/%s uid=%s offline=%s action=kept_not_moved",
+		 log_quote(c->ns), log_quote(c->name), c->uid, list);
+	return 1;
+}
+
+static int count_offline_claims(void *ud, const struct state_claim *c)
+{
+	struct dra *d = ud;
+	struct cpuset off;
+
+	cpuset_andnot(&off, &c->cpus, &d->online);
+	metric_add(d->g_claims_offline, !cpuset_is_empty(&off));
+	return 0;
+}
+
+void dra_set_online(struct dra *d, const struct cpuset *online)
+{
+	struct cpuset went;
+
+	if (d->has_online && cpuset_equal(&d->online, online))
+		return;
+	/* Claims that hold a CPU that just went offline are named once. */
+	cpuset_andnot(&went, online_now(d), online);
+	if (!cpuset_is_empty(&went)) {
+		struct cpuset still = *online;
+
+		(void)state_foreach_claim(d->state, report_offline_claim, &still);
+	}
+	d->online = *online;
+	d->has_online = true;
+	metric_set(d->g_claims_offline, 0);
+	(void)state_foreach_claim(d->state, count_offline_claims, d);
+	for (struct health_stream *hs = d->streams; hs; hs = hs->next)
+		health_send(d, hs);
+}
+
 struct dra *dra_free(struct dra *d)
 {
 	if (!d)
@@ -1233,7 +1361,6 @@ struct dra *dra_free(struct dra *d)
 	alloc_topo_free(d->alloc);
 	free(d->node);
 	free(d->kubelet_root);
-	free(d->sysfs_root);
 	free(d->endpoint);
 	free(d->reg_path);
 	free(d);
