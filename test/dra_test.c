@@ -436,6 +436,33 @@ int __wrap_cdi_spec_remove(const char *dir, const char *uid)
 	return __real_cdi_spec_remove(dir, uid);
 }
 
+static int test_attributes(void *ud, const char *device, struct json_object **ret)
+{
+	*ret = json_tokener_parse("{\"dra.cpu/numCPUs\":{\"int\":8}}");
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Grouped by NUMA node, device metadata on. */
+static void start_metadata(void)
+{
+	struct state_opts so = { 0 };
+	struct dra_opts o = { .node = "node-1", .device_mode = DEVICES_GROUPED,
+			      .fetch = &fetch_ops, .device_metadata = true, .cdi_dir = fx.cdi,
+			      .device_attributes = test_attributes };
+
+	assert_int_equal(devices_build(fx.topo, NULL, DEVICES_GROUPED, DEVICES_BY_NUMANODE,
+				       &fx.devices),
+			 0);
+	so.cdi_dir = fx.cdi;
+	so.state_dir = fx.st;
+	so.allocatable = fx.topo->online;
+	assert_int_equal(state_new(&so, &fx.state), 0);
+	assert_int_equal(state_load(fx.state), 0);
+	o.kubelet_root = fx.root;
+	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
+			 0);
+}
+
 /* start() with a grouping and reserved CPUs (NULL: none). */
 static void start_grouped(int mode, int group_by, const char *reserved, int max_fetches)
 {
@@ -1511,6 +1538,98 @@ static void test_health_group_with_free_offline_cpus_stays_healthy(void **st)
 	v1__node_watch_resources_response__free_unpacked(r, NULL);
 }
 
+/* ---- device metadata ---------------------------------------------------------------------- */
+
+static bool meta_file(const char *uid, const char *req)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/plugins/dra.cpu/dra-device-metadata/%s/%s/metadata.json",
+		 fx.root, uid, req);
+	return access(path, F_OK) == 0;
+}
+
+static bool meta_spec(const char *uid, const char *req)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/dra.cpu_metadata_%s_%s.json", fx.cdi, uid, req);
+	return access(path, F_OK) == 0;
+}
+
+static void test_metadata_written_at_prepare_with_its_cdi_id_removed_at_unprepare(void **st)
+{
+	PrepareClaimResponse *r;
+	struct grpc_call *c;
+
+	start_metadata();
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[0],
+		 claim_json("db", UID_A, "a", "cpudevnuma000", "2", "b/sub", "cpudevnuma001", "3",
+			    "a", "cpudevnuma001", "1", NULL),
+		 NULL);
+	r = result(c, UID_A);
+	assert_string_equal(r->error, "");
+	assert_int_equal(r->n_devices, 3);
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const char *base = !strcmp(r->devices[i]->request_names[0], "b/sub") ? "b" : "a";
+		char want[160];
+
+		assert_int_equal(r->devices[i]->n_cdi_device_ids, 2);
+		assert_string_equal(r->devices[i]->cdi_device_ids[0],
+				    "dra.k8s.io/cpu=claim-" UID_A);
+		snprintf(want, sizeof(want), "dra.cpu/metadata=%s_%s", UID_A, base);
+		assert_string_equal(r->devices[i]->cdi_device_ids[1], want);
+	}
+	assert_true(meta_file(UID_A, "a") && meta_spec(UID_A, "a"));
+	assert_true(meta_file(UID_A, "b") && meta_spec(UID_A, "b"));
+	/* the kubelet's retry rewrites what went missing */
+	{
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/dra.cpu_metadata_%s_b.json", fx.cdi, UID_A);
+		assert_int_equal(unlink(path), 0);
+	}
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[1],
+		 claim_json("db", UID_A, "a", "cpudevnuma000", "2", "b/sub", "cpudevnuma001", "3",
+			    "a", "cpudevnuma001", "1", NULL),
+		 NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	assert_true(meta_spec(UID_A, "b"));
+	assert_string_equal(unprepare_error(unprepare(UID_A), UID_A), "");
+	assert_false(meta_file(UID_A, "a") || meta_spec(UID_A, "a"));
+	assert_false(meta_file(UID_A, "b") || meta_spec(UID_A, "b"));
+	assert_nothing_reserved();
+}
+
+static void test_metadata_failures_commit_nothing(void **st)
+{
+	struct grpc_call *c;
+
+	start_metadata();
+	/* the metadata cannot be written: no claim */
+	snprintf(fx.fail_name, sizeof(fx.fail_name), "dra.cpu_metadata_");
+	fx.fail_errno = ENOSPC;
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[0], claim_json("db", UID_A, "a", "cpudevnuma000", "2", NULL), NULL);
+	assert_error_has(c, UID_A, "writing the device metadata");
+	assert_nothing_reserved();
+	assert_false(meta_file(UID_A, "a"));
+	/* the claim cannot be committed: its metadata goes again */
+	snprintf(fx.fail_name, sizeof(fx.fail_name), "dra.k8s.io-cpu_claim-");
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[1], claim_json("db", UID_A, "a", "cpudevnuma000", "2", NULL), NULL);
+	assert_true(error_of(c, UID_A)[0]);
+	assert_nothing_reserved();
+	assert_false(meta_file(UID_A, "a") || meta_spec(UID_A, "a"));
+	fx.fail_name[0] = 0;
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1554,6 +1673,8 @@ int main(void)
 		T(test_health_v1_and_v1alpha1_share_the_wire),
 		T(test_health_individual_offline_cpu_is_unhealthy_and_its_claim_named),
 		T(test_health_group_with_free_offline_cpus_stays_healthy),
+		T(test_metadata_written_at_prepare_with_its_cdi_id_removed_at_unprepare),
+		T(test_metadata_failures_commit_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -936,12 +936,16 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
     for f in example_files():
         docs = load_docs(f)
         claims = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaim"}
+        # a template's claims are its inner spec
+        claims.update({d["metadata"]["name"]: {"spec": d["spec"]["spec"]}
+                       for d in docs if d["kind"] == "ResourceClaimTemplate"})
         for cl in claims.values():
             for r in cl["spec"]["devices"]["requests"]:
                 assert r["exactly"]["deviceClassName"] in classes, "%s: unknown class" % rel(f)
         for pod in (d for d in docs if d["kind"] == "Pod"):
             pods += 1
-            refs = {rc["name"]: rc["resourceClaimName"] for rc in pod["spec"]["resourceClaims"]}
+            refs = {rc["name"]: rc.get("resourceClaimName") or rc["resourceClaimTemplateName"]
+                    for rc in pod["spec"]["resourceClaims"]}
             for c in pod["spec"]["containers"]:
                 res = c["resources"]
                 want = 0

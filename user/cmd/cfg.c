@@ -92,6 +92,7 @@ static const struct file_key file_keys[] = {
 	{ "publishNodeAllocatableResourceMapping", "publish-node-allocatable-resource-mapping",
 	  NULL },
 	{ "exposePCIeRoots", "expose-pcie-roots", NULL },
+	{ "deviceMetadata", "device-metadata", NULL },
 };
 
 static const struct opt opts[] = {
@@ -152,6 +153,9 @@ static const struct opt opts[] = {
 	{ "expose-pcie-roots", NULL, OPT_BOOL, F(expose_pcie_roots), "false", 0, 0, NULL, 0,
 	  "Give every device resource.kubernetes.io/pcieRoot, the PCIe root complexes local to "
 	  "its CPUs (a list attribute: the cluster needs DRAListTypeAttributes, 1.36+)." },
+	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
+	  "Give containers a read-only file describing their devices (KEP-5304, "
+	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },
 	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
 	  "Print the discovered topology as JSON and exit." },
 	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
@@ -658,7 +662,7 @@ void cfg_log(const struct cfg *c)
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
 		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s "
-		 "config=%s node_allocatable=%s expose_pcie_roots=%s",
+		 "config=%s node_allocatable=%s expose_pcie_roots=%s device_metadata=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -666,7 +670,8 @@ void cfg_log(const struct cfg *c)
 		 c->contention_histogram ? "true" : "false", c->bind_address,
 		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
 		 is_set(c->config_file) ? log_quote(c->config_file) : "none",
-		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false");
+		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
+		 c->device_metadata ? "true" : "false");
 }
 
 const char *cfg_device_mode_name(int mode)

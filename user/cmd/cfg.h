@@ -67,6 +67,7 @@ struct cfg {
 	/* Kubernetes 1.36/1.37 slice and claim features (docs/node-allocatable.md) */
 	bool node_allocatable; /* file only: nodeAllocatableResources.cpu on every device */
 	bool expose_pcie_roots; /* resource.kubernetes.io/pcieRoot (docs/pcie-roots.md) */
+	bool device_metadata;	/* metadata files in containers (docs/device-metadata.md) */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

@@ -16,6 +16,8 @@
 #include "cmd/cfg.h"
 #include "lib/cleanup.h"
 #include "core/devices.h"
+#include "core/metadata.h"
+#include "kube/slices.h"
 #include "kubelet/dra.h"
 #include "obs/httpd.h"
 #include "kube/kube.h"
@@ -215,6 +217,23 @@ static void fetch_cancel(void *ud, void *handle)
 }
 
 static const struct dra_fetch_ops fetch_ops = { .start = fetch_claim, .cancel = fetch_cancel };
+
+/* A device's slice attributes, for the device metadata files: as published
+ * now (PCIe roots, online CPUs). */
+static int device_attributes(void *ud, const char *device, struct json_object **ret)
+{
+	struct daemon *d = ud;
+	struct slices_opts so = { .node = d->node, .pcie = d->pcie, .online = &d->online };
+
+	return slices_device_attributes(d->devices, &so, device, ret);
+}
+
+static bool claim_is_prepared(void *ud, const char *uid)
+{
+	struct daemon *d = ud;
+
+	return state_claim(d->state, uid) != NULL;
+}
 
 static void on_registered(void *ud, bool ok)
 {
@@ -426,6 +445,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return -ENOMEM;
 	d->cfg = cfg;
 	d->topo = topo;
+	d->online = topo->online;
 	r = cfg_node_name(cfg, d->node, sizeof(d->node));
 	if (r < 0)
 		return log_error_errno(r, "node_name_failed", "hint=\"set --hostname-override\"");
@@ -477,6 +497,19 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		if (r < 0)
 			return r;
 		update_gauges(d);
+		/* Metadata a crash left behind (its claim never committed, or its
+		 * Unprepare did not finish). */
+		{
+			char data_dir[4096];
+			struct metadata_opts mo = { .data_dir = data_dir, .cdi_dir = cfg->cdi_dir,
+						    .driver = "dra.cpu", .pool = d->node };
+
+			(void)snprintf(data_dir, sizeof(data_dir), "%s/plugins/dra.cpu",
+				       cfg->kubelet_root_dir);
+			r = metadata_sweep(&mo, claim_is_prepared, d);
+			if (r > 0)
+				log_info("metadata_swept", "claims=%d", r);
+		}
 	}
 
 	r = start_node_agents(d);
@@ -504,6 +537,10 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.fetch_ud = d,
 			.on_registered = on_registered,
 			.registered_ud = d,
+			.device_metadata = cfg->device_metadata,
+			.cdi_dir = cfg->cdi_dir,
+			.device_attributes = device_attributes,
+			.attributes_ud = d,
 		};
 
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
@@ -511,7 +548,6 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			return r;
 	}
 
-	d->online = topo->online;
 	d->g_online = metrics_gauge(d->metrics, "dra_cpu_online_cpus",
 				    "CPUs online now (CPU hotplug followed).", NULL);
 	metric_set(d->g_online, cpuset_count(&topo->online));

@@ -191,6 +191,15 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 				   got_uid ? got_uid : "missing", uid);
 	if (!path(claim, "status.allocation"))
 		return errbuf_fail(eb, -EINVAL, "claim is not allocated (no status.allocation)");
+	{
+		const char *pcn = str(path(claim, "metadata.annotations"),
+				      "resource.kubernetes.io/pod-claim-name");
+
+		ret->pod_claim_name[0] = 0;
+		if (pcn && copy(ret->pod_claim_name, sizeof(ret->pod_claim_name), pcn,
+				"pod-claim-name annotation", eb) < 0)
+			return -EINVAL;
+	}
 	results = path(claim, "status.allocation.devices.results");
 	configs = path(claim, "status.allocation.devices.config");
 	if (results && !json_object_is_type(results, json_type_array))

@@ -53,6 +53,10 @@ struct claim_result {
 struct claim_alloc {
 	int n;
 	struct claim_result results[CLAIM_MAX_RESULTS];
+	/* metadata.annotations["resource.kubernetes.io/pod-claim-name"]: the
+	 * claim was made from a ResourceClaimTemplate for the pod's claim of
+	 * that name; "" otherwise. */
+	char pod_claim_name[CLAIM_STR_MAX];
 };
 
 /* claim: the object GET returned. uid: what the kubelet asked for (the claim

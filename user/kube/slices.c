@@ -483,3 +483,22 @@ const char *slices_feature_loss(enum slices_feature f)
 		return "the API server changed device fields it does not know";
 	}
 }
+
+int slices_device_attributes(const struct devices *d, const struct slices_opts *o,
+			     const char *name, struct json_object **ret)
+{
+	const struct device *dev = devices_find(d, name);
+	_cleanup_json_ struct json_object *j = NULL;
+	struct json_object *attrs;
+	int r;
+
+	if (!dev)
+		return -ENOENT;
+	r = device_json(d, dev, o, &j);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(j, "attributes", &attrs))
+		return -ENOENT;
+	*ret = json_object_get(attrs);
+	return 0;
+}

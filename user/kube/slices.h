@@ -66,6 +66,12 @@ int slices_build_one(const struct devices *d, const struct slices_opts *o, int i
 int slices_build_devices(const struct devices *d, const struct slices_opts *o, int i,
 			 struct json_object **ret);
 
+/* The attributes object the slice gives device name (a new object; the
+ * caller puts it), -ENOENT for no such device. For the device metadata
+ * file, which carries the same attributes. */
+int slices_device_attributes(const struct devices *d, const struct slices_opts *o,
+			     const char *name, struct json_object **ret);
+
 /* Fields an API server may drop silently from what we publish (a feature gate
  * off, or a release that predates the field), by the feature that carries
  * them. */

@@ -33,6 +33,7 @@
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "core/devices.h"
+#include "core/metadata.h"
 #include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
@@ -79,6 +80,7 @@ struct dra {
 	struct event_base *base;
 	struct dra_opts o;
 	char *node, *kubelet_root, *endpoint, *reg_path;
+	char *data_dir; /* <kubelet root>/plugins/dra.cpu: device metadata lives under it */
 	struct state *state;
 	const struct topo *topo;
 	const struct devices *devices;
@@ -354,6 +356,64 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 	return 0;
 }
 
+/* The metadata files of a claim (device_metadata on): one per base
+ * request, its devices with their slice attributes and, grouped, the CPUs
+ * each result holds (held[i], -1 for individual devices). */
+static int write_metadata(struct dra *d, struct prep_claim *pc, const int64_t *held)
+{
+	struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
+				    .driver = DRA_DRIVER, .pool = d->node };
+	struct json_object *attrs[CLAIM_MAX_RESULTS] = { 0 };
+	struct metadata_claim *mc = calloc(1, sizeof(*mc));
+	struct errbuf why = { "" };
+	int r = 0;
+
+	if (!mc)
+		return perr(pc->err, "out of memory");
+	mc->ns = pc->ns;
+	mc->name = pc->name;
+	mc->uid = pc->uid;
+	mc->pod_claim_name = pc->alloc.pod_claim_name;
+	for (int i = 0; i < pc->alloc.n && r >= 0; i++) {
+		const struct claim_result *cr = &pc->alloc.results[i];
+		size_t base = metadata_base_len(cr->request);
+		struct metadata_request *mr = NULL;
+
+		/* results of one base request share its file */
+		for (int k = 0; k < mc->n; k++)
+			if (metadata_base_len(mc->requests[k].name) == base &&
+			    !strncmp(mc->requests[k].name, cr->request, base))
+				mr = &mc->requests[k];
+		if (!mr) {
+			mr = &mc->requests[mc->n++];
+			mr->name = cr->request;
+		}
+		if (d->o.device_attributes)
+			r = d->o.device_attributes(d->o.attributes_ud, cr->device, &attrs[i]);
+		mr->devices[mr->n++] = (struct metadata_device){ .name = cr->device,
+								 .attributes = attrs[i],
+								 .allocated_cpus = held[i] };
+	}
+	if (r >= 0)
+		r = metadata_write(&mo, mc, &why);
+	for (int i = 0; i < pc->alloc.n; i++)
+		if (attrs[i])
+			(void)json_object_put(attrs[i]);
+	free(mc);
+	if (r < 0)
+		return perr(pc->err, "writing the device metadata: %s",
+			    why.s[0] ? why.s : strerror(-r));
+	return 0;
+}
+
+static void remove_metadata(struct dra *d, const char *uid)
+{
+	struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
+				    .driver = DRA_DRIVER, .pool = d->node };
+
+	(void)metadata_remove(&mo, uid, NULL);
+}
+
 /* Decides and commits a claim, or says in pc->err why not. */
 static int decide(struct dra *d, struct prep_claim *pc)
 {
@@ -365,8 +425,20 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	char list[256];
 	int r;
 
-	if (have)
-		return check_same_allocation(d, pc, have);
+	if (have) {
+		r = check_same_allocation(d, pc, have);
+		/* the retry repairs metadata a crash or a hand removed */
+		if (r >= 0 && d->o.device_metadata) {
+			int64_t held[CLAIM_MAX_RESULTS];
+
+			for (int i = 0; i < pc->alloc.n; i++)
+				held[i] = d->devices->kind == DEVICE_CPU ? -1
+					  : have->n_results ? cpuset_count(&have->results[i].cpus)
+							    : -1;
+			r = write_metadata(d, pc, held);
+		}
+		return r;
+	}
 	memset(&c, 0, sizeof(c));
 	cpuset_zero(&taken);
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -407,12 +479,24 @@ static int decide(struct dra *d, struct prep_claim *pc)
 		cpuset_or(&taken, &taken, &sr->cpus);
 	}
 
+	/* Metadata before the commit: a committed claim always has it. */
+	if (d->o.device_metadata) {
+		int64_t held[CLAIM_MAX_RESULTS];
+
+		for (int i = 0; i < pc->alloc.n; i++)
+			held[i] = d->devices->kind == DEVICE_CPU ? -1 : cpuset_count(&res[i].cpus);
+		r = write_metadata(d, pc, held);
+		if (r < 0)
+			return r;
+	}
 	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
 	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
 	c.n_results = pc->alloc.n;
 	c.results = res;
 	r = state_claim_add(d->state, &c, &why);
+	if (r < 0 && d->o.device_metadata)
+		remove_metadata(d, pc->uid);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
 		return perr(pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
@@ -461,6 +545,9 @@ static void prep_reply(struct prep *p)
 	char (*cdi_ids)[160] = calloc((size_t)p->n, sizeof(*cdi_ids));
 	char **cdi_ptrs = calloc((size_t)p->n, sizeof(*cdi_ptrs));
 	char **req_ptrs = NULL;
+	/* per device: the claim's CDI id, then its request's metadata id */
+	char (*meta_ids)[256] = NULL;
+	char **id_ptrs = NULL;
 	int total = 0, k = 0;
 
 	/* Completing the call below must not come back here as a cancel. */
@@ -471,7 +558,10 @@ static void prep_reply(struct prep *p)
 	devs = calloc((size_t)total + 1, sizeof(*devs));
 	dptrs = calloc((size_t)total + 1, sizeof(*dptrs));
 	req_ptrs = calloc((size_t)total + 1, sizeof(*req_ptrs));
-	if (!entries || !eptrs || !crs || !devs || !dptrs || !cdi_ids || !cdi_ptrs || !req_ptrs) {
+	meta_ids = calloc((size_t)total + 1, sizeof(*meta_ids));
+	id_ptrs = calloc(2 * (size_t)total + 2, sizeof(*id_ptrs));
+	if (!entries || !eptrs || !crs || !devs || !dptrs || !cdi_ids || !cdi_ptrs || !req_ptrs ||
+	    !meta_ids || !id_ptrs) {
 		if (p->call)
 			(void)grpc_call_fail(p->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
@@ -505,8 +595,15 @@ static void prep_reply(struct prep *p)
 			devs[k].request_names = &req_ptrs[k];
 			devs[k].pool_name = d->node;
 			devs[k].device_name = (char *)res->device;
+			id_ptrs[2 * k] = cdi_ptrs[i];
 			devs[k].n_cdi_device_ids = 1;
-			devs[k].cdi_device_ids = &cdi_ptrs[i];
+			if (d->o.device_metadata) {
+				metadata_cdi_id(pc->uid, res->request, meta_ids[k],
+						sizeof(meta_ids[k]));
+				id_ptrs[2 * k + 1] = meta_ids[k];
+				devs[k].n_cdi_device_ids = 2;
+			}
+			devs[k].cdi_device_ids = &id_ptrs[2 * k];
 			if (p->v1 && res->share_id[0])
 				devs[k].share_id = (char *)res->share_id;
 			dptrs[k] = &devs[k];
@@ -538,6 +635,8 @@ out:
 	free(cdi_ids);
 	free(cdi_ptrs);
 	free(req_ptrs);
+	free(meta_ids);
+	free(id_ptrs);
 }
 
 /* Drops one reference; the last one replies and frees. */
@@ -909,6 +1008,26 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s",
 				 log_quote(c->ns), log_quote(c->name), uid, list);
 		}
+		/* Metadata first (whatever the option says now: it may have been on
+		 * when the claim was prepared); a spec that stays keeps the claim. */
+		if (cdi_uid_valid(uid) == 0) {
+			struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
+						    .driver = DRA_DRIVER, .pool = d->node };
+			struct errbuf mwhy = { "" };
+
+			r = d->o.cdi_dir ? metadata_remove(&mo, uid, &mwhy) : 0;
+			if (r < 0) {
+				(void)snprintf(errs[i], DRA_ERR_MAX,
+					       "removing the device metadata of claim %s: %s (CPUs "
+					       "stay reserved)",
+					       uid, mwhy.s);
+				crs[i].error = errs[i];
+				metric_series_add(d->unprep_err, 1);
+				log_error("claim_unprepare_failed", "uid=%s error=%s", uid,
+					  log_quote(errs[i]));
+				continue;
+			}
+		}
 		/* Unknown claims succeed: Unprepare is idempotent. */
 		r = state_claim_remove(d->state, uid);
 		if (r < 0) {
@@ -1245,6 +1364,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	d->kubelet_root = strdup(o->kubelet_root);
 	if (!d->node || !d->kubelet_root ||
 	    asprintf(&d->endpoint, "%s/%s", o->kubelet_root, DRA_SOCKET) < 0 ||
+	    asprintf(&d->data_dir, "%s/%s", o->kubelet_root, DRA_DIR) < 0 ||
 	    asprintf(&d->reg_path, "%s/%s", o->kubelet_root, REG_SOCKET) < 0)
 		return -ENOMEM;
 	d->pump = event_new(base, -1, 0, on_pump, d);
@@ -1362,6 +1482,7 @@ struct dra *dra_free(struct dra *d)
 	free(d->node);
 	free(d->kubelet_root);
 	free(d->endpoint);
+	free(d->data_dir);
 	free(d->reg_path);
 	free(d);
 	return NULL;

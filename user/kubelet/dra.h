@@ -83,6 +83,16 @@ struct dra_opts {
 	int max_fetches;	  /* 0: DRA_MAX_FETCHES */
 	dra_registered_fn on_registered;
 	void *registered_ud;
+	/* Device metadata in the container (docs/device-metadata.md): Prepare
+	 * writes a metadata file and CDI spec per request into cdi_dir (the
+	 * claims' own CDI directory) and <kubelet_root>/plugins/dra.cpu, and
+	 * returns their CDI ids; Unprepare always removes them. */
+	bool device_metadata;
+	const char *cdi_dir;
+	/* The attributes the slice gives a device (a new object, the plugin
+	 * puts it); lent by the daemon (slices are a sibling layer). */
+	int (*device_attributes)(void *ud, const char *device, struct json_object **ret);
+	void *attributes_ud;
 };
 
 /* Everything is borrowed and must outlive the plugin. Creates the sockets
