@@ -279,6 +279,36 @@ static void test_claim_cpuset_override_errors(void **st)
 	}
 }
 
+static void test_claim_config_memory_and_shared_pool(void **st)
+{
+	struct claim_config c = { 0 };
+	struct errbuf err = { "" };
+	struct json_object *o = json_tokener_parse(
+		"{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"memory\":\"local\","
+		"\"sharedPool\":true}");
+
+	assert_int_equal(claim_config_parse(o, &c, &err), 0);
+	assert_int_equal(c.memory, CLAIM_MEMORY_LOCAL);
+	assert_true(c.shared_pool);
+	json_object_put(o);
+	o = json_tokener_parse("{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+			       "\"memory\":\"all\"}");
+	assert_int_equal(claim_config_parse(o, &c, &err), 0);
+	assert_int_equal(c.memory, CLAIM_MEMORY_ALL);
+	assert_true(c.shared_pool); /* a later config sets only what it names */
+	json_object_put(o);
+	o = json_tokener_parse("{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+			       "\"memory\":\"near\"}");
+	assert_int_equal(claim_config_parse(o, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "memory must be local or all"));
+	json_object_put(o);
+	o = json_tokener_parse("{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+			       "\"sharedPool\":\"yes\"}");
+	assert_int_equal(claim_config_parse(o, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "sharedPool must be true or false"));
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),
 		cmocka_unit_test(test_claim_cpuset_override_per_request),
 		cmocka_unit_test(test_claim_cpuset_override_errors),
+		cmocka_unit_test(test_claim_config_memory_and_shared_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -963,7 +963,7 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
 
 # What user/core/claim.c accepts in CPUConfig parameters.
 CPUCONFIG_FIELDS = {"apiVersion": str, "kind": str, "policy": str, "fullCores": bool,
-                    "alignL3": bool}
+                    "alignL3": bool, "memory": str, "sharedPool": bool}
 CPUCONFIG_POLICIES = {"packed": "packed", "spread-cores": "spread-cores",
                       "distributed": "distributed"}
 

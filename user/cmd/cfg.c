@@ -51,6 +51,7 @@ static bool is_file_only(const struct opt *o)
 static const char *const device_modes[] = { "grouped", "individual", NULL };
 static const char *const group_bys[] = { "numanode", "socket", "machine", NULL };
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
+static const char *const memories[] = { "all", "local", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 
@@ -95,6 +96,7 @@ static const struct file_key file_keys[] = {
 	  NULL },
 	{ "exposePCIeRoots", "expose-pcie-roots", NULL },
 	{ "deviceMetadata", "device-metadata", NULL },
+	{ "memoryLocality", "memory-locality", NULL },
 };
 
 static const struct opt opts[] = {
@@ -163,6 +165,9 @@ static const struct opt opts[] = {
 	{ "expose-pcie-roots", NULL, OPT_BOOL, F(expose_pcie_roots), "false", 0, 0, NULL, 0,
 	  "Give every device resource.kubernetes.io/pcieRoot, the PCIe root complexes local to "
 	  "its CPUs (a list attribute: the cluster needs DRAListTypeAttributes, 1.36+)." },
+	{ "memory-locality", NULL, OPT_ENUM, F(memory_locality), "all", 0, 0, memories, 0,
+	  "Claims that do not say (CPUConfig memory): local sets their containers' cpuset.mems "
+	  "to the NUMA nodes of their CPUs; all leaves every node." },
 	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
 	  "Give containers a read-only file describing their devices (KEP-5304, "
 	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },

@@ -53,6 +53,7 @@ struct daemon {
 	struct pcie *pcie;
 	struct event *hotplug_timer;
 	struct cpuset online;	     /* the CPUs online at the last poll */
+	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
 	bool hotplug_failed_logged;
 	struct metric *g_online;
 	struct kube *kube;
@@ -255,8 +256,24 @@ static int start_node_agents(struct daemon *d)
 {
 	const struct cfg *cfg = d->cfg;
 	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
-				 .state_dir = cfg->state_dir };
+				 .state_dir = cfg->state_dir,
+				 .topo = d->topo };
 	int r;
+
+	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
+	 * those); a topology file has no machine behind it: no restriction. */
+	if (!(cfg->topology_file && *cfg->topology_file)) {
+		struct errbuf eb = {};
+
+		r = hotplug_memory_nodes(cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root
+									     : NULL,
+					 &d->memory_nodes, &eb);
+		if (r == 0)
+			po.memory_nodes = &d->memory_nodes;
+		else if (r != -ENOENT)
+			log_warn("memory_nodes_unknown", "error=%s action=every_node_has_memory",
+				 log_quote(errbuf_text(&eb, r)));
+	}
 
 	if (cfg->bpf) {
 		struct bpfmon_opts bo = {
@@ -540,6 +557,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.on_registered = on_registered,
 			.registered_ud = d,
 			.device_metadata = cfg->device_metadata,
+			.memory_local = cfg->memory_locality == CFG_MEMORY_LOCAL,
 			.cdi_dir = cfg->cdi_dir,
 			.device_attributes = device_attributes,
 			.attributes_ud = d,

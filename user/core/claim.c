@@ -98,6 +98,23 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 					eb, -EINVAL,
 					"CPUConfig: policy must be packed, spread-cores or "
 					"distributed");
+		} else if (!strcmp(key, "memory")) {
+			const char *m = json_object_is_type(val, json_type_string)
+						? json_object_get_string(val)
+						: NULL;
+
+			if (m && !strcmp(m, "local"))
+				c.memory = CLAIM_MEMORY_LOCAL;
+			else if (m && !strcmp(m, "all"))
+				c.memory = CLAIM_MEMORY_ALL;
+			else
+				return errbuf_fail(eb, -EINVAL,
+						   "CPUConfig: memory must be local or all");
+		} else if (!strcmp(key, "sharedPool")) {
+			if (!json_object_is_type(val, json_type_boolean))
+				return errbuf_fail(eb, -EINVAL,
+						   "CPUConfig: sharedPool must be true or false");
+			c.shared_pool = json_object_get_boolean(val);
 		} else if (!strcmp(key, "fullCores") || !strcmp(key, "alignL3")) {
 			if (!json_object_is_type(val, json_type_boolean))
 				return errbuf_fail(eb, -EINVAL,

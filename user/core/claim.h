@@ -28,8 +28,15 @@ struct json_object;
 
 enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_POLICY_DISTRIBUTED };
 
+enum claim_memory { CLAIM_MEMORY_DEFAULT = 0, CLAIM_MEMORY_ALL, CLAIM_MEMORY_LOCAL };
+
 /* Opaque parameters {"apiVersion":"dra.cpu/v1alpha1","kind":"CPUConfig",...}. */
 struct claim_config {
+	/* memory: "local" (cpuset.mems = the NUMA nodes of the claim's CPUs) or
+	 * "all"; DEFAULT when not given (the node's --memory-locality) */
+	enum claim_memory memory;
+	/* sharedPool: the container also gets the current shared pool */
+	bool shared_pool;
 	enum claim_policy policy; /* default packed */
 	bool full_cores;	  /* default false */
 	bool align_l3;		  /* default: true with packed (kubelet refuses it with the others) */

@@ -52,6 +52,15 @@ struct state_claim {
 	/* The container holding the claim (NRI), "" when unbound. */
 	char owner_pod[CDI_UID_MAX];
 	char owner_container[STATE_NAME_MAX];
+	/* What the claim's CPUConfig asked of its container (enum
+	 * state_claim_flag); kept in the checkpoint, 0 when restored from the
+	 * CDI spec alone. */
+	unsigned flags;
+};
+
+enum state_claim_flag {
+	STATE_CLAIM_MEMORY_LOCAL = 1 << 0, /* cpuset.mems = the nodes of its CPUs */
+	STATE_CLAIM_SHARED_POOL = 1 << 1,  /* its container also gets the shared pool */
 };
 
 struct errbuf;

@@ -66,3 +66,25 @@ int hotplug_online(const char *sysfs_root, const struct cpuset *known, struct cp
 	*ret = online;
 	return 0;
 }
+
+int hotplug_memory_nodes(const char *sysfs_root, struct cpuset *ret, struct errbuf *eb)
+{
+	_cleanup_free_ char *text = NULL;
+	struct errbuf peb = { "" };
+	struct cpuset nodes;
+	char path[4096];
+	size_t len = 0;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/sys/devices/system/node/has_memory",
+		     sysfs_root ? sysfs_root : "") >= (int)sizeof(path))
+		return errbuf_fail(eb, -ENAMETOOLONG, "sysfs root path too long");
+	r = fileio_read(path, ONLINE_MAX, &text, &len, eb);
+	if (r < 0)
+		return r;
+	r = cpuset_parse_n(text, len, &nodes, &peb);
+	if (r < 0)
+		return errbuf_fail(eb, r, "%s: %s", path, peb.s);
+	*ret = nodes;
+	return 0;
+}

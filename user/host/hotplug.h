@@ -24,3 +24,8 @@ struct errbuf;
  * *ret is written only on success. */
 int hotplug_online(const char *sysfs_root, const struct cpuset *known, struct cpuset *ret,
 		   struct errbuf *eb);
+
+/* The NUMA nodes that have memory (node/has_memory under sysfs_root), as a
+ * set of node ids in *ret: cpuset.mems may name only those. -ENOENT when the
+ * kernel has no such list (no NUMA): every node then has memory. */
+int hotplug_memory_nodes(const char *sysfs_root, struct cpuset *ret, struct errbuf *eb);

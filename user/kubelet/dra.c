@@ -492,6 +492,17 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
 	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
+	/* What the container of the claim gets beside its CPUs: one container
+	 * holds all of a claim, so any result asking decides. */
+	for (int i = 0; i < pc->alloc.n; i++) {
+		const struct claim_config *cc = &pc->alloc.results[i].config;
+
+		if (cc->memory == CLAIM_MEMORY_LOCAL ||
+		    (cc->memory == CLAIM_MEMORY_DEFAULT && d->o.memory_local))
+			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
+		if (cc->shared_pool)
+			c.flags |= STATE_CLAIM_SHARED_POOL;
+	}
 	c.n_results = pc->alloc.n;
 	c.results = res;
 	r = state_claim_add(d->state, &c, &why);

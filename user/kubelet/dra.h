@@ -90,6 +90,8 @@ struct dra_opts {
 	 * returns their CDI ids; Unprepare always removes them. */
 	bool device_metadata;
 	const char *cdi_dir;
+	/* Claims whose CPUConfig does not say: NUMA-local memory. */
+	bool memory_local;
 	/* The attributes the slice gives a device (a new object, the plugin
 	 * puts it); lent by the daemon (slices are a sibling layer). */
 	int (*device_attributes)(void *ud, const char *device, struct json_object **ret);

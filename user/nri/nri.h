@@ -116,6 +116,10 @@ struct nri_updates;
  * non-empty valid CPU list ("" would mean "no change" to the runtime):
  * -EINVAL otherwise, -E2BIG over NRI_CPUS_MAX. */
 int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus);
+/* Set the memory nodes of the container being created (cpuset.mems; a
+ * node list, same rules as cpus; copied). Not called: the runtime's
+ * default, every node. */
+int nri_adjust_set_mems(struct nri_adjust *a, const char *mems);
 /* Ask the runtime to set another existing container's cpuset (copied, same
  * rules as above; container_id non-empty and at most 1024 bytes, -EINVAL
  * otherwise). -E2BIG after NRI_UPDATES_MAX updates. */
