@@ -27,6 +27,7 @@
 #include "lib/log.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
+#include "nri/rtctl.h"
 #include "core/state.h"
 #include "host/topo.h"
 
@@ -43,6 +44,7 @@ struct pools {
 	struct state *state;
 	struct bpfmon *bpf;
 	struct nri *nri;
+	struct rtctl *rt; /* real-time claims, NULL when none */
 	struct pools_opts o;
 	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
 	char *state_dir;
@@ -301,6 +303,19 @@ static bool local_mems(const struct pools *p, const struct ctr *c, struct cpuset
 	return !cpuset_is_empty(ret);
 }
 
+/* The CPUs the container holds alone: its claims' less the real-time ones,
+ * which containers share by bandwidth. */
+static void exclusive_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+
+		if (cl && !cl->rt)
+			cpuset_or(ret, ret, &cl->cpus);
+	}
+}
+
 /* Every shared container to the pool, into upd (an event's reply). */
 /* Updates for every container that follows the shared pool: the shared
  * ones, and the exclusive ones whose claim asked for the pool too (sharedPool;
@@ -378,7 +393,7 @@ static void own_cpus(struct pools *p, struct ctr *c)
 	}
 	if (!p->bpf)
 		return;
-	claims_union(p, c, &cpus);
+	exclusive_union(p, c, &cpus);
 	CPUSET_FOREACH(cpu, &cpus)
 	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
 }
@@ -415,6 +430,10 @@ static void write_owners(struct pools *p)
 			_cleanup_free_ char *list = cl ? cpuset_to_string(&cl->cpus) : NULL;
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
 
+			if (cl && cl->rt) { /* shared by bandwidth: no owner */
+				json_object_put(o);
+				continue;
+			}
 			if (!o || !list) {
 				json_object_put(o);
 				continue;
@@ -476,10 +495,17 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		metric_series_add(metric_with(p->rejects, "claim"), 1);
 		return r;
 	}
+	if (k > 0 && p->rt) {
+		r = rtctl_create(p->rt, c, (const char(*)[CDI_UID_MAX])uids, k, adj, eb);
+		if (r < 0) {
+			metric_series_add(metric_with(p->rejects, "realtime"), 1);
+			return r;
+		}
+	}
 	n = ctr_new(c);
 	if (!n)
 		return -ENOMEM;
-	if (k == 0) {
+	if (k <= 0) { /* parse_env() never gives fewer than none */
 		state_shared_pool(p->state, &cpus);
 		if (cpuset_is_empty(&cpus)) {
 			ctr_free(n);
@@ -580,6 +606,8 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	/* The claim stays reserved and bound: a restart gets the same CPUs. */
 	if (!x)
 		return 0;
+	if (p->rt && x->n_claims)
+		rtctl_stopped(p->rt, x->id);
 	if (x->n_claims) {
 		claims_union(p, x, &cpus);
 		disown_cpus(p, &cpus);
@@ -606,6 +634,8 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 
 	if (x)
 		own_cpus(p, x);
+	if (x && p->rt && x->n_claims)
+		rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
 	return 0;
 }
 
@@ -656,6 +686,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		}
 		if (put(p, n) < 0)
 			return -ENOMEM;
+		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
+			rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])n->claims, n->n_claims);
 		rebuilt++;
 	}
 	state_shared_pool(p->state, &pool);
@@ -691,6 +723,15 @@ static void on_connected(void *ud)
 	log_info("nri_connected", "");
 }
 
+static void on_configured(void *ud, const char *name, const char *version,
+			  const char *nri_version)
+{
+	struct pools *p = ud;
+
+	if (p->rt)
+		rtctl_configured(p->rt, name, version, nri_version);
+}
+
 static void on_disconnected(void *ud, int r)
 {
 	log_warn("nri_disconnected", "reason=%s action=reconnecting", log_quote(strerror(r < 0 ? -r : r)));
@@ -710,6 +751,7 @@ static void on_push_done(void *ud, int r, const char *const *failed, size_t n_fa
 
 static const struct nri_handlers handlers = {
 	.connected = on_connected,
+	.configured = on_configured,
 	.disconnected = on_disconnected,
 	.synchronize = on_sync,
 	.create_container = on_create,
@@ -909,4 +951,9 @@ struct pools *pools_free(struct pools *p)
 void pools_set_nri(struct pools *p, struct nri *n)
 {
 	p->nri = n;
+}
+
+void pools_set_rt(struct pools *p, struct rtctl *rt)
+{
+	p->rt = rt;
 }

@@ -39,6 +39,7 @@ struct metrics;
 struct nri;
 struct nri_handlers;
 struct pools;
+struct rtctl;
 
 struct pools_opts {
 	/* Mount point of the hierarchy bpfmon watches; NULL: the one that
@@ -72,4 +73,8 @@ DEFINE_FREEP(pools, pools_free)
 const struct nri_handlers *pools_nri_handlers(void);
 /* The connection pushes go through (NULL: none). */
 void pools_set_nri(struct pools *p, struct nri *n);
+/* Real-time claims (--rt-cpus): containers holding one are handed to rt
+ * (borrowed; NULL: none) at create, start, stop and Synchronize. Their CPUs
+ * are shared by bandwidth, so they are no BPF owners and not in owners.json. */
+void pools_set_rt(struct pools *p, struct rtctl *rt);
 
