@@ -260,6 +260,37 @@ static void test_bad_file_errors_name_file_line_and_key(void **state)
 	}
 }
 
+/* publishNodeAllocatableResourceMapping is set in the file only, as in the
+ * reference driver: a flag or environment variable of that name is no way
+ * to turn it on. */
+static void test_node_allocatable_mapping_is_a_file_only_key(void **state)
+{
+	const char *on = write_file("na.yaml", "publishNodeAllocatableResourceMapping: true\n");
+	struct errbuf err = { "" };
+	struct cfg c;
+
+	assert_int_equal(parse_argv(&c, &err, NULL), 0);
+	assert_false(c.node_allocatable);
+	cfg_done(&c);
+	assert_int_equal(parse_argv(&c, &err, "--config", on, NULL), 0);
+	assert_true(c.node_allocatable);
+	cfg_done(&c);
+	setenv("DRA_CPU_PUBLISH_NODE_ALLOCATABLE_RESOURCE_MAPPING", "false", 1);
+	assert_int_equal(parse_argv(&c, &err, "--config", on, NULL), 0);
+	assert_true(c.node_allocatable); /* the environment does not reach it */
+	cfg_done(&c);
+	unsetenv("DRA_CPU_PUBLISH_NODE_ALLOCATABLE_RESOURCE_MAPPING");
+	assert_int_equal(parse_argv(&c, &err, "--publish-node-allocatable-resource-mapping", NULL),
+			 -EINVAL);
+	assert_non_null(strstr(err.s, "set it in the configuration file (key "
+				    "publishNodeAllocatableResourceMapping)"));
+	cfg_done(&c);
+	on = write_file("na.yaml", "publishNodeAllocatableResourceMapping: \"yes\"\n");
+	assert_int_equal(parse_argv(&c, &err, "--config", on, NULL), -EINVAL);
+	assert_non_null(strstr(err.s, "publishNodeAllocatableResourceMapping: must be a boolean"));
+	cfg_done(&c);
+}
+
 static void test_file_sets_rt_cpus(void **state)
 {
 	const char *path = write_file("rt.yaml", "apiVersion: v1alpha1\nrtCPUs: \"2-3\"\n");
@@ -317,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_file_sets_values_and_flags_and_env_win),
 		cmocka_unit_test(test_bad_file_errors_name_file_line_and_key),
 		cmocka_unit_test(test_missing_or_special_file_is_a_clear_error),
+		cmocka_unit_test(test_node_allocatable_mapping_is_a_file_only_key),
 		cmocka_unit_test(test_file_sets_rt_cpus),
 	};
 

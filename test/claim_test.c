@@ -247,6 +247,105 @@ static void test_claim_realtime_config_and_bandwidth(void **st)
 	assert_string_equal(a.results[1].rt_consumed, "");
 }
 
+#define OVERRIDE(src, reqs, set) \
+	"{\"source\":\"" src "\"," reqs "\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{" \
+	"\"apiVersion\":\"v1alpha1\",\"cpuConfig\":{\"cpuset\":" set "}}}}"
+#define TWO_RESULTS                                                               \
+	"{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudevmachine") \
+	",\"consumedCapacity\":{\"dra.cpu/cpu\":\"4\"}},"                          \
+	RES("b", "dra.cpu", "node-1", "cpudevmachine")                             \
+	",\"consumedCapacity\":{\"dra.cpu/cpu\":\"2\"}}],\"config\":["
+
+static void test_claim_cpuset_override_per_request(void **st)
+{
+	struct claim_alloc a;
+	struct errbuf err = { "" };
+
+	/* one override for a, none for b; unknown fields are ignored as the
+	 * reference driver ignores them; a CPUConfig still applies beside it */
+	assert_int_equal(
+		parse(TWO_RESULTS OVERRIDE("FromClaim", "\"requests\":[\"a\"],", "\"4-7\",\"x\":1")
+		      ",{\"requests\":[\"a\"],\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{"
+		      "\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"fullCores\":true}}}]}}",
+		      &a, &err),
+		0);
+	assert_int_equal(a.n, 2);
+	assert_string_equal(a.results[0].cpuset, "4-7");
+	assert_true(a.results[0].config.full_cores);
+	assert_string_equal(a.results[1].cpuset, "");
+	/* no requests list: applies to every request */
+	assert_int_equal(parse(TWO_RESULTS OVERRIDE("FromClaim", "", "\"0-1\"") "]}}", &a, &err),
+			 0);
+	assert_string_equal(a.results[0].cpuset, "0-1");
+	assert_string_equal(a.results[1].cpuset, "0-1");
+}
+
+static void test_claim_cpuset_override_errors(void **st)
+{
+	static const struct {
+		const char *config, *why;
+	} bad[] = {
+		{ OVERRIDE("FromClass", "", "\"0-3\""),
+		  "request a: configuration from DeviceClass is not supported" },
+		{ OVERRIDE("FromClaim", "\"requests\":[\"a\"],", "\"0-3\"") ","
+		  OVERRIDE("FromClaim", "", "\"4-7\""),
+		  "request a is targeted by 2 cpuset configurations" },
+		{ OVERRIDE("FromClaim", "", "\"\""), "needs cpuConfig.cpuset" },
+		{ OVERRIDE("FromClaim", "", "4"), "needs cpuConfig.cpuset" },
+		{ OVERRIDE("FromClaim", "", "\"3-1\""), "cpuConfig.cpuset \"3-1\": " },
+		{ OVERRIDE("FromClaim", "", "\"0-9999\""), "cpuConfig.cpuset \"0-9999\": " },
+		{ "{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":\"v1alpha1\"}}}",
+		  "needs cpuConfig.cpuset" },
+		{ "{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":\"v1alpha1\","
+		  "\"cpuConfig\":[1]}}}",
+		  "needs cpuConfig.cpuset" },
+		{ "{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":\"v2\","
+		  "\"cpuConfig\":{\"cpuset\":\"1\"}}}}",
+		  "apiVersion must be" },
+	};
+	struct claim_alloc a;
+	struct errbuf err = { "" };
+	char buf[2048];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(buf, sizeof(buf), TWO_RESULTS "%s]}}", bad[i].config);
+		err.s[0] = 0;
+		assert_int_equal(parse(buf, &a, &err), -EINVAL);
+		if (!strstr(err.s, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.s, bad[i].why);
+	}
+}
+
+static void test_claim_config_memory_and_shared_pool(void **st)
+{
+	struct claim_config c = { 0 };
+	struct errbuf err = { "" };
+	struct json_object *o = json_tokener_parse(
+		"{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"memory\":\"local\","
+		"\"sharedPool\":true}");
+
+	assert_int_equal(claim_config_parse(o, &c, &err), 0);
+	assert_int_equal(c.memory, CLAIM_MEMORY_LOCAL);
+	assert_true(c.shared_pool);
+	json_object_put(o);
+	o = json_tokener_parse("{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+			       "\"memory\":\"all\"}");
+	assert_int_equal(claim_config_parse(o, &c, &err), 0);
+	assert_int_equal(c.memory, CLAIM_MEMORY_ALL);
+	assert_true(c.shared_pool); /* a later config sets only what it names */
+	json_object_put(o);
+	o = json_tokener_parse("{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+			       "\"memory\":\"near\"}");
+	assert_int_equal(claim_config_parse(o, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "memory must be local or all"));
+	json_object_put(o);
+	o = json_tokener_parse("{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+			       "\"sharedPool\":\"yes\"}");
+	assert_int_equal(claim_config_parse(o, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "sharedPool must be true or false"));
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +357,9 @@ int main(void)
 		cmocka_unit_test(test_claim_uid_mismatch_and_unallocated),
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),
 		cmocka_unit_test(test_claim_realtime_config_and_bandwidth),
+		cmocka_unit_test(test_claim_cpuset_override_per_request),
+		cmocka_unit_test(test_claim_cpuset_override_errors),
+		cmocka_unit_test(test_claim_config_memory_and_shared_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

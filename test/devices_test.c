@@ -128,21 +128,39 @@ static void test_devices_group_with_everything_reserved_is_skipped(void **st)
 	assert_null(none);
 }
 
-static void test_devices_cpus_without_numa_or_socket_count_as_zero(void **st)
+static void test_devices_cpus_without_numa_are_never_node_zero(void **st)
 {
+	/* CPUs 0-1 have no node (their node is offline), 2-3 are on node 1, and
+	 * no package is reported at all. */
 	struct topo_cpu cpus[] = {
 		{ .cpu = 0, .core = 0, .numa = -1, .socket = -1, .l3 = -1 },
 		{ .cpu = 1, .core = 0, .numa = -1, .socket = -1, .l3 = -1 },
+		{ .cpu = 2, .core = 1, .numa = 1, .socket = -1, .l3 = -1 },
+		{ .cpu = 3, .core = 1, .numa = 1, .socket = -1, .l3 = -1 },
 	};
 	_cleanup_(topo_freep) struct topo *t = NULL;
-	_cleanup_(devices_freep) struct devices *d = NULL, *s = NULL;
+	_cleanup_(devices_freep) struct devices *d = NULL, *s = NULL, *i = NULL;
+	struct cpuset c;
 
-	assert_int_equal(topo_build(cpus, 2, NULL, &t, NULL), 0);
+	assert_int_equal(topo_build(cpus, 4, NULL, &t, NULL), 0);
 	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d), 0);
-	assert_string_equal(d->v[0].name, "cpudevnuma000");
-	assert_int_equal(d->v[0].n_cpus, 2);
+	assert_int_equal(d->n, 2);
+	assert_string_equal(d->v[0].name, "cpudevnuma001");
+	assert_int_equal(d->v[0].numa, 1);
+	assert_string_equal(d->v[1].name, "cpudevnonuma");
+	assert_int_equal(d->v[1].numa, -1);
+	assert_int_equal(d->v[1].n_cpus, 2);
+	device_cpus(&d->v[1], &c);
+	assert_true(cpuset_equal(&c, &(struct cpuset){ .w = { 0x3 } }));
+	assert_null(devices_find(d, "cpudevnuma000"));
+	assert_non_null(devices_find(d, "cpudevnonuma"));
+	/* a machine without packages is one socket */
 	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_SOCKET, &s), 0);
+	assert_int_equal(s->n, 1);
 	assert_string_equal(s->v[0].name, "cpudevsocket000");
+	/* individual devices keep numa -1 (slices then publish no NUMA attribute) */
+	assert_int_equal(devices_build(t, NULL, DEVICES_INDIVIDUAL, 0, &i), 0);
+	assert_int_equal(i->v[0].numa, -1);
 }
 
 static void test_devices_socket_ids_beyond_the_cpu_limit(void **st)
@@ -228,7 +246,7 @@ int main(void)
 		cmocka_unit_test(test_devices_find_rejects_near_misses),
 		cmocka_unit_test(test_devices_grouped_by_numa_socket_machine),
 		cmocka_unit_test(test_devices_group_with_everything_reserved_is_skipped),
-		cmocka_unit_test(test_devices_cpus_without_numa_or_socket_count_as_zero),
+		cmocka_unit_test(test_devices_cpus_without_numa_are_never_node_zero),
 		cmocka_unit_test(test_devices_socket_ids_beyond_the_cpu_limit),
 		cmocka_unit_test(test_devices_rt_cpus_are_named_by_cpu_id_after_the_others),
 		cmocka_unit_test(test_devices_rt_in_grouped_mode_and_bad_sets),

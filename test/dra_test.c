@@ -31,6 +31,8 @@
 #include "faketimer.h"
 #include "kubelet/dra.h"
 #include "kubelet/grpc.h"
+#include "kubelet_dra_health_v1.pb-c.h"
+#include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
@@ -121,8 +123,18 @@ int64_t __wrap_grpc_call_deadline_left_ms(const struct grpc_call *call)
 	return call->deadline_left;
 }
 
+/* The last health snapshot a stream got, packed. */
+static uint8_t sent_pb[1 << 16];
+static size_t sent_len;
+static int n_sent;
+
 int __wrap_grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
 {
+	size_t n = protobuf_c_message_get_packed_size(msg);
+
+	assert_true(n <= sizeof(sent_pb));
+	sent_len = protobuf_c_message_pack(msg, sent_pb);
+	n_sent++;
 	return 0;
 }
 
@@ -1343,6 +1355,450 @@ static void test_rt_reprepare_and_restart_charge_once(void **st)
 	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 300);
 }
 
+static int test_attributes(void *ud, const char *device, struct json_object **ret)
+{
+	*ret = json_tokener_parse("{\"dra.cpu/numCPUs\":{\"int\":8}}");
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Grouped by NUMA node, device metadata on. */
+static void start_metadata(void)
+{
+	struct state_opts so = { 0 };
+	struct dra_opts o = { .node = "node-1", .device_mode = DEVICES_GROUPED,
+			      .fetch = &fetch_ops, .device_metadata = true, .cdi_dir = fx.cdi,
+			      .device_attributes = test_attributes };
+
+	assert_int_equal(devices_build(fx.topo, NULL, DEVICES_GROUPED, DEVICES_BY_NUMANODE,
+				       &fx.devices),
+			 0);
+	so.cdi_dir = fx.cdi;
+	so.state_dir = fx.st;
+	so.allocatable = fx.topo->online;
+	assert_int_equal(state_new(&so, &fx.state), 0);
+	assert_int_equal(state_load(fx.state), 0);
+	o.kubelet_root = fx.root;
+	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
+			 0);
+}
+
+/* start() with a grouping and reserved CPUs (NULL: none). */
+static void start_grouped(int mode, int group_by, const char *reserved, int max_fetches)
+{
+	struct state_opts so = { 0 };
+	struct dra_opts o = { .node = "node-1", .device_mode = mode, .fetch = &fetch_ops,
+			      .max_fetches = max_fetches };
+	struct cpuset res;
+
+	cpuset_zero(&res);
+	if (reserved)
+		assert_int_equal(cpuset_parse(reserved, &res, NULL), 0);
+	assert_int_equal(devices_build(fx.topo, &res, mode, group_by, &fx.devices), 0);
+	so.cdi_dir = fx.cdi;
+	so.state_dir = fx.st;
+	so.allocatable = fx.devices->allocatable;
+	assert_int_equal(state_new(&so, &fx.state), 0);
+	assert_int_equal(state_load(fx.state), 0);
+	o.kubelet_root = fx.root;
+	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
+			 0);
+}
+
+/* ---- exact cpuset (the reference driver's override) ------------------------------------- */
+
+/* A claim whose results may each come with a cpuset override: NULL-terminated
+ * (request, device, consumed, cpuset) quadruples, cpuset NULL for none. The
+ * overrides are configs from source naming their request. */
+static char *claim_cpusets(const char *uid, const char *source, ...)
+{
+	char *res = strdup(""), *cfg = strdup(""), *s = NULL;
+	const char *req;
+	va_list ap;
+	int n = 0, k = 0;
+
+	va_start(ap, source);
+	while ((req = va_arg(ap, const char *))) {
+		const char *dev = va_arg(ap, const char *), *consumed = va_arg(ap, const char *);
+		const char *set = va_arg(ap, const char *);
+		char *next = NULL;
+
+		assert_true(asprintf(&next,
+				     "%s%s{\"request\":\"%s\",\"driver\":\"dra.cpu\",\"pool\":"
+				     "\"node-1\",\"device\":\"%s\",\"consumedCapacity\":"
+				     "{\"dra.cpu/cpu\":\"%s\"}}",
+				     res, n++ ? "," : "", req, dev, consumed) > 0);
+		free(res);
+		res = next;
+		if (!set)
+			continue;
+		assert_true(asprintf(&next,
+				     "%s%s{\"source\":\"%s\",\"requests\":[\"%s\"],\"opaque\":"
+				     "{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+				     "\"v1alpha1\",\"cpuConfig\":{\"cpuset\":\"%s\"}}}}",
+				     cfg, k++ ? "," : "", source, req, set) > 0);
+		free(cfg);
+		cfg = next;
+	}
+	va_end(ap);
+	assert_true(asprintf(&s,
+			     "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+			     "\"metadata\":{\"name\":\"exact\",\"namespace\":\"default\","
+			     "\"uid\":\"%s\"},\"status\":{\"allocation\":{\"devices\":{"
+			     "\"results\":[%s],\"config\":[%s]}}}}",
+			     uid, res, cfg) > 0);
+	free(res);
+	free(cfg);
+	return s;
+}
+
+static struct grpc_call *prepare_json(const char *uid, char *json)
+{
+	struct grpc_call *c = prepare("exact", uid);
+
+	turn();
+	complete(&fetches[n_fetches - 1], json, NULL);
+	return c;
+}
+
+static void test_cpuset_override_prepares_exactly_those_cpus(void **st)
+{
+	const struct state_claim *sc;
+	struct cpuset want;
+
+	/* machine device: CPUs 1-15 (0 reserved) */
+	start_grouped(DEVICES_GROUPED, DEVICES_BY_MACHINE, "0", 0);
+	assert_string_equal(error_of(prepare_json(UID_A,
+						  claim_cpusets(UID_A, "FromClaim", "a",
+								"cpudevmachine", "4", "4-7", "b",
+								"cpudevmachine", "2", "12,14", "c",
+								"cpudevmachine", "1", NULL, NULL)),
+				     UID_A),
+			    "");
+	sc = state_claim(fx.state, UID_A);
+	assert_non_null(sc);
+	assert_int_equal(sc->n_results, 3);
+	want = cs("4-7");
+	assert_true(cpuset_equal(&sc->results[0].cpus, &want));
+	want = cs("12,14");
+	assert_true(cpuset_equal(&sc->results[1].cpus, &want));
+	/* c has no override: the driver picks one CPU, none of the others */
+	assert_int_equal(cpuset_count(&sc->results[2].cpus), 1);
+	assert_false(cpuset_has(&sc->results[2].cpus, 0));
+	want = cs("4-7,12,14");
+	cpuset_andnot(&want, &sc->cpus, &want);
+	assert_int_equal(cpuset_count(&want), 1);
+	assert_true(has_spec(UID_A));
+	/* the kubelet's retry gets the same answer; another cpuset is refused */
+	assert_string_equal(error_of(prepare_json(UID_A,
+						  claim_cpusets(UID_A, "FromClaim", "a",
+								"cpudevmachine", "4", "4-7", "b",
+								"cpudevmachine", "2", "12,14", "c",
+								"cpudevmachine", "1", NULL, NULL)),
+				     UID_A),
+			    "");
+	assert_error_has(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a",
+							   "cpudevmachine", "4", "8-11", "b",
+							   "cpudevmachine", "2", "12,14", "c",
+							   "cpudevmachine", "1", NULL, NULL)),
+			 UID_A, "already prepared with other CPUs for request a than its cpuset 8-11");
+}
+
+static void test_cpuset_override_is_checked_like_the_reference(void **st)
+{
+	static const struct {
+		const char *src, *set_a, *set_b, *want;
+	} cases[] = {
+		{ "FromClaim", "16-19", NULL, "cpuset 16-19: CPUs 16-19 are not online" },
+		{ "FromClaim", "0-3", NULL, "cpuset 0-3: CPUs 0 are reserved (--reserved-cpus)" },
+		{ "FromClaim", "4-6", NULL, "cpuset 4-6 has 3 CPUs, the allocation consumed 4" },
+		{ "FromClaim", "4-8", NULL, "cpuset 4-8 has 5 CPUs" },
+		{ "FromClaim", "4-7", "6-7", "request b: cpuset 6-7: CPUs 6-7 are used by another "
+					     "device of the claim" },
+		{ "FromClaim", "8-11", NULL, "cpuset 8-11: CPUs 8-9 are held by another claim" },
+		{ "FromClass", "4-7", NULL, "configuration from DeviceClass is not supported" },
+	};
+
+	start_grouped(DEVICES_GROUPED, DEVICES_BY_MACHINE, "0", 0);
+	/* another claim holds 8-9 */
+	assert_string_equal(error_of(prepare_json(UID_B, claim_cpusets(UID_B, "FromClaim", "x",
+								       "cpudevmachine", "2", "8-9",
+								       NULL)),
+				     UID_B),
+			    "");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct grpc_call *c = prepare_json(
+			UID_A, claim_cpusets(UID_A, cases[i].src, "a", "cpudevmachine", "4",
+					     cases[i].set_a, "b", "cpudevmachine", "2",
+					     cases[i].set_b, NULL));
+
+		if (!strstr(error_of(c, UID_A), cases[i].want))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, error_of(c, UID_A),
+				 cases[i].want);
+		assert_null(state_claim(fx.state, UID_A));
+		assert_false(has_spec(UID_A));
+	}
+	assert_int_equal(state_claim_count(fx.state), 1);
+}
+
+static void test_cpuset_override_stays_inside_its_device(void **st)
+{
+	start_grouped(DEVICES_GROUPED, DEVICES_BY_NUMANODE, NULL, 0);
+	/* cpudevnuma000 is 0-3,8-11 */
+	assert_error_has(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a",
+							   "cpudevnuma000", "2", "3-4", NULL)),
+			 UID_A, "cpuset 3-4: CPUs 4 are not in device cpudevnuma000");
+	assert_string_equal(error_of(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a",
+								       "cpudevnuma000", "2",
+								       "3,8", NULL)),
+				     UID_A),
+			    "");
+}
+
+static void test_cpuset_override_needs_grouped_devices(void **st)
+{
+	start(DEVICES_INDIVIDUAL, 0);
+	assert_error_has(prepare_json(UID_A, claim_cpusets(UID_A, "FromClaim", "a", "cpudev000",
+							   "1", "0", NULL)),
+			 UID_A, "a cpuset override (cpuConfig.cpuset) needs grouped devices");
+	assert_nothing_reserved();
+}
+
+/* ---- health ------------------------------------------------------------------------------- */
+
+/* The reference's wire example: one device (pool n1, device d0, HEALTHY,
+ * t=1700000000, timeout 20) is these 22 bytes in v1; the v1alpha1 encoding
+ * the plugin sends for both services is byte for byte the same. */
+static void test_health_v1_and_v1alpha1_share_the_wire(void **st)
+{
+	static const uint8_t want[] = { 0x0a, 0x14, 0x0a, 0x08, 0x0a, 0x02, 0x6e, 0x31,
+					0x12, 0x02, 0x64, 0x30, 0x10, 0x01, 0x18, 0x80,
+					0xe2, 0xcf, 0xaa, 0x06, 0x20, 0x14 };
+	V1alpha1__DeviceIdentifier id = V1ALPHA1__DEVICE_IDENTIFIER__INIT;
+	V1alpha1__DeviceHealth h = V1ALPHA1__DEVICE_HEALTH__INIT, *hp = &h;
+	V1alpha1__NodeWatchResourcesResponse r = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
+	V1__NodeWatchResourcesResponse *v1;
+	uint8_t buf[64];
+	size_t n;
+
+	id.pool_name = "n1";
+	id.device_name = "d0";
+	h.device = &id;
+	h.health = V1ALPHA1__HEALTH_STATUS__HEALTHY;
+	h.last_updated_time = 1700000000;
+	h.health_check_timeout_seconds = 20;
+	r.n_devices = 1;
+	r.devices = &hp;
+	n = v1alpha1__node_watch_resources_response__pack(&r, buf);
+	assert_int_equal(n, sizeof(want));
+	assert_memory_equal(buf, want, n);
+	v1 = v1__node_watch_resources_response__unpack(NULL, n, buf);
+	assert_non_null(v1);
+	assert_int_equal(v1->n_devices, 1);
+	assert_string_equal(v1->devices[0]->device->device_name, "d0");
+	assert_int_equal(v1->devices[0]->health, V1__HEALTH_STATUS__HEALTHY);
+	assert_int_equal(v1->devices[0]->health_check_timeout_seconds, 20);
+	v1__node_watch_resources_response__free_unpacked(v1, NULL);
+}
+
+/* Opens a health stream on path; the snapshot it got, decoded as v1. */
+static V1__NodeWatchResourcesResponse *watch(const char *path)
+{
+	void *ud;
+	grpc_handler_fn fn = method(path, &ud);
+	struct grpc_call *c = new_call(-1);
+
+	assert_non_null(fn);
+	n_sent = 0;
+	fn(c, NULL, 0, ud);
+	assert_int_equal(n_sent, 1);
+	return v1__node_watch_resources_response__unpack(NULL, sent_len, sent_pb);
+}
+
+static V1__DeviceHealth *health_of(V1__NodeWatchResourcesResponse *r, const char *dev)
+{
+	for (size_t i = 0; i < r->n_devices; i++)
+		if (!strcmp(r->devices[i]->device->device_name, dev))
+			return r->devices[i];
+	fail_msg("no health for %s", dev);
+	return NULL;
+}
+
+static V1__NodeWatchResourcesResponse *last_sent(void)
+{
+	return v1__node_watch_resources_response__unpack(NULL, sent_len, sent_pb);
+}
+
+static void test_health_individual_offline_cpu_is_unhealthy_and_its_claim_named(void **st)
+{
+	V1__NodeWatchResourcesResponse *r;
+	struct cpuset online = cs("0-4,6-15"), held;
+	V1__DeviceHealth *h;
+	struct grpc_call *c;
+
+	start(DEVICES_INDIVIDUAL, 0);
+	/* 16 CPUs, siblings N and N+8: cpudev000 = 0, cpudev001 = 8, ..., cpudev010 = 5 */
+	c = prepare("web", UID_A);
+	turn();
+	complete(&fetches[0], claim_json("web", UID_A, "cpu", "cpudev010", "", NULL), NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	r = watch("/v1.DRAResourceHealth/NodeWatchResources");
+	assert_int_equal(r->n_devices, 16);
+	for (size_t i = 0; i < r->n_devices; i++) {
+		assert_int_equal(r->devices[i]->health, V1__HEALTH_STATUS__HEALTHY);
+		assert_string_equal(r->devices[i]->device->pool_name, "node-1");
+		assert_int_equal(r->devices[i]->health_check_timeout_seconds, 20);
+		assert_true(r->devices[i]->last_updated_time > 1700000000);
+	}
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+
+	/* CPU 5 goes offline: every open stream hears at once */
+	n_sent = 0;
+	dra_set_online(fx.dra, &online);
+	assert_int_equal(n_sent, 1);
+	r = last_sent();
+	h = health_of(r, "cpudev010");
+	assert_int_equal(h->health, V1__HEALTH_STATUS__UNHEALTHY);
+	assert_string_equal(h->message, "CPU 5 is offline (prepared for claim default/web; kept "
+					"there, not moved)");
+	assert_int_equal(health_of(r, "cpudev011")->health, V1__HEALTH_STATUS__HEALTHY);
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+	/* the claim keeps CPU 5 */
+	held = claim_cpus(UID_A);
+	assert_true(cpuset_has(&held, 5));
+	/* the same set again: nothing to say */
+	n_sent = 0;
+	dra_set_online(fx.dra, &online);
+	assert_int_equal(n_sent, 0);
+	/* back */
+	online = cs("0-15");
+	dra_set_online(fx.dra, &online);
+	r = last_sent();
+	assert_int_equal(health_of(r, "cpudev010")->health, V1__HEALTH_STATUS__HEALTHY);
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+}
+
+static void test_health_group_with_free_offline_cpus_stays_healthy(void **st)
+{
+	V1__NodeWatchResourcesResponse *r;
+	struct cpuset online = cs("0-2,4-15"), got;
+	V1__DeviceHealth *h;
+
+	start(DEVICES_GROUPED, 0);
+	r = watch("/v1alpha1.DRAResourceHealth/NodeWatchResources");
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+	dra_set_online(fx.dra, &online);
+	r = last_sent();
+	h = health_of(r, "cpudevnuma000");
+	assert_int_equal(h->health, V1__HEALTH_STATUS__HEALTHY);
+	assert_string_equal(h->message, "CPUs 3 are offline; 7 of its 8 CPUs remain");
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+	/* new claims never get the offline CPU: all 7 left of node 0 */
+	(void)prepare_ok("all", UID_A, "cpudevnuma000", "7");
+	got = claim_cpus(UID_A);
+	assert_false(cpuset_has(&got, 3));
+	assert_int_equal(cpuset_count(&got), 7);
+	/* a held CPU goes: unhealthy, the claim named */
+	online = cs("0-1,4-15");
+	dra_set_online(fx.dra, &online);
+	r = last_sent();
+	h = health_of(r, "cpudevnuma000");
+	assert_int_equal(h->health, V1__HEALTH_STATUS__UNHEALTHY);
+	assert_non_null(strstr(h->message, "CPUs 2 are prepared for claim default/all"));
+	v1__node_watch_resources_response__free_unpacked(r, NULL);
+}
+
+/* ---- device metadata ---------------------------------------------------------------------- */
+
+static bool meta_file(const char *uid, const char *req)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/plugins/dra.cpu/dra-device-metadata/%s/%s/metadata.json",
+		 fx.root, uid, req);
+	return access(path, F_OK) == 0;
+}
+
+static bool meta_spec(const char *uid, const char *req)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/dra.cpu_metadata_%s_%s.json", fx.cdi, uid, req);
+	return access(path, F_OK) == 0;
+}
+
+static void test_metadata_written_at_prepare_with_its_cdi_id_removed_at_unprepare(void **st)
+{
+	PrepareClaimResponse *r;
+	struct grpc_call *c;
+
+	start_metadata();
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[0],
+		 claim_json("db", UID_A, "a", "cpudevnuma000", "2", "b/sub", "cpudevnuma001", "3",
+			    "a", "cpudevnuma001", "1", NULL),
+		 NULL);
+	r = result(c, UID_A);
+	assert_string_equal(r->error, "");
+	assert_int_equal(r->n_devices, 3);
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const char *base = !strcmp(r->devices[i]->request_names[0], "b/sub") ? "b" : "a";
+		char want[160];
+
+		assert_int_equal(r->devices[i]->n_cdi_device_ids, 2);
+		assert_string_equal(r->devices[i]->cdi_device_ids[0],
+				    "dra.k8s.io/cpu=claim-" UID_A);
+		snprintf(want, sizeof(want), "dra.cpu/metadata=%s_%s", UID_A, base);
+		assert_string_equal(r->devices[i]->cdi_device_ids[1], want);
+	}
+	assert_true(meta_file(UID_A, "a") && meta_spec(UID_A, "a"));
+	assert_true(meta_file(UID_A, "b") && meta_spec(UID_A, "b"));
+	/* the kubelet's retry rewrites what went missing */
+	{
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/dra.cpu_metadata_%s_b.json", fx.cdi, UID_A);
+		assert_int_equal(unlink(path), 0);
+	}
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[1],
+		 claim_json("db", UID_A, "a", "cpudevnuma000", "2", "b/sub", "cpudevnuma001", "3",
+			    "a", "cpudevnuma001", "1", NULL),
+		 NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	assert_true(meta_spec(UID_A, "b"));
+	assert_string_equal(unprepare_error(unprepare(UID_A), UID_A), "");
+	assert_false(meta_file(UID_A, "a") || meta_spec(UID_A, "a"));
+	assert_false(meta_file(UID_A, "b") || meta_spec(UID_A, "b"));
+	assert_nothing_reserved();
+}
+
+static void test_metadata_failures_commit_nothing(void **st)
+{
+	struct grpc_call *c;
+
+	start_metadata();
+	/* the metadata cannot be written: no claim */
+	snprintf(fx.fail_name, sizeof(fx.fail_name), "dra.cpu_metadata_");
+	fx.fail_errno = ENOSPC;
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[0], claim_json("db", UID_A, "a", "cpudevnuma000", "2", NULL), NULL);
+	assert_error_has(c, UID_A, "writing the device metadata");
+	assert_nothing_reserved();
+	assert_false(meta_file(UID_A, "a"));
+	/* the claim cannot be committed: its metadata goes again */
+	snprintf(fx.fail_name, sizeof(fx.fail_name), "dra.k8s.io-cpu_claim-");
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[1], claim_json("db", UID_A, "a", "cpudevnuma000", "2", NULL), NULL);
+	assert_true(error_of(c, UID_A)[0]);
+	assert_nothing_reserved();
+	assert_false(meta_file(UID_A, "a") || meta_spec(UID_A, "a"));
+	fx.fail_name[0] = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1380,6 +1836,15 @@ int main(void)
 		T(test_rt_three_300m_claims_fit_a_900m_cpu_and_a_fourth_is_refused),
 		T(test_rt_bad_claims_are_refused_with_the_reason),
 		T(test_rt_reprepare_and_restart_charge_once),
+		T(test_cpuset_override_prepares_exactly_those_cpus),
+		T(test_cpuset_override_is_checked_like_the_reference),
+		T(test_cpuset_override_stays_inside_its_device),
+		T(test_cpuset_override_needs_grouped_devices),
+		T(test_health_v1_and_v1alpha1_share_the_wire),
+		T(test_health_individual_offline_cpu_is_unhealthy_and_its_claim_named),
+		T(test_health_group_with_free_offline_cpus_stays_healthy),
+		T(test_metadata_written_at_prepare_with_its_cdi_id_removed_at_unprepare),
+		T(test_metadata_failures_commit_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

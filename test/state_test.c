@@ -598,6 +598,47 @@ static void test_state_checkpoint_parse_rejects_malformed(void **st)
 	assert_int_equal(n, 0);
 }
 
+static int take_flags(void *ud, const struct state_claim *c)
+{
+	((unsigned *)ud)[c->uid[0] - 'a'] = c->flags;
+	return 0;
+}
+
+/* What a claim asked of its container (NUMA-local memory, the shared pool)
+ * is kept across restarts; checkpoints without it read as nothing asked. */
+static void test_state_checkpoint_keeps_claim_flags(void **st)
+{
+	static const char *text =
+		"{\"version\":1,\"claims\":["
+		"{\"uid\":\"a\",\"namespace\":\"\",\"name\":\"\",\"cpus\":\"1\",\"ownerPod\":\"\","
+		"\"ownerContainer\":\"\",\"results\":[],\"memoryLocal\":true,\"sharedPool\":true},"
+		"{\"uid\":\"b\",\"namespace\":\"\",\"name\":\"\",\"cpus\":\"2\",\"ownerPod\":\"\","
+		"\"ownerContainer\":\"\",\"results\":[],\"sharedPool\":false},"
+		"{\"uid\":\"c\",\"namespace\":\"\",\"name\":\"\",\"cpus\":\"3\",\"ownerPod\":\"\","
+		"\"ownerContainer\":\"\",\"results\":[]}]}";
+	struct state *s = open_state("0-7");
+	struct state_claim c = { 0 };
+	struct errbuf why = { "" };
+	unsigned flags[3] = { 9, 9, 9 };
+	char *out;
+
+	assert_int_equal(state_checkpoint_parse(text, strlen(text), take_flags, flags, &why), 0);
+	assert_int_equal(flags[0], STATE_CLAIM_MEMORY_LOCAL | STATE_CLAIM_SHARED_POOL);
+	assert_int_equal(flags[1], 0);
+	assert_int_equal(flags[2], 0);
+	/* and written back */
+	snprintf(c.uid, sizeof(c.uid), "u1");
+	assert_int_equal(cpuset_parse("4-5", &c.cpus, NULL), 0);
+	c.flags = STATE_CLAIM_SHARED_POOL;
+	assert_int_equal(state_claim_add(s, &c, &why), 0);
+	assert_int_equal(state_claim(s, "u1")->flags, STATE_CLAIM_SHARED_POOL);
+	out = state_checkpoint_serialize(s);
+	assert_non_null(strstr(out, "\"sharedPool\":true"));
+	assert_null(strstr(out, "memoryLocal"));
+	free(out);
+	state_free(s);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -621,6 +662,7 @@ int main(void)
 		T(test_state_observers_see_committed_changes_only),
 		T(test_state_table_handles_the_claim_cap),
 		T(test_state_checkpoint_parse_rejects_malformed),
+		T(test_state_checkpoint_keeps_claim_flags),
 		T(test_state_guard_can_refuse_a_claim),
 	};
 

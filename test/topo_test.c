@@ -431,7 +431,7 @@ static struct mutation {
 	char path[PATH_MAX];
 	char *saved; /* MUT_WROTE: the old content */
 	size_t len;
-} mutations[8];
+} mutations[160]; /* room for a file per CPU of the 128-CPU capture */
 static int n_mutations;
 
 static struct mutation *mutation_new(enum mutation_kind kind, const char *path)
@@ -574,14 +574,9 @@ static const struct corrupt_case {
 } corrupt_cases[] = {
 	{ "garbage_core_id", INTEL, { { STEP_WRITE, CPUDIR "/cpu3/topology/core_id", "garbage\n" } },
 	  -EINVAL, "/sys/devices/system/cpu/cpu3/topology/core_id: not an" },
-	{ "truncated_core_id", INTEL, { { STEP_WRITE, CPUDIR "/cpu17/topology/core_id", "" } },
-	  -EINVAL, "cpu17/topology/core_id: empty" },
 	{ "garbage_package_id", INTEL,
 	  { { STEP_WRITE, CPUDIR "/cpu9/topology/physical_package_id", "1x\n" } }, -EINVAL,
 	  "cpu9/topology/physical_package_id: not an integer" },
-	{ "truncated_sibling_mask", INTEL,
-	  { { STEP_WRITE, CPUDIR "/cpu5/topology/thread_siblings", "" } }, -EINVAL,
-	  "cpu5/topology/thread_siblings: empty" },
 	{ "sibling_mask_without_self", INTEL,
 	  { { STEP_WRITE, CPUDIR "/cpu0/topology/core_cpus", "00000000,00000002\n" } }, -EINVAL,
 	  "cpu0/topology/core_cpus: does not contain CPU 0" },
@@ -619,6 +614,117 @@ static const struct corrupt_case {
 	  { { STEP_WRITE, CPUDIR "/cpu3/online", "yes\n" } }, -EINVAL,
 	  "cpu3/online: not an integer" },
 };
+
+/* An empty or unreadable per-CPU file says nothing, not something wrong:
+ * the machine loads, and to what the lists that name the CPU elsewhere say,
+ * the same topology as the undamaged capture. */
+static void test_topo_load_hwloc_per_cpu_files_fall_back(void **state)
+{
+	static const struct {
+		const char *rel;
+		enum step_op op;
+	} cases[] = {
+		{ CPUDIR "/cpu17/topology/core_id", STEP_WRITE },
+		{ CPUDIR "/cpu5/topology/thread_siblings", STEP_WRITE },
+		{ CPUDIR "/cpu9/topology/physical_package_id", STEP_WRITE },
+		{ CPUDIR "/cpu9/topology/core_siblings", STEP_WRITE },
+		{ CPUDIR "/cpu20/cache/index3/id", STEP_WRITE },
+		{ CPUDIR "/cpu20/cache/index3/shared_cpu_map", STEP_WRITE },
+		{ CPUDIR "/cpu3/topology/core_id", STEP_MKDIR }, /* unreadable */
+	};
+	char root[PATH_MAX];
+	struct errbuf why = { "" };
+	struct topo *clean = NULL, *t = NULL;
+	_cleanup_free_ char *want = NULL;
+
+	root_of(INTEL, root, sizeof(root));
+	assert_int_equal(topo_load_hwloc(root, &clean, &why), 0);
+	want = write_to_string(clean);
+	topo_free(clean);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_free_ char *got = NULL;
+
+		if (cases[i].op == STEP_WRITE) {
+			mutate_write(root, cases[i].rel, "");
+		} else {
+			mutate_remove(root, cases[i].rel);
+			mutate_mkdir(root, cases[i].rel);
+		}
+		if (topo_load_hwloc(root, &t, &why) < 0)
+			fail_msg("%s: refused: %s", cases[i].rel, why.s);
+		got = write_to_string(t);
+		t = topo_free(t);
+		if (strcmp(got, want) != 0)
+			fail_msg("%s: another topology:\n%s\nwant\n%s", cases[i].rel, got, want);
+		(void)undo_mutations(NULL);
+	}
+}
+
+/* Heterogeneous ARM: cores of different designs have different
+ * cpu_capacity; hwloc ranks its kinds by efficiency and the least capable
+ * kind is e-core, the others p-core. The ARM capture gets capacities
+ * written in: 2 tiers (big.LITTLE), 3 tiers (Cortex-X, A7x, A5x). */
+static void test_topo_load_hwloc_arm_core_kinds_by_capacity(void **state)
+{
+	static const struct {
+		int tiers[3]; /* capacity of CPUs 0-31, 32-63, 64-127 */
+		enum topo_core_type want[3];
+	} cases[] = {
+		{ { 1024, 446, 446 }, { TOPO_CORE_P, TOPO_CORE_E, TOPO_CORE_E } },
+		{ { 1024, 870, 300 }, { TOPO_CORE_P, TOPO_CORE_P, TOPO_CORE_E } },
+		{ { 300, 1024, 1024 }, { TOPO_CORE_E, TOPO_CORE_P, TOPO_CORE_P } },
+		{ { 1024, 1024, 1024 }, { TOPO_CORE_STANDARD, TOPO_CORE_STANDARD,
+					  TOPO_CORE_STANDARD } },
+	};
+	char root[PATH_MAX], rel[96], val[16];
+	struct errbuf why = { "" };
+	struct topo *t = NULL;
+
+	root_of("128arm-2pa2n8cluster4co", root, sizeof(root));
+	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
+		for (int cpu = 0; cpu < 128; cpu++) {
+			int tier = cpu < 32 ? 0 : cpu < 64 ? 1 : 2;
+
+			xsnprintf(rel, sizeof(rel), CPUDIR "/cpu%d/cpu_capacity", cpu);
+			xsnprintf(val, sizeof(val), "%d\n", cases[k].tiers[tier]);
+			mutate_write(root, rel, val);
+		}
+		if (topo_load_hwloc(root, &t, &why) < 0)
+			fail_msg("case %zu: %s", k, why.s);
+		for (int i = 0; i < t->n_cpus; i++) {
+			int cpu = t->cpus[i].cpu, tier = cpu < 32 ? 0 : cpu < 64 ? 1 : 2;
+
+			if (t->cpus[i].type != cases[k].want[tier])
+				fail_msg("case %zu: CPU %d is %s", k, cpu,
+					 topo_core_type_name(t->cpus[i].type));
+		}
+		t = topo_free(t);
+		(void)undo_mutations(NULL);
+	}
+}
+
+/* A NUMA node that is offline (its directory gone) leaves its CPUs in no
+ * node: -1, never node 0. */
+static void test_topo_load_hwloc_cpus_of_an_offline_node_have_none(void **state)
+{
+	char root[PATH_MAX];
+	struct errbuf why = { "" };
+	struct topo *t = NULL;
+
+	root_of(INTEL, root, sizeof(root));
+	mutate_remove(root, "sys/devices/system/node/node0");
+	mutate_write(root, "sys/devices/system/node/online", "1\n");
+	mutate_write(root, "sys/devices/system/node/has_cpu", "1\n");
+	if (topo_load_hwloc(root, &t, &why) < 0)
+		fail_msg("%s", why.s);
+	for (int i = 0; i < t->n_cpus; i++) {
+		int cpu = t->cpus[i].cpu;
+
+		assert_int_equal(t->cpus[i].numa, (cpu % 16) < 8 ? -1 : 1);
+	}
+	assert_int_equal(t->n_numa, 1);
+	topo_free(t);
+}
 
 static void test_topo_load_hwloc_rejects(void **state)
 {
@@ -1048,6 +1154,11 @@ int main(void)
 		cmocka_unit_test(test_topo_every_capture_is_tested),
 		cmocka_unit_test(test_topo_json_round_trips_every_capture),
 		cmocka_unit_test_teardown(test_topo_load_hwloc_reads_e_cores_from_cpu_atom, undo_mutations),
+		cmocka_unit_test_teardown(test_topo_load_hwloc_per_cpu_files_fall_back, undo_mutations),
+		cmocka_unit_test_teardown(test_topo_load_hwloc_arm_core_kinds_by_capacity,
+					  undo_mutations),
+		cmocka_unit_test_teardown(test_topo_load_hwloc_cpus_of_an_offline_node_have_none,
+					  undo_mutations),
 		cmocka_unit_test(test_topo_load_hwloc_live_machine_has_cpus),
 		cmocka_unit_test(test_topo_load_hwloc_restores_environment),
 		cmocka_unit_test(test_topo_load_hwloc_rejects_missing_root),

@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "core/claim.h"
+#include "lib/cpuset.h"
 #include "lib/errbuf.h"
 
 #define LABEL_BYTES "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -48,8 +49,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, &err) < 0)
 		assert(err.s[0]);
-	else
+	else {
 		assert(a.n >= 1 && a.n <= CLAIM_MAX_RESULTS);
+		/* an accepted override is a CPU list within bounds */
+		for (int i = 0; i < a.n; i++) {
+			struct cpuset cpus;
+
+			assert(strlen(a.results[i].cpuset) < CLAIM_CPUSET_MAX);
+			assert(!a.results[i].cpuset[0] ||
+			       cpuset_parse(a.results[i].cpuset, &cpus, NULL) == 0);
+		}
+	}
 	json_object_put(o);
 	return 0;
 }

@@ -56,3 +56,13 @@ def parse_list(s):
         elif part:
             out.add(int(part))
     return out
+
+
+def cpuset_override(cpuset, requests=None, source="FromClaim"):
+    """The reference driver's opaque parameters naming a request's exact CPUs
+    (what a scheduler plugin, or the user in the claim's spec, writes)."""
+    e = {"source": source, "opaque": {"driver": "dra.cpu", "parameters": {
+        "apiVersion": "v1alpha1", "cpuConfig": {"cpuset": cpuset}}}}
+    if requests:
+        e["requests"] = requests
+    return e

@@ -89,3 +89,20 @@ def test_help_states_precedence_and_file_keys():
     assert "a flag wins over its environment variable, which wins over the\nconfiguration file" \
         in p.stdout.replace("Precedence: a", "a")
     assert "file: cpuDeviceMode" in p.stdout and "file: reservedCPUs" in p.stdout
+
+
+def test_expose_pcie_roots_from_file_env_and_flag(conf, tmp_path):
+    """exposePCIeRoots is a key of the file (dra-cpu takes it there, where
+    the reference driver wants a flag), the flag and the environment too."""
+    def on(p):
+        assert p.returncode == 0, p.stderr
+        return "event=pcie_roots_unknown" in p.stderr  # a topology file has no PCI tree
+
+    assert not on(run("--dry-run"))
+    assert on(run("--config", conf("exposePCIeRoots: true\n"), "--dry-run"))
+    assert on(run("--dry-run", "--expose-pcie-roots"))
+    assert on(run("--dry-run", env={"DRA_CPU_EXPOSE_PCIE_ROOTS": "true"}))
+    assert not on(run("--config", conf("exposePCIeRoots: true\n"), "--dry-run",
+                      "--no-expose-pcie-roots"))
+    p = run("--config", conf("exposePCIeRoots: \"on\"\n"), "--dry-run")
+    assert p.returncode == 2 and "exposePCIeRoots: must be a boolean" in p.stderr

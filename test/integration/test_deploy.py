@@ -915,6 +915,11 @@ def test_examples_are_there():
     assert len(example_files()) >= 5
 
 
+# Classes other drivers install that examples pair CPUs with (a GPU on the
+# same PCIe root): not ours to define, and not CPUs.
+EXTERNAL_CLASSES = {"gpu.nvidia.com"}
+
+
 def claim_milli(claim, request=None):
     """Milli-CPU a claim (or one of its requests) holds: its CPUs, or the
     real-time bandwidth it consumes."""
@@ -938,6 +943,8 @@ def claim_cpus(claim, request=None):
         if request and r["name"] != request:
             continue
         ex = r["exactly"]
+        if ex["deviceClassName"] in EXTERNAL_CLASSES:
+            continue
         caps = ex.get("capacity", {}).get("requests", {})
         if "dra.cpu/cpu" in caps:
             assert "count" not in ex or ex["count"] == 1, "capacity with count > 1"
@@ -952,7 +959,7 @@ def known_device_classes():
     for f in yaml_files():
         if is_manifest(f):
             names |= {d["metadata"]["name"] for d in load_docs(f) if d["kind"] == "DeviceClass"}
-    return names
+    return names | EXTERNAL_CLASSES
 
 
 def test_example_pods_mirror_their_claims_into_cpu_requests():
@@ -961,12 +968,16 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
     for f in example_files():
         docs = load_docs(f)
         claims = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaim"}
+        # a template's claims are its inner spec
+        claims.update({d["metadata"]["name"]: {"spec": d["spec"]["spec"]}
+                       for d in docs if d["kind"] == "ResourceClaimTemplate"})
         for cl in claims.values():
             for r in cl["spec"]["devices"]["requests"]:
                 assert r["exactly"]["deviceClassName"] in classes, "%s: unknown class" % rel(f)
         for pod in (d for d in docs if d["kind"] == "Pod"):
             pods += 1
-            refs = {rc["name"]: rc["resourceClaimName"] for rc in pod["spec"]["resourceClaims"]}
+            refs = {rc["name"]: rc.get("resourceClaimName") or rc["resourceClaimTemplateName"]
+                    for rc in pod["spec"]["resourceClaims"]}
             for c in pod["spec"]["containers"]:
                 res = c["resources"]
                 want = 0
@@ -985,7 +996,7 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
 
 # What user/core/claim.c accepts in CPUConfig parameters.
 CPUCONFIG_FIELDS = {"apiVersion": str, "kind": str, "policy": str, "fullCores": bool,
-                    "alignL3": bool, "realtime": dict}
+                    "alignL3": bool, "memory": str, "sharedPool": bool, "realtime": dict}
 # ... and in CPUConfig.realtime (user/core/rt.c).
 REALTIME_FIELDS = {"policy": str, "runtimeNs": int, "deadlineNs": int, "periodNs": int,
                    "priority": int, "onFailure": str}
@@ -993,14 +1004,38 @@ CPUCONFIG_POLICIES = {"packed": "packed", "spread-cores": "spread-cores",
                       "distributed": "distributed"}
 
 
-def opaque_configs():
+def is_cpuset_override(c):
+    """The reference driver's parameters: apiVersion v1alpha1, no kind."""
+    p = c["opaque"]["parameters"]
+    return p.get("apiVersion") == "v1alpha1" and "kind" not in p
+
+
+def opaque_configs(overrides=False):
+    """CPUConfig entries of the examples (or, with overrides, the cpuset
+    overrides)."""
     out = []
     for f in example_files():
         for d in load_docs(f):
             if d["kind"] == "ResourceClaim":
                 for c in d["spec"]["devices"].get("config", []):
-                    out.append((rel(f), d, c))
+                    if is_cpuset_override(c) == overrides:
+                        out.append((rel(f), d, c))
     return out
+
+
+def test_cpuset_overrides_name_as_many_cpus_as_requested():
+    """What user/kubelet/dra.c checks at Prepare, short of the node."""
+    confs = opaque_configs(overrides=True)
+    assert confs, "no example with a cpuset override"
+    for label, claim, c in confs:
+        assert c["opaque"]["driver"] == DRIVER_NAME, label
+        cpus = set()
+        for part in c["opaque"]["parameters"]["cpuConfig"]["cpuset"].split(","):
+            a, _, b = part.partition("-")
+            cpus.update(range(int(a), int(b or a) + 1))
+        reqs = c.get("requests") or [r["name"] for r in claim["spec"]["devices"]["requests"]]
+        for r in reqs:
+            assert claim_cpus(claim, r) == len(cpus), "%s: request %s" % (label, r)
 
 
 def test_cpuconfig_parameters_are_valid():

@@ -45,7 +45,9 @@ def test_registration_then_healthz(make_driver, kubelet):
     assert d.http("/healthz")[0] == 503
     reg = kubelet.register(d.reg_sock, "dra.cpu")
     assert reg.endpoint == d.dra_sock
-    assert list(reg.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    assert list(reg.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                 "v1.DRAResourceHealth",
+                                                 "v1alpha1.DRAResourceHealth"]
     wait_for(lambda: d.http("/healthz")[0] == 200, what="healthz after registration")
     assert os.stat(d.reg_sock).st_mode & 0o777 == 0o600
 
@@ -384,6 +386,35 @@ def test_names_from_the_kubelet_are_checked(apiserver, grouped, kubelet):
     assert claim_gets(apiserver) == 0
     assert not any(line.startswith("ts=2026-01-01") or "event=forged" in line
                    for line in grouped.log().splitlines())
+
+
+def test_machine_grouping_with_an_exact_cpuset(apiserver, make_driver, kubelet):
+    """--group-by machine with the reference's override: the claim names its
+    CPUs; the driver checks them and prepares exactly those, or says why not."""
+    from claims import cpuset_override
+    d = make_driver(args=["--no-nri", "--no-bpf", "--group-by", "machine",
+                          "--reserved-cpus", "0"]).start()
+    c = apiserver.put_claim(claim("exact", [("cpus", "cpudevmachine", "6")],
+                                  configs=[cpuset_override("10-12,202-204", ["cpus"])]))
+    r = prepare(kubelet, d, c)
+    assert r.error == "" and [x.device_name for x in r.devices] == ["cpudevmachine"]
+    assert spec_cpus(d, c["metadata"]["uid"]) == {10, 11, 12, 202, 203, 204}
+    for name, cpuset, consumed, src, msg in [
+        ("busy", "12-13", "2", "FromClaim", "CPUs 12 are held by another claim"),
+        ("reserved", "0-1", "2", "FromClaim", "CPUs 0 are reserved (--reserved-cpus)"),
+        ("offline", "384-385", "2", "FromClaim", "CPUs 384-385 are not online"),
+        ("count", "20-22", "2", "FromClaim", "has 3 CPUs, the allocation consumed 2"),
+        ("class", "20-21", "2", "FromClass", "configuration from DeviceClass is not supported"),
+    ]:
+        x = apiserver.put_claim(claim(name, [("cpus", "cpudevmachine", consumed)],
+                                      configs=[cpuset_override(cpuset, source=src)]))
+        assert msg in prepare(kubelet, d, x).error, name
+    two = apiserver.put_claim(claim("two", [("cpus", "cpudevmachine", "2")],
+                                    configs=[cpuset_override("20-21"),
+                                             cpuset_override("22-23", ["cpus"])]))
+    assert "targeted by 2 cpuset configurations" in prepare(kubelet, d, two).error
+    assert len(d.cdi_specs()) == 1
+    assert d.metrics()["dra_cpu_allocated_cpus"] == 6
 
 
 def idle_peers(path, n):

@@ -250,3 +250,88 @@ def test_real_cgroups_owners_file_and_bpf_owner(apiserver, make_driver, kubelet,
         wait_for(lambda: json.load(open(owners))["owners"] == [], what="owner gone at stop")
     finally:
         rt.close()
+
+
+# ---- NUMA-local memory and the shared pool beside exclusive CPUs
+
+
+def prep_cfg(env, name, dev, n, **params):
+    from claims import cpu_config
+    apiserver, d, kubelet, rt = env
+    c = apiserver.put_claim(claim(name, [("cpu", dev, n)], configs=[cpu_config(**params)]))
+    r = kubelet.prepare(d.dra_sock, [ref(c)])
+    assert r.claims[c["metadata"]["uid"]].error == ""
+    import json
+    with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json" % c["metadata"]["uid"])) as f:
+        env_line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+    return c, env_line
+
+
+NODE1 = set(range(96, 192)) | set(range(288, 384))  # synthetic-384's NUMA node 1
+
+
+def test_memory_local_sets_mems_to_the_claims_nodes(nri_env):
+    apiserver, d, kubelet, rt = nri_env
+    shared = rt.create_container(rt.add_pod("web"), "sidecar")
+    c, line = prep_cfg(nri_env, "db", "cpudevnuma001", "4", memory="local")
+    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+    assert cpus(app) <= NODE1 and app.mems == "1"
+    assert shared.mems == ""  # shared containers keep every node
+    assert "event=container_memory_local" in d.log() and "mems=1" in d.log()
+    # "all", and no word at all (the node default is all): mems untouched
+    for name, params in (("all", {"memory": "all"}), ("plain", {})):
+        _, line = prep_cfg(nri_env, name, "cpudevnuma000", "2", **params)
+        x = rt.create_container(rt.add_pod(name), "app", env=envd(line))
+        assert x.mems == "", name
+
+
+def test_memory_locality_node_default(apiserver, make_driver, kubelet, driver_dir):
+    from nri.nrisim import Runtime
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock).start()
+    try:
+        d = make_driver(args=["--nri-socket", sock, "--no-bpf", "--memory-locality",
+                              "local"]).start()
+        rt.wait_plugin(timeout=5)
+        env = (apiserver, d, kubelet, rt)
+        _, line = prep_cfg(env, "db", "cpudevnuma000", "2")
+        assert rt.create_container(rt.add_pod("db"), "app", env=envd(line)).mems == "0"
+        _, line = prep_cfg(env, "opt-out", "cpudevnuma001", "2", memory="all")
+        assert rt.create_container(rt.add_pod("o"), "app", env=envd(line)).mems == ""
+    finally:
+        rt.close()
+
+
+def test_shared_pool_beside_exclusive_cpus_follows_the_pool(nri_env):
+    apiserver, d, kubelet, rt = nri_env
+    shared = rt.create_container(rt.add_pod("web"), "sidecar")
+    a, line_a = prep_cfg(nri_env, "dataplane", "cpudevnuma000", "4", sharedPool=True)
+    own = parse_list(line_a.split("=", 1)[1])
+    dp = rt.create_container(rt.add_pod("dp"), "app", env=envd(line_a))
+    # its own CPUs plus the pool (every allocatable CPU, here)
+    assert cpus(dp) == ALL
+    assert cpus(shared) == ALL - own
+    # another claim's container starts: the pool shrinks for both
+    b, line_b = prep(nri_env, "db", dev="cpudevnuma001")
+    theirs = parse_list(line_b.split("=", 1)[1])
+    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line_b))
+    assert cpus(app) == theirs
+    assert cpus(dp) == ALL - theirs
+    assert cpus(shared) == ALL - own - theirs
+    # that claim goes: both widen again
+    rt.stop_container(app)
+    rt.remove_container(app)
+    kubelet.unprepare(d.dra_sock, [ref(b)])
+    wait_for(lambda: cpus(dp) == ALL and cpus(shared) == ALL - own,
+             what="pool widened for the shared and the sharedPool container")
+    # what it asked survives a restart of the driver (the checkpoint keeps
+    # it): the next claim's container still shrinks it with the pool
+    serial = rt.wait_plugin(timeout=5).serial
+    d.kill9()
+    d.start()
+    kubelet.close()
+    rt.wait_plugin(timeout=5, after=serial)
+    c2, line2 = prep(nri_env, "db2", dev="cpudevnuma001")
+    theirs2 = parse_list(line2.split("=", 1)[1])
+    rt.create_container(rt.add_pod("db2"), "app", env=envd(line2))
+    assert cpus(dp) == ALL - theirs2

@@ -213,6 +213,68 @@ def test_fields_dropped_by_the_server_are_logged_once_and_adopted(apiserver, mak
     assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1
 
 
+def test_node_allocatable_mapping_dropped_by_a_1_36_server_is_named_and_adopted(
+        apiserver, make_driver, driver_dir, kube):
+    """The simulator is a 1.36 server: nodeAllocatableResources (1.37) is an
+    unknown field it drops with a warning. The driver names the feature once,
+    keeps what the server kept, and does not fight it: a sync that repairs one
+    edited slice writes that slice alone."""
+    conf = os.path.join(driver_dir, "config.yaml")
+    with open(conf, "w") as f:
+        f.write("publishNodeAllocatableResourceMapping: true\n")
+    d = make_driver(args=["--config", conf, "--cpu-device-mode", "individual",
+                          "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    slices = sorted(ours(apiserver), key=lambda s: s["metadata"]["name"])
+    assert len(slices) == 3 and apiserver.writes() == 3
+    assert all("nodeAllocatableResources" not in dev
+               for s in slices for dev in s["spec"]["devices"])
+    s = slices[1]
+    s["spec"]["devices"][0]["attributes"]["dra.cpu/coreID"] = {"int": 9999}
+    kube.put("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"], s)
+    wait_for(lambda: apiserver.writes() == 5, what="the edit and its repair")
+    wait_for(lambda: d.metrics()["dra_cpu_slices_in_sync"] == 1, what="in sync again")
+    assert apiserver.writes() == 5
+    log = d.log()
+    assert log.count("feature=DRANodeAllocatableResources") == 1, log
+    assert log.count("slice_fields_dropped") == 1
+    assert "1.37" in log
+    assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1
+
+
+@pytest.fixture
+def pci_capture(driver_dir):
+    """The capture of test/data/topologies that has a PCI tree, extracted."""
+    import subprocess
+    from conftest import ROOT
+    subprocess.run(["tar", "-xjf", os.path.join(ROOT, "test", "data", "topologies",
+                                                "32intel64-2p8co2t+8ve.tar.bz2"),
+                    "-C", driver_dir], check=True)
+    return os.path.join(driver_dir, "32intel64-2p8co2t+8ve")
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
+def test_pcie_roots_published_or_named_when_the_server_drops_them(
+        apiserver, make_driver, pci_capture, gate):
+    apiserver.set_gates(DRAListTypeAttributes=gate)
+    d = make_driver(topology=None, args=["--sysfs-root", pci_capture, "--expose-pcie-roots",
+                                         "--cpu-device-mode", "individual",
+                                         "--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    slices = ours(apiserver)
+    assert len(slices) == 1 and len(slices[0]["spec"]["devices"]) == 32
+    roots = [dev["attributes"].get("resource.kubernetes.io/pcieRoot")
+             for dev in slices[0]["spec"]["devices"]]
+    log = d.log()
+    if gate:
+        assert roots.count({"strings": ["pci0000:17", "pci0000:3a", "pci0000:5d"]}) == 16
+        assert "slice_fields_dropped" not in log
+    else:
+        assert roots == [None] * 32  # the server deletes list attributes whole
+        assert log.count("feature=DRAListTypeAttributes") == 1, log
+        assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1
+
+
 def readyz(d):
     return d.http("/readyz")
 

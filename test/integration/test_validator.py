@@ -634,3 +634,44 @@ def test_cli_cdi(tmp_path):
     assert r.returncode == 0 and r.stdout == "%s: valid (CDI spec)\n" % good
     r = cli("--cdi", bad)
     assert r.returncode == 1 and "  schema: <object>: 'devices' is a required property" in r.stdout
+
+
+# ---- 1.37 nodeAllocatableResources (KEP-5517)
+
+def _with_mapping(mapping, name="cpu"):
+    return lambda o: dev(o).__setitem__("nodeAllocatableResources", {name: {"mapping": mapping}})
+
+
+@pytest.mark.parametrize("mutate", [
+    _with_mapping({"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1"}),
+    _with_mapping({"deviceMultiplier": "1"}),
+    _with_mapping({"deviceMultiplier": "2Gi"}, name="memory"),
+], ids=["capacity", "device", "memory"])
+def test_node_allocatable_mapping_is_1_37_only_and_valid(doc, mutate):
+    o = V.strip_nulls(mutated(mutate))
+    errs = doc.errors(o, doc.schema_name(o), strict=True)
+    if doc.version == "1.37":
+        assert errs == []
+    else:  # 1.36 knows it as nodeAllocatableResourceMappings: its default drops it
+        assert errs == [("spec.devices[0]", "Additional properties are not allowed "
+                         "('nodeAllocatableResources' was unexpected)")]
+        assert doc.errors(o, doc.schema_name(o)) == []
+    assert V.slice_errors(o) == []
+
+
+@pytest.mark.parametrize("mapping,name,field,needle", [
+    ({"capacityKey": "dra.cpu/cores", "capacityMultiplier": "1"}, "cpu",
+     "mapping.capacityKey", "must name a capacity of the device"),
+    ({"capacityKey": "dra.cpu/cpu"}, "cpu", "mapping.capacityMultiplier", "Required value"),
+    ({"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1", "deviceMultiplier": "1"}, "cpu",
+     "mapping.deviceMultiplier", "Forbidden"),
+    ({"capacityMultiplier": "1"}, "cpu", "mapping.capacityMultiplier", "Forbidden"),
+    ({}, "cpu", "", "Required value: one of mapping or overhead"),
+    ({"deviceMultiplier": "0"}, "cpu", "mapping.deviceMultiplier", "must be a positive quantity"),
+    ({"deviceMultiplier": "1"}, "example.com/widgets", "", "not an extended resource"),
+])
+def test_node_allocatable_mapping_server_rules(mapping, name, field, needle):
+    o = mutated(_with_mapping(mapping, name))
+    want = "spec.devices[0].nodeAllocatableResources[%s]%s" % (name, "." + field if field else "")
+    hits = [m for f, m in V.slice_errors(o) if f == want]
+    assert any(needle in m for m in hits), V.slice_errors(o)

@@ -44,6 +44,7 @@ PROTO_FILES = {
     "v1": "kubelet_dra_v1.proto",
     "v1beta1": "kubelet_dra_v1beta1.proto",
     "health": "kubelet_dra_health_v1alpha1.proto",
+    "health_v1": "kubelet_dra_health_v1.proto",
 }
 
 # Method paths (wire-protocols.md 0, 1.2, 2.1, 2.6).
@@ -53,6 +54,10 @@ DRA = {
     "v1beta1": "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/",
 }
 HEALTH_WATCH = "/v1alpha1.DRAResourceHealth/NodeWatchResources"
+HEALTH_WATCH_PATHS = {"v1alpha1": HEALTH_WATCH, "v1": "/v1.DRAResourceHealth/NodeWatchResources"}
+# Health services the plugin may advertise, best first: kubelet 1.37 picks v1
+# when it is listed, else v1alpha1, else watches no health.
+HEALTH_SERVICES = [("v1.DRAResourceHealth", "v1"), ("v1alpha1.DRAResourceHealth", "v1alpha1")]
 # Advertised service strings -> our API names, in the order a current kubelet
 # (1.34+) knows them; it picks the first entry of the *plugin's* list it knows.
 KUBELET_SERVICES = {"v1.DRAPlugin": "v1", "v1beta1.DRAPlugin": "v1beta1"}
@@ -66,7 +71,7 @@ _protos = None
 
 
 class Protos:
-    """Generated modules: reg, v1, v1beta1, health."""
+    """Generated modules: reg, v1, v1beta1, health (v1alpha1), health_v1."""
 
     def __init__(self, proto_dir):
         out = tempfile.mkdtemp(prefix="kubelet-pb-")
@@ -96,7 +101,7 @@ class KubeletError(Exception):
     """What kubelet would report (its wording), not a transport error."""
 
 
-Registration = collections.namedtuple("Registration", "name endpoint api info")
+Registration = collections.namedtuple("Registration", "name endpoint api info health")
 
 
 def _claim(c):
@@ -191,7 +196,8 @@ class KubeletClient:
             raise KubeletError(why)
         endpoint = info.endpoint or os.path.abspath(socket)
         self.notify_registration_status(socket, True, "")
-        return Registration(info.name, endpoint, api, info)
+        health = next((h for v, h in HEALTH_SERVICES if v in info.supported_versions), None)
+        return Registration(info.name, endpoint, api, info, health)
 
     # ---- DRA node service ----
 
@@ -234,11 +240,12 @@ class KubeletClient:
 
     # ---- resource health ----
 
-    def watch_resources(self, socket, timeout=None):
-        """The NodeWatchResources stream: iterate for responses, .cancel() to stop."""
-        pb = self.pb.health
+    def watch_resources(self, socket, timeout=None, api="v1alpha1"):
+        """The NodeWatchResources stream (api v1alpha1 or v1): iterate for
+        responses, .cancel() to stop."""
+        pb = self.pb.health_v1 if api == "v1" else self.pb.health
         fn = self.channel(socket).unary_stream(
-            HEALTH_WATCH, request_serializer=lambda m: m.SerializeToString(),
+            HEALTH_WATCH_PATHS[api], request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=pb.NodeWatchResourcesResponse.FromString)
         return fn(pb.NodeWatchResourcesRequest(), timeout=timeout)
 

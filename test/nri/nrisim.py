@@ -620,6 +620,10 @@ class Container:
         return self.msg.linux_.resources.cpu.cpus
 
     @property
+    def mems(self):
+        return self.msg.linux_.resources.cpu.mems
+
+    @property
     def pid(self):
         return self.proc.pid if self.proc else 0
 
@@ -883,7 +887,7 @@ class Runtime:
         except PluginError as e:
             self._log(f"CreateContainer {name} failed: {e}")
             raise CreateContainerError(str(e)) from e
-        adjust, owner, updates = "", None, []
+        adjust, owner, updates, mems = "", None, [], ""
         sched, sched_owner = None, None
         for conn, resp in results:
             want = resp.adjust.linux_.resources.cpu.cpus
@@ -892,6 +896,9 @@ class Runtime:
                     raise CreateContainerError(
                         f"plugins {owner} and {conn.label} both tried to set cpus")
                 adjust, owner = want, conn.label
+            # cpuset.mems is recorded on the container, not written to a
+            # real cgroup: the nodes a test names need not exist here
+            mems = resp.adjust.linux_.resources.cpu.mems or mems
             if resp.adjust.linux_.HasField("scheduler"):
                 if sched_owner:
                     raise CreateContainerError(
@@ -909,6 +916,8 @@ class Runtime:
             self.containers[cid] = ctr
         if adjust:
             msg.linux_.resources.cpu.cpus = adjust
+        if mems:
+            msg.linux_.resources.cpu.mems = mems
         if self.cg:
             ctr.cgroup = self.cg.create(cid, msg.linux_.resources.cpu.cpus)
         if adjust:

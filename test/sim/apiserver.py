@@ -425,11 +425,15 @@ def _drop(spec, feature):
             for k in ("bindingConditions", "bindingFailureConditions", "bindsToNode"):
                 d.pop(k, None)
     elif feature == "DRAListTypeAttributes":
+        # The whole attribute goes, not just its list value (the 1.36
+        # strategy deletes attributes whose value is a list: kubernetes
+        # PR 137190, dropDisableDRAListTypeAttributesFields).
         for d in devs:
-            for a in (d.get("attributes") or {}).values():
-                if isinstance(a, dict):
-                    for x in ("ints", "bools", "strings", "versions"):
-                        a.pop(x, None)
+            attrs = d.get("attributes")
+            if isinstance(attrs, dict):
+                for k in [k for k, a in attrs.items() if isinstance(a, dict) and any(
+                        x in a for x in ("ints", "bools", "strings", "versions"))]:
+                    del attrs[k]
     elif feature == "DRANodeAllocatableResources":
         for d in devs:
             d.pop("nodeAllocatableResourceMappings", None)

@@ -558,6 +558,56 @@ def _request_policy_errors(policy, capacity, path):
     return errs
 
 
+_STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def _node_allocatable_errors(d, path):
+    """1.37 Device.nodeAllocatableResources (KEP-5517), from the field
+    descriptions of the 1.37 document: keys are node-allocatable resource
+    names, not extended resources; each entry has a mapping or an overhead; a
+    mapping is either deviceMultiplier alone or capacityKey (a capacity of the
+    device) with capacityMultiplier; multipliers are positive quantities. The
+    server's exact wording was not read: messages follow its usual forms."""
+    errs = []
+    res = d.get("nodeAllocatableResources")
+    if res is None:
+        return errs
+    caps = d.get("capacity") or {}
+    for name, r in res.items():
+        rp = _key(path + ".nodeAllocatableResources", name)
+        if name not in _STANDARD_RESOURCES and not name.startswith("hugepages-"):
+            errs.append(_invalid(rp, name, "must be a node allocatable resource name "
+                                 "(cpu, memory, ephemeral-storage, hugepages-<size>), not an "
+                                 "extended resource"))
+        if not isinstance(r, dict) or not (r.get("mapping") or r.get("overhead")):
+            errs.append(_required(rp, "one of mapping or overhead must be specified"))
+            continue
+        m = r.get("mapping")
+        if not m:
+            continue
+        mp = rp + ".mapping"
+        key, cmul, dmul = m.get("capacityKey"), m.get("capacityMultiplier"), m.get("deviceMultiplier")
+        if key is not None:
+            if key not in caps:
+                errs.append(_invalid(mp + ".capacityKey", key, "must name a capacity of the device"))
+            if cmul is None:
+                errs.append(_required(mp + ".capacityMultiplier", "required with capacityKey"))
+            if dmul is not None:
+                errs.append(_forbidden(mp + ".deviceMultiplier", "may not be set together with "
+                                       "capacityKey"))
+        else:
+            if cmul is not None:
+                errs.append(_forbidden(mp + ".capacityMultiplier", "only valid with capacityKey"))
+            if dmul is None:
+                errs.append(_required(mp, "one of deviceMultiplier or capacityKey must be set"))
+        for f, q in (("capacityMultiplier", cmul), ("deviceMultiplier", dmul)):
+            if q is not None:
+                v = parse_quantity(q)
+                if v is None or v <= 0:
+                    errs.append(_invalid(mp + "." + f, q, "must be a positive quantity"))
+    return errs
+
+
 def _device_errors(d, path, per_device):
     errs = []
     if not d.get("name"):
@@ -591,6 +641,7 @@ def _device_errors(d, path, per_device):
                                    "for a capacity with a requestPolicy"))
         else:
             errs += _request_policy_errors(c["requestPolicy"], value, cp + ".requestPolicy")
+    errs += _node_allocatable_errors(d, path)
     taints = d.get("taints") or []
     if len(taints) > MAX_TAINTS:
         errs.append(_too_many(path + ".taints", len(taints), MAX_TAINTS))

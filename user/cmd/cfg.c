@@ -36,9 +36,22 @@ struct opt {
 	const char *help;
 };
 
+/* Options set only by the configuration file, as in the reference driver: no
+ * flag, no environment variable (their table rows name them internally). */
+static const char *const file_only_opts[] = { "publish-node-allocatable-resource-mapping" };
+
+static bool is_file_only(const struct opt *o)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(file_only_opts); i++)
+		if (!strcmp(o->name, file_only_opts[i]))
+			return true;
+	return false;
+}
+
 static const char *const device_modes[] = { "grouped", "individual", NULL };
 static const char *const group_bys[] = { "numanode", "socket", "machine", NULL };
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
+static const char *const memories[] = { "all", "local", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 
@@ -79,6 +92,12 @@ static const struct file_key file_keys[] = {
 	{ "sliceRepairTimeout", "slice-repair-timeout", NULL },
 	{ "rtCPUs", "rt-cpus", NULL },
 	{ "logVerbosity", "v", NULL },
+
+	{ "publishNodeAllocatableResourceMapping", "publish-node-allocatable-resource-mapping",
+	  NULL },
+	{ "exposePCIeRoots", "expose-pcie-roots", NULL },
+	{ "deviceMetadata", "device-metadata", NULL },
+	{ "memoryLocality", "memory-locality", NULL },
 };
 
 static const struct opt opts[] = {
@@ -143,6 +162,20 @@ static const struct opt opts[] = {
 	{ "config", NULL, OPT_STRING, F(config_file), "", 0, 0, NULL, 0,
 	  "YAML configuration file (docs/config.md): its keys set what the flags set; a flag "
 	  "or environment variable given as well wins over the file." },
+	{ "publish-node-allocatable-resource-mapping", NULL, OPT_BOOL, F(node_allocatable),
+	  "false", 0, 0, NULL, 0,
+	  "Every device maps what a claim gets onto the node's allocatable cpu "
+	  "(nodeAllocatableResources, Kubernetes 1.37, DRANodeAllocatableResources): the "
+	  "scheduler and the kubelet count claimed CPUs against the node." },
+	{ "expose-pcie-roots", NULL, OPT_BOOL, F(expose_pcie_roots), "false", 0, 0, NULL, 0,
+	  "Give every device resource.kubernetes.io/pcieRoot, the PCIe root complexes local to "
+	  "its CPUs (a list attribute: the cluster needs DRAListTypeAttributes, 1.36+)." },
+	{ "memory-locality", NULL, OPT_ENUM, F(memory_locality), "all", 0, 0, memories, 0,
+	  "Claims that do not say (CPUConfig memory): local sets their containers' cpuset.mems "
+	  "to the NUMA nodes of their CPUs; all leaves every node." },
+	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
+	  "Give containers a read-only file describing their devices (KEP-5304, "
+	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },
 	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
 	  "Print the discovered topology as JSON and exit." },
 	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
@@ -298,6 +331,15 @@ static const struct file_key *find_file_key(const char *key, bool ignore_case)
 	return NULL;
 }
 
+/* The file key that sets flag name, or "?". */
+static const char *file_key_of(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(file_keys); i++)
+		if (file_keys[i].flag && !strcmp(file_keys[i].flag, name))
+			return file_keys[i].key;
+	return "?";
+}
+
 /* The kind of YAML scalar option o takes. */
 static enum cfgfile_kind opt_kind(const struct opt *o)
 {
@@ -407,7 +449,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 		char name[64];
 		const char *env;
 
-		if (o->type == OPT_ACTION)
+		if (o->type == OPT_ACTION || is_file_only(o))
 			continue;
 		env = getenv(env_name(o, name));
 		if (env) {
@@ -442,6 +484,11 @@ int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 		if (!o)
 			return errbuf_fail(err, -EINVAL, "unknown flag '%.*s' (see --help)",
 					   (int)len, name);
+		if (is_file_only(o))
+			return errbuf_fail(err, -EINVAL,
+					   "flag %s: set it in the configuration file (key %s), as "
+					   "the reference driver does",
+					   o->name, file_key_of(o->name));
 		if (eq)
 			val = eq + 1;
 		if (o->type == OPT_BOOL || o->type == OPT_ACTION) {
@@ -608,6 +655,8 @@ void cfg_usage(FILE *f)
 		const struct opt *o = &opts[i];
 		char arg[160] = "", env[64], vals[128];
 
+		if (is_file_only(o))
+			continue;
 		switch (o->type) {
 		case OPT_ENUM:
 			enum_list(o, vals, sizeof(vals));
@@ -640,6 +689,13 @@ void cfg_usage(FILE *f)
 				fprintf(f, "   file: %s", file_keys[k].key);
 		fputc('\n', f);
 	}
+	fputs("\nConfiguration file only (no flag, no environment variable):\n", f);
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		if (is_file_only(&opts[i])) {
+			fprintf(f, "  %s: true|false\n     ", file_key_of(opts[i].name));
+			print_wrapped(f, opts[i].help, 6, 79);
+			fprintf(f, "      default: %s\n", opts[i].def);
+		}
 }
 
 void cfg_log(const struct cfg *c)
@@ -648,7 +704,8 @@ void cfg_log(const struct cfg *c)
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
-		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s",
+		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s "
+		 "node_allocatable=%s expose_pcie_roots=%s device_metadata=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -657,7 +714,9 @@ void cfg_log(const struct cfg *c)
 		 c->slice_repair_timeout_s, c->bind_address,
 		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
 		 is_set(c->config_file) ? log_quote(c->config_file) : "none",
-		 log_quote(c->rt_cpus_str));
+		 log_quote(c->rt_cpus_str),
+		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
+		 c->device_metadata ? "true" : "false");
 }
 
 const char *cfg_device_mode_name(int mode)

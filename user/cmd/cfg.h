@@ -31,6 +31,7 @@ enum cfg_action {
 };
 
 enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
+enum cfg_memory { CFG_MEMORY_ALL = 0, CFG_MEMORY_LOCAL };
 
 struct cfg {
 	enum cfg_action action;
@@ -69,6 +70,11 @@ struct cfg {
 	char *bind_address;
 	int verbosity;
 	char *config_file; /* --config: read before the environment and the flags */
+	/* Kubernetes 1.36/1.37 slice and claim features (docs/node-allocatable.md) */
+	bool node_allocatable; /* file only: nodeAllocatableResources.cpu on every device */
+	bool expose_pcie_roots; /* resource.kubernetes.io/pcieRoot (docs/pcie-roots.md) */
+	bool device_metadata;	/* metadata files in containers (docs/device-metadata.md) */
+	int memory_locality;	/* enum cfg_memory: claims' default (docs/numa-memory.md) */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

@@ -16,6 +16,8 @@
 #include "cmd/cfg.h"
 #include "lib/cleanup.h"
 #include "core/devices.h"
+#include "core/metadata.h"
+#include "kube/slices.h"
 #include "kubelet/dra.h"
 #include "obs/httpd.h"
 #include "kube/kube.h"
@@ -32,10 +34,14 @@
 #include "core/rt.h"
 #include "core/state.h"
 #include "host/cgroup.h"
+#include "host/hotplug.h"
+#include "host/pcie.h"
 #include "host/sched.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
 
+/* How often the online CPUs are read (CPU hotplug). */
+#define HOTPLUG_POLL_MS 1000
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
 
@@ -48,6 +54,12 @@ struct daemon {
 	struct metrics *metrics;
 	struct httpd *httpd;
 	struct devices *devices;
+	struct pcie *pcie;
+	struct event *hotplug_timer;
+	struct cpuset online;	     /* the CPUs online at the last poll */
+	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
+	bool hotplug_failed_logged;
+	struct metric *g_online;
 	struct kube *kube;
 	struct publisher *publisher;
 	struct state *state;
@@ -126,6 +138,9 @@ static void daemon_free(struct daemon *d)
 	state_free(d->state);
 	httpd_free(d->httpd);
 	devices_free(d->devices);
+	pcie_free(d->pcie);
+	if (d->hotplug_timer)
+		event_free(d->hotplug_timer);
 	if (d->sigterm)
 		event_free(d->sigterm);
 	if (d->sigint)
@@ -251,6 +266,23 @@ static void fetch_cancel(void *ud, void *handle)
 
 static const struct dra_fetch_ops fetch_ops = { .start = fetch_claim, .cancel = fetch_cancel };
 
+/* A device's slice attributes, for the device metadata files: as published
+ * now (PCIe roots, online CPUs). */
+static int device_attributes(void *ud, const char *device, struct json_object **ret)
+{
+	struct daemon *d = ud;
+	struct slices_opts so = { .node = d->node, .pcie = d->pcie, .online = &d->online };
+
+	return slices_device_attributes(d->devices, &so, device, ret);
+}
+
+static bool claim_is_prepared(void *ud, const char *uid)
+{
+	struct daemon *d = ud;
+
+	return state_claim(d->state, uid) != NULL;
+}
+
 static void on_registered(void *ud, bool ok)
 {
 	struct daemon *d = ud;
@@ -271,8 +303,24 @@ static int start_node_agents(struct daemon *d)
 {
 	const struct cfg *cfg = d->cfg;
 	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
-				 .state_dir = cfg->state_dir };
+				 .state_dir = cfg->state_dir,
+				 .topo = d->topo };
 	int r;
+
+	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
+	 * those); a topology file has no machine behind it: no restriction. */
+	if (!(cfg->topology_file && *cfg->topology_file)) {
+		struct errbuf eb = {};
+
+		r = hotplug_memory_nodes(cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root
+									     : NULL,
+					 &d->memory_nodes, &eb);
+		if (r == 0)
+			po.memory_nodes = &d->memory_nodes;
+		else if (r != -ENOENT)
+			log_warn("memory_nodes_unknown", "error=%s action=every_node_has_memory",
+				 log_quote(errbuf_text(&eb, r)));
+	}
 
 	if (cfg->bpf) {
 		struct bpfmon_opts bo = {
@@ -395,6 +443,85 @@ static int start_kube(struct daemon *d)
 	return 0;
 }
 
+/* CPU hotplug: sysfs offers no notification for cpu/online, so it is polled
+ * (one small read; the per-CPU files too under a capture root). A change
+ * goes to the plugin (health, no new claim on an offline CPU) and to the
+ * publisher (devices leave or come back, groups shrink or grow). */
+static void on_hotplug_poll(evutil_socket_t fd, short what, void *ud)
+{
+	struct daemon *d = ud;
+	const char *root = d->cfg->sysfs_root && *d->cfg->sysfs_root ? d->cfg->sysfs_root : NULL;
+	struct cpuset known, now, went, came;
+	struct errbuf eb = {};
+	char a[256], b[256];
+	int r;
+
+	cpuset_or(&known, &d->topo->online, &d->topo->offline);
+	r = hotplug_online(root, &known, &now, &eb);
+	if (r < 0) {
+		if (!d->hotplug_failed_logged)
+			log_warn("hotplug_poll_failed", "error=%s action=keeping_the_last_view",
+				 log_quote(errbuf_text(&eb, r)));
+		d->hotplug_failed_logged = true;
+		return;
+	}
+	d->hotplug_failed_logged = false;
+	if (cpuset_equal(&now, &d->online))
+		return;
+	cpuset_andnot(&went, &d->online, &now);
+	cpuset_andnot(&came, &now, &d->online);
+	(void)cpuset_format(&went, a, sizeof(a));
+	(void)cpuset_format(&came, b, sizeof(b));
+	log_info("cpus_hotplugged", "offline=%s online=%s", a[0] ? a : "none", b[0] ? b : "none");
+	/* CPUs first seen now have no place in the topology read at start: they
+	 * are published after a restart. */
+	cpuset_andnot(&came, &came, &d->topo->online);
+	if (!cpuset_is_empty(&came)) {
+		(void)cpuset_format(&came, b, sizeof(b));
+		log_warn("cpus_new", "cpus=%s action=\"published after a restart\"", b);
+	}
+	d->online = now;
+	metric_set(d->g_online, cpuset_count(&now));
+	dra_set_online(d->dra, &now);
+	publisher_set_online(d->publisher, &now);
+}
+
+int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie **ret)
+{
+	_cleanup_(pcie_freep) struct pcie *p = NULL;
+	const char *root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL;
+	struct errbuf eb = {};
+	struct cpuset none;
+	char list[256];
+	int r;
+
+	*ret = NULL;
+	if (!cfg->expose_pcie_roots)
+		return 0;
+	if (cfg->topology_file && *cfg->topology_file) {
+		log_warn("pcie_roots_unknown", "reason=\"a topology file has no PCI tree\" "
+					       "action=publishing_without_pcieRoot");
+		return 0;
+	}
+	r = pcie_load(root, &p, &eb);
+	if (r < 0)
+		return log_error_errno(r, "pcie_scan_failed", "error=%s", log_quote(errbuf_text(&eb, r)));
+	if (p->n_skipped)
+		log_warn("pcie_roots_skipped", "count=%d first=%s", p->n_skipped,
+			 log_quote(p->skipped));
+	none = topo->online;
+	for (int i = 0; i < p->n; i++)
+		cpuset_andnot(&none, &none, &p->v[i].cpus);
+	(void)cpuset_format(&none, list, sizeof(list));
+	if (p->n == 0)
+		log_warn("pcie_roots_none", "sysfs=%s action=publishing_without_pcieRoot",
+			 root ? log_quote(root) : "/sys");
+	else
+		log_info("pcie_roots", "roots=%d cpus_without_root=%s", p->n, list[0] ? list : "none");
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
 {
 	_cleanup_(daemon_freep) struct daemon *d = NULL;
@@ -405,6 +532,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return -ENOMEM;
 	d->cfg = cfg;
 	d->topo = topo;
+	d->online = topo->online;
 	r = cfg_node_name(cfg, d->node, sizeof(d->node));
 	if (r < 0)
 		return log_error_errno(r, "node_name_failed", "hint=\"set --hostname-override\"");
@@ -435,6 +563,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	r = daemon_devices(cfg, topo, d->rt_on ? &d->rt : NULL, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
+	r = daemon_load_pcie(cfg, topo, &d->pcie);
+	if (r < 0)
+		return r;
 	register_gauges(d);
 
 	r = httpd_new(d->base, cfg->bind_address, NULL, d->metrics, &d->httpd);
@@ -463,6 +594,19 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		if (r < 0)
 			return r;
 		update_gauges(d);
+		/* Metadata a crash left behind (its claim never committed, or its
+		 * Unprepare did not finish). */
+		{
+			char data_dir[4096];
+			struct metadata_opts mo = { .data_dir = data_dir, .cdi_dir = cfg->cdi_dir,
+						    .driver = "dra.cpu", .pool = d->node };
+
+			(void)snprintf(data_dir, sizeof(data_dir), "%s/plugins/dra.cpu",
+				       cfg->kubelet_root_dir);
+			r = metadata_sweep(&mo, claim_is_prepared, d);
+			if (r > 0)
+				log_info("metadata_swept", "claims=%d", r);
+		}
 	}
 
 	r = start_node_agents(d);
@@ -474,7 +618,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	{
 		struct publisher_opts po = { .node = d->node, .devices = d->devices,
 					     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
-					     .on_state = on_slices, .ud = d };
+					     .on_state = on_slices, .ud = d,
+					     .node_allocatable = cfg->node_allocatable,
+					     .pcie = d->pcie };
 
 		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
 		if (r < 0)
@@ -484,20 +630,36 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		struct dra_opts dopt = {
 			.node = d->node,
 			.kubelet_root = cfg->kubelet_root_dir,
-			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
-			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
 			.first_request_timeout_ms = cfg->kubelet_first_request_timeout_s * 1000,
 			.fetch = &fetch_ops,
 			.fetch_ud = d,
 			.on_registered = on_registered,
 			.registered_ud = d,
+			.device_metadata = cfg->device_metadata,
+			.memory_local = cfg->memory_locality == CFG_MEMORY_LOCAL,
+			.cdi_dir = cfg->cdi_dir,
+			.device_attributes = device_attributes,
+			.attributes_ud = d,
 			.rt = d->rt_on ? &d->rt : NULL,
 		};
 
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
 		if (r < 0)
 			return r;
+	}
+
+	d->g_online = metrics_gauge(d->metrics, "dra_cpu_online_cpus",
+				    "CPUs online now (CPU hotplug followed).", NULL);
+	metric_set(d->g_online, cpuset_count(&topo->online));
+	/* A topology file describes another machine: nothing here to follow. */
+	if (!(cfg->topology_file && *cfg->topology_file)) {
+		struct timeval tv = { .tv_sec = HOTPLUG_POLL_MS / 1000,
+				      .tv_usec = (HOTPLUG_POLL_MS % 1000) * 1000 };
+
+		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_poll, d);
+		if (!d->hotplug_timer || event_add(d->hotplug_timer, &tv) < 0)
+			return log_error_errno(-ENOMEM, "hotplug_timer_failed", "");
 	}
 
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);

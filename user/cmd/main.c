@@ -16,6 +16,7 @@
 #include "core/rt.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
+#include "host/pcie.h"
 #include "kube/slices.h"
 #include "host/topo.h"
 #include "host/topo_json.h"
@@ -44,6 +45,7 @@ static int load_topology(const struct cfg *c, struct topo **ret)
 static int print_slices(const struct cfg *c, const struct topo *t)
 {
 	_cleanup_(devices_freep) struct devices *d = NULL;
+	_cleanup_(pcie_freep) struct pcie *pcie = NULL;
 	struct json_object *list, *items = NULL;
 	struct slices_opts o = { .generation = 1 };
 	struct rt_limits rt;
@@ -55,6 +57,7 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	if (r < 0)
 		return r;
 	o.node = node;
+	o.node_allocatable = c->node_allocatable;
 	if (!cpuset_is_empty(&c->rt_cpus)) {
 		r = daemon_rt_limits(&rt, &eb);
 		if (r < 0) {
@@ -65,6 +68,10 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	r = daemon_devices(c, t, cpuset_is_empty(&c->rt_cpus) ? NULL : &rt, &d);
 	if (r < 0)
 		return r;
+	r = daemon_load_pcie(c, t, &pcie);
+	if (r < 0)
+		return r;
+	o.pcie = pcie;
 	r = slices_build(d, &o, &items);
 	if (r < 0)
 		return r;

@@ -7,6 +7,7 @@
 
 #include <json-c/json.h>
 
+#include "lib/cpuset.h"
 #include "lib/errbuf.h"
 
 #define CONFIG_API_VERSION "dra.cpu/v1alpha1"
@@ -98,6 +99,23 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 					eb, -EINVAL,
 					"CPUConfig: policy must be packed, spread-cores or "
 					"distributed");
+		} else if (!strcmp(key, "memory")) {
+			const char *m = json_object_is_type(val, json_type_string)
+						? json_object_get_string(val)
+						: NULL;
+
+			if (m && !strcmp(m, "local"))
+				c.memory = CLAIM_MEMORY_LOCAL;
+			else if (m && !strcmp(m, "all"))
+				c.memory = CLAIM_MEMORY_ALL;
+			else
+				return errbuf_fail(eb, -EINVAL,
+						   "CPUConfig: memory must be local or all");
+		} else if (!strcmp(key, "sharedPool")) {
+			if (!json_object_is_type(val, json_type_boolean))
+				return errbuf_fail(eb, -EINVAL,
+						   "CPUConfig: sharedPool must be true or false");
+			c.shared_pool = json_object_get_boolean(val);
 		} else if (!strcmp(key, "realtime")) {
 			r = rt_budget_parse(val, &c.rt, eb);
 			if (r < 0)
@@ -137,6 +155,36 @@ static bool config_applies(struct json_object *entry, const char *request)
 			return true;
 	}
 	return false;
+}
+
+/* The reference driver's cpuset override for one result: parameters with
+ * apiVersion v1alpha1. Unknown fields are ignored, as the reference decodes
+ * them (a plain unmarshal); the cpuset must be there and a CPU list. */
+static int override_parse(struct json_object *entry, struct json_object *params,
+			  struct claim_result *out, struct errbuf *eb)
+{
+	const char *src = str(entry, "source"), *set = str(member(params, "cpuConfig"), "cpuset");
+	struct errbuf why = { "" };
+	struct cpuset cpus;
+
+	if (src && !strcmp(src, "FromClass"))
+		return errbuf_fail(eb, -EINVAL,
+				   "request %s: configuration from DeviceClass is not supported: a "
+				   "cpuset (cpuConfig.cpuset) must come from the claim",
+				   out->request);
+	if (!set || !*set)
+		return errbuf_fail(eb, -EINVAL,
+				   "request %s: opaque config apiVersion %s needs cpuConfig.cpuset, "
+				   "a CPU list",
+				   out->request, CLAIM_OVERRIDE_API_VERSION);
+	if (strlen(set) >= sizeof(out->cpuset))
+		return errbuf_fail(eb, -EINVAL, "request %s: cpuConfig.cpuset is longer than %d bytes",
+				   out->request, CLAIM_CPUSET_MAX - 1);
+	if (cpuset_parse(set, &cpus, &why) < 0)
+		return errbuf_fail(eb, -EINVAL, "request %s: cpuConfig.cpuset \"%.64s\": %s",
+				   out->request, set, why.s);
+	memcpy(out->cpuset, set, strlen(set) + 1);
+	return 0;
 }
 
 static int copy(char *dst, size_t size, const char *src, const char *what, struct errbuf *eb)
@@ -183,6 +231,15 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 				   got_uid ? got_uid : "missing", uid);
 	if (!path(claim, "status.allocation"))
 		return errbuf_fail(eb, -EINVAL, "claim is not allocated (no status.allocation)");
+	{
+		const char *pcn = str(path(claim, "metadata.annotations"),
+				      "resource.kubernetes.io/pod-claim-name");
+
+		ret->pod_claim_name[0] = 0;
+		if (pcn && copy(ret->pod_claim_name, sizeof(ret->pod_claim_name), pcn,
+				"pod-claim-name annotation", eb) < 0)
+			return -EINVAL;
+	}
 	results = path(claim, "status.allocation.devices.results");
 	configs = path(claim, "status.allocation.devices.config");
 	if (results && !json_object_is_type(results, json_type_array))
@@ -224,17 +281,31 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 				return r;
 		}
 		/* Configs apply in order: class configs first, then the claim's. */
+		int overrides = 0;
+
 		for (size_t k = 0; configs && k < json_object_array_length(configs); k++) {
 			struct json_object *entry = json_object_array_get_idx(configs, k);
 			struct json_object *opaque = member(entry, "opaque");
-			const char *od = str(opaque, "driver");
+			struct json_object *params = member(opaque, "parameters");
+			const char *od = str(opaque, "driver"), *av = str(params, "apiVersion");
 
 			if (!od || strcmp(od, driver) != 0 || !config_applies(entry, out->request))
 				continue;
-			r = claim_config_parse(member(opaque, "parameters"), &out->config, eb);
+			/* The reference's schema has no kind: a kind says CPUConfig. */
+			if (av && !strcmp(av, CLAIM_OVERRIDE_API_VERSION) && !member(params, "kind")) {
+				overrides++;
+				r = override_parse(entry, params, out, eb);
+			} else {
+				r = claim_config_parse(params, &out->config, eb);
+			}
 			if (r < 0)
 				return r;
 		}
+		if (overrides > 1)
+			return errbuf_fail(eb, -EINVAL,
+					   "request %s is targeted by %d cpuset configurations: at "
+					   "most one may name its CPUs",
+					   out->request, overrides);
 		ret->n++;
 	}
 	if (ret->n == 0)

@@ -19,11 +19,26 @@ struct json_object;
 
 #define CLAIM_MAX_RESULTS 32 /* AllocationResultsMaxSize */
 #define CLAIM_STR_MAX 254
+/* Longest cpuset override we take, as text ("0-3,64-67" and the like: room
+ * for a few hundred CPUs in ranges). */
+#define CLAIM_CPUSET_MAX 512
+/* The reference driver's opaque parameters: {"apiVersion": "v1alpha1",
+ * "cpuConfig": {"cpuset": "2-5"}} (no kind), written by a scheduler plugin
+ * (or the user, in the claim's spec) to say exactly which CPUs a grouped
+ * request gets. */
+#define CLAIM_OVERRIDE_API_VERSION "v1alpha1"
 
 enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_POLICY_DISTRIBUTED };
 
+enum claim_memory { CLAIM_MEMORY_DEFAULT = 0, CLAIM_MEMORY_ALL, CLAIM_MEMORY_LOCAL };
+
 /* Opaque parameters {"apiVersion":"dra.cpu/v1alpha1","kind":"CPUConfig",...}. */
 struct claim_config {
+	/* memory: "local" (cpuset.mems = the NUMA nodes of the claim's CPUs) or
+	 * "all"; DEFAULT when not given (the node's --memory-locality) */
+	enum claim_memory memory;
+	/* sharedPool: the container also gets the current shared pool */
+	bool shared_pool;
 	enum claim_policy policy; /* default packed */
 	bool full_cores;	  /* default false */
 	bool align_l3;		  /* default: true with packed (kubelet refuses it with the others) */
@@ -39,11 +54,21 @@ struct claim_result {
 	char consumed[64]; /* consumedCapacity["dra.cpu/cpu"], "" when absent */
 	char rt_consumed[64]; /* consumedCapacity["dra.cpu/rtBandwidth"], "" when absent */
 	struct claim_config config;
+	/* The exact CPUs named by the reference's override (a syntactically
+	 * valid CPU list, checked against the node at Prepare), "" when none:
+	 * at most one override applies to a result, and only from the claim
+	 * (FromClaim); a DeviceClass-level one is refused, as the reference
+	 * does. */
+	char cpuset[CLAIM_CPUSET_MAX];
 };
 
 struct claim_alloc {
 	int n;
 	struct claim_result results[CLAIM_MAX_RESULTS];
+	/* metadata.annotations["resource.kubernetes.io/pod-claim-name"]: the
+	 * claim was made from a ResourceClaimTemplate for the pod's claim of
+	 * that name; "" otherwise. */
+	char pod_claim_name[CLAIM_STR_MAX];
 };
 
 /* claim: the object GET returned. uid: what the kubelet asked for (the claim

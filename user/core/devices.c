@@ -65,16 +65,24 @@ static int build_individual(struct devices *d, const struct topo *t)
 	return 0;
 }
 
+/* The group of a CPU. CPUs the kernel puts in no NUMA node (their node is
+ * offline, or the node directory is missing) are group -1, never node 0:
+ * publishing them as node 0 would send NUMA-aligned claims to CPUs that are
+ * not on it. A socket of -1 (no package at all) stays socket 0: the machine
+ * then has one. */
 static int group_key(const struct topo_cpu *c, enum device_kind kind)
 {
-	int v = kind == DEVICE_NUMA ? c->numa : kind == DEVICE_SOCKET ? c->socket : 0;
-
-	return v < 0 ? 0 : v;
+	if (kind == DEVICE_NUMA)
+		return c->numa < 0 ? -1 : c->numa;
+	if (kind == DEVICE_SOCKET)
+		return c->socket < 0 ? 0 : c->socket;
+	return 0;
 }
 
-static int cmp_int(const void *a, const void *b)
+/* Ascending, -1 (no NUMA node) last so that the node devices keep their places. */
+static int cmp_group(const void *a, const void *b)
 {
-	int x = *(const int *)a, y = *(const int *)b;
+	unsigned x = (unsigned)*(const int *)a, y = (unsigned)*(const int *)b;
 
 	return (x > y) - (x < y);
 }
@@ -91,7 +99,7 @@ static int build_groups(struct devices *d, const struct topo *t)
 	for (int i = 0; i < t->n_cpus; i++)
 		if (cpuset_has(&d->allocatable, t->cpus[i].cpu))
 			ids[n_ids++] = group_key(&t->cpus[i], d->kind);
-	qsort(ids, (size_t)n_ids, sizeof(*ids), cmp_int);
+	qsort(ids, (size_t)n_ids, sizeof(*ids), cmp_group);
 	for (int k = 0; k < n_ids; k++) {
 		struct device *dev = &d->v[d->n];
 		int id = ids[k];
@@ -114,11 +122,13 @@ static int build_groups(struct devices *d, const struct topo *t)
 			if (!dev->n_cpus++ && d->kind != DEVICE_MACHINE) {
 				dev->socket = c->socket < 0 ? 0 : c->socket;
 				if (d->kind == DEVICE_NUMA)
-					dev->numa = id;
+					dev->numa = id; /* -1: no NUMA attributes */
 			}
 			cpuset_set(dev->cpus, c->cpu);
 		}
-		if (d->kind == DEVICE_NUMA)
+		if (d->kind == DEVICE_NUMA && id < 0)
+			(void)snprintf(dev->name, sizeof(dev->name), "cpudevnonuma");
+		else if (d->kind == DEVICE_NUMA)
 			(void)snprintf(dev->name, sizeof(dev->name), "cpudevnuma%03d", id);
 		else if (d->kind == DEVICE_SOCKET)
 			(void)snprintf(dev->name, sizeof(dev->name), "cpudevsocket%03d", id);

@@ -11,7 +11,10 @@
  *   (cpudevsocket%03d, the socket id) or one for the machine (cpudevmachine),
  *   standing for the group's allocatable CPUs; groups with none are skipped
  *   (the machine device always exists: cfg refuses reserving every CPU).
- *   A CPU with numa or socket -1 (the machine reports none) counts as group 0.
+ *   CPUs in no NUMA node (an offline node, a missing node directory) form one
+ *   more device, cpudevnonuma, last and without NUMA attributes: they are
+ *   never counted as node 0. A CPU with socket -1 (no package at all) counts
+ *   as socket 0.
  *
  * real-time: with --rt-cpus, devices_add_rt() appends one device per
  *   real-time CPU after the devices above, in both modes: cpurt%03d by CPU

@@ -315,6 +315,15 @@ static int claim_json(const struct state_claim *c, struct json_object **ret)
 	r = r ?: add_cpus(o, "cpus", &c->cpus);
 	r = r ?: add_str(o, "ownerPod", c->owner_pod);
 	r = r ?: add_str(o, "ownerContainer", c->owner_container);
+	/* only when set: checkpoints without them stay what they were */
+	if (!r && (c->flags & STATE_CLAIM_MEMORY_LOCAL))
+		r = json_object_object_add(o, "memoryLocal", json_object_new_boolean(1)) < 0
+			    ? -ENOMEM
+			    : 0;
+	if (!r && (c->flags & STATE_CLAIM_SHARED_POOL))
+		r = json_object_object_add(o, "sharedPool", json_object_new_boolean(1)) < 0
+			    ? -ENOMEM
+			    : 0;
 	for (int i = 0; !r && i < c->n_results; i++) {
 		struct json_object *e = json_object_new_object();
 
@@ -450,6 +459,11 @@ int state_checkpoint_parse(const char *buf, size_t len,
 			r = errbuf_fail(eb, -EPROTO, "claim entry %zu is malformed", i);
 			goto out;
 		}
+		if (json_object_object_get_ex(e, "memoryLocal", &v) &&
+		    json_object_get_boolean(v))
+			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
+		if (json_object_object_get_ex(e, "sharedPool", &v) && json_object_get_boolean(v))
+			c.flags |= STATE_CLAIM_SHARED_POOL;
 		c.n_results = (int)json_object_array_length(rs);
 		c.results = results;
 		for (int k = 0; k < c.n_results; k++) {

@@ -66,6 +66,15 @@ struct state_claim {
 	 * restored from its CDI spec alone (it then holds the whole capacity). */
 	bool rt;
 	struct rt_budget budget;
+	/* What the claim's CPUConfig asked of its container (enum
+	 * state_claim_flag); kept in the checkpoint, 0 when restored from the
+	 * CDI spec alone. */
+	unsigned flags;
+};
+
+enum state_claim_flag {
+	STATE_CLAIM_MEMORY_LOCAL = 1 << 0, /* cpuset.mems = the nodes of its CPUs */
+	STATE_CLAIM_SHARED_POOL = 1 << 1,  /* its container also gets the shared pool */
 };
 
 struct errbuf;

@@ -26,6 +26,8 @@
 #include "lib/buf.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#define LOG_MOD "topo"
+#include "lib/log.h"
 
 static void closedirp(DIR **d)
 {
@@ -314,7 +316,7 @@ static int sysfs_read_int(const char *path, long min, long max, int *ret, struct
 		return r;
 	len = sysfs_trim(buf, len);
 	if (len == 0)
-		return errbuf_fail(eb, -EINVAL, "%s: empty", path);
+		return errbuf_fail(eb, -ENODATA, "%s: empty", path);
 	buf[len] = '\0';
 	if (!(buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')))
 		return errbuf_fail(eb, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
@@ -358,7 +360,7 @@ static int parse_cpumask(const char *s, size_t len, struct cpuset *ret, const ch
 	int bit = 0;
 
 	if (end == 0)
-		return errbuf_fail(eb, -EINVAL, "%s: empty", path);
+		return errbuf_fail(eb, -ENODATA, "%s: empty", path);
 	cpuset_zero(&set);
 	/* Walk the groups from the least significant (last) one. */
 	while (end > 0) {
@@ -540,6 +542,27 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, struct errbuf *eb)
 	return 0;
 }
 
+/* A per-CPU file that is empty (-ENODATA) or cannot be read at all (a
+ * directory, a dangling link, EACCES, EIO) says nothing rather than
+ * something wrong: hwloc then builds the CPU from the lists that name it
+ * elsewhere (its siblings' and its package's masks, the node lists), so the
+ * machine is not refused for it. Garbage in a readable file is still refused:
+ * hwloc would misread that silently. Counted, and the first one named, for
+ * the caller to log once. */
+static int per_cpu_fallback;
+static char per_cpu_fallback_first[PATH_MAX];
+
+static bool per_cpu_unusable(int r, const char *path)
+{
+	if (r != -ENODATA && (r >= 0 || r == -ENOENT || r == -EINVAL || r == -E2BIG ||
+			      r == -ENOMEM))
+		return false;
+	if (!per_cpu_fallback++)
+		(void)snprintf(per_cpu_fallback_first, sizeof(per_cpu_fallback_first), "%s (%s)",
+			       path, r == -ENODATA ? "empty" : strerror(-r));
+	return true;
+}
+
 /* The per-CPU files hwloc turns into cores, packages and L3s. hwloc reads them
  * with atoi and a lenient mask parser, so "garbage" becomes core 0 or a PU
  * without a core: we reject what it would silently accept. */
@@ -557,16 +580,16 @@ static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, struct errbuf *
 
 	sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology/core_id", cpu);
 	r = sysfs_read_int(path, 0, INT_MAX, &v, eb);
-	if (r < 0 && r != -ENOENT)
+	if (r < 0 && r != -ENOENT && !per_cpu_unusable(r, path))
 		return r;
 	sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology/physical_package_id", cpu);
 	r = sysfs_read_int(path, -1, INT_MAX, &v, eb);
-	if (r < 0 && r != -ENOENT)
+	if (r < 0 && r != -ENOENT && !per_cpu_unusable(r, path))
 		return r;
 	for (size_t i = 0; i < ARRAY_SIZE(masks); i++) {
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology/%s", cpu, masks[i]);
 		r = sysfs_read_cpumask(path, &set, eb);
-		if (r == -ENOENT)
+		if (r == -ENOENT || per_cpu_unusable(r, path))
 			continue;
 		if (r < 0)
 			return r;
@@ -582,18 +605,20 @@ static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, struct errbuf *
 		r = sysfs_read_int(path, 0, 255, &level, eb);
 		if (r == -ENOENT)
 			break;
+		if (per_cpu_unusable(r, path))
+			continue;
 		if (r < 0)
 			return r;
 		if (level != 3)
 			continue;
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/cache/index%d/id", cpu, idx);
 		r = sysfs_read_int(path, 0, INT_MAX, &v, eb);
-		if (r < 0 && r != -ENOENT)
+		if (r < 0 && r != -ENOENT && !per_cpu_unusable(r, path))
 			return r;
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/cache/index%d/shared_cpu_map", cpu,
 			   idx);
 		r = sysfs_read_cpumask(path, &set, eb);
-		if (r < 0 && r != -ENOENT)
+		if (r < 0 && r != -ENOENT && !per_cpu_unusable(r, path))
 			return r;
 		if (r == 0 && !cpuset_has(&set, cpu))
 			return errbuf_fail(eb, -EINVAL, "%s: does not contain CPU %d itself", path, cpu);
@@ -796,14 +821,48 @@ static int numa_of(hwloc_topology_t topo, const struct sysfs_facts *f, int cpu, 
 }
 
 /* P/E cores: the kernel's cpu_atom PMU lists the E-cores of an Intel hybrid
- * (since 5.13); failing that, hwloc's cpukinds when its x86 backend labelled them
- * (CoreType=IntelAtom/IntelCore). One kind, or kinds told apart only by
- * frequency, is not hybrid for us: standard. */
+ * (since 5.13); failing that, hwloc's cpukinds: kinds its x86 backend
+ * labelled (CoreType=IntelAtom/IntelCore), or, on heterogeneous ARM
+ * (big.LITTLE, DynamIQ: a Cortex-X or A7x with A5x cores), kinds told apart
+ * by the kernel's cpu_capacity (hwloc's LinuxCapacity), ranked by hwloc's
+ * efficiency: the least capable kind is e-core, every other kind p-core.
+ * One kind, or kinds told apart only by frequency (Intel Turbo Boost Max
+ * favoured cores), is not hybrid for us: standard. */
+struct kind_info {
+	int efficiency;	    /* hwloc's rank, -1 unknown */
+	long capacity;	    /* LinuxCapacity, -1 when absent */
+	enum topo_core_type intel; /* from CoreType, STANDARD when absent */
+};
+
+static void kind_infos(const struct hwloc_info_s *infos, unsigned n, struct kind_info *k)
+{
+	k->capacity = -1;
+	k->intel = TOPO_CORE_STANDARD;
+	for (unsigned j = 0; j < n; j++) {
+		if (!strcmp(infos[j].name, "CoreType")) {
+			if (!strcmp(infos[j].value, "IntelAtom"))
+				k->intel = TOPO_CORE_E;
+			else if (!strcmp(infos[j].value, "IntelCore"))
+				k->intel = TOPO_CORE_P;
+		} else if (!strcmp(infos[j].name, "LinuxCapacity")) {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(infos[j].value, &end, 10);
+			if (!errno && end != infos[j].value && !*end && v > 0)
+				k->capacity = v;
+		}
+	}
+}
+
 static int core_types(hwloc_topology_t topo, const struct sysfs_facts *f,
 		      struct topo_cpu *rows, int n)
 {
 	_cleanup_(hwloc_bitmap_freep) hwloc_bitmap_t set = NULL;
-	int nr;
+	_cleanup_free_ struct kind_info *kinds = NULL;
+	bool intel = false, by_capacity = true;
+	int nr, least = -1;
 
 	if (f && f->has_atom) {
 		for (int i = 0; i < n; i++)
@@ -814,23 +873,45 @@ static int core_types(hwloc_topology_t topo, const struct sysfs_facts *f,
 	if (nr <= 1)
 		return 0;
 	set = hwloc_bitmap_alloc();
-	if (!set)
+	kinds = calloc((size_t)nr, sizeof(*kinds));
+	if (!set || !kinds)
 		return -ENOMEM;
 	for (int k = 0; k < nr; k++) {
 		struct hwloc_info_s *infos = NULL;
-		enum topo_core_type type = TOPO_CORE_STANDARD;
 		unsigned n_infos = 0;
 
-		if (hwloc_cpukinds_get_info(topo, (unsigned)k, set, NULL, &n_infos, &infos, 0) < 0)
+		kinds[k].efficiency = -1;
+		if (hwloc_cpukinds_get_info(topo, (unsigned)k, NULL, &kinds[k].efficiency, &n_infos,
+					    &infos, 0) < 0) {
+			by_capacity = false;
 			continue;
-		for (unsigned j = 0; j < n_infos; j++) {
-			if (strcmp(infos[j].name, "CoreType") != 0)
-				continue;
-			if (strcmp(infos[j].value, "IntelAtom") == 0)
-				type = TOPO_CORE_E;
-			else if (strcmp(infos[j].value, "IntelCore") == 0)
-				type = TOPO_CORE_P;
 		}
+		kind_infos(infos, n_infos, &kinds[k]);
+		intel |= kinds[k].intel != TOPO_CORE_STANDARD;
+		by_capacity &= kinds[k].capacity > 0;
+	}
+	/* Capacities must tell every kind apart, or the kinds differ in
+	 * something else (frequency) and the cores are not of two designs. */
+	for (int a = 0; by_capacity && a < nr; a++)
+		for (int b = a + 1; b < nr; b++)
+			if (kinds[a].capacity == kinds[b].capacity)
+				by_capacity = false;
+	if (!intel && by_capacity)
+		for (int k = 0; k < nr; k++)
+			if (least < 0 || kinds[k].efficiency < kinds[least].efficiency ||
+			    (kinds[k].efficiency == kinds[least].efficiency &&
+			     kinds[k].capacity < kinds[least].capacity))
+				least = k;
+	for (int k = 0; k < nr; k++) {
+		enum topo_core_type type = TOPO_CORE_STANDARD;
+
+		if (intel)
+			type = kinds[k].intel;
+		else if (least >= 0)
+			type = k == least ? TOPO_CORE_E : TOPO_CORE_P;
+		if (type == TOPO_CORE_STANDARD ||
+		    hwloc_cpukinds_get_info(topo, (unsigned)k, set, NULL, NULL, NULL, 0) < 0)
+			continue;
 		for (int i = 0; i < n; i++)
 			if (hwloc_bitmap_isset(set, (unsigned)rows[i].cpu))
 				rows[i].type = type;
@@ -955,6 +1036,8 @@ int topo_load_hwloc(const char *sysfs_root, struct topo **ret, struct errbuf *eb
 		if (!S_ISDIR(st.st_mode))
 			return errbuf_fail(eb, -ENOTDIR, "%s: not a directory", sysfs_root);
 	}
+	per_cpu_fallback = 0;
+	per_cpu_fallback_first[0] = 0;
 	r = sysfs_scan_cpus(&f, eb);
 	if (r < 0)
 		return r;
@@ -979,7 +1062,13 @@ int topo_load_hwloc(const char *sysfs_root, struct topo **ret, struct errbuf *eb
 	env_scope_restore(&env);
 	if (r < 0)
 		return r;
-	return discover(topo, &f, ret, eb);
+	r = discover(topo, &f, ret, eb);
+	if (r == 0 && per_cpu_fallback)
+		log_warn("topology_sysfs_fallback",
+			 "files=%d first=%s action=\"taken from the lists that name the CPU "
+			 "elsewhere\"",
+			 per_cpu_fallback, log_quote(per_cpu_fallback_first));
+	return r;
 }
 
 int topo_load_cpuid_dump(const char *dir, struct topo **ret, struct errbuf *eb)

@@ -81,14 +81,29 @@ struct publisher {
 	struct op *ops;
 	int n_ops, next_op;
 	int64_t sync_gen; /* pool generation the current sync writes */
-	bool syncing, dirty, in_sync, dropped_logged;
+	bool syncing, dirty, in_sync;
 	bool ready, published_once;
 	char *last_error; /* of the latest failed request, for the unready log line */
+	bool has_online;	 /* publisher_set_online() was called */
+	bool desired_stale;	 /* online changed during a sync: recompute before the next */
+	struct cpuset online;	 /* then: the CPUs online now */
+	unsigned dropped_logged; /* enum slices_feature bits already logged */
 	/* metrics */
 	struct metric *writes, *errors, *published, *dropped, *in_sync_g;
 };
 
 static void schedule_sync(struct publisher *p, int delay_ms);
+
+/* What every slice of this publisher is built with. */
+static struct slices_opts slice_opts(const struct publisher *p)
+{
+	return (struct slices_opts){ .node = p->node,
+				     .node_uid = p->node_uid,
+				     .max_devices = p->o.max_devices,
+				     .node_allocatable = p->o.node_allocatable,
+				     .pcie = p->o.pcie,
+				     .online = p->has_online ? &p->online : NULL };
+}
 static void start_list(struct publisher *p);
 static void start_watch(struct publisher *p);
 static void run_sync(struct publisher *p);
@@ -283,12 +298,45 @@ static void on_retry(evutil_socket_t fd, short what, void *ud)
 
 /* ---- node ---------------------------------------------------------------------------- */
 
+/* The desired slices, as hashes of their devices: from the devices and,
+ * after CPU hotplug, the CPUs online now. What the server dropped before
+ * (adopted) is forgotten: the next write finds out again. */
+static int compute_desired(struct publisher *p)
+{
+	struct slices_opts so = slice_opts(p);
+	struct json_object *arr = NULL;
+	int n = slices_count(p->o.devices, &so), rc;
+	uint64_t *want = calloc((size_t)n, sizeof(*want));
+	uint64_t *adopted = calloc((size_t)n, sizeof(*adopted));
+
+	if (!want || !adopted) {
+		free(want);
+		free(adopted);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		rc = slices_build_devices(p->o.devices, &so, i, &arr);
+		if (rc < 0) {
+			free(want);
+			free(adopted);
+			return log_error_errno(rc, "slices_build_failed", "");
+		}
+		want[i] = devices_hash(arr);
+		json_object_put(arr);
+		arr = NULL;
+	}
+	free(p->want);
+	free(p->adopted);
+	p->want = want;
+	p->adopted = adopted;
+	p->n_desired = n;
+	return 0;
+}
+
 static void on_node(void *ud, const struct kube_result *r)
 {
 	struct publisher *p = ud;
 	const char *uid;
-	struct json_object *arr = NULL;
-	int rc;
 
 	p->call = NULL;
 	uid = r->error ? NULL : meta_str(r->body, "uid");
@@ -300,34 +348,14 @@ static void on_node(void *ud, const struct kube_result *r)
 		return;
 	}
 	free(p->node_uid);
-	free(p->want);
-	free(p->adopted);
-	p->want = p->adopted = NULL;
 	p->node_uid = strdup(uid);
 	if (!p->node_uid) {
 		retry_later(p, 0);
 		return;
 	}
-	p->n_desired = slices_count(p->o.devices, &(struct slices_opts){ .max_devices =
-										 p->o.max_devices });
-	p->want = calloc((size_t)p->n_desired, sizeof(*p->want));
-	p->adopted = calloc((size_t)p->n_desired, sizeof(*p->adopted));
-	if (!p->want || !p->adopted) {
+	if (compute_desired(p) < 0) {
 		retry_later(p, 0);
 		return;
-	}
-	for (int i = 0; i < p->n_desired; i++) {
-		struct slices_opts so = { .node = p->node, .max_devices = p->o.max_devices };
-
-		rc = slices_build_devices(p->o.devices, &so, i, &arr);
-		if (rc < 0) {
-			log_error_errno(rc, "slices_build_failed", "");
-			retry_later(p, 0);
-			return;
-		}
-		p->want[i] = devices_hash(arr);
-		json_object_put(arr);
-		arr = NULL;
 	}
 	log_info("node_found", "node=%s uid=%s slices=%d devices=%d", p->node, p->node_uid,
 		 p->n_desired, p->o.devices->n);
@@ -599,10 +627,10 @@ static int op_add(struct publisher *p, enum op_kind kind, int index, const struc
  * the slice it replaces. Built when sent and freed right after. */
 static struct json_object *body_for(struct publisher *p, const struct op *op, int64_t gen)
 {
-	struct slices_opts so = { .node = p->node, .node_uid = p->node_uid, .generation = gen,
-				  .max_devices = p->o.max_devices };
+	struct slices_opts so = slice_opts(p);
 	struct json_object *body = NULL, *meta;
 
+	so.generation = gen;
 	if (slices_build_one(p->o.devices, &so, op->index, &body) < 0)
 		return NULL;
 	if (op->kind == OP_UPDATE && json_object_object_get_ex(body, "metadata", &meta)) {
@@ -653,21 +681,34 @@ static void plan(struct publisher *p)
 	free(match);
 }
 
-/* After a write: did the server keep what we sent? */
+/* After a write: did the server keep what we sent? If not, say once per
+ * feature what was lost, and adopt what it kept so the publisher does not
+ * fight the server with endless rewrites. */
 static void check_dropped(struct publisher *p, const struct op *op, struct json_object *got)
 {
-	uint64_t h = devices_hash(get_path(got, "spec", "devices", NULL));
+	struct json_object *got_devs = get_path(got, "spec", "devices", NULL), *sent = NULL;
+	uint64_t h = devices_hash(got_devs);
+	struct slices_opts so = slice_opts(p);
+	unsigned feats = SLICES_FEAT_OTHER;
 
 	if (h == p->want[op->index]) {
 		p->adopted[op->index] = 0;
 		return;
 	}
-	if (!p->dropped_logged) {
-		log_warn("slice_fields_dropped",
-			 "slice=%s hint=\"the API server dropped device fields; is the "
-			 "DRAConsumableCapacity feature gate on?\" action=adopting",
-			 meta_str(got, "name") ? meta_str(got, "name") : "?");
-		p->dropped_logged = true;
+	if (slices_build_devices(p->o.devices, &so, op->index, &sent) == 0) {
+		feats = slices_dropped_features(sent, got_devs);
+		json_object_put(sent);
+		if (!feats)
+			feats = SLICES_FEAT_OTHER;
+	}
+	for (unsigned f = 1; f <= SLICES_FEAT_OTHER; f <<= 1) {
+		if (!(feats & f) || (p->dropped_logged & f))
+			continue;
+		log_warn("slice_fields_dropped", "slice=%s feature=%s hint=%s action=adopting",
+			 meta_str(got, "name") ? meta_str(got, "name") : "?",
+			 slices_feature_gate((enum slices_feature)f),
+			 log_quote(slices_feature_loss((enum slices_feature)f)));
+		p->dropped_logged |= f;
 	}
 	metric_set(p->dropped, 1);
 	p->adopted[op->index] = h;
@@ -767,6 +808,13 @@ static void run_sync(struct publisher *p)
 {
 	if (p->phase != PH_WATCHING || p->syncing || p->call)
 		return;
+	if (p->desired_stale) {
+		if (compute_desired(p) < 0) {
+			retry_later(p, 0);
+			return;
+		}
+		p->desired_stale = false;
+	}
 	p->dirty = false;
 	p->syncing = true;
 	plan(p);
@@ -854,4 +902,29 @@ struct publisher *publisher_free(struct publisher *p)
 	free(p->last_error);
 	free(p);
 	return NULL;
+}
+
+void publisher_set_online(struct publisher *p, const struct cpuset *online)
+{
+	if (p->has_online && cpuset_equal(&p->online, online))
+		return;
+	p->online = *online;
+	p->has_online = true;
+	/* Before the node is known nothing is desired yet: on_node computes it.
+	 * During a sync its operations index the desired slices: the next sync
+	 * recomputes them first. */
+	if (!p->node_uid)
+		return;
+	if (p->syncing) {
+		p->desired_stale = true;
+		schedule_sync(p, 0);
+		return;
+	}
+	if (compute_desired(p) < 0) {
+		retry_later(p, 0);
+		return;
+	}
+	log_info("slices_changed", "slices=%d devices=%d reason=cpu_hotplug", p->n_desired,
+		 slices_published(p->o.devices, &(struct slices_opts){ .online = &p->online }));
+	schedule_sync(p, 0);
 }

@@ -39,6 +39,8 @@ struct event_base;
 struct kube;
 struct devices;
 struct metrics;
+struct cpuset;
+struct pcie;
 struct publisher;
 
 /* Called when the node becomes ready (true) or stops being ready (false)
@@ -51,6 +53,8 @@ struct publisher_opts {
 	int max_devices;	       /* per slice; 0 = 128 */
 	int resync_delay_ms;	       /* after a watch event; 0 = 1000 */
 	int repair_timeout_ms;	       /* known wrong this long: not ready; 0 = 30000 */
+	bool node_allocatable;	       /* slices_opts.node_allocatable */
+	const struct pcie *pcie;       /* slices_opts.pcie; borrowed */
 	publisher_state_fn on_state;
 	void *ud;
 };
@@ -58,6 +62,11 @@ struct publisher_opts {
 /* Starts publishing at once. k, base, metrics and the devices are borrowed. */
 int publisher_new(struct event_base *base, struct kube *k, const struct publisher_opts *o,
 		  struct metrics *m, struct publisher **ret);
+/* The CPUs online now changed (CPU hotplug): devices none of whose CPUs is
+ * online leave the slices, groups count their online CPUs, and a sync
+ * writes the difference at once. online is copied. */
+void publisher_set_online(struct publisher *p, const struct cpuset *online);
+
 /* Stops (cancels requests and the watch). NULL-safe. Slices are left in
  * place: the kubelet removes them when the plugin goes away for good. */
 struct publisher *publisher_free(struct publisher *p);

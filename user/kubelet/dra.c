@@ -33,11 +33,13 @@
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "core/devices.h"
+#include "core/metadata.h"
 #include "core/rt.h"
 #include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
+#include "kubelet_dra_health_v1.pb-c.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
@@ -78,7 +80,8 @@ struct health_stream {
 struct dra {
 	struct event_base *base;
 	struct dra_opts o;
-	char *node, *kubelet_root, *sysfs_root, *endpoint, *reg_path;
+	char *node, *kubelet_root, *endpoint, *reg_path;
+	char *data_dir; /* <kubelet root>/plugins/dra.cpu: device metadata lives under it */
 	struct state *state;
 	const struct topo *topo;
 	const struct devices *devices;
@@ -94,6 +97,9 @@ struct dra {
 	uint64_t cancels_unlogged;
 	struct health_stream *streams;
 	struct event *health_timer;
+	bool has_online;       /* dra_set_online() was called */
+	struct cpuset online;  /* then: the CPUs online now */
+	struct metric *g_claims_offline;
 	bool registered;
 	/* metrics */
 	struct metric_series *prep_ok, *prep_err, *prep_cancelled, *unprep_ok, *unprep_err;
@@ -163,6 +169,8 @@ static int perr(char *err, const char *fmt, ...)
 	return -EINVAL;
 }
 
+static const struct cpuset *online_now(const struct dra *d);
+
 /* ---- deciding CPUs ----------------------------------------------------------------- */
 
 static enum alloc_policy to_alloc_policy(enum claim_policy p)
@@ -175,6 +183,61 @@ static enum alloc_policy to_alloc_policy(enum claim_policy p)
 	default:
 		return ALLOC_PACKED;
 	}
+}
+
+/* The CPUs a cpuset override names, checked the way the reference driver
+ * checks them: online, not reserved, inside the device, as many as the
+ * request consumed, not used by another result of the claim, and free. */
+static int pick_exact(struct dra *d, const struct claim_result *r, const struct device *dev,
+		      int64_t count, const struct cpuset *taken, struct cpuset *out, char *err)
+{
+	struct cpuset want, bad, group, pool, reserved;
+	char list[256];
+
+	if (cpuset_parse(r->cpuset, &want, NULL) < 0)
+		return perr(err, "request %s: cpuConfig.cpuset is not a CPU list", r->request);
+	cpuset_andnot(&bad, &want, online_now(d));
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are not online", r->request,
+			    r->cpuset, list);
+	}
+	cpuset_andnot(&reserved, &d->topo->online, state_allocatable(d->state));
+	cpuset_and(&bad, &want, &reserved);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are reserved (--reserved-cpus)",
+			    r->request, r->cpuset, list);
+	}
+	device_cpus(dev, &group);
+	cpuset_andnot(&bad, &want, &group);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are not in device %s", r->request,
+			    r->cpuset, list, r->device);
+	}
+	if (cpuset_count(&want) != count)
+		return perr(err,
+			    "request %s: cpuset %s has %d CPUs, the allocation consumed %lld "
+			    "(dra.cpu/cpu \"%s\")",
+			    r->request, r->cpuset, cpuset_count(&want), (long long)count,
+			    r->consumed);
+	cpuset_and(&bad, &want, taken);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are used by another device of the "
+				 "claim",
+			    r->request, r->cpuset, list);
+	}
+	state_shared_pool(d->state, &pool);
+	cpuset_andnot(&bad, &want, &pool);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return perr(err, "request %s: cpuset %s: CPUs %s are held by another claim",
+			    r->request, r->cpuset, list);
+	}
+	*out = want;
+	return 0;
 }
 
 /* CPUs for one result of a grouped claim, chosen inside the device's group
@@ -201,9 +264,12 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	if (rc < 0)
 		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
 			    qwhy.s, r->device, dev->n_cpus);
+	if (r->cpuset[0])
+		return pick_exact(d, r, dev, count, taken, out, err);
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
+	cpuset_and(&avail, &avail, online_now(d)); /* never a CPU that went offline */
 	cpuset_andnot(&avail, &avail, taken);
 	if (cpuset_count(&avail) < count)
 		return perr(err, "request %s: dra.cpu/cpu \"%s\" is more than the %d CPUs %s has free",
@@ -262,6 +328,14 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 		if (have->n_results) {
 			const struct state_result *sr = &have->results[i];
 
+			struct cpuset named;
+
+			if (cr->cpuset[0] && cpuset_parse(cr->cpuset, &named, NULL) == 0 &&
+			    !cpuset_equal(&named, &sr->cpus))
+				return perr(pc->err,
+					    "claim is already prepared with other CPUs for request %s "
+					    "than its cpuset %s: unprepare it before preparing it again",
+					    cr->request, cr->cpuset);
 			if (strcmp(sr->request, cr->request) != 0 ||
 			    strcmp(sr->device, cr->device) != 0 ||
 			    cpuset_count(&sr->cpus) != count || !cpuset_is_subset(&sr->cpus, &cpus))
@@ -281,6 +355,64 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 			    list, (long long)total);
 	}
 	return 0;
+}
+
+/* The metadata files of a claim (device_metadata on): one per base
+ * request, its devices with their slice attributes and, grouped, the CPUs
+ * each result holds (held[i], -1 for individual devices). */
+static int write_metadata(struct dra *d, struct prep_claim *pc, const int64_t *held)
+{
+	struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
+				    .driver = DRA_DRIVER, .pool = d->node };
+	struct json_object *attrs[CLAIM_MAX_RESULTS] = { 0 };
+	struct metadata_claim *mc = calloc(1, sizeof(*mc));
+	struct errbuf why = { "" };
+	int r = 0;
+
+	if (!mc)
+		return perr(pc->err, "out of memory");
+	mc->ns = pc->ns;
+	mc->name = pc->name;
+	mc->uid = pc->uid;
+	mc->pod_claim_name = pc->alloc.pod_claim_name;
+	for (int i = 0; i < pc->alloc.n && r >= 0; i++) {
+		const struct claim_result *cr = &pc->alloc.results[i];
+		size_t base = metadata_base_len(cr->request);
+		struct metadata_request *mr = NULL;
+
+		/* results of one base request share its file */
+		for (int k = 0; k < mc->n; k++)
+			if (metadata_base_len(mc->requests[k].name) == base &&
+			    !strncmp(mc->requests[k].name, cr->request, base))
+				mr = &mc->requests[k];
+		if (!mr) {
+			mr = &mc->requests[mc->n++];
+			mr->name = cr->request;
+		}
+		if (d->o.device_attributes)
+			r = d->o.device_attributes(d->o.attributes_ud, cr->device, &attrs[i]);
+		mr->devices[mr->n++] = (struct metadata_device){ .name = cr->device,
+								 .attributes = attrs[i],
+								 .allocated_cpus = held[i] };
+	}
+	if (r >= 0)
+		r = metadata_write(&mo, mc, &why);
+	for (int i = 0; i < pc->alloc.n; i++)
+		if (attrs[i])
+			(void)json_object_put(attrs[i]);
+	free(mc);
+	if (r < 0)
+		return perr(pc->err, "writing the device metadata: %s",
+			    why.s[0] ? why.s : strerror(-r));
+	return 0;
+}
+
+static void remove_metadata(struct dra *d, const char *uid)
+{
+	struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
+				    .driver = DRA_DRIVER, .pool = d->node };
+
+	(void)metadata_remove(&mo, uid, NULL);
 }
 
 /* ---- real-time claims ---------------------------------------------------------------- */
@@ -460,8 +592,20 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	if (have && have->rt)
 		return perr(pc->err, "claim is already prepared as a real-time claim: unprepare it "
 				     "before preparing it again");
-	if (have)
-		return check_same_allocation(d, pc, have);
+	if (have) {
+		r = check_same_allocation(d, pc, have);
+		/* the retry repairs metadata a crash or a hand removed */
+		if (r >= 0 && d->o.device_metadata) {
+			int64_t held[CLAIM_MAX_RESULTS];
+
+			for (int i = 0; i < pc->alloc.n; i++)
+				held[i] = d->devices->kind == DEVICE_CPU ? -1
+					  : have->n_results ? cpuset_count(&have->results[i].cpus)
+							    : -1;
+			r = write_metadata(d, pc, held);
+		}
+		return r;
+	}
 	memset(&c, 0, sizeof(c));
 	cpuset_zero(&taken);
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -480,6 +624,15 @@ static int decide(struct dra *d, struct prep_claim *pc)
 			if (!dev)
 				return perr(pc->err, "device %s (request %s) is not a device of this node",
 					    cr->device, cr->request);
+			if (cr->cpuset[0])
+				return perr(pc->err,
+					    "request %s: a cpuset override (cpuConfig.cpuset) needs "
+					    "grouped devices; device %s is one CPU",
+					    cr->request, cr->device);
+			if (!cpuset_has(online_now(d), dev->id))
+				return perr(pc->err,
+					    "device %s (request %s): CPU %d is offline", cr->device,
+					    cr->request, dev->id);
 			cpuset_zero(&sr->cpus);
 			cpuset_set(&sr->cpus, dev->id);
 			if (cpuset_has(&taken, dev->id))
@@ -493,12 +646,35 @@ static int decide(struct dra *d, struct prep_claim *pc)
 		cpuset_or(&taken, &taken, &sr->cpus);
 	}
 
+	/* Metadata before the commit: a committed claim always has it. */
+	if (d->o.device_metadata) {
+		int64_t held[CLAIM_MAX_RESULTS];
+
+		for (int i = 0; i < pc->alloc.n; i++)
+			held[i] = d->devices->kind == DEVICE_CPU ? -1 : cpuset_count(&res[i].cpus);
+		r = write_metadata(d, pc, held);
+		if (r < 0)
+			return r;
+	}
 	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
 	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
+	/* What the container of the claim gets beside its CPUs: one container
+	 * holds all of a claim, so any result asking decides. */
+	for (int i = 0; i < pc->alloc.n; i++) {
+		const struct claim_config *cc = &pc->alloc.results[i].config;
+
+		if (cc->memory == CLAIM_MEMORY_LOCAL ||
+		    (cc->memory == CLAIM_MEMORY_DEFAULT && d->o.memory_local))
+			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
+		if (cc->shared_pool)
+			c.flags |= STATE_CLAIM_SHARED_POOL;
+	}
 	c.n_results = pc->alloc.n;
 	c.results = res;
 	r = state_claim_add(d->state, &c, &why);
+	if (r < 0 && d->o.device_metadata)
+		remove_metadata(d, pc->uid);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
 		return perr(pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
@@ -547,6 +723,9 @@ static void prep_reply(struct prep *p)
 	char (*cdi_ids)[160] = calloc((size_t)p->n, sizeof(*cdi_ids));
 	char **cdi_ptrs = calloc((size_t)p->n, sizeof(*cdi_ptrs));
 	char **req_ptrs = NULL;
+	/* per device: the claim's CDI id, then its request's metadata id */
+	char (*meta_ids)[256] = NULL;
+	char **id_ptrs = NULL;
 	int total = 0, k = 0;
 
 	/* Completing the call below must not come back here as a cancel. */
@@ -557,7 +736,10 @@ static void prep_reply(struct prep *p)
 	devs = calloc((size_t)total + 1, sizeof(*devs));
 	dptrs = calloc((size_t)total + 1, sizeof(*dptrs));
 	req_ptrs = calloc((size_t)total + 1, sizeof(*req_ptrs));
-	if (!entries || !eptrs || !crs || !devs || !dptrs || !cdi_ids || !cdi_ptrs || !req_ptrs) {
+	meta_ids = calloc((size_t)total + 1, sizeof(*meta_ids));
+	id_ptrs = calloc(2 * (size_t)total + 2, sizeof(*id_ptrs));
+	if (!entries || !eptrs || !crs || !devs || !dptrs || !cdi_ids || !cdi_ptrs || !req_ptrs ||
+	    !meta_ids || !id_ptrs) {
 		if (p->call)
 			(void)grpc_call_fail(p->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
@@ -591,8 +773,15 @@ static void prep_reply(struct prep *p)
 			devs[k].request_names = &req_ptrs[k];
 			devs[k].pool_name = d->node;
 			devs[k].device_name = (char *)res->device;
+			id_ptrs[2 * k] = cdi_ptrs[i];
 			devs[k].n_cdi_device_ids = 1;
-			devs[k].cdi_device_ids = &cdi_ptrs[i];
+			if (d->o.device_metadata) {
+				metadata_cdi_id(pc->uid, res->request, meta_ids[k],
+						sizeof(meta_ids[k]));
+				id_ptrs[2 * k + 1] = meta_ids[k];
+				devs[k].n_cdi_device_ids = 2;
+			}
+			devs[k].cdi_device_ids = &id_ptrs[2 * k];
 			if (p->v1 && res->share_id[0])
 				devs[k].share_id = (char *)res->share_id;
 			dptrs[k] = &devs[k];
@@ -624,6 +813,8 @@ out:
 	free(cdi_ids);
 	free(cdi_ptrs);
 	free(req_ptrs);
+	free(meta_ids);
+	free(id_ptrs);
 }
 
 /* Drops one reference; the last one replies and frees. */
@@ -995,6 +1186,26 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s",
 				 log_quote(c->ns), log_quote(c->name), uid, list);
 		}
+		/* Metadata first (whatever the option says now: it may have been on
+		 * when the claim was prepared); a spec that stays keeps the claim. */
+		if (cdi_uid_valid(uid) == 0) {
+			struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
+						    .driver = DRA_DRIVER, .pool = d->node };
+			struct errbuf mwhy = { "" };
+
+			r = d->o.cdi_dir ? metadata_remove(&mo, uid, &mwhy) : 0;
+			if (r < 0) {
+				(void)snprintf(errs[i], DRA_ERR_MAX,
+					       "removing the device metadata of claim %s: %s (CPUs "
+					       "stay reserved)",
+					       uid, mwhy.s);
+				crs[i].error = errs[i];
+				metric_series_add(d->unprep_err, 1);
+				log_error("claim_unprepare_failed", "uid=%s error=%s", uid,
+					  log_quote(errs[i]));
+				continue;
+			}
+		}
 		/* Unknown claims succeed: Unprepare is idempotent. */
 		r = state_claim_remove(d->state, uid);
 		if (r < 0) {
@@ -1033,14 +1244,17 @@ static void handle_get_info(struct grpc_call *call, const uint8_t *req, size_t l
 {
 	struct dra *d = ud;
 	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
-	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
+	/* The health services too: the kubelet picks v1 when both are listed,
+	 * v1alpha1 when only it is (1.34-1.36). */
+	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
+				    "v1alpha1.DRAResourceHealth" };
 	uint8_t buf[1024];
 	size_t n;
 
 	info.type = "DRAPlugin";
 	info.name = DRA_DRIVER;
 	info.endpoint = d->endpoint;
-	info.n_supported_versions = 2;
+	info.n_supported_versions = ARRAY_SIZE(versions);
 	info.supported_versions = versions;
 	n = pluginregistration__plugin_info__get_packed_size(&info);
 	if (n > sizeof(buf)) {
@@ -1082,50 +1296,114 @@ static void handle_registration_status(struct grpc_call *call, const uint8_t *re
 
 /* ---- health ---------------------------------------------------------------------------- */
 
-/* A device is unhealthy when one of its CPUs went offline since start. */
+/* The CPUs online now: the hotplug view when the daemon gave one. */
+static const struct cpuset *online_now(const struct dra *d)
+{
+	return d->has_online ? &d->online : &d->topo->online;
+}
+
+struct held {
+	const struct cpuset *off; /* offline CPUs of the device */
+	struct cpuset cpus;	  /* of those, the ones held by claims */
+	char who[256];		  /* "ns/name, ns/name" (the first few) */
+	int n;
+};
+
+static int find_holders(void *ud, const struct state_claim *c)
+{
+	struct held *h = ud;
+	struct cpuset both;
+	size_t len = strlen(h->who);
+
+	cpuset_and(&both, &c->cpus, h->off);
+	if (cpuset_is_empty(&both))
+		return 0;
+	cpuset_or(&h->cpus, &h->cpus, &both);
+	/* names are cut to fit: the message has a limit of its own */
+	if (h->n++ < 3 && len + 2 < sizeof(h->who) &&
+	    snprintf(h->who + len, sizeof(h->who) - len, "%s%.63s/%.60s", len ? ", " : "",
+		     c->ns[0] ? c->ns : "?", c->name[0] ? c->name : c->uid) < 0)
+		h->who[len] = 0;
+	return 0;
+}
+
+/* Health and message of one device. A CPU device whose CPU is offline is
+ * unhealthy; a group is unhealthy when a prepared claim holds one of its
+ * offline CPUs (such a claim keeps its CPUs: they are never moved), and
+ * says how many CPUs it has left when only free ones went. */
+static bool device_health(struct dra *d, const struct device *dev, char *msg, size_t size)
+{
+	struct cpuset cpus, off;
+	struct held h = { .off = &off };
+	char list[256], hl[256];
+
+	device_cpus(dev, &cpus);
+	cpuset_andnot(&off, &cpus, online_now(d));
+	if (cpuset_is_empty(&off)) {
+		(void)snprintf(msg, size, "ok");
+		return true;
+	}
+	(void)state_foreach_claim(d->state, find_holders, &h);
+	(void)cpuset_format(&off, list, sizeof(list));
+	if (dev->kind == DEVICE_CPU || dev->kind == DEVICE_RT) {
+		(void)snprintf(msg, size, "CPU %d is offline%s%s%s", dev->id,
+			       h.n ? " (prepared for claim " : "", h.n ? h.who : "",
+			       h.n ? "; kept there, not moved)" : "");
+		return false;
+	}
+	if (cpuset_is_empty(&h.cpus)) {
+		(void)snprintf(msg, size, "CPUs %s are offline; %d of its %d CPUs remain", list,
+			       cpuset_count(&cpus) - cpuset_count(&off), cpuset_count(&cpus));
+		return true;
+	}
+	(void)cpuset_format(&h.cpus, hl, sizeof(hl));
+	(void)snprintf(msg, size,
+		       "CPUs %s are offline; CPUs %s are prepared for claim%s %s%s and stay "
+		       "with %s, not moved",
+		       list, hl, h.n > 1 ? "s" : "", h.who, h.n > 3 ? ", ..." : "",
+		       h.n > 1 ? "them" : "it");
+	return false;
+}
+
+/* One complete snapshot of every device. v1 and the renamed v1alpha1 share
+ * messages and field numbers, so one encoding serves both services (the
+ * tests decode it with the v1 types). */
 static void health_send(struct dra *d, struct health_stream *hs)
 {
 	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
-	V1alpha1__DeviceHealth *h = calloc((size_t)d->devices->n + 1, sizeof(*h));
-	V1alpha1__DeviceHealth **hp = calloc((size_t)d->devices->n + 1, sizeof(*hp));
-	V1alpha1__DeviceIdentifier *ids = calloc((size_t)d->devices->n + 1, sizeof(*ids));
-	_cleanup_free_ char *online_text = NULL;
-	struct cpuset online = d->topo->online;
-	char path[4096];
-	size_t len = 0;
+	size_t n = (size_t)d->devices->n;
+	V1alpha1__DeviceHealth *h = calloc(n + 1, sizeof(*h));
+	V1alpha1__DeviceHealth **hp = calloc(n + 1, sizeof(*hp));
+	V1alpha1__DeviceIdentifier *ids = calloc(n + 1, sizeof(*ids));
+	char (*msgs)[DRA_HEALTH_MESSAGE_MAX + 1] = calloc(n + 1, sizeof(*msgs));
 	time_t now = time(NULL);
 
-	(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online",
-		       d->sysfs_root ? d->sysfs_root : "");
-	if (d->o.watch_online && fileio_read(path, 65536, &online_text, &len, NULL) == 0)
-		(void)cpuset_parse_n(online_text, len, &online, NULL);
-	if (!h || !hp || !ids)
+	if (!h || !hp || !ids || !msgs)
 		goto out;
-	for (int i = 0; i < d->devices->n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct device *dev = &d->devices->v[i];
-		struct cpuset cpus;
+		bool ok = device_health(d, dev, msgs[i], sizeof(msgs[i]));
 
-		device_cpus(dev, &cpus);
 		v1alpha1__device_health__init(&h[i]);
 		v1alpha1__device_identifier__init(&ids[i]);
 		ids[i].pool_name = d->node;
 		ids[i].device_name = (char *)dev->name;
 		h[i].device = &ids[i];
-		h[i].health = cpuset_is_subset(&cpus, &online) ? V1ALPHA1__HEALTH_STATUS__HEALTHY
-							       : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
-		h[i].message = h[i].health == V1ALPHA1__HEALTH_STATUS__HEALTHY ? "ok"
-										: "a CPU went offline";
+		h[i].health = ok ? V1ALPHA1__HEALTH_STATUS__HEALTHY
+				 : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
+		h[i].message = msgs[i];
 		h[i].last_updated_time = now;
 		h[i].health_check_timeout_seconds = HEALTH_TIMEOUT_S;
 		hp[i] = &h[i];
 	}
-	resp.n_devices = (size_t)d->devices->n;
+	resp.n_devices = n;
 	resp.devices = hp;
 	(void)grpc_call_send_pb(hs->call, &resp.base);
 out:
 	free(h);
 	free(hp);
 	free(ids);
+	free(msgs);
 }
 
 static void health_unlink(struct health_stream *hs)
@@ -1214,6 +1492,10 @@ static void register_metrics(struct dra *d, struct metrics *m)
 					  (int)ARRAY_SIZE(cpus));
 	d->grpc_calls = metrics_counter(m, "dra_cpu_grpc_calls_total",
 					"Kubelet gRPC calls by method and grpc-status.", "method,code");
+	d->g_claims_offline = metrics_gauge(m, "dra_cpu_claims_on_offline_cpus",
+					    "Prepared claims holding a CPU that is offline (kept "
+					    "there, never moved).",
+					    NULL);
 	d->grpc_seconds = metrics_histogram(m, "dra_cpu_grpc_call_duration_seconds",
 					    "Kubelet gRPC call duration by method.", "method", secs,
 					    (int)ARRAY_SIZE(secs));
@@ -1236,6 +1518,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		{ PATH_V1 "NodeUnprepareResources", handle_unprepare, true },
 		{ PATH_V1BETA1 "NodePrepareResources", on_prepare_v1beta1, true },
 		{ PATH_V1BETA1 "NodeUnprepareResources", handle_unprepare, true },
+		{ "/v1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
 		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
 	};
 	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
@@ -1258,9 +1541,9 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	d->devices = devices;
 	d->node = strdup(o->node);
 	d->kubelet_root = strdup(o->kubelet_root);
-	d->sysfs_root = o->sysfs_root ? strdup(o->sysfs_root) : NULL;
-	if (!d->node || !d->kubelet_root || (o->sysfs_root && !d->sysfs_root) ||
+	if (!d->node || !d->kubelet_root ||
 	    asprintf(&d->endpoint, "%s/%s", o->kubelet_root, DRA_SOCKET) < 0 ||
+	    asprintf(&d->data_dir, "%s/%s", o->kubelet_root, DRA_DIR) < 0 ||
 	    asprintf(&d->reg_path, "%s/%s", o->kubelet_root, REG_SOCKET) < 0)
 		return -ENOMEM;
 	d->pump = event_new(base, -1, 0, on_pump, d);
@@ -1304,6 +1587,52 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	return 0;
 }
 
+static int report_offline_claim(void *ud, const struct state_claim *c)
+{
+	const struct cpuset *online = ud;
+	struct cpuset off;
+	char list[256];
+
+	cpuset_andnot(&off, &c->cpus, online);
+	if (cpuset_is_empty(&off))
+		return 0;
+	(void)cpuset_format(&off, list, sizeof(list));
+	log_warn("claim_cpus_offline", "claim=%s/%s uid=%s offline=%s action=kept_not_moved",
+		 log_quote(c->ns), log_quote(c->name), c->uid, list);
+	return 1;
+}
+
+static int count_offline_claims(void *ud, const struct state_claim *c)
+{
+	struct dra *d = ud;
+	struct cpuset off;
+
+	cpuset_andnot(&off, &c->cpus, &d->online);
+	metric_add(d->g_claims_offline, !cpuset_is_empty(&off));
+	return 0;
+}
+
+void dra_set_online(struct dra *d, const struct cpuset *online)
+{
+	struct cpuset went;
+
+	if (d->has_online && cpuset_equal(&d->online, online))
+		return;
+	/* Claims that hold a CPU that just went offline are named once. */
+	cpuset_andnot(&went, online_now(d), online);
+	if (!cpuset_is_empty(&went)) {
+		struct cpuset still = *online;
+
+		(void)state_foreach_claim(d->state, report_offline_claim, &still);
+	}
+	d->online = *online;
+	d->has_online = true;
+	metric_set(d->g_claims_offline, 0);
+	(void)state_foreach_claim(d->state, count_offline_claims, d);
+	for (struct health_stream *hs = d->streams; hs; hs = hs->next)
+		health_send(d, hs);
+}
+
 struct dra *dra_free(struct dra *d)
 {
 	if (!d)
@@ -1334,8 +1663,8 @@ struct dra *dra_free(struct dra *d)
 	alloc_topo_free(d->alloc);
 	free(d->node);
 	free(d->kubelet_root);
-	free(d->sysfs_root);
 	free(d->endpoint);
+	free(d->data_dir);
 	free(d->reg_path);
 	free(d);
 	return NULL;

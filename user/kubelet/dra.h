@@ -48,6 +48,7 @@ struct topo;
 struct devices;
 struct metrics;
 struct dra;
+struct cpuset;
 
 #define DRA_DRIVER "dra.cpu"
 #define DRA_ERR_MAX 512
@@ -72,6 +73,8 @@ struct dra_fetch_ops {
 /* Registration state changes (the kubelet accepted or rejected us). */
 typedef void (*dra_registered_fn)(void *ud, bool registered);
 
+/* The longest health message the kubelet takes (it cuts longer ones). */
+#define DRA_HEALTH_MESSAGE_MAX 1024
 #define DRA_PREPARE_TIMEOUT_MS 45000 /* the kubelet's own deadline for Prepare */
 #define DRA_MAX_FETCHES 16
 #define DRA_MAX_CLAIMS_PER_CALL 256
@@ -79,8 +82,6 @@ typedef void (*dra_registered_fn)(void *ud, bool registered);
 struct dra_opts {
 	const char *node;	  /* pool name */
 	const char *kubelet_root; /* sockets go under it */
-	const char *sysfs_root;	  /* NULL: / (health reads cpu/online) */
-	bool watch_online;	  /* topology discovered here: report CPUs going offline */
 	int device_mode;	  /* enum devices_mode */
 	const struct dra_fetch_ops *fetch; /* borrowed; must outlive the plugin */
 	void *fetch_ud;
@@ -92,6 +93,18 @@ struct dra_opts {
 	/* Real-time CPUs (--rt-cpus): the kernel's limits their budgets are
 	 * checked against; NULL when there are none (core/rt.h). */
 	const struct rt_limits *rt;
+	/* Device metadata in the container (docs/device-metadata.md): Prepare
+	 * writes a metadata file and CDI spec per request into cdi_dir (the
+	 * claims' own CDI directory) and <kubelet_root>/plugins/dra.cpu, and
+	 * returns their CDI ids; Unprepare always removes them. */
+	bool device_metadata;
+	const char *cdi_dir;
+	/* Claims whose CPUConfig does not say: NUMA-local memory. */
+	bool memory_local;
+	/* The attributes the slice gives a device (a new object, the plugin
+	 * puts it); lent by the daemon (slices are a sibling layer). */
+	int (*device_attributes)(void *ud, const char *device, struct json_object **ret);
+	void *attributes_ud;
 };
 
 /* Everything is borrowed and must outlive the plugin. Creates the sockets
@@ -99,6 +112,15 @@ struct dra_opts {
 int dra_new(struct event_base *base, const struct dra_opts *o, struct state *state,
 	    const struct topo *topo, const struct devices *devices, struct metrics *metrics,
 	    struct dra **ret);
+/* CPU hotplug: the CPUs online now (copied). Devices with an offline CPU
+ * are reported on the health streams at once (v1.DRAResourceHealth and
+ * v1alpha1.DRAResourceHealth: a CPU device whose CPU is offline, or a group
+ * one of whose offline CPUs a prepared claim holds, is UNHEALTHY with a
+ * message; the claim keeps its CPUs, never moved, and is logged once); no
+ * new claim gets an offline CPU. Before the first call: the CPUs online at
+ * start. */
+void dra_set_online(struct dra *d, const struct cpuset *online);
+
 /* Cancels health streams, cancels every fetch still in flight (through the
  * fetch operations: free the plugin before the API client), closes the
  * sockets. NULL-safe. */

@@ -109,6 +109,7 @@ static int cfg_init(struct cfg *c, const struct nri_config *in)
 
 struct nri_adjust {
 	char *cpus;
+	char *mems;
 	bool has_sched;
 	struct nri_scheduler sched;
 };
@@ -229,6 +230,21 @@ int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
 		return -ENOMEM;
 	free(a->cpus);
 	a->cpus = dup;
+	return 0;
+}
+
+int nri_adjust_set_mems(struct nri_adjust *a, const char *mems)
+{
+	char *dup;
+	int r = check_cpus(mems); /* a node list has the CPU list's syntax */
+
+	if (r < 0)
+		return r;
+	dup = strdup(mems);
+	if (!dup)
+		return -ENOMEM;
+	free(a->mems);
+	a->mems = dup;
 	return 0;
 }
 
@@ -974,6 +990,8 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 		r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
 		if (r >= 0 && adj.cpus) {
 			cpu.cpus = adj.cpus;
+			if (adj.mems)
+				cpu.mems = adj.mems;
 			res.cpu = &cpu;
 			ladj.resources = &res;
 			adjust.linux_ = &ladj;
@@ -1001,6 +1019,7 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	}
 	updates_done(&upd);
 	free(adj.cpus);
+	free(adj.mems);
 	nri__container_request__free_unpacked(req, &a.base);
 	return r < 0 ? r : 0;
 }

@@ -116,6 +116,10 @@ struct nri_updates;
  * non-empty valid CPU list ("" would mean "no change" to the runtime):
  * -EINVAL otherwise, -E2BIG over NRI_CPUS_MAX. */
 int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus);
+/* Set the memory nodes of the container being created (cpuset.mems; a
+ * node list, same rules as cpus; copied). Not called: the runtime's
+ * default, every node. */
+int nri_adjust_set_mems(struct nri_adjust *a, const char *mems);
 /* The OCI process.scheduler (runtime-spec v1.1.0) as the LinuxScheduler
  * adjustment of NRI v0.11.0 carries it: times in nanoseconds, deadline
  * relative. Runtimes with an older NRI drop the field without a word, so a

@@ -29,6 +29,7 @@
 #include "nri/nri.h"
 #include "nri/rtctl.h"
 #include "core/state.h"
+#include "host/topo.h"
 
 #define MAX_CLAIMS_PER_CONTAINER 32
 
@@ -247,6 +248,61 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 	}
 }
 
+/* The state flags of a container's claims, or-ed. */
+static unsigned ctr_flags(const struct pools *p, const struct ctr *c)
+{
+	unsigned f = 0;
+
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+
+		if (cl)
+			f |= cl->flags;
+	}
+	return f;
+}
+
+/* The cpuset a container should have: the shared pool, or its claims'
+ * CPUs, plus the pool when one of its claims asked for it (sharedPool). */
+static void target_cpus(const struct pools *p, const struct ctr *c, struct cpuset *ret)
+{
+	struct cpuset pool;
+
+	state_shared_pool(p->state, &pool);
+	if (!c->n_claims) {
+		*ret = pool;
+		return;
+	}
+	claims_union(p, c, ret);
+	if (ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL)
+		cpuset_or(ret, ret, &pool);
+}
+
+/* NUMA-local memory: the nodes (with memory) of the CPUs of the claims that
+ * asked for it. False when none asked, or none of their CPUs is on a node
+ * with memory (the runtime's default, every node, stays then). */
+static bool local_mems(const struct pools *p, const struct ctr *c, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	if (!p->o.topo)
+		return false;
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+
+		if (!cl || !(cl->flags & STATE_CLAIM_MEMORY_LOCAL))
+			continue;
+		CPUSET_FOREACH(cpu, &cl->cpus)
+		{
+			const struct topo_cpu *tc = topo_cpu(p->o.topo, cpu);
+
+			if (tc && tc->numa >= 0 &&
+			    (!p->o.memory_nodes || cpuset_has(p->o.memory_nodes, tc->numa)))
+				cpuset_set(ret, tc->numa);
+		}
+	}
+	return !cpuset_is_empty(ret);
+}
+
 /* The CPUs the container holds alone: its claims' less the real-time ones,
  * which containers share by bandwidth. */
 static void exclusive_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
@@ -261,7 +317,11 @@ static void exclusive_union(const struct pools *p, const struct ctr *c, struct c
 }
 
 /* Every shared container to the pool, into upd (an event's reply). */
-static int shared_updates(struct pools *p, struct nri_updates *upd)
+/* Updates for every container that follows the shared pool: the shared
+ * ones, and the exclusive ones whose claim asked for the pool too (sharedPool;
+ * each its own list). skip: the container being created (its adjustment
+ * already says it). */
+static int shared_updates(struct pools *p, struct nri_updates *upd, const char *skip)
 {
 	_cleanup_free_ char *list = NULL;
 	const struct ctr *c;
@@ -276,9 +336,25 @@ static int shared_updates(struct pools *p, struct nri_updates *upd)
 		return -ENOMEM;
 	HASHTAB_FOREACH(c, &p->ctrs)
 	{
-		if (c->n_claims)
+		if (c->n_claims || (skip && !strcmp(c->id, skip)))
 			continue;
 		r = nri_updates_add(upd, c->id, list);
+		if (r < 0)
+			return r;
+	}
+	HASHTAB_FOREACH(c, &p->ctrs)
+	{
+		_cleanup_free_ char *own = NULL;
+		struct cpuset cpus;
+
+		if (!c->n_claims || !(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL) ||
+		    (skip && !strcmp(c->id, skip)))
+			continue;
+		target_cpus(p, c, &cpus);
+		own = cpuset_to_string(&cpus);
+		if (!own)
+			return -ENOMEM;
+		r = nri_updates_add(upd, c->id, own);
 		if (r < 0)
 			return r;
 	}
@@ -456,7 +532,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			memcpy(n->claims[i], uids[i], sizeof(uids[i]));
 		}
 		n->n_claims = k;
-		claims_union(p, n, &cpus);
+		target_cpus(p, n, &cpus);
 	}
 	list = cpuset_to_string(&cpus);
 	if (!list) {
@@ -464,6 +540,18 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		return -ENOMEM;
 	}
 	r = nri_adjust_set_cpus(adj, list);
+	if (!r && k) {
+		struct cpuset nodes;
+
+		if (local_mems(p, n, &nodes)) {
+			_cleanup_free_ char *mems = cpuset_to_string(&nodes);
+
+			r = mems ? nri_adjust_set_mems(adj, mems) : -ENOMEM;
+			if (!r)
+				log_info("container_memory_local", "container=%s id=%.12s mems=%s",
+					 c->name, c->id, mems);
+		}
+	}
 	if (r < 0) {
 		ctr_free(n);
 		return r;
@@ -477,7 +565,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	/* First start of a claim's container: shrink every shared container (it
 	 * is not one of them: it has a claim). */
 	if (newly) {
-		r = shared_updates(p, upd);
+		r = shared_updates(p, upd, c->id);
 		if (r < 0 && r != -ENOSPC)
 			return r;
 	}
@@ -495,10 +583,7 @@ static int on_update(void *ud, const struct nri_pod *pod, const struct nri_conta
 
 	if (!x || !cpus[0])
 		return 0;
-	if (x->n_claims)
-		claims_union(p, x, &want);
-	else
-		state_shared_pool(p->state, &want);
+	target_cpus(p, x, &want);
 	if (cpuset_is_empty(&want) ||
 	    (cpuset_parse(cpus, &got, NULL) == 0 && cpuset_equal(&got, &want)))
 		return 0;
@@ -615,7 +700,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		struct cpuset cpus;
 
 		if (x->n_claims) {
-			claims_union(p, x, &cpus);
+			target_cpus(p, x, &cpus);
 			list = cpuset_to_string(&cpus);
 			if (!list)
 				return -ENOMEM;
@@ -703,22 +788,40 @@ static void push_pool(struct pools *p)
 {
 	_cleanup_free_ char *list = NULL;
 	_cleanup_free_ struct nri_update *u = NULL;
+	_cleanup_free_ char **own = NULL;
 	const struct ctr *c;
 	struct cpuset pool;
-	size_t k = 0;
+	size_t k = 0, n_own = 0, n = hashtab_count(&p->ctrs);
 
-	if (!p->nri || !p->o.push_updates || p->n_shared == 0)
+	if (!p->nri || !p->o.push_updates)
 		return;
 	state_shared_pool(p->state, &pool);
 	list = cpuset_to_string(&pool);
-	u = calloc(hashtab_count(&p->ctrs), sizeof(*u));
-	if (!list || !u || cpuset_is_empty(&pool))
+	u = calloc(n + 1, sizeof(*u));
+	own = calloc(n + 1, sizeof(*own));
+	if (!list || !u || !own || cpuset_is_empty(&pool))
 		return;
 	HASHTAB_FOREACH(c, &p->ctrs)
-		if (!c->n_claims)
-			u[k++] = (struct nri_update){c->id, list};
-	if (nri_push_updates(p->nri, u, k) == 0)
+	{
+		struct cpuset cpus;
+
+		if (!c->n_claims) {
+			u[k++] = (struct nri_update){ c->id, list };
+			continue;
+		}
+		/* a claim's container that takes the pool too widens with it */
+		if (!(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
+			continue;
+		target_cpus(p, c, &cpus);
+		own[n_own] = cpuset_to_string(&cpus);
+		if (!own[n_own])
+			break;
+		u[k++] = (struct nri_update){ c->id, own[n_own++] };
+	}
+	if (k && nri_push_updates(p->nri, u, k) == 0)
 		log_info("shared_pool_widened", "containers=%zu cpus=%s", k, list);
+	for (size_t i = 0; i < n_own; i++)
+		free(own[i]);
 }
 
 static void on_state(void *ud, enum state_event ev, const struct state_claim *c)

@@ -14,6 +14,12 @@
  * shared container cannot be created then, and state's guard refuses a claim
  * that would empty it while shared containers run.
  *
+ * A claim may also ask (state flags, from its CPUConfig) that its container
+ * get the current shared pool beside its CPUs (sharedPool: kept up to date
+ * with the shared containers' updates), and that its memory stay on the
+ * NUMA nodes of its CPUs (memory: local, cpuset.mems set at creation;
+ * shared containers keep every node).
+ *
  * Synchronize rebuilds the container table from the runtime's view, trusting
  * env claims only when they match what state prepared, and re-pins everything.
  * Exclusive containers' cgroups are resolved to cgroup ids once the runtime
@@ -26,6 +32,8 @@
 #include "lib/cleanup.h"
 
 struct state;
+struct topo;
+struct cpuset;
 struct bpfmon;
 struct metrics;
 struct nri;
@@ -41,6 +49,11 @@ struct pools_opts {
 	/* Where owners.json goes (NULL: nowhere): the exclusive CPUs, their
 	 * cgroup and claim, for bpf-verify. See POOLS_OWNERS_FILE. */
 	const char *state_dir;
+	/* NUMA-local memory (a claim with STATE_CLAIM_MEMORY_LOCAL): the node
+	 * of each CPU, and the nodes that have memory (NULL: every node). Both
+	 * borrowed; topo NULL: memory is never restricted. */
+	const struct topo *topo;
+	const struct cpuset *memory_nodes;
 };
 
 /* <state-dir>/owners.json, rewritten atomically whenever an owner changes:
