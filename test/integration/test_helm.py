@@ -669,6 +669,10 @@ def check_log_level(objs):
     assert flag(objs, "v") == ["4"] and config(objs)["logVerbosity"] == 4
 
 
+def check_pcie_roots(objs):
+    assert "--expose-pcie-roots" in args_of(objs)
+
+
 def check_pod_settings(objs):
     spec, c = pod_spec(objs), container(objs)
     meta = one(objs, "DaemonSet")["spec"]["template"]["metadata"]
@@ -754,6 +758,7 @@ CASES = {
                      check_own_settings, NUMA_GROUPED),
     "nri-off": ({"nri": False}, check_nri_off, NUMA_GROUPED),
     "logLevel": ({"args": {"logLevel": 4}}, check_log_level, NUMA_GROUPED),
+    "pcie-roots": ({"args": {"exposePCIeRoots": True}}, check_pcie_roots, NUMA_GROUPED),
     "pod-settings": ({"image": {"repository": "registry.example/dra-cpu", "tag": "v9",
                                 "pullPolicy": "Always"},
                       "imagePullSecrets": [{"name": "regcred"}],
@@ -886,7 +891,7 @@ BAD_VALUES = [
     ({"args": {"groupBy": "rack"}}, "args.groupBy must be one of"),
     ({"args": {"reservedCPUs": "0-"}}, "args.reservedCPUs: Does not match pattern"),
     ({"args": {"logLevel": 10}}, "args.logLevel: Must be less than or equal to 9"),
-    ({"args": {"exposePCIeRoots": True}}, "Additional property exposePCIeRoots is not allowed"),
+    ({"args": {"exposePCIeRoots": "yes"}}, "args.exposePCIeRoots: Invalid type"),
     ({"healthzPort": 0}, "healthzPort: Must be greater than or equal to 1"),
     ({"healthzPort": "8080"}, "healthzPort: Invalid type"),
     ({"kubeletRootDir": "var/lib/kubelet"}, "kubeletRootDir: Does not match pattern"),
@@ -961,8 +966,16 @@ def chart_values():
 
 
 def file_keys():
-    """{file key: flag info} for every key the driver's file accepts."""
-    return {f["file"]: dict(f, flag=n) for n, f in driver_flags().items() if f.get("file")}
+    """{file key: flag info} for every key the driver's file accepts, the
+    file-only ones (listed apart at the end of --help) included."""
+    keys = {f["file"]: dict(f, flag=n) for n, f in driver_flags().items() if f.get("file")}
+    p = subprocess.run([DRIVER, "--help"], capture_output=True, text=True, timeout=30)
+    tail = p.stdout.split("Configuration file only", 1)
+    assert len(tail) == 2, "--help lists no file-only keys"
+    for m in re.finditer(r"^  ([A-Za-z]+): (\S+)$", tail[1], re.M):
+        keys[m.group(1)] = {"meta": m.group(2), "boolean": m.group(2) == "true|false",
+                            "flag": None, "file": m.group(1)}
+    return keys
 
 
 def schema_for(info):
