@@ -4,9 +4,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
+
+#include "core/cdi.h"
+
+_Static_assert(CLAIM_UID_MAX == CDI_UID_MAX, "a pod uid is checked as a claim uid");
 
 #define CONFIG_API_VERSION "dra.cpu/v1alpha1"
 #define CONFIG_KIND "CPUConfig"
@@ -227,6 +232,56 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 		return fail(err, "the allocation has no results for driver %s: nothing to prepare",
 			    driver);
 	return 0;
+}
+
+int claim_consumers_parse(struct json_object *claim, struct claim_consumer **ret, char *err)
+{
+	struct json_object *list = path(claim, "status.reservedFor");
+	struct claim_consumer *v;
+	size_t n;
+	int k = 0;
+
+	*ret = NULL;
+	if (!list)
+		return 0;
+	if (!json_object_is_type(list, json_type_array))
+		return fail(err, "status.reservedFor is not a list");
+	n = json_object_array_length(list);
+	if (n > CLAIM_MAX_CONSUMERS)
+		return fail(err, "status.reservedFor has %zu entries, more than the %d allowed", n,
+			    CLAIM_MAX_CONSUMERS);
+	if (n == 0)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(list, i);
+		const char *res = str(e, "resource"), *group = str(e, "apiGroup");
+		const char *uid = str(e, "uid"), *name = str(e, "name");
+
+		if (!json_object_is_type(e, json_type_object) || !res || !uid || !name ||
+		    (member(e, "apiGroup") && !group)) {
+			free(v);
+			return fail(err, "status.reservedFor[%zu] is not {apiGroup, resource, name, uid}",
+				    i);
+		}
+		/* Only core pods run containers we pin. */
+		if (strcmp(res, "pods") != 0 || (group && *group))
+			continue;
+		if (cdi_uid_valid(uid) < 0 || claim_name_check(name) < 0) {
+			free(v);
+			return fail(err, "status.reservedFor[%zu] is not a pod's uid and name", i);
+		}
+		memcpy(v[k].uid, uid, strlen(uid) + 1);
+		memcpy(v[k].name, name, strlen(name) + 1);
+		k++;
+	}
+	if (k == 0)
+		free(v);
+	else
+		*ret = v;
+	return k;
 }
 
 static bool is_alnum_lower(char c)
