@@ -111,6 +111,8 @@ struct prep_claim {
 	/* reply */
 	char err[DRA_ERR_MAX];
 	struct claim_alloc alloc; /* what the claim asked of us */
+	struct state_consumer *consumers; /* the pods it is reserved for */
+	int n_consumers;
 };
 
 struct prep {
@@ -291,8 +293,20 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	char why[STATE_ERR_MAX] = "", list[256];
 	int r;
 
-	if (have)
-		return check_same_allocation(d, pc, have);
+	if (have) {
+		r = check_same_allocation(d, pc, have);
+		if (r < 0)
+			return r;
+		/* Another pod of a shared claim, or the record of a claim
+		 * restored without its consumers: this read is newer. */
+		r = state_claim_set_consumers(d->state, pc->uid, pc->ns, pc->name, pc->consumers,
+					      pc->n_consumers);
+		if (r < 0)
+			log_warn_errno(r, "claim_consumers_not_recorded",
+				       "claim=%s/%s uid=%s action=next_read_retries", pc->ns,
+				       pc->name, pc->uid);
+		return 0;
+	}
 	memset(&c, 0, sizeof(c));
 	cpuset_zero(&taken);
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -329,6 +343,9 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
 	c.n_results = pc->alloc.n;
 	c.results = res;
+	c.consumers_known = true;
+	c.consumers = pc->consumers;
+	c.n_consumers = pc->n_consumers;
 	r = state_claim_add(d->state, &c, why);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
 		return perr(pc->err, "overlapping device assignment: %s", why);
@@ -353,6 +370,7 @@ static void prep_free(struct prep *p)
 		free(p->claims[i].ns);
 		free(p->claims[i].name);
 		free(p->claims[i].uid);
+		free(p->claims[i].consumers);
 	}
 	free(p->claims);
 	free(p);
@@ -533,6 +551,30 @@ static void prep_claim_done(struct prep_claim *pc)
 	prep_put(pc->prep);
 }
 
+/* The pods the claim is reserved for, kept with the claim for NRI to check. */
+static int read_consumers(struct json_object *claim, struct prep_claim *pc, char *cerr)
+{
+	_cleanup_free_ struct claim_consumer *v = NULL;
+	int n = claim_consumers_parse(claim, &v, cerr);
+
+	if (n == -ENOMEM)
+		(void)snprintf(cerr, CLAIM_ERR_MAX, "out of memory");
+	if (n <= 0)
+		return n;
+	pc->consumers = calloc((size_t)n, sizeof(*pc->consumers));
+	if (!pc->consumers) {
+		(void)snprintf(cerr, CLAIM_ERR_MAX, "out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		(void)snprintf(pc->consumers[i].uid, sizeof(pc->consumers[i].uid), "%s", v[i].uid);
+		(void)snprintf(pc->consumers[i].name, sizeof(pc->consumers[i].name), "%s",
+			       v[i].name);
+	}
+	pc->n_consumers = n;
+	return 0;
+}
+
 static void on_claim_fetched(void *ud, struct json_object *claim, const char *err)
 {
 	struct prep_claim *pc = ud;
@@ -548,7 +590,8 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 			   err && *err ? err : "unknown error");
 	} else {
 		metric_series_add(d->fetch_ok, 1);
-		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0)
+		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0 ||
+		    read_consumers(claim, pc, cerr) < 0)
 			(void)perr(pc->err, "%s", cerr);
 		else
 			(void)decide(d, pc);
