@@ -47,6 +47,7 @@ struct cfg {
 	unsigned register_timeout_ms;
 	unsigned setup_timeout_ms;
 	unsigned call_timeout_ms;
+	unsigned create_wait_ms;
 };
 
 static void cfg_done(struct cfg *c)
@@ -90,6 +91,7 @@ static int cfg_init(struct cfg *c, const struct nri_config *in)
 		.register_timeout_ms = or_default(i->register_timeout_ms, 5000),
 		.setup_timeout_ms = or_default(i->setup_timeout_ms, 15000),
 		.call_timeout_ms = or_default(i->call_timeout_ms, 5000),
+		.create_wait_ms = or_default(i->create_wait_ms, NRI_CREATE_WAIT_MS),
 	};
 	if (!c->socket_path || !c->name || !c->idx) {
 		cfg_done(c);
@@ -106,8 +108,14 @@ static int cfg_init(struct cfg *c, const struct nri_config *in)
 
 /* ---- handler outputs ---------------------------------------------------------------------- */
 
+struct create_call;
+
 struct nri_adjust {
 	char *cpus;
+	struct nri_session *s;
+	struct create_call *call;
+	bool final;
+	bool defer; /* the handler asked to wait */
 };
 
 /* Updates are kept encoded, as the bytes of the repeated ContainerUpdate field of the message
@@ -379,7 +387,30 @@ struct nri_session {
 	size_t sync_bytes;
 	struct nri_stats st;
 	char why[192];
+	/* CreateContainers waiting for their handler, and how to wake one
+	 * (the session itself, or the loop side that owns it). */
+	struct create_call *waiting;
+	unsigned n_waiting;
+	int (*resume_fn)(void *ctx, uint64_t token);
+	void *resume_ctx;
 };
+
+/* A CreateContainer from decoding to its answer: the request stays decoded
+ * while the handler waits (struct nri_resume). */
+struct create_call {
+	struct create_call *next; /* in waiting */
+	struct ttrpc_pb_alloc a;
+	Nri__ContainerRequest *req;
+	uint64_t token;
+	uint32_t sid;
+	int attempt;
+	bool waiting, running;
+	int64_t deadline_ms;
+};
+
+/* Unique over every session of the process: a stale resume handle from an
+ * ended connection must not wake a request of the next one. One thread. */
+static uint64_t next_token;
 
 static void set_why(struct nri_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -411,6 +442,20 @@ static int mux_write(void *ud, const void *buf, size_t len)
 }
 
 static int on_request(void *ud, const struct ttrpc_request *rq);
+
+static void create_call_free(struct create_call *cc)
+{
+	if (!cc)
+		return;
+	if (cc->req)
+		nri__container_request__free_unpacked(cc->req, &cc->a.base);
+	free(cc);
+}
+
+static int resume_self(void *ctx, uint64_t token)
+{
+	return nri_session_resume(ctx, token);
+}
 
 int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, void *ud,
 		    int (*write)(void *wud, const void *buf, size_t len), void *wud,
@@ -452,6 +497,8 @@ int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, 
 	 * RemoveContainer alone and answer it. */
 	s->events = s->handled ? s->handled : NRI_EVENT_BIT(NRI_EVENT_REMOVE_CONTAINER);
 	s->end = -ECONNRESET;
+	s->resume_fn = resume_self;
+	s->resume_ctx = s;
 	*ret = TAKE_PTR(s);
 	return 0;
 }
@@ -466,6 +513,13 @@ struct nri_session *nri_session_free(struct nri_session *s)
 	if (s->connected_called && s->h.disconnected)
 		s->h.disconnected(s->ud, s->end);
 	sync_reset(s);
+	/* Waiting CreateContainers go unanswered: their connection is gone. */
+	while (s->waiting) {
+		struct create_call *cc = s->waiting;
+
+		s->waiting = cc->next;
+		create_call_free(cc);
+	}
 	cfg_done(&s->cfg);
 	free(s);
 	return NULL;
@@ -871,16 +925,27 @@ static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
 	return r;
 }
 
-static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
+static void unlink_waiting(struct nri_session *s, struct create_call *cc)
+{
+	for (struct create_call **pp = &s->waiting; *pp; pp = &(*pp)->next)
+		if (*pp == cc) {
+			*pp = cc->next;
+			s->n_waiting--;
+			cc->waiting = false;
+			return;
+		}
+}
+
+/* One run of the CreateContainer handler over cc's request: it decides (the
+ * answer goes out and cc is freed) or waits (cc joins the waiting list). */
+static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 {
 	Nri__CreateContainerResponse resp = NRI__CREATE_CONTAINER_RESPONSE__INIT;
 	Nri__ContainerAdjustment adjust = NRI__CONTAINER_ADJUSTMENT__INIT;
 	Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
 	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
 	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
-	struct ttrpc_pb_alloc a;
-	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
-	struct nri_adjust adj = { 0 };
+	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
 	struct nri_pod pod;
 	struct nri_container c;
@@ -888,20 +953,40 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	int64_t t0;
 	int r;
 
-	if (!req)
-		return -EPROTO;
-	if (!req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		goto out;
-	}
-	pod_view(&pod, req->pod);
-	container_view(&c, req->container, &pod);
+	pod_view(&pod, cc->req->pod);
+	container_view(&c, cc->req->container, &pod);
+	cc->running = true;
 	t0 = ttrpc_now_ms();
 	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, err);
 	check_slow("CreateContainer", t0);
+	cc->running = false;
+	cc->attempt++;
+	if (r == -EINPROGRESS && adj.defer) {
+		if (!cc->waiting) {
+			cc->waiting = true;
+			cc->next = s->waiting;
+			s->waiting = cc;
+			s->n_waiting++;
+			if (cc->attempt == 1)
+				s->st.create_waits++;
+		}
+		r = 0;
+		goto keep;
+	}
+	if (r == -EINPROGRESS) { /* waiting without asking, or past the end */
+		if (final)
+			s->st.create_wait_timeouts++;
+		if (!err[0])
+			(void)snprintf(err, NRI_ERR_MAX, "no decision within the %u ms a "
+							 "container creation may wait",
+				       s->cfg.create_wait_ms);
+		r = -ETIMEDOUT;
+	}
+	if (cc->waiting)
+		unlink_waiting(s, cc);
 	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "CreateContainer", &c, r, err);
-		goto out;
+		r = reply_failed(s, cc->sid, "CreateContainer", &c, r, err);
+		goto done;
 	}
 	if (adj.cpus) {
 		cpu.cpus = adj.cpus;
@@ -910,14 +995,94 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 		adjust.linux_ = &ladj;
 		resp.adjust = &adjust;
 	}
-	log_debug("nri_create", "container=%s cpus=%s updates=%zu", log_quote(c.id),
-		  adj.cpus ? adj.cpus : "", upd.n);
-	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
-out:
+	log_debug("nri_create", "container=%s cpus=%s updates=%zu attempt=%d", log_quote(c.id),
+		  adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
+	r = reply_msg(s, cc->sid, &resp.base, &upd);
+done:
+	create_call_free(cc);
+keep:
 	updates_done(&upd);
 	free(adj.cpus);
-	nri__container_request__free_unpacked(req, &a.base);
 	return r;
+}
+
+static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	struct create_call *cc = calloc(1, sizeof(*cc));
+	int64_t wait = s->cfg.create_wait_ms;
+	int r;
+
+	if (!cc)
+		return -ENOMEM;
+	ttrpc_pb_alloc_init(&cc->a, NRI_DECODE_BUDGET);
+	cc->req = nri__container_request__unpack(&cc->a.base, rq->len, rq->payload);
+	if (!cc->req) {
+		set_why(s, "undecodable %s request (%zu bytes)", rq->method, rq->len);
+		free(cc);
+		return -EPROTO;
+	}
+	if (!cc->req->container) {
+		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
+		create_call_free(cc);
+		return r;
+	}
+	/* The answer must reach the runtime before it gives up on us. */
+	if (rq->timeout_ns > 0 && rq->timeout_ns / 1000000 * 3 / 4 < wait)
+		wait = rq->timeout_ns / 1000000 * 3 / 4;
+	cc->token = ++next_token;
+	cc->sid = rq->stream_id;
+	cc->deadline_ms = ttrpc_now_ms() + wait;
+	return run_create(s, cc, false);
+}
+
+int nri_session_resume(struct nri_session *s, uint64_t token)
+{
+	struct create_call *cc = s->waiting;
+
+	while (cc && cc->token != token)
+		cc = cc->next;
+	if (!cc)
+		return -ENOENT;
+	if (cc->running)
+		return -EBUSY;
+	return run_create(s, cc, false);
+}
+
+int nri_adjust_defer(struct nri_adjust *a, struct nri_resume *ret)
+{
+	if (!a->call || a->final)
+		return -ETIMEDOUT;
+	if (!a->call->waiting && a->s->n_waiting >= NRI_WAITING_MAX)
+		return -EBUSY;
+	a->defer = true;
+	*ret = (struct nri_resume){ .fn = a->s->resume_fn, .ctx = a->s->resume_ctx,
+				    .token = a->call->token };
+	return 0;
+}
+
+int nri_adjust_attempt(const struct nri_adjust *a)
+{
+	return a->call ? a->call->attempt : 0;
+}
+
+bool nri_adjust_is_final(const struct nri_adjust *a)
+{
+	return a->final;
+}
+
+int64_t nri_adjust_wait_left_ms(const struct nri_adjust *a)
+{
+	int64_t left;
+
+	if (!a->call || a->final)
+		return 0;
+	left = a->call->deadline_ms - ttrpc_now_ms();
+	return left > 0 ? left : 0;
+}
+
+int nri_resume_run(const struct nri_resume *r)
+{
+	return r->fn ? r->fn(r->ctx, r->token) : -ENOENT;
 }
 
 static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
@@ -1143,12 +1308,30 @@ int nri_session_feed(struct nri_session *s, const void *buf, size_t len)
 
 int64_t nri_session_next_deadline(const struct nri_session *s)
 {
-	return ttrpc_mux_next_deadline(s->mux);
+	int64_t d = ttrpc_mux_next_deadline(s->mux);
+
+	for (const struct create_call *cc = s->waiting; cc; cc = cc->next)
+		if (d < 0 || cc->deadline_ms < d)
+			d = cc->deadline_ms;
+	return d;
 }
 
 int nri_session_expire(struct nri_session *s, int64_t now_ms)
 {
+	struct create_call *cc;
+	int r;
+
 	(void)ttrpc_mux_expire(s->mux, now_ms);
+	/* One at a time from the head: a final run unlinks its call. */
+	do {
+		for (cc = s->waiting; cc && cc->deadline_ms > now_ms; cc = cc->next)
+			;
+		if (cc) {
+			r = run_create(s, cc, true);
+			if (r < 0)
+				return session_fail(s, r);
+		}
+	} while (cc);
 	return s->fatal ? session_fail(s, s->fatal) : 0;
 }
 
@@ -1187,6 +1370,8 @@ static void stats_add(struct nri_stats *d, const struct nri_stats *s)
 	d->sync_parts += s->sync_parts;
 	d->updates_pushed += s->updates_pushed;
 	d->updates_failed += s->updates_failed;
+	d->create_waits += s->create_waits;
+	d->create_wait_timeouts += s->create_wait_timeouts;
 }
 
 struct nri_stats nri_get_stats(const struct nri *n)
@@ -1356,6 +1541,23 @@ static void on_setup_timeout(evutil_socket_t fd, short what, void *arg)
 	conn_drop(n, -ETIMEDOUT);
 }
 
+/* A waiting CreateContainer wakes (nri_resume_run()), from outside any I/O of
+ * ours: its answer may end the connection or move the next deadline. */
+static int loop_resume(void *ctx, uint64_t token)
+{
+	struct nri *n = ctx;
+	int r;
+
+	if (!n->s)
+		return -ENOENT;
+	r = nri_session_resume(n->s, token);
+	if (ttrpc_mux_is_dead(n->s->mux))
+		event_active(n->deadline, EV_TIMEOUT, 0);
+	else
+		arm_deadline(n);
+	return r;
+}
+
 static int conn_write(void *ud, const void *buf, size_t len)
 {
 	struct nri *n = ud;
@@ -1400,12 +1602,15 @@ static void on_retry(evutil_socket_t unused, short what, void *arg)
 	r = nri_session_new(&(struct nri_config){ .plugin_name = n->cfg.name,
 						  .plugin_idx = n->cfg.idx,
 						  .register_timeout_ms = n->cfg.register_timeout_ms,
-						  .call_timeout_ms = n->cfg.call_timeout_ms },
+						  .call_timeout_ms = n->cfg.call_timeout_ms,
+						  .create_wait_ms = n->cfg.create_wait_ms },
 			    &n->h, n->ud, conn_write, n, &n->s);
 	if (r < 0) {
 		conn_drop(n, r);
 		return;
 	}
+	n->s->resume_fn = loop_resume;
+	n->s->resume_ctx = n;
 	bufferevent_setcb(n->bev, on_read, NULL, on_event, n);
 	r = bufferevent_enable(n->bev, EV_READ | EV_WRITE) < 0 ? -ENOMEM : nri_session_start(n->s);
 	if (r < 0) {
