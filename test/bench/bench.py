@@ -197,11 +197,26 @@ def _n(x):
     return "-" if x is None else "%.0f" % x
 
 
+def rows_soak(t, r):
+    f = "6"
+    a, b = r["at_10"], r["at_100"]
+    names = {"uss_kib": "USS (KiB)", "fds": "open fds", "series": "/metrics series",
+             "checkpoint_bytes": "checkpoint bytes", "cdi_files": "CDI spec files"}
+    for k, label in names.items():
+        t.add(f, "soak: %s at 10%% / 100%%" % label, "%d / %d" % (a[k], b[k]), "flat (5 %)",
+              r["flat"][k], "%d pods, %d alive at a time, %.0f s"
+              % (r["pods"], r["live"], r["seconds"]))
+    e = r["end"]
+    t.add(f, "soak: at the end", "%d claims, %d CDI files" % (e["claims_active"], e["cdi_files"]),
+          "none, pool whole", r["end_ok"],
+          "shared pool %d CPUs" % (r["shared_pool_cpus"] or 0))
+
+
 # ---------------------------------------------------------------- main
 
-FIGURES = ("alloc", "slices", "prepare", "nri", "scale", "bpf")
+FIGURES = ("alloc", "slices", "prepare", "nri", "scale", "bpf", "soak")
 TITLES = {"slices": "1 slices", "prepare": "2 prepare", "alloc": "2 allocator", "nri": "3 NRI",
-          "bpf": "4 BPF", "scale": "5 scale"}
+          "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak"}
 
 
 def plan(build, quick):
@@ -210,6 +225,7 @@ def plan(build, quick):
     import fig_prepare
     import fig_scale
     import fig_slices
+    import fig_soak
     q = quick
     return {
         "alloc": (lambda: fig_prepare.run_alloc(build, runs=1 if q else 3), rows_alloc),
@@ -224,6 +240,7 @@ def plan(build, quick):
         "bpf": (lambda: fig_bpf.run(build, round_trips=20000 if q else 50000,
                                     pairs=3 if q else 15,
                                     stats_round_trips=50000 if q else 200000), rows_bpf),
+        "soak": (lambda: fig_soak.run(build, pods=2000 if q else 20000), rows_soak),
     }
 
 

@@ -739,6 +739,13 @@ class Runtime:
             self.pods[pod.id] = pod
         return pod
 
+    def remove_pod(self, pod):
+        """The pod sandbox goes away (its containers removed first): the
+        runtime's RemovePodSandbox to the plugins subscribed to it."""
+        self._event("RemovePodSandbox", EV_REMOVE_POD, api.PodSandboxRequest(pod=pod), api.Empty)
+        with self._lock:
+            self.pods.pop(pod.id, None)
+
     def _snapshot(self):
         with self._lock:
             pods = [api.PodSandbox.FromString(p.SerializeToString()) for p in self.pods.values()]
