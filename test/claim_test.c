@@ -224,7 +224,7 @@ static int consumers(const char *reserved, struct claim_consumer **ret, char *er
 		 reserved ? ",\"reservedFor\":" : "", reserved ? reserved : "");
 	o = json_tokener_parse(buf);
 	assert_non_null(o);
-	r = claim_consumers_parse(o, ret, err);
+	r = claim_consumers_parse(o, UID, ret, err);
 	json_object_put(o);
 	return r;
 }
@@ -321,6 +321,22 @@ static void test_claim_consumers_bad_input(void **st)
 	assert_non_null(strstr(err, "more than the 256 allowed"));
 }
 
+static void test_claim_consumers_of_another_claim_are_refused(void **st)
+{
+	struct json_object *o = json_tokener_parse(
+		"{\"metadata\":{\"uid\":\"other\"},\"status\":{\"reservedFor\":[" POD("u-1", "a") "]}}");
+	struct claim_consumer *v = NULL;
+	char err[CLAIM_ERR_MAX] = "";
+
+	assert_non_null(o);
+	assert_int_equal(claim_consumers_parse(o, UID, &v, err), -EINVAL);
+	assert_null(v);
+	assert_non_null(strstr(err, "deleted and recreated"));
+	assert_int_equal(claim_consumers_parse(o, NULL, &v, err), 1);
+	free(v);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),
 		cmocka_unit_test(test_claim_consumers_are_the_pods_it_is_reserved_for),
 		cmocka_unit_test(test_claim_consumers_bad_input),
+		cmocka_unit_test(test_claim_consumers_of_another_claim_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,11 +33,11 @@ static void check_names(const uint8_t *data, size_t size)
 	free(s);
 }
 
-static void check_consumers(struct json_object *o)
+static void check_consumers(struct json_object *o, const char *uid)
 {
 	struct claim_consumer *v = NULL;
 	char err[CLAIM_ERR_MAX] = "";
-	int n = claim_consumers_parse(o, &v, err);
+	int n = claim_consumers_parse(o, uid, &v, err);
 
 	if (n < 0) {
 		assert(n == -ENOMEM || err[0]);
@@ -71,7 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(err[0]);
 	else
 		assert(a.n >= 1 && a.n <= CLAIM_MAX_RESULTS);
-	check_consumers(o);
+	check_consumers(o, NULL);
+	check_consumers(o, "uid-1");
 	json_object_put(o);
 	return 0;
 }

@@ -234,14 +234,19 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 	return 0;
 }
 
-int claim_consumers_parse(struct json_object *claim, struct claim_consumer **ret, char *err)
+int claim_consumers_parse(struct json_object *claim, const char *uid,
+			  struct claim_consumer **ret, char *err)
 {
 	struct json_object *list = path(claim, "status.reservedFor");
+	const char *got_uid = str(path(claim, "metadata"), "uid");
 	struct claim_consumer *v;
 	size_t n;
 	int k = 0;
 
 	*ret = NULL;
+	if (uid && (!got_uid || strcmp(got_uid, uid) != 0))
+		return fail(err, "claim uid is %.64s, not %s: the claim was deleted and recreated",
+			    got_uid ? got_uid : "missing", uid);
 	if (!list)
 		return 0;
 	if (!json_object_is_type(list, json_type_array))
@@ -258,9 +263,9 @@ int claim_consumers_parse(struct json_object *claim, struct claim_consumer **ret
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(list, i);
 		const char *res = str(e, "resource"), *group = str(e, "apiGroup");
-		const char *uid = str(e, "uid"), *name = str(e, "name");
+		const char *pod = str(e, "uid"), *name = str(e, "name");
 
-		if (!json_object_is_type(e, json_type_object) || !res || !uid || !name ||
+		if (!json_object_is_type(e, json_type_object) || !res || !pod || !name ||
 		    (member(e, "apiGroup") && !group)) {
 			free(v);
 			return fail(err, "status.reservedFor[%zu] is not {apiGroup, resource, name, uid}",
@@ -269,11 +274,11 @@ int claim_consumers_parse(struct json_object *claim, struct claim_consumer **ret
 		/* Only core pods run containers we pin. */
 		if (strcmp(res, "pods") != 0 || (group && *group))
 			continue;
-		if (cdi_uid_valid(uid) < 0 || claim_name_check(name) < 0) {
+		if (cdi_uid_valid(pod) < 0 || claim_name_check(name) < 0) {
 			free(v);
 			return fail(err, "status.reservedFor[%zu] is not a pod's uid and name", i);
 		}
-		memcpy(v[k].uid, uid, strlen(uid) + 1);
+		memcpy(v[k].uid, pod, strlen(pod) + 1);
 		memcpy(v[k].name, name, strlen(name) + 1);
 		k++;
 	}

@@ -66,10 +66,12 @@ struct claim_consumer {
  * resources (a consumer that is not a pod runs no container of ours) are
  * skipped; an absent list is no consumer. A pod entry must have a valid uid
  * and a Kubernetes object name; more than CLAIM_MAX_CONSUMERS entries, or
- * anything not shaped as the API defines it, is -EINVAL with err. Returns the
- * count and, when it is not 0, a new array in *ret (caller frees; *ret is
- * NULL for 0). */
-int claim_consumers_parse(struct json_object *claim, struct claim_consumer **ret, char *err);
+ * anything not shaped as the API defines it, is -EINVAL with err, and so is a
+ * claim whose metadata.uid is not uid (NULL: not checked; a claim deleted and
+ * created again under its name is another claim). Returns the count and,
+ * when it is not 0, a new array in *ret (caller frees; *ret is NULL for 0). */
+int claim_consumers_parse(struct json_object *claim, const char *uid,
+			  struct claim_consumer **ret, char *err);
 
 /* Parses one CPUConfig parameters object onto *cfg (fields it sets override). */
 int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err);

@@ -555,7 +555,7 @@ static void prep_claim_done(struct prep_claim *pc)
 static int read_consumers(struct json_object *claim, struct prep_claim *pc, char *cerr)
 {
 	_cleanup_free_ struct claim_consumer *v = NULL;
-	int n = claim_consumers_parse(claim, &v, cerr);
+	int n = claim_consumers_parse(claim, pc->uid, &v, cerr);
 
 	if (n == -ENOMEM)
 		(void)snprintf(cerr, CLAIM_ERR_MAX, "out of memory");
