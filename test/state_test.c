@@ -282,6 +282,12 @@ static void test_state_bind_one_owner_per_claim(void **st)
 	assert_int_equal(state_claim_bind(s, "u1", "pod-1", "c2"), -EBUSY);
 	assert_int_equal(state_claim_bind(s, "u1", "pod-2", "c1"), -EBUSY);
 	assert_int_equal(state_claim_bind(s, "nope", "pod-1", "c1"), -ENOENT);
+	/* an untrusted binding is forgotten; another container may then bind */
+	assert_int_equal(state_claim_unbind(s, "u1"), 0);
+	assert_string_equal(state_claim(s, "u1")->owner_pod, "");
+	assert_int_equal(state_claim_unbind(s, "u1"), 0);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-2", "c1"), 0);
+	assert_int_equal(state_claim_unbind(s, "nope"), -ENOENT);
 }
 
 struct counts {

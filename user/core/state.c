@@ -716,6 +716,24 @@ int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 	return 0;
 }
 
+int state_claim_unbind(struct state *s, const char *uid)
+{
+	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : s->table[slot_of(s, uid)];
+	int r;
+
+	if (!e)
+		return -ENOENT;
+	if (!e->c.owner_pod[0])
+		return 0;
+	e->c.owner_pod[0] = 0;
+	e->c.owner_container[0] = 0;
+	r = entry_encode(e);
+	if (r < 0)
+		return r;
+	s->dirty = true;
+	return 0;
+}
+
 bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, const char *ns,
 			      const char *name)
 {

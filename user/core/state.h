@@ -119,6 +119,12 @@ int state_claim_remove(struct state *s, const char *uid);
 int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 		     const char *container);
 
+/* Forgets the claim's container: a binding made without checking the pod
+ * against the consumers (by an older driver) is not kept once it fails that
+ * check. 0, or -ENOENT for an unknown claim. Like a binding, it reaches the
+ * disk with the next commit; no observer is told (nothing else changes). */
+int state_claim_unbind(struct state *s, const char *uid);
+
 /* Is the pod (uid, namespace, name) one the claim is reserved for? */
 bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, const char *ns,
 			      const char *name);

@@ -35,6 +35,10 @@
 #define SYNC_PARTS_MAX 64u
 #define PUSH_CHUNK (1u << 20) /* bytes of updates per UpdateContainers call */
 #define SLOW_HANDLER_MS 10
+/* A pod the runtime creates in a loop fails its creation in a loop: so many
+ * handler error lines per window, the rest counted in the next line. */
+#define FAIL_LOG_BURST 10
+#define FAIL_LOG_WINDOW_MS 10000
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -393,6 +397,10 @@ struct nri_session {
 	unsigned n_waiting;
 	int (*resume_fn)(void *ctx, uint64_t token);
 	void *resume_ctx;
+	/* handler errors logged in this window, and those held back */
+	int64_t fail_window_ms;
+	int fail_lines;
+	uint64_t fail_held;
 };
 
 /* A CreateContainer from decoding to its answer: the request stays decoded
@@ -761,14 +769,29 @@ static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
 {
 	const char *msg;
 
+	int64_t now = ttrpc_now_ms();
+
 	err[NRI_ERR_MAX - 1] = 0; /* whatever the handler wrote */
 	msg = *err ? err : strerror(r < 0 ? -r : EINVAL);
 	s->st.handler_errors++;
-	if (c)
-		log_error("nri_handler_failed", "method=%s container=%s name=%s err=%s", method,
-			  log_quote(c->id), log_quote(c->name), log_quote(msg));
-	else
-		log_error("nri_handler_failed", "method=%s err=%s", method, log_quote(msg));
+	if (now - s->fail_window_ms >= FAIL_LOG_WINDOW_MS) {
+		s->fail_window_ms = now;
+		s->fail_lines = 0;
+	}
+	if (s->fail_lines >= FAIL_LOG_BURST) {
+		s->fail_held++;
+	} else {
+		s->fail_lines++;
+		if (c)
+			log_error("nri_handler_failed",
+				  "method=%s container=%s name=%s err=%s held_back=%llu", method,
+				  log_quote(c->id), log_quote(c->name), log_quote(msg),
+				  (unsigned long long)s->fail_held);
+		else
+			log_error("nri_handler_failed", "method=%s err=%s held_back=%llu", method,
+				  log_quote(msg), (unsigned long long)s->fail_held);
+		s->fail_held = 0;
+	}
 	return reply_error(s, sid, TTRPC_UNKNOWN, msg);
 }
 
