@@ -19,6 +19,8 @@
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 #include "host/topo.h"
+#include "lib/errbuf.h"
+#include "host/topo_json.h"
 
 #define CASES_FILE "test/data/allocator/kubelet_cases.json"
 
@@ -68,10 +70,10 @@ static const char *get_str(json_object *o, const char *key)
 static struct cpuset set_of(const char *s)
 {
 	struct cpuset c;
-	char why[CPUSET_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	if (cpuset_parse(s, &c, why) != 0)
-		fail_msg("bad cpuset '%s' in fixture: %s", s, why);
+	if (cpuset_parse(s, &c, &why) != 0)
+		fail_msg("bad cpuset '%s' in fixture: %s", s, why.s);
 	return c;
 }
 
@@ -87,7 +89,7 @@ static const struct named_topo *topo_named(const char *name)
 	json_object *tj, *hj, *rows;
 	struct named_topo *nt;
 	struct alloc_header h;
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	for (int i = 0; i < n_named; i++)
 		if (strcmp(named[i].name, name) == 0)
@@ -117,8 +119,8 @@ static const struct named_topo *topo_named(const char *name)
 			.cpu = v[0], .core = v[1], .socket = v[2], .numa = v[3], .l3 = v[4]
 		};
 	}
-	if (alloc_topo_new(nt->rows, nt->n, &h, &nt->t, why) != 0)
-		fail_msg("topology %s: %s", name, why);
+	if (alloc_topo_new(nt->rows, nt->n, &h, &nt->t, &why) != 0)
+		fail_msg("topology %s: %s", name, why.s);
 	n_named++;
 	return nt;
 }
@@ -263,21 +265,22 @@ static void run_take_cases(const char *prefix, const char *group)
 			.group_size = get_int(c, "group_size", 1),
 		};
 		struct cpuset avail = set_of(get_str(c, "available")), got;
-		char why[ALLOC_ERR_MAX] = "", a[2048], b[2048];
+		struct errbuf why = { "" };
+		char a[2048], b[2048];
 		int r;
 
 		if (strncmp(test, prefix, strlen(prefix)) != 0)
 			continue;
 		total++;
 		r = alloc_take(topo_named(get_str(c, "topo"))->t, &avail, get_int(c, "count", 0),
-			       &o, &got, why);
+			       &o, &got, &why);
 		if (want_err) {
-			if (r >= 0 || strcmp(why, want_err) != 0)
-				mismatch(test, "r=%d why='%s' want error '%s'", r, why, want_err);
+			if (r >= 0 || strcmp(why.s, want_err) != 0)
+				mismatch(test, "r=%d why='%s' want error '%s'", r, why.s, want_err);
 			continue;
 		}
 		if (r < 0) {
-			mismatch(test, "failed: %s", why);
+			mismatch(test, "failed: %s", why.s);
 			continue;
 		}
 		{
@@ -341,7 +344,8 @@ static void test_kubelet_static_policy(void **st)
 		struct alloc_opts o = { .policy = ALLOC_PACKED,
 					.align_l3 = get_bool(c, "align_l3") };
 		struct cpuset all, reserved, avail = set_of(get_str(c, "default")), first, prefer;
-		char why[ALLOC_ERR_MAX] = "", a[2048], b[2048];
+		struct errbuf why = { "" };
+		char a[2048], b[2048];
 		bool l3_seen[CPUSET_MAX] = { false }, failed = false;
 		int r;
 
@@ -352,8 +356,8 @@ static void test_kubelet_static_policy(void **st)
 		if (res)
 			reserved = set_of(res);
 		else if (alloc_take(nt->t, &all, get_int(c, "num_reserved", 0), &o, &reserved,
-				    why) < 0)
-			fail_msg("%s: reserving: %s", test, why);
+				    &why) < 0)
+			fail_msg("%s: reserving: %s", test, why.s);
 		cpuset_andnot(&avail, &avail, &reserved);
 
 		o.full_cores = get_bool(c, "full_cores");
@@ -368,7 +372,7 @@ static void test_kubelet_static_policy(void **st)
 
 			r = alloc_take(nt->t, &avail,
 				       json_object_get_int(json_object_array_get_idx(reqs, j)), &o,
-				       &got, why);
+				       &got, &why);
 			if (r < 0) {
 				failed = true;
 				break;
@@ -381,13 +385,13 @@ static void test_kubelet_static_policy(void **st)
 					l3_seen[nt->rows[k].l3] = true;
 		}
 		if (want_err) {
-			if (!failed || strcmp(why, want_err) != 0)
-				mismatch(test, "why='%s' want error '%s'", failed ? why : "",
+			if (!failed || strcmp(why.s, want_err) != 0)
+				mismatch(test, "why='%s' want error '%s'", failed ? why.s : "",
 					 want_err);
 			continue;
 		}
 		if (failed) {
-			mismatch(test, "failed: %s", why);
+			mismatch(test, "failed: %s", why.s);
 			continue;
 		}
 		if (want) {
@@ -419,15 +423,15 @@ static void test_kubelet_init_container_cpu_reuse(void **st)
 {
 	const struct named_topo *nt = topo_named("topoSingleSocketHT");
 	struct cpuset avail = set_of("0-7"), init, app, want, pool;
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	/* reusable: the app container may take the init container's CPUs */
-	assert_int_equal(alloc_take(nt->t, &avail, 4, NULL, &init, why), 0);
+	assert_int_equal(alloc_take(nt->t, &avail, 4, NULL, &init, &why), 0);
 	want = set_of("0,1,4,5");
 	assert_true(cpuset_equal(&init, &want));
 	cpuset_andnot(&pool, &avail, &init);
 	cpuset_or(&avail, &pool, &init);
-	assert_int_equal(alloc_take(nt->t, &avail, 2, NULL, &app, why), 0);
+	assert_int_equal(alloc_take(nt->t, &avail, 2, NULL, &app, &why), 0);
 	want = set_of("0,4");
 	assert_true(cpuset_equal(&app, &want));
 	want = set_of("2,3,6,7"); /* expCSetAfterAlloc: the pool never gave out more */
@@ -435,9 +439,9 @@ static void test_kubelet_init_container_cpu_reuse(void **st)
 
 	/* restartable init container: its CPUs stay taken */
 	avail = set_of("0-7");
-	assert_int_equal(alloc_take(nt->t, &avail, 4, NULL, &init, why), 0);
+	assert_int_equal(alloc_take(nt->t, &avail, 4, NULL, &init, &why), 0);
 	cpuset_andnot(&avail, &avail, &init);
-	assert_int_equal(alloc_take(nt->t, &avail, 2, NULL, &app, why), 0);
+	assert_int_equal(alloc_take(nt->t, &avail, 2, NULL, &app, &why), 0);
 	want = set_of("2,6");
 	assert_true(cpuset_equal(&app, &want));
 	cpuset_andnot(&avail, &avail, &app);
@@ -453,21 +457,21 @@ static void test_alloc_topo_new_rejects_bad_tables(void **st)
 	struct alloc_cpu rows[] = { { 0, 0, 0, 0, 0 }, { 1, 0, 0, 0, 0 } };
 	struct alloc_header bad = { .cpus = -1 };
 	struct alloc_topo *t = NULL;
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(alloc_topo_new(rows, 0, NULL, &t, why), -EINVAL);
-	assert_string_equal(why, "no CPUs");
+	assert_int_equal(alloc_topo_new(rows, 0, NULL, &t, &why), -EINVAL);
+	assert_string_equal(why.s, "no CPUs");
 	rows[1].cpu = 0;
-	assert_int_equal(alloc_topo_new(rows, 2, NULL, &t, why), -EINVAL);
-	assert_string_equal(why, "CPU 0 listed twice");
+	assert_int_equal(alloc_topo_new(rows, 2, NULL, &t, &why), -EINVAL);
+	assert_string_equal(why.s, "CPU 0 listed twice");
 	rows[1].cpu = CPUSET_MAX;
-	assert_int_equal(alloc_topo_new(rows, 2, NULL, &t, why), -EINVAL);
-	assert_string_equal(why, "CPU id 8192 out of range 0-8191");
+	assert_int_equal(alloc_topo_new(rows, 2, NULL, &t, &why), -EINVAL);
+	assert_string_equal(why.s, "CPU id 8192 out of range 0-8191");
 	rows[1] = (struct alloc_cpu){ .cpu = 1, .core = -1 };
-	assert_int_equal(alloc_topo_new(rows, 2, NULL, &t, why), -EINVAL);
-	assert_string_equal(why, "CPU 1: negative core id -1");
+	assert_int_equal(alloc_topo_new(rows, 2, NULL, &t, &why), -EINVAL);
+	assert_string_equal(why.s, "CPU 1: negative core id -1");
 	rows[1].core = 0;
-	assert_int_equal(alloc_topo_new(rows, 2, &bad, &t, why), -EINVAL);
+	assert_int_equal(alloc_topo_new(rows, 2, &bad, &t, &why), -EINVAL);
 	assert_null(t);
 	assert_null(alloc_topo_free(NULL));
 }
@@ -477,37 +481,37 @@ static void test_alloc_take_rejects_bad_requests_and_option_mixes(void **st)
 	const struct named_topo *nt = topo_named("topoDualSocketHT");
 	struct cpuset avail = set_of("0-11"), got, untouched;
 	struct alloc_opts o = { .policy = ALLOC_SPREAD_CORES, .full_cores = true };
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	cpuset_zero(&got);
 	cpuset_set(&got, 99);
 	untouched = got;
-	assert_int_equal(alloc_take(nt->t, &avail, -1, NULL, &got, why), -EINVAL);
-	assert_int_equal(alloc_take(nt->t, &avail, 13, NULL, &got, why), -ENOSPC);
+	assert_int_equal(alloc_take(nt->t, &avail, -1, NULL, &got, &why), -EINVAL);
+	assert_int_equal(alloc_take(nt->t, &avail, 13, NULL, &got, &why), -ENOSPC);
 	assert_string_equal(
-		why, "not enough cpus available to satisfy request: requested=13, available=12");
-	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, why), -EINVAL);
-	assert_string_equal(why, "static policy options full-pcpus-only and "
+		why.s, "not enough cpus available to satisfy request: requested=13, available=12");
+	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, &why), -EINVAL);
+	assert_string_equal(why.s, "static policy options full-pcpus-only and "
 				 "distribute-cpus-across-cores can not be used at the same time");
 	o = (struct alloc_opts){ .policy = ALLOC_DISTRIBUTED, .align_l3 = true };
-	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, why), -EINVAL);
+	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, &why), -EINVAL);
 	o = (struct alloc_opts){ .policy = ALLOC_SPREAD_CORES, .align_l3 = true };
-	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, why), -EINVAL);
+	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, &why), -EINVAL);
 	o = (struct alloc_opts){ .policy = (enum alloc_policy)7 };
-	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, why), -EINVAL);
+	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, &why), -EINVAL);
 	o = (struct alloc_opts){ .policy = ALLOC_DISTRIBUTED, .group_size = -2 };
-	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, why), -EINVAL);
+	assert_int_equal(alloc_take(nt->t, &avail, 2, &o, &got, &why), -EINVAL);
 	/* *ret written only on success */
 	assert_true(cpuset_equal(&got, &untouched));
 	/* CPUs outside the table are ignored, but counted in the error text */
 	avail = set_of("0-11,100-107");
-	assert_int_equal(alloc_take(nt->t, &avail, 14, NULL, &got, why), -ENOSPC);
+	assert_int_equal(alloc_take(nt->t, &avail, 14, NULL, &got, &why), -ENOSPC);
 	assert_string_equal(
-		why, "not enough cpus available to satisfy request: requested=14, available=20");
-	assert_int_equal(alloc_take(nt->t, &avail, 12, NULL, &got, why), 0);
+		why.s, "not enough cpus available to satisfy request: requested=14, available=20");
+	assert_int_equal(alloc_take(nt->t, &avail, 12, NULL, &got, &why), 0);
 	avail = set_of("0-11");
 	assert_true(cpuset_equal(&got, &avail));
-	assert_int_equal(alloc_take(nt->t, &avail, 0, NULL, &got, why), 0);
+	assert_int_equal(alloc_take(nt->t, &avail, 0, NULL, &got, &why), 0);
 	assert_true(cpuset_is_empty(&got));
 }
 
@@ -525,9 +529,9 @@ static void test_alloc_topo_from_topo_reads_missing_ids_as_zero(void **st)
 	const struct alloc_header *h;
 	struct cpuset avail = set_of("0-2,5"), got, want;
 	struct alloc_opts full = { .full_cores = true };
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(topo_build(cpus, 4, NULL, &t, why), 0);
+	assert_int_equal(topo_build(cpus, 4, NULL, &t, NULL), 0);
 	assert_int_equal(alloc_topo_from_topo(t, &at), 0);
 	h = alloc_topo_header(at);
 	assert_int_equal(h->cpus, 4);
@@ -538,10 +542,10 @@ static void test_alloc_topo_from_topo_reads_missing_ids_as_zero(void **st)
 	assert_int_equal(alloc_topo_cpus_per_core(at), 1);
 	/* kubelet's CPUs per core is 4 / 3 = 1: the single-thread cores 1 and 2 are
 	 * the "whole" ones, the SMT pair is not (§1.1) */
-	assert_int_equal(alloc_take(at, &avail, 2, NULL, &got, why), 0);
+	assert_int_equal(alloc_take(at, &avail, 2, NULL, &got, &why), 0);
 	want = set_of("2,5");
 	assert_true(cpuset_equal(&got, &want));
-	assert_int_equal(alloc_take(at, &avail, 4, &full, &got, why), 0);
+	assert_int_equal(alloc_take(at, &avail, 4, &full, &got, &why), 0);
 	alloc_topo_free(at);
 }
 
@@ -552,13 +556,13 @@ static void test_alloc_take_survives_a_header_of_zeros(void **st)
 	struct alloc_header zero = { 0 };
 	struct alloc_topo *t = NULL;
 	struct cpuset avail = set_of("0-15"), got;
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	for (int i = 0; i < 16; i++)
 		rows[i] = (struct alloc_cpu){
 			.cpu = i, .core = i / 2, .socket = i / 8, .numa = i / 4, .l3 = i / 4
 		};
-	assert_int_equal(alloc_topo_new(rows, 16, &zero, &t, why), 0);
+	assert_int_equal(alloc_topo_new(rows, 16, &zero, &t, &why), 0);
 	for (int pol = 0; pol < 3; pol++)
 		for (int n = 0; n <= 16; n++)
 			for (int f = 0; f < 4; f++) {
@@ -568,7 +572,7 @@ static void test_alloc_take_survives_a_header_of_zeros(void **st)
 					.align_l3 = (f & 2) && pol == ALLOC_PACKED
 				};
 
-				assert_int_equal(alloc_take(t, &avail, n, &o, &got, why), 0);
+				assert_int_equal(alloc_take(t, &avail, n, &o, &got, &why), 0);
 				assert_int_equal(cpuset_count(&got), n);
 			}
 	alloc_topo_free(t);
@@ -594,13 +598,13 @@ static int take_checked(const struct alloc_topo *t, const struct alloc_cpu *rows
 			bool whole, const char *what)
 {
 	struct cpuset got;
-	char why[ALLOC_ERR_MAX] = "";
-	int r = alloc_take(t, avail, count, o, &got, why);
+	struct errbuf why = { "" };
+	int r = alloc_take(t, avail, count, o, &got, &why);
 
 	if (r < 0) {
 		if (r != -ENOSPC && r != -EINVAL)
-			fail_msg("%s: count %d: unexpected error %d (%s)", what, count, r, why);
-		if (why[0] == '\0')
+			fail_msg("%s: count %d: unexpected error %d (%s)", what, count, r, why.s);
+		if (why.s[0] == '\0')
 			fail_msg("%s: count %d: error %d without text", what, count, r);
 		return r;
 	}
@@ -684,7 +688,7 @@ static void test_captured_topologies_keep_the_contract(void **st)
 		assert_non_null(rows);
 		for (int raw = 0; raw < 2; raw++) {
 			struct alloc_topo *t = NULL;
-			char why[ALLOC_ERR_MAX] = "";
+			struct errbuf why = { "" };
 
 			for (int j = 0; j < n; j++) {
 				json_object *c = json_object_array_get_idx(pc, (size_t)j);
@@ -697,8 +701,8 @@ static void test_captured_topologies_keep_the_contract(void **st)
 					.l3 = get(c, "l3") ? get_int(c, "l3", -1) : -1,
 				};
 			}
-			if (alloc_topo_new(rows, n, NULL, &t, why) != 0)
-				fail_msg("%s: %s", get_str(tj, "file"), why);
+			if (alloc_topo_new(rows, n, NULL, &t, &why) != 0)
+				fail_msg("%s: %s", get_str(tj, "file"), why.s);
 			rng_state = 0x9e3779b97f4a7c15ULL + i;
 			ok += hammer(t, rows, n, get_str(tj, "file"), 12);
 			alloc_topo_free(t);
@@ -729,13 +733,13 @@ static void test_topology_json_fixtures_keep_the_contract(void **st)
 		_cleanup_free_ struct alloc_cpu *rows = NULL;
 		struct alloc_topo *at = NULL;
 		struct cpuset avail, got;
-		char path[512], why[TOPO_ERR_MAX] = "";
+		char path[512];
 		size_t len = strlen(e->d_name);
 
 		if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0)
 			continue;
 		(void)snprintf(path, sizeof(path), "test/data/topo/%s", e->d_name);
-		if (topo_load_json_file(path, &t, why) < 0)
+		if (topo_load_json_file(path, &t, NULL) < 0)
 			continue; /* not a topology (or a rejection fixture): topo's tests */
 		assert_int_equal(alloc_topo_from_topo(t, &at), 0);
 		rows = calloc((size_t)t->n_cpus, sizeof(*rows));
@@ -746,7 +750,7 @@ static void test_topology_json_fixtures_keep_the_contract(void **st)
 		rng_state = 0xfeed + (uint64_t)files;
 		ok += hammer(at, rows, t->n_cpus, e->d_name, 6);
 		cpuset_or(&avail, &t->online, &t->offline);
-		assert_int_equal(alloc_take(at, &avail, t->n_cpus, NULL, &got, why), 0);
+		assert_int_equal(alloc_take(at, &avail, t->n_cpus, NULL, &got, NULL), 0);
 		assert_true(cpuset_equal(&got, &t->online));
 		alloc_topo_free(at);
 		files++;
@@ -834,19 +838,19 @@ static void test_distributed_search_budget_falls_back_to_packed(void **st)
 	struct alloc_topo *t = NULL;
 	struct alloc_opts dist = { .policy = ALLOC_DISTRIBUTED };
 	struct cpuset avail, got, packed;
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	clock_t t0;
 
-	assert_int_equal(alloc_topo_new(rows, n, NULL, &t, why), 0);
+	assert_int_equal(alloc_topo_new(rows, n, NULL, &t, &why), 0);
 	cpuset_zero(&avail);
 	for (int i = 0; i < n; i += 1 + (i % 3 == 0)) /* uneven nodes */
 		cpuset_set(&avail, rows[i].cpu);
 	t0 = clock();
-	assert_int_equal(alloc_take(t, &avail, 300, &dist, &got, why), 0);
+	assert_int_equal(alloc_take(t, &avail, 300, &dist, &got, &why), 0);
 	assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 5.0);
 	assert_int_equal(cpuset_count(&got), 300);
 	assert_true(cpuset_is_subset(&got, &avail));
-	assert_int_equal(alloc_take(t, &avail, 300, NULL, &packed, why), 0);
+	assert_int_equal(alloc_take(t, &avail, 300, NULL, &packed, &why), 0);
 	assert_true(cpuset_equal(&got, &packed));
 	alloc_topo_free(t);
 }

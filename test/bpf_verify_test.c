@@ -30,7 +30,12 @@
 #include <json-c/json.h>
 
 #include "lib/cpuset.h"
-#include "pinning/verify.h"
+#include "lib/errbuf.h"
+#include "pinning/owners.h"
+#include "pinning/report.h"
+#include "pinning/report_json.h"
+#include "pinning/report_text.h"
+#include "pinning/scan.h"
 
 #define PROC "test/data/verify/proc"
 
@@ -59,14 +64,14 @@ static void assert_cpus(const struct cpuset *s, const char *list)
 
 /* Owners of the fixture tree without touching the file system: what
  * verify_owners_resolve() would set. */
-static struct verify_owners *fixture_owners(enum bpfmon_cgroup mode, const char *scope)
+static struct verify_owners *fixture_owners(enum cgroup_hier mode, const char *scope)
 {
 	struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/k/A", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/k/A", &why), 0);
 	o->mode = mode;
-	o->v[0].path = strdup(mode == BPFMON_CGROUP_V1 ? "/v1/A" : "/k/A");
+	o->v[0].path = strdup(mode == CGROUP_V1 ? "/v1/A" : "/k/A");
 	o->v[0].cgroup_id = 4242;
 	if (scope)
 		o->scope_path = strdup(scope);
@@ -78,11 +83,11 @@ static struct verify_owners *fixture_owners(enum bpfmon_cgroup mode, const char 
 static void test_verify_exclusive_flag_parses_and_merges(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/a", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "4=/sys/fs/cgroup/a//", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "7=/sys/fs/cgroup/b=c", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/sys/fs/cgroup/a", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "4=/sys/fs/cgroup/a//", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "7=/sys/fs/cgroup/b=c", &why), 0);
 	assert_int_equal(o->n, 2);
 	assert_string_equal(o->v[0].cgroup, "/sys/fs/cgroup/a");
 	assert_cpus(&o->v[0].cpus, "2-4");
@@ -110,15 +115,15 @@ static void test_verify_exclusive_flag_rejects_bad_syntax(void **st)
 		{ "3=/b", "CPU 3 is exclusive to both /a and /b" },
 	};
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/a", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/a", &why), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		why[0] = 0;
-		if (verify_owners_add_flag(o, bad[i].arg, why) != -EINVAL)
+		why.s[0] = 0;
+		if (verify_owners_add_flag(o, bad[i].arg, &why) != -EINVAL)
 			fail_msg("accepted: %s", bad[i].arg);
-		if (!strstr(why, bad[i].why))
-			fail_msg("%s: why is \"%s\"", bad[i].arg, why);
+		if (!strstr(why.s, bad[i].why))
+			fail_msg("%s: why is \"%s\"", bad[i].arg, why.s);
 	}
 	/* Nothing changed on error. */
 	assert_int_equal(o->n, 1);
@@ -128,17 +133,18 @@ static void test_verify_exclusive_flag_rejects_bad_syntax(void **st)
 static void test_verify_exclusive_flag_caps_owner_count(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX], arg[64];
+	struct errbuf why = { "" };
+	char arg[64];
 
 	for (int i = 0; i < VERIFY_OWNERS_MAX; i++) {
 		snprintf(arg, sizeof(arg), "%d=/c/%d", i, i);
-		assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+		assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	}
 	snprintf(arg, sizeof(arg), "%d=/c/x", VERIFY_OWNERS_MAX);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), -E2BIG);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), -E2BIG);
 	/* Merging into a known owner is not a new one. */
 	snprintf(arg, sizeof(arg), "%d=/c/0", VERIFY_OWNERS_MAX);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 }
 
 /* What user/nri/pools.c writes: one entry per claim, so one container's cgroup
@@ -153,9 +159,9 @@ static void test_verify_owners_json_reads_the_daemon_file(void **st)
 		"\"claim\":\"ns/b\",\"pod\":\"ns/p\",\"container\":\"app\"},"
 		"{\"cpus\":\"7\",\"cgroup\":\"/sys/fs/cgroup/kubepods/pod2/c\",\"future\":[1,2]}]}\n";
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), why), 0);
+	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), &why), 0);
 	assert_int_equal(o->n, 2);
 	assert_cpus(&o->v[0].cpus, "4-6");
 	assert_int_equal(o->v[0].cgroup_id, 123);
@@ -170,13 +176,13 @@ static void test_verify_owners_json_reads_the_daemon_file(void **st)
 static void test_verify_owners_json_accepts_empty_list(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}", 13, why), 0);
+	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}", 13, &why), 0);
 	assert_int_equal(o->n, 0);
 	assert_true(cpuset_is_empty(&o->exclusive));
 	/* The length bounds the input: no NUL needed. */
-	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}XXXX", 13, why), 0);
+	assert_int_equal(verify_owners_add_json(o, "{\"owners\":[]}XXXX", 13, &why), 0);
 }
 
 static void test_verify_owners_json_rejects_malformed(void **st)
@@ -213,18 +219,18 @@ static void test_verify_owners_json_rejects_malformed(void **st)
 		  "two cgroup ids", -EINVAL },
 		{ "{\"owners\":[[[[[[[[[[1]]]]]]]]]]}", "not JSON", -EPROTO }, /* too deep */
 	};
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 		int r;
 
-		why[0] = 0;
-		r = verify_owners_add_json(o, bad[i].doc, strlen(bad[i].doc), why);
+		why.s[0] = 0;
+		r = verify_owners_add_json(o, bad[i].doc, strlen(bad[i].doc), &why);
 		if (r != bad[i].r)
-			fail_msg("%s: %d, want %d (%s)", bad[i].doc, r, bad[i].r, why);
-		if (!strstr(why, bad[i].why))
-			fail_msg("%s: why is \"%s\"", bad[i].doc, why);
+			fail_msg("%s: %d, want %d (%s)", bad[i].doc, r, bad[i].r, why.s);
+		if (!strstr(why.s, bad[i].why))
+			fail_msg("%s: why is \"%s\"", bad[i].doc, why.s);
 	}
 }
 
@@ -232,7 +238,7 @@ static void test_verify_owners_json_caps_size_and_entries(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 	_cleanup_free_ char *doc = NULL;
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 	size_t len = 0;
 	FILE *f = open_memstream(&doc, &len);
 
@@ -242,8 +248,8 @@ static void test_verify_owners_json_caps_size_and_entries(void **st)
 		fprintf(f, "%s{\"cpus\":\"%d\",\"cgroup\":\"/c/%d\"}", i ? "," : "", i, i);
 	fputs("]}", f);
 	fclose(f);
-	assert_int_equal(verify_owners_add_json(o, doc, len, why), -E2BIG);
-	assert_int_equal(verify_owners_add_json(o, doc, VERIFY_STATE_MAX + 1, why), -E2BIG);
+	assert_int_equal(verify_owners_add_json(o, doc, len, &why), -E2BIG);
+	assert_int_equal(verify_owners_add_json(o, doc, VERIFY_STATE_MAX + 1, &why), -E2BIG);
 }
 
 /* ---- resolving against a fake hierarchy ------------------------------------------------ */
@@ -302,7 +308,19 @@ static int tree_teardown(void **st)
 	return 0;
 }
 
-static int resolve_flags(struct tree *t, const char *scope, char *why, int n, ...)
+/* verify_owners_resolve() with the tree's mounts. */
+static int resolve(struct verify_owners *o, const struct tree *t, struct errbuf *why)
+{
+	struct cgroup_mounts m;
+	int r;
+
+	assert_int_equal(cgroup_mounts_parse(t->mountinfo, strlen(t->mountinfo), &m), 0);
+	r = verify_owners_resolve(o, &m, why);
+	cgroup_mounts_done(&m);
+	return r;
+}
+
+static int resolve_flags(struct tree *t, const char *scope, struct errbuf *why, int n, ...)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 	va_list ap;
@@ -323,7 +341,7 @@ static int resolve_flags(struct tree *t, const char *scope, char *why, int n, ..
 		snprintf(p, sizeof(p), "%s/%s", t->dir, scope);
 		assert_int_equal(verify_owners_set_scope(o, p, why), 0);
 	}
-	r = verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why);
+	r = resolve(o, t, why);
 	return r;
 }
 
@@ -331,17 +349,18 @@ static void test_verify_resolve_places_owners_in_their_hierarchy(void **st)
 {
 	struct tree *t = *st;
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "", arg[PATH_MAX], dir[PATH_MAX];
+	struct errbuf why = { "" };
+	char arg[PATH_MAX], dir[PATH_MAX];
 	struct stat sa;
 
 	snprintf(arg, sizeof(arg), "2=%s/v2/k/A/", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	snprintf(arg, sizeof(arg), "3=%s/v2/k/A/c/../../B", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	snprintf(dir, sizeof(dir), "%s/v2/k", t->dir);
-	assert_int_equal(verify_owners_set_scope(o, dir, why), 0);
-	assert_int_equal(verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why), 0);
-	assert_int_equal(o->mode, BPFMON_CGROUP_V2);
+	assert_int_equal(verify_owners_set_scope(o, dir, &why), 0);
+	assert_int_equal(resolve(o, t, &why), 0);
+	assert_int_equal(o->mode, CGROUP_V2);
 	snprintf(dir, sizeof(dir), "%s/v2", t->dir);
 	assert_string_equal(o->mount, dir);
 	assert_string_equal(o->v[0].path, "/k/A");
@@ -356,14 +375,15 @@ static void test_verify_resolve_v1_joins_the_mount_root(void **st)
 {
 	struct tree *t = *st;
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "", arg[PATH_MAX];
+	struct errbuf why = { "" };
+	char arg[PATH_MAX];
 
 	snprintf(arg, sizeof(arg), "1=%s/v1/A", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
 	snprintf(arg, sizeof(arg), "2=%s/v1", t->dir);
-	assert_int_equal(verify_owners_add_flag(o, arg, why), 0);
-	assert_int_equal(verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why), 0);
-	assert_int_equal(o->mode, BPFMON_CGROUP_V1);
+	assert_int_equal(verify_owners_add_flag(o, arg, &why), 0);
+	assert_int_equal(resolve(o, t, &why), 0);
+	assert_int_equal(o->mode, CGROUP_V1);
 	/* As /proc/<pid>/cgroup names them: the mount shows /kubepods. */
 	assert_string_equal(o->v[0].path, "/kubepods/A");
 	assert_string_equal(o->v[1].path, "/kubepods");
@@ -372,106 +392,48 @@ static void test_verify_resolve_v1_joins_the_mount_root(void **st)
 static void test_verify_resolve_rejects_what_it_cannot_place(void **st)
 {
 	struct tree *t = *st;
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(resolve_flags(t, NULL, why, 1, "1", "v2/k/gone"), -ENOENT);
-	assert_non_null(strstr(why, "does not exist"));
-	assert_int_equal(resolve_flags(t, NULL, why, 1, "1", "plain"), -EINVAL);
-	assert_non_null(strstr(why, "is not a cgroup"));
-	assert_int_equal(resolve_flags(t, NULL, why, 2, "1", "v2/k/A", "2", "v1/A"), -EINVAL);
-	assert_non_null(strstr(why, "two hierarchies"));
-	assert_int_equal(resolve_flags(t, NULL, why, 2, "1", "v2/k/A", "2", "v2/k/A/c/.."),
+	assert_int_equal(resolve_flags(t, NULL, &why, 1, "1", "v2/k/gone"), -ENOENT);
+	assert_non_null(strstr(why.s, "does not exist"));
+	assert_int_equal(resolve_flags(t, NULL, &why, 1, "1", "plain"), -EINVAL);
+	assert_non_null(strstr(why.s, "is not a cgroup"));
+	assert_int_equal(resolve_flags(t, NULL, &why, 2, "1", "v2/k/A", "2", "v1/A"), -EINVAL);
+	assert_non_null(strstr(why.s, "two hierarchies"));
+	assert_int_equal(resolve_flags(t, NULL, &why, 2, "1", "v2/k/A", "2", "v2/k/A/c/.."),
 			 -EINVAL);
-	assert_non_null(strstr(why, "the same cgroup"));
-	assert_int_equal(resolve_flags(t, "v1", why, 1, "1", "v2/k/A"), -EINVAL);
-	assert_non_null(strstr(why, "--scope"));
-	assert_int_equal(resolve_flags(t, "v2/nope", why, 1, "1", "v2/k/A"), -ENOENT);
+	assert_non_null(strstr(why.s, "the same cgroup"));
+	assert_int_equal(resolve_flags(t, "v1", &why, 1, "1", "v2/k/A"), -EINVAL);
+	assert_non_null(strstr(why.s, "--scope"));
+	assert_int_equal(resolve_flags(t, "v2/nope", &why, 1, "1", "v2/k/A"), -ENOENT);
 }
 
 static void test_verify_resolve_detects_a_stale_state_file(void **st)
 {
 	struct tree *t = *st;
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX] = "", doc[PATH_MAX + 128];
+	struct errbuf why = { "" };
+	char doc[PATH_MAX + 128];
 
 	snprintf(doc, sizeof(doc),
 		 "{\"owners\":[{\"cpus\":\"1\",\"cgroup\":\"%s/v2/k/A\",\"cgroupId\":1}]}", t->dir);
-	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), why), 0);
-	assert_int_equal(verify_owners_resolve(o, t->mountinfo, strlen(t->mountinfo), why),
+	assert_int_equal(verify_owners_add_json(o, doc, strlen(doc), &why), 0);
+	assert_int_equal(resolve(o, t, &why),
 			 -ESTALE);
-	assert_non_null(strstr(why, "stale"));
+	assert_non_null(strstr(why.s, "stale"));
 }
 
 static void test_verify_check_cpus_names_an_impossible_cpu(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
 	struct cpuset possible = cpus("0-1");
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	assert_int_equal(verify_owners_add_flag(o, "1=/a", why), 0);
-	assert_int_equal(verify_owners_check_cpus(o, &possible, why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "5-6=/b", why), 0);
-	assert_int_equal(verify_owners_check_cpus(o, &possible, why), -EINVAL);
-	assert_string_equal(why, "CPU 5 does not exist on this node (possible: 0-1)");
-}
-
-/* ---- /proc parsers --------------------------------------------------------------------- */
-
-static void test_verify_status_parse_reads_name_tgid_allowed(void **st)
-{
-	static const char s[] = "Name:\tkworker/1:0H\nUmask:\t0000\nTgid:\t17\nPid:\t18\n"
-				"Cpus_allowed:\t2\nCpus_allowed_list:\t1\nMems_allowed_list:\t0\n";
-	char comm[VERIFY_COMM_MAX];
-	struct cpuset allowed;
-	int tgid;
-
-	assert_int_equal(verify_status_parse(s, strlen(s), comm, &tgid, &allowed), 0);
-	assert_string_equal(comm, "kworker/1:0H");
-	assert_int_equal(tgid, 17);
-	assert_cpus(&allowed, "1");
-	assert_int_equal(verify_status_parse("Name:\tx\nTgid:\t1\n", 17, comm, &tgid, &allowed),
-			 -EPROTO);
-	assert_int_equal(verify_status_parse("Name:\tx\nTgid:\t-1\nCpus_allowed_list:\t1\n", 37,
-					     comm, &tgid, &allowed),
-			 -EPROTO);
-	assert_int_equal(verify_status_parse("Name:\tx\nTgid:\t1\nCpus_allowed_list:\t1-\n", 37,
-					     comm, &tgid, &allowed),
-			 -EPROTO);
-}
-
-static void test_verify_stat_parse_survives_hostile_comm(void **st)
-{
-	static const char s[] = "200 (evil) 1 (x) S 1 200 200 0 -1 2097216 1 0 0 0 30 12 0 0\n";
-	unsigned flags;
-	uint64_t ticks;
-
-	assert_int_equal(verify_stat_parse(s, strlen(s), &flags, &ticks), 0);
-	assert_int_equal(flags, 2097216);
-	assert_int_equal(ticks, 42);
-	assert_int_equal(verify_stat_parse("1 (x) S 1 2 3", 13, &flags, &ticks), -EPROTO);
-	assert_int_equal(verify_stat_parse("no parens", 9, &flags, &ticks), -EPROTO);
-	assert_int_equal(verify_stat_parse("1 (x) S 1 1 1 0 -1 -5 0 0 0 0 1 1", 33, &flags, &ticks),
-			 -EPROTO);
-}
-
-static void test_verify_cgroup_parse_picks_the_hierarchy(void **st)
-{
-	static const char hybrid[] = "9:name=systemd:/\n3:cpu,cpuset:/kubepods/p1\n"
-				     "1:memory:/x\n0::/user.slice/a:b (deleted)\n";
-	char p[PATH_MAX];
-
-	assert_int_equal(verify_cgroup_parse(hybrid, strlen(hybrid), BPFMON_CGROUP_V2, p, sizeof(p)),
-			 0);
-	assert_string_equal(p, "/user.slice/a:b");
-	assert_int_equal(verify_cgroup_parse(hybrid, strlen(hybrid), BPFMON_CGROUP_V1, p, sizeof(p)),
-			 0);
-	assert_string_equal(p, "/kubepods/p1");
-	assert_int_equal(verify_cgroup_parse("1:memory:/x\n", 12, BPFMON_CGROUP_V1, p, sizeof(p)),
-			 -ENOENT);
-	assert_int_equal(verify_cgroup_parse("2:cpusetx:/x\n", 13, BPFMON_CGROUP_V1, p, sizeof(p)),
-			 -ENOENT);
-	assert_int_equal(verify_cgroup_parse("0::/abc\n", 8, BPFMON_CGROUP_V2, p, 4), -E2BIG);
-	assert_int_equal(verify_cgroup_parse("0::x\n", 5, BPFMON_CGROUP_V2, p, sizeof(p)), -EPROTO);
+	assert_int_equal(verify_owners_add_flag(o, "1=/a", &why), 0);
+	assert_int_equal(verify_owners_check_cpus(o, &possible, &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "5-6=/b", &why), 0);
+	assert_int_equal(verify_owners_check_cpus(o, &possible, &why), -EINVAL);
+	assert_string_equal(why.s, "CPU 5 does not exist on this node (possible: 0-1)");
 }
 
 /* ---- classification and the scan -------------------------------------------------------- */
@@ -479,13 +441,13 @@ static void test_verify_cgroup_parse_picks_the_hierarchy(void **st)
 static void test_verify_classify_by_owner_and_allowed_cpus(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = owners_new();
-	char why[VERIFY_ERR_MAX];
+	struct errbuf why = { "" };
 	struct cpuset f, a23 = cpus("2-3"), a3 = cpus("3"), a03 = cpus("0-3"), a01 = cpus("0-1"),
 			 a45 = cpus("4-5");
 
-	assert_int_equal(verify_owners_add_flag(o, "2-3=/c/A", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "4=/c/A/inner", why), 0);
-	assert_int_equal(verify_owners_add_flag(o, "5=/c/B", why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "2-3=/c/A", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "4=/c/A/inner", &why), 0);
+	assert_int_equal(verify_owners_add_flag(o, "5=/c/B", &why), 0);
 	o->v[0].path = strdup("/k/A");
 	o->v[1].path = strdup("/k/A/inner");
 	o->v[2].path = strdup("/k/B");
@@ -514,7 +476,7 @@ static const struct verify_pinned *pinned_of(const struct verify_report *r, int 
 	return NULL;
 }
 
-static void check_fixture_scan(enum bpfmon_cgroup mode)
+static void check_fixture_scan(enum cgroup_hier mode)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(mode, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
@@ -549,14 +511,14 @@ static void check_fixture_scan(enum bpfmon_cgroup mode)
 
 static void test_verify_scan_finds_pinned_and_unconfined_tasks(void **st)
 {
-	check_fixture_scan(BPFMON_CGROUP_V2);
-	check_fixture_scan(BPFMON_CGROUP_V1);
+	check_fixture_scan(CGROUP_V2);
+	check_fixture_scan(CGROUP_V1);
 }
 
 static void test_verify_scan_with_scope_counts_outsiders_apart(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o =
-		fixture_owners(BPFMON_CGROUP_V2, "/k");
+		fixture_owners(CGROUP_V2, "/k");
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct verify_tally t;
 
@@ -571,9 +533,52 @@ static void test_verify_scan_with_scope_counts_outsiders_apart(void **st)
 	assert_int_equal(t.outside_pinned, 1);
 }
 
+/* The thread feed without /proc: past VERIFY_PINNED_MAX pinned tasks are
+ * counted, not listed, and still fail the verdict; an unconfined process
+ * is summed over its threads. */
+static void test_verify_threads_beyond_the_list_still_count(void **st)
+{
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
+	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
+	struct verify_task *t = calloc(1, sizeof(*t));
+	struct verify_tally tally;
+
+	assert_non_null(t);
+	assert_int_equal(verify_report_new(o, false, &r), 0);
+	snprintf(t->cgroup, sizeof(t->cgroup), "/k/B");
+	t->allowed = cpus("3");
+	for (int i = 0; i < VERIFY_PINNED_MAX + 3; i++) {
+		t->pid = t->tid = 1000 + i;
+		t->flags = i >= VERIFY_PINNED_MAX + 1 ? PROCFS_PF_KTHREAD : 0;
+		assert_int_equal(verify_report_add_thread(r, t), 0);
+		assert_int_equal(verify_report_end_process(r), 0);
+	}
+	assert_int_equal(r->npinned, VERIFY_PINNED_MAX);
+	assert_int_equal(r->pinned_untracked[0], 1);
+	assert_int_equal(r->pinned_untracked[1], 2);
+	t->pid = 7;
+	t->allowed = cpus("0-3");
+	t->flags = 0;
+	for (int i = 0; i < 3; i++) {
+		t->tid = 7 + i;
+		t->ticks = 10;
+		assert_int_equal(verify_report_add_thread(r, t), 0);
+	}
+	assert_int_equal(verify_report_end_process(r), 0);
+	assert_int_equal(r->ntop, 1);
+	assert_int_equal(r->top[0].threads, 3);
+	assert_int_equal(r->top[0].ticks, 30);
+	assert_string_equal(r->top[0].allowed, "0-3");
+	verify_report_tally(r, &tally);
+	assert_int_equal(tally.pinned, VERIFY_PINNED_MAX + 1);
+	assert_int_equal(tally.kthreads_pinned, 2);
+	assert_int_equal(r->threads, VERIFY_PINNED_MAX + 6);
+	free(t);
+}
+
 static void test_verify_scan_fails_on_missing_proc(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 
 	assert_int_equal(verify_report_new(o, false, &r), 0);
@@ -606,7 +611,7 @@ static void counters(struct verify_report *r, int cpu, uint64_t user, uint64_t k
 
 static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct pinning_event e;
 	struct verify_tally t;
@@ -657,7 +662,7 @@ static void test_verify_events_are_counted_per_cpu_and_task(void **st)
 
 static void test_verify_kthreads_fail_only_when_strict(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	struct verify_tally t;
 
 	for (int strict = 0; strict < 2; strict++) {
@@ -679,7 +684,7 @@ static void test_verify_kthreads_fail_only_when_strict(void **st)
 static void test_verify_scope_forgives_outsiders_but_not_unnamed(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o =
-		fixture_owners(BPFMON_CGROUP_V2, "/k");
+		fixture_owners(CGROUP_V2, "/k");
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct pinning_event e = ev(2, 300, PINNING_KIND_USER, 10, "sshd");
 	struct verify_tally t;
@@ -731,7 +736,7 @@ static void test_verify_scope_forgives_outsiders_but_not_unnamed(void **st)
 static void test_verify_without_events_scope_is_incomplete(void **st)
 {
 	_cleanup_(verify_owners_freep) struct verify_owners *o =
-		fixture_owners(BPFMON_CGROUP_V2, "/k");
+		fixture_owners(CGROUP_V2, "/k");
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 	struct verify_tally t;
 
@@ -752,7 +757,7 @@ static void test_verify_without_events_scope_is_incomplete(void **st)
 
 static void test_verify_seen_table_full_counts_the_rest(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = NULL;
 
 	assert_int_equal(verify_report_new(o, false, &r), 0);
@@ -794,7 +799,7 @@ static struct verify_report *rendered_fixture(struct verify_owners *o)
 
 static void test_verify_json_carries_the_verdict_and_the_offenders(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = rendered_fixture(o);
 	struct json_object *j = NULL, *back, *v, *cpu, *arr, *x;
 	const char *text;
@@ -836,7 +841,7 @@ static void test_verify_json_carries_the_verdict_and_the_offenders(void **st)
 
 static void test_verify_print_ends_with_the_verdict(void **st)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(BPFMON_CGROUP_V2, NULL);
+	_cleanup_(verify_owners_freep) struct verify_owners *o = fixture_owners(CGROUP_V2, NULL);
 	_cleanup_(verify_report_freep) struct verify_report *r = rendered_fixture(o);
 	_cleanup_(verify_owners_freep) struct verify_owners *none = owners_new();
 	_cleanup_(verify_report_freep) struct verify_report *empty = NULL;
@@ -886,12 +891,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_resolve_detects_a_stale_state_file,
 						tree_setup, tree_teardown),
 		cmocka_unit_test(test_verify_check_cpus_names_an_impossible_cpu),
-		cmocka_unit_test(test_verify_status_parse_reads_name_tgid_allowed),
-		cmocka_unit_test(test_verify_stat_parse_survives_hostile_comm),
-		cmocka_unit_test(test_verify_cgroup_parse_picks_the_hierarchy),
 		cmocka_unit_test(test_verify_classify_by_owner_and_allowed_cpus),
 		cmocka_unit_test(test_verify_scan_finds_pinned_and_unconfined_tasks),
 		cmocka_unit_test(test_verify_scan_with_scope_counts_outsiders_apart),
+		cmocka_unit_test(test_verify_threads_beyond_the_list_still_count),
 		cmocka_unit_test(test_verify_scan_fails_on_missing_proc),
 		cmocka_unit_test(test_verify_events_are_counted_per_cpu_and_task),
 		cmocka_unit_test(test_verify_kthreads_fail_only_when_strict),

@@ -141,6 +141,25 @@ static void test_buf_reserve_is_clamped_to_the_cap(void **st)
 	assert_int_equal(buf_add(&b, "0123456789", 10), 0);
 }
 
+static void test_buf_append_gives_room_to_write_in_place(void **st)
+{
+	struct buf b = BUF_INIT(10);
+	void *p = NULL;
+
+	assert_int_equal(buf_add_str(&b, "ab"), 0);
+	assert_int_equal(buf_append(&b, 3, &p), 0);
+	memcpy(p, "cde", 3);
+	assert_string_equal(buf_str(&b), "abcde");
+	assert_int_equal(buf_append(&b, 5, &p), 0); /* exactly the cap */
+	memcpy(p, "fghij", 5);
+	assert_string_equal(buf_str(&b), "abcdefghij");
+	p = NULL;
+	assert_int_equal(buf_append(&b, 1, &p), -E2BIG);
+	assert_null(p); /* not written on failure */
+	assert_null(b.ptr);
+	buf_done(&b);
+}
+
 static void test_buf_reset_truncate_take(void **st)
 {
 	struct buf b = BUF_INIT(64);
@@ -187,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_buf_addf_over_the_cap_with_room_frees),
 		cmocka_unit_test(test_buf_enomem_frees),
 		cmocka_unit_test(test_buf_reserve_is_clamped_to_the_cap),
+		cmocka_unit_test(test_buf_append_gives_room_to_write_in_place),
 		cmocka_unit_test(test_buf_reset_truncate_take),
 		cmocka_unit_test(test_buf_zero_cap_holds_nothing),
 	};

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/cdi.h"
+#include "lib/errbuf.h"
 
 #define UID "02b50f8a-a8f4-4e6b-a042-b672b4f1f075"
 
@@ -165,13 +166,14 @@ static void test_cdi_spec_parse_rejects_foreign_and_broken_specs(void **st)
 		  "invalid uid" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char uid[CDI_UID_MAX] = "keep", why[CDI_ERR_MAX] = "";
+		char uid[CDI_UID_MAX] = "keep";
+		struct errbuf why = { "" };
 		struct cpuset c;
 
-		assert_int_equal(cdi_spec_parse(bad[i].json, strlen(bad[i].json), uid, &c, why),
+		assert_int_equal(cdi_spec_parse(bad[i].json, strlen(bad[i].json), uid, &c, &why),
 				 -EPROTO);
-		if (!strstr(why, bad[i].why))
-			fail_msg("case %zu: '%s' lacks '%s'", i, why, bad[i].why);
+		if (!strstr(why.s, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, why.s, bad[i].why);
 		assert_string_equal(uid, "keep");
 	}
 }

@@ -12,8 +12,9 @@
 
 #include "cmd/cfg.h"
 #include "testutil.h"
+#include "lib/errbuf.h"
 
-static int parse(struct cfg *c, char *err, ...)
+static int parse(struct cfg *c, struct errbuf *err, ...)
 {
 	char *argv[32] = { "dra-cpu-driver" };
 	int argc = 1;
@@ -30,7 +31,7 @@ static int parse(struct cfg *c, char *err, ...)
 static void expect_error(const char *want, ...)
 {
 	char *argv[32] = { "dra-cpu-driver" };
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 	int argc = 1;
 	va_list ap;
@@ -40,9 +41,9 @@ static void expect_error(const char *want, ...)
 	while ((a = va_arg(ap, char *)) && argc < 31)
 		argv[argc++] = a;
 	va_end(ap);
-	assert_int_equal(cfg_parse(&c, argc, argv, err), -EINVAL);
-	if (!strstr(err, want))
-		fail_msg("error '%s' lacks '%s'", err, want);
+	assert_int_equal(cfg_parse(&c, argc, argv, &err), -EINVAL);
+	if (!strstr(err.s, want))
+		fail_msg("error '%s' lacks '%s'", err.s, want);
 	cfg_done(&c);
 }
 
@@ -57,10 +58,10 @@ static int setup(void **st)
 
 static void test_cfg_defaults_match_the_reference_driver(void **st)
 {
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 
-	assert_int_equal(parse(&c, err, NULL), 0);
+	assert_int_equal(parse(&c, &err, NULL), 0);
 	assert_int_equal(c.action, CFG_RUN);
 	assert_int_equal(c.device_mode, DEVICES_GROUPED);
 	assert_int_equal(c.group_by, DEVICES_BY_NUMANODE);
@@ -77,10 +78,10 @@ static void test_cfg_defaults_match_the_reference_driver(void **st)
 
 static void test_cfg_flag_syntaxes_and_alias(void **st)
 {
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 
-	assert_int_equal(parse(&c, err, "--cpu-device-mode", "individual", "-reserved-cpus=0,4",
+	assert_int_equal(parse(&c, &err, "--cpu-device-mode", "individual", "-reserved-cpus=0,4",
 			       "--cpu-device-group-by=socket", "--no-nri", "--bpf=false", "-v", "2",
 			       "--print-topology", NULL),
 			 0);
@@ -97,19 +98,19 @@ static void test_cfg_flag_syntaxes_and_alias(void **st)
 
 static void test_cfg_env_below_flags(void **st)
 {
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 
 	setenv("DRA_CPU_CPU_DEVICE_MODE", "individual", 1);
 	setenv("DRA_CPU_RESERVED_CPUS", "1-2", 1);
-	assert_int_equal(parse(&c, err, "--reserved-cpus", "3", NULL), 0);
+	assert_int_equal(parse(&c, &err, "--reserved-cpus", "3", NULL), 0);
 	assert_int_equal(c.device_mode, DEVICES_INDIVIDUAL);
 	assert_string_equal(c.reserved_cpus_str, "3");
 	assert_int_equal(cpuset_count(&c.reserved), 1);
 	cfg_done(&c);
 	setenv("DRA_CPU_CPU_DEVICE_MODE", "bogus", 1);
-	assert_int_equal(parse(&c, err, NULL), -EINVAL);
-	assert_non_null(strstr(err, "env DRA_CPU_CPU_DEVICE_MODE: cpu-device-mode: unknown value"));
+	assert_int_equal(parse(&c, &err, NULL), -EINVAL);
+	assert_non_null(strstr(err.s, "env DRA_CPU_CPU_DEVICE_MODE: cpu-device-mode: unknown value"));
 	cfg_done(&c);
 	unsetenv("DRA_CPU_CPU_DEVICE_MODE");
 	unsetenv("DRA_CPU_RESERVED_CPUS");
@@ -150,47 +151,48 @@ static void test_cfg_rejects_kubelet_root_too_long_for_a_socket(void **st)
 	expect_error("registration socket path would exceed 107 bytes", "--kubelet-root-dir", root,
 		     NULL);
 	root[70] = 0; /* 70 + 34 = 104: fits */
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
-	assert_int_equal(parse(&c, err, "--kubelet-root-dir", root, NULL), 0);
+	assert_int_equal(parse(&c, &err, "--kubelet-root-dir", root, NULL), 0);
 	cfg_done(&c);
 }
 
 static void test_cfg_check_topology_reserved_cpus(void **st)
 {
 	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 4, 1); /* CPUs 0-3 */
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 
-	assert_int_equal(parse(&c, err, "--reserved-cpus=0-1", NULL), 0);
-	assert_int_equal(cfg_check_topology(&c, t, err), 0);
+	assert_int_equal(parse(&c, &err, "--reserved-cpus=0-1", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), 0);
 	cfg_done(&c);
-	assert_int_equal(parse(&c, err, "--reserved-cpus=2,7-8", NULL), 0);
-	assert_int_equal(cfg_check_topology(&c, t, err), -EINVAL);
-	assert_non_null(strstr(err, "reserved-cpus: CPUs 7-8 are not online"));
+	assert_int_equal(parse(&c, &err, "--reserved-cpus=2,7-8", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "reserved-cpus: CPUs 7-8 are not online"));
 	cfg_done(&c);
-	assert_int_equal(parse(&c, err, "--reserved-cpus=0-3", NULL), 0);
-	assert_int_equal(cfg_check_topology(&c, t, err), -EINVAL);
-	assert_non_null(strstr(err, "reserves every online CPU"));
+	assert_int_equal(parse(&c, &err, "--reserved-cpus=0-3", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "reserves every online CPU"));
 	cfg_done(&c);
 }
 
 static void test_cfg_node_name_precedence_and_normalisation(void **st)
 {
-	char err[CFG_ERR_MAX], name[256];
+	struct errbuf err = { "" };
+	char name[256];
 	struct cfg c;
 
 	setenv("NODE_NAME", "Worker-7\n", 1);
-	assert_int_equal(parse(&c, err, NULL), 0);
+	assert_int_equal(parse(&c, &err, NULL), 0);
 	assert_int_equal(cfg_node_name(&c, name, sizeof(name)), 0);
 	assert_string_equal(name, "worker-7");
 	cfg_done(&c);
-	assert_int_equal(parse(&c, err, "--hostname-override", " NodeA ", NULL), 0);
+	assert_int_equal(parse(&c, &err, "--hostname-override", " NodeA ", NULL), 0);
 	assert_int_equal(cfg_node_name(&c, name, sizeof(name)), 0);
 	assert_string_equal(name, "nodea");
 	cfg_done(&c);
 	unsetenv("NODE_NAME");
-	assert_int_equal(parse(&c, err, NULL), 0);
+	assert_int_equal(parse(&c, &err, NULL), 0);
 	assert_int_equal(cfg_node_name(&c, name, sizeof(name)), 0);
 	assert_true(strlen(name) > 0);
 	cfg_done(&c);

@@ -160,7 +160,7 @@ static const char *write_file(const char *name, const char *text)
 	return path;
 }
 
-static int parse_argv(struct cfg *c, char *err, ...)
+static int parse_argv(struct cfg *c, struct errbuf *err, ...)
 {
 	char *argv[16] = { "dra-cpu-driver" };
 	int argc = 1;
@@ -182,10 +182,10 @@ static void test_file_sets_values_and_flags_and_env_win(void **state)
 						 "nri: false\n"
 						 "cdiDir: /run/cdi-from-file\n"
 						 "stateDir: /run/state-from-file\n");
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 
-	assert_int_equal(parse_argv(&c, err, "--config", path, NULL), 0);
+	assert_int_equal(parse_argv(&c, &err, "--config", path, NULL), 0);
 	assert_int_equal(c.device_mode, DEVICES_INDIVIDUAL);
 	assert_string_equal(c.reserved_cpus_str, "0");
 	assert_false(c.nri);
@@ -196,10 +196,10 @@ static void test_file_sets_values_and_flags_and_env_win(void **state)
 	/* a flag wins over the file; the environment too, and a flag over both */
 	setenv("DRA_CPU_CDI_DIR", "/run/cdi-from-env", 1);
 	setenv("DRA_CPU_STATE_DIR", "/run/state-from-env", 1);
-	assert_int_equal(parse_argv(&c, err, "--cpu-device-mode=grouped", "--config=", NULL), 0);
+	assert_int_equal(parse_argv(&c, &err, "--cpu-device-mode=grouped", "--config=", NULL), 0);
 	assert_null(strstr(c.cdi_dir, "file")); /* --config= empty: no file */
 	cfg_done(&c);
-	assert_int_equal(parse_argv(&c, err, "--cpu-device-mode=grouped", "--config", path,
+	assert_int_equal(parse_argv(&c, &err, "--cpu-device-mode=grouped", "--config", path,
 				    "--state-dir", "/run/state-from-flag", NULL),
 			 0);
 	assert_int_equal(c.device_mode, DEVICES_GROUPED);
@@ -212,7 +212,7 @@ static void test_file_sets_values_and_flags_and_env_win(void **state)
 	unsetenv("DRA_CPU_CDI_DIR");
 	unsetenv("DRA_CPU_STATE_DIR");
 	setenv("DRA_CPU_CONFIG", path, 1);
-	assert_int_equal(parse_argv(&c, err, NULL), 0);
+	assert_int_equal(parse_argv(&c, &err, NULL), 0);
 	assert_string_equal(c.cdi_dir, "/run/cdi-from-file");
 	cfg_done(&c);
 	unsetenv("DRA_CPU_CONFIG");
@@ -241,18 +241,18 @@ static void test_bad_file_errors_name_file_line_and_key(void **state)
 		{ "logVerbosity: 12\n", "line 1: logVerbosity: '12' is not an integer in 0..9" },
 		{ "nri: [true]\n", "line 1: key nri: the value must be a plain value, not a list" },
 	};
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const char *path = write_file("bad.yaml", cases[i].yaml);
 		char prefix[300];
-		int r = parse_argv(&c, err, "--config", path, NULL);
+		int r = parse_argv(&c, &err, "--config", path, NULL);
 
 		(void)snprintf(prefix, sizeof(prefix), "config file %s", path);
-		if (r != -EINVAL || strncmp(err, prefix, strlen(prefix)) != 0 ||
-		    !strstr(err, cases[i].want))
-			fail_msg("case %zu: r=%d '%s', want '%s'", i, r, err, cases[i].want);
+		if (r != -EINVAL || strncmp(err.s, prefix, strlen(prefix)) != 0 ||
+		    !strstr(err.s, cases[i].want))
+			fail_msg("case %zu: r=%d '%s', want '%s'", i, r, err.s, cases[i].want);
 		cfg_done(&c);
 	}
 }
@@ -260,16 +260,17 @@ static void test_bad_file_errors_name_file_line_and_key(void **state)
 /* A FIFO where the file belongs is an error, never a hang. */
 static void test_missing_or_special_file_is_a_clear_error(void **state)
 {
-	char err[CFG_ERR_MAX], fifo[256];
+	struct errbuf err = { "" };
+	char fifo[256];
 	struct cfg c;
 
-	assert_int_equal(parse_argv(&c, err, "--config", "/nonexistent/dra.yaml", NULL), -EINVAL);
-	assert_non_null(strstr(err, "config file /nonexistent/dra.yaml: cannot read it"));
+	assert_int_equal(parse_argv(&c, &err, "--config", "/nonexistent/dra.yaml", NULL), -EINVAL);
+	assert_non_null(strstr(err.s, "config file /nonexistent/dra.yaml: cannot read it"));
 	cfg_done(&c);
 	(void)snprintf(fifo, sizeof(fifo), "%s/fifo.yaml", tmpdir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
-	assert_int_equal(parse_argv(&c, err, "--config", fifo, NULL), -EINVAL);
-	assert_non_null(strstr(err, "config file"));
+	assert_int_equal(parse_argv(&c, &err, "--config", fifo, NULL), -EINVAL);
+	assert_non_null(strstr(err.s, "config file"));
 	cfg_done(&c);
 }
 

@@ -13,10 +13,11 @@
 
 #include "core/claim.h"
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 
 #define UID "6f0c1c4e-0000-4000-8000-000000000001"
 
-static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
+static int parse(const char *alloc_json, struct claim_alloc *a, struct errbuf *err)
 {
 	char buf[4096];
 	struct json_object *o;
@@ -40,13 +41,13 @@ static int parse(const char *alloc_json, struct claim_alloc *a, char *err)
 static void test_claim_takes_only_our_results(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(parse("{\"devices\":{\"results\":["
 			       RES("gpu", "gpu.example.com", "node-1", "gpu0") "},"
 			       RES("cpu", "dra.cpu", "node-1", "cpudevnuma001")
 			       ",\"shareID\":\"a1b2\",\"consumedCapacity\":{\"dra.cpu/cpu\":\"10\"}}"
-			       "]}}", &a, err), 0);
+			       "]}}", &a, &err), 0);
 	assert_int_equal(a.n, 1);
 	assert_string_equal(a.results[0].request, "cpu");
 	assert_string_equal(a.results[0].device, "cpudevnuma001");
@@ -67,10 +68,10 @@ static void test_claim_without_our_results_is_an_error(void **st)
 
 	for (size_t i = 0; i < ARRAY_SIZE(allocs); i++) {
 		struct claim_alloc a;
-		char err[CLAIM_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
-		assert_int_equal(parse(allocs[i], &a, err), -EINVAL);
-		assert_non_null(strstr(err, "no results for driver dra.cpu"));
+		assert_int_equal(parse(allocs[i], &a, &err), -EINVAL);
+		assert_non_null(strstr(err.s, "no results for driver dra.cpu"));
 	}
 }
 
@@ -156,11 +157,11 @@ static void test_claim_errors(void **st)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct claim_alloc a;
-		char err[CLAIM_ERR_MAX] = "";
+		struct errbuf err = { "" };
 
-		assert_int_equal(parse(bad[i].alloc, &a, err), -EINVAL);
-		if (!strstr(err, bad[i].why))
-			fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].why);
+		assert_int_equal(parse(bad[i].alloc, &a, &err), -EINVAL);
+		if (!strstr(err.s, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.s, bad[i].why);
 	}
 }
 
@@ -168,25 +169,25 @@ static void test_claim_uid_mismatch_and_unallocated(void **st)
 {
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"other\"},\"status\":{\"allocation\":{}}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "deleted and recreated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "deleted and recreated"));
 	json_object_put(o);
 	o = json_tokener_parse("{\"metadata\":{\"uid\":\"" UID "\"},\"status\":{}}");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
-	assert_non_null(strstr(err, "not allocated"));
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "not allocated"));
 	json_object_put(o);
 	o = json_tokener_parse("[1,2]");
-	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, err), -EINVAL);
+	assert_int_equal(claim_parse(o, UID, "dra.cpu", "node-1", &a, &err), -EINVAL);
 	json_object_put(o);
 }
 
 static void test_claim_config_applies_by_request_and_in_order(void **st)
 {
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(
 		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudevnuma000")
@@ -199,7 +200,7 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 		      "\"policy\":\"distributed\",\"alignL3\":false}}},"
 		      "{\"requests\":[\"a\"],\"opaque\":{\"driver\":\"other.example.com\","
 		      "\"parameters\":{\"anything\":1}}}]}}",
-		      &a, err),
+		      &a, &err),
 		0);
 	assert_int_equal(a.n, 2);
 	assert_true(a.results[0].config.full_cores);
@@ -212,7 +213,7 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 
 /* claim_consumers_parse() over a claim whose status.reservedFor is the given
  * JSON text (NULL: absent). */
-static int consumers(const char *reserved, struct claim_consumer **ret, char *err)
+static int consumers(const char *reserved, struct claim_consumer **ret, struct errbuf *err)
 {
 	char buf[65536];
 	struct json_object *o;
@@ -234,7 +235,7 @@ static int consumers(const char *reserved, struct claim_consumer **ret, char *er
 static void test_claim_consumers_are_the_pods_it_is_reserved_for(void **st)
 {
 	struct claim_consumer *v = NULL;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_int_equal(consumers("[" POD("aaaa-1", "web-0") ","
 				   "{\"apiGroup\":\"example.com\",\"resource\":\"pods\","
@@ -243,7 +244,7 @@ static void test_claim_consumers_are_the_pods_it_is_reserved_for(void **st)
 				   "\"name\":\"db\",\"uid\":\"cccc-3\"},"
 				   "{\"apiGroup\":\"\",\"resource\":\"pods\",\"name\":\"db.x-1\","
 				   "\"uid\":\"dddd-4\"}]",
-				   &v, err),
+				   &v, &err),
 			 2);
 	assert_non_null(v);
 	assert_string_equal(v[0].uid, "aaaa-1");
@@ -254,15 +255,15 @@ static void test_claim_consumers_are_the_pods_it_is_reserved_for(void **st)
 
 	/* none: no list, an empty one, only other resources */
 	v = (void *)1;
-	assert_int_equal(consumers(NULL, &v, err), 0);
+	assert_int_equal(consumers(NULL, &v, &err), 0);
 	assert_null(v);
 	v = (void *)1;
-	assert_int_equal(consumers("[]", &v, err), 0);
+	assert_int_equal(consumers("[]", &v, &err), 0);
 	assert_null(v);
 	v = (void *)1;
 	assert_int_equal(consumers("[{\"apiGroup\":\"apps\",\"resource\":\"replicasets\","
 				   "\"name\":\"r\",\"uid\":\"u-1\"}]",
-				   &v, err),
+				   &v, &err),
 			 0);
 	assert_null(v);
 }
@@ -294,16 +295,17 @@ static void test_claim_consumers_bad_input(void **st)
 		  "not a pod's uid and name" },
 	};
 	struct claim_consumer *v = NULL;
-	char err[CLAIM_ERR_MAX], many[CLAIM_MAX_CONSUMERS * 64 + 256];
+	struct errbuf err;
+	char many[CLAIM_MAX_CONSUMERS * 64 + 256];
 	size_t o = 0;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		err[0] = 0;
+		errbuf_clear(&err);
 		v = (void *)1;
-		assert_int_equal(consumers(bad[i].json, &v, err), -EINVAL);
+		assert_int_equal(consumers(bad[i].json, &v, &err), -EINVAL);
 		assert_null(v);
-		if (!strstr(err, bad[i].msg))
-			fail_msg("%s: \"%s\" does not say \"%s\"", bad[i].json, err, bad[i].msg);
+		if (!strstr(err.s, bad[i].msg))
+			fail_msg("%s: \"%s\" does not say \"%s\"", bad[i].json, err.s, bad[i].msg);
 	}
 	/* the API's cap, and one over */
 	o += (size_t)snprintf(many + o, sizeof(many) - o, "[");
@@ -313,12 +315,12 @@ static void test_claim_consumers_bad_input(void **st)
 	assert_true(o + 2 < sizeof(many));
 	many[o] = ']';
 	many[o + 1] = 0;
-	assert_int_equal(consumers(many, &v, err), CLAIM_MAX_CONSUMERS);
+	assert_int_equal(consumers(many, &v, &err), CLAIM_MAX_CONSUMERS);
 	assert_string_equal(v[CLAIM_MAX_CONSUMERS - 1].name, "p255");
 	free(v);
 	(void)snprintf(many + o, sizeof(many) - o, "," POD("u-x", "x") "]");
-	assert_int_equal(consumers(many, &v, err), -EINVAL);
-	assert_non_null(strstr(err, "more than the 256 allowed"));
+	assert_int_equal(consumers(many, &v, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "more than the 256 allowed"));
 }
 
 static void test_claim_consumers_of_another_claim_are_refused(void **st)
@@ -326,13 +328,13 @@ static void test_claim_consumers_of_another_claim_are_refused(void **st)
 	struct json_object *o = json_tokener_parse(
 		"{\"metadata\":{\"uid\":\"other\"},\"status\":{\"reservedFor\":[" POD("u-1", "a") "]}}");
 	struct claim_consumer *v = NULL;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	assert_non_null(o);
-	assert_int_equal(claim_consumers_parse(o, UID, &v, err), -EINVAL);
+	assert_int_equal(claim_consumers_parse(o, UID, &v, &err), -EINVAL);
 	assert_null(v);
-	assert_non_null(strstr(err, "deleted and recreated"));
-	assert_int_equal(claim_consumers_parse(o, NULL, &v, err), 1);
+	assert_non_null(strstr(err.s, "deleted and recreated"));
+	assert_int_equal(claim_consumers_parse(o, NULL, &v, &err), 1);
 	free(v);
 	json_object_put(o);
 }

@@ -11,14 +11,15 @@
 #include <cmocka.h>
 
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 
 static struct cpuset parse_ok(const char *s)
 {
 	struct cpuset c;
-	char why[CPUSET_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	if (cpuset_parse(s, &c, why) != 0)
-		fail_msg("'%s' did not parse: %s", s, why);
+	if (cpuset_parse(s, &c, &why) != 0)
+		fail_msg("'%s' did not parse: %s", s, why.s);
 	return c;
 }
 
@@ -35,13 +36,13 @@ static void assert_roundtrip(const char *in, const char *canonical)
 static void assert_rejects(const char *in, int err, const char *why_part)
 {
 	struct cpuset c;
-	char why[CPUSET_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
 	cpuset_zero(&c);
 	cpuset_set(&c, 42);
-	assert_int_equal(cpuset_parse(in, &c, why), err);
-	if (!strstr(why, why_part))
-		fail_msg("'%s': error '%s' lacks '%s'", in, why, why_part);
+	assert_int_equal(cpuset_parse(in, &c, &why), err);
+	if (!strstr(why.s, why_part))
+		fail_msg("'%s': error '%s' lacks '%s'", in, why.s, why_part);
 	/* *ret untouched on error */
 	assert_true(cpuset_has(&c, 42));
 	assert_int_equal(cpuset_count(&c), 1);
@@ -137,11 +138,12 @@ static void test_cpuset_format_reports_short_buffer(void **st)
 	assert_int_equal(cpuset_format(&c, big, sizeof(big)), 11);
 }
 
-static void test_cpuset_to_string_grows_for_worst_case(void **st)
+static void test_cpuset_to_string_fits_the_worst_cases(void **st)
 {
 	struct cpuset c;
 	char *s;
 
+	/* every other CPU: one item per id */
 	cpuset_zero(&c);
 	for (int i = 0; i < CPUSET_MAX; i += 2)
 		cpuset_set(&c, i);
@@ -149,6 +151,15 @@ static void test_cpuset_to_string_grows_for_worst_case(void **st)
 	assert_non_null(s);
 	assert_int_equal(strlen(s) > 4096 * 4, 1);
 	struct cpuset back = parse_ok(s);
+	assert_true(cpuset_equal(&c, &back));
+	free(s);
+	/* pairs "a-b": the longest text per id */
+	cpuset_zero(&c);
+	for (int i = 0; i + 1 < CPUSET_MAX; i += 3)
+		cpuset_set_range(&c, i, i + 1);
+	s = cpuset_to_string(&c);
+	assert_non_null(s);
+	back = parse_ok(s);
 	assert_true(cpuset_equal(&c, &back));
 	free(s);
 }
@@ -272,7 +283,7 @@ int main(void)
 		cmocka_unit_test(test_cpuset_parse_rejects_whitespace_inside),
 		cmocka_unit_test(test_cpuset_parse_rejects_ids_above_cap_and_overflow),
 		cmocka_unit_test(test_cpuset_format_reports_short_buffer),
-		cmocka_unit_test(test_cpuset_to_string_grows_for_worst_case),
+		cmocka_unit_test(test_cpuset_to_string_fits_the_worst_cases),
 		cmocka_unit_test(test_cpuset_algebra),
 		cmocka_unit_test(test_cpuset_set_clear_has_bounds),
 		cmocka_unit_test(test_cpuset_set_range_word_boundaries),

@@ -259,6 +259,40 @@ static void test_hashtab_walk_sees_each_once_and_may_delete(void **st)
 		fail_msg("an emptied table yielded a value");
 }
 
+static void test_hashtab_walks_in_insertion_order(void **st)
+{
+	struct hashtab t = HASHTAB_INIT(0);
+	char k[64];
+	int *v, last = -1, count = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		key_of(i, k, sizeof(k));
+		assert_int_equal(hashtab_put_str(&t, k, &vals[i], NULL), 0);
+	}
+	/* deletes, a replace (keeps its place) and rebuilds in between */
+	for (int i = 0; i < 1000; i += 3) {
+		key_of(i, k, sizeof(k));
+		assert_ptr_equal(hashtab_del_str(&t, k), &vals[i]);
+	}
+	key_of(500, k, sizeof(k));
+	assert_int_equal(hashtab_put_str(&t, k, &vals[500], NULL), 1);
+	for (int i = 1000; i < 3000; i++) {
+		key_of(i, k, sizeof(k));
+		assert_int_equal(hashtab_put_str(&t, k, &vals[i], NULL), 0);
+	}
+	HASHTAB_FOREACH(v, &t)
+	{
+		int i = (int)(v - vals);
+
+		assert_true(i > last);
+		assert_true(i >= 1000 || i % 3 != 0);
+		last = i;
+		count++;
+	}
+	assert_int_equal(count, (int)hashtab_count(&t));
+	hashtab_done(&t);
+}
+
 static void test_hashtab_binary_keys_with_nuls(void **st)
 {
 	struct hashtab t = HASHTAB_INIT(0);
@@ -284,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_hashtab_many_collisions),
 		cmocka_unit_test(test_hashtab_cap_refuses_new_keys_not_replacements),
 		cmocka_unit_test(test_hashtab_walk_sees_each_once_and_may_delete),
+		cmocka_unit_test(test_hashtab_walks_in_insertion_order),
 		cmocka_unit_test(test_hashtab_binary_keys_with_nuls),
 	};
 

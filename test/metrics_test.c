@@ -165,6 +165,80 @@ static void test_metrics_rejects_bad_names_and_label_counts(void **st)
 	metric_series_add(NULL, 1);
 }
 
+static void churn(struct metrics *m, void *ud)
+{
+	struct metric *g = ud;
+	static int calls;
+	char k[16];
+
+	/* every render names two label sets it never named before, and one it
+	 * names every time */
+	metric_reset(g);
+	for (int i = 0; i < 2; i++) {
+		(void)snprintf(k, sizeof(k), "c%d", calls * 2 + i);
+		metric_series_set(metric_with(g, k), 1);
+	}
+	metric_series_set(metric_with(g, "always"), 2);
+	calls++;
+}
+
+static void test_metrics_reset_frees_label_sets_no_longer_named(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	struct metric *g;
+	char *s;
+
+	assert_int_equal(metrics_new(&m), 0);
+	g = metrics_gauge(m, "owner", "x", "k");
+	assert_int_equal(metrics_add_collector(m, churn, g), 0);
+	for (int i = 0; i < 500; i++)
+		free(render(m));
+	/* this render's three, the previous render's two hidden ones */
+	assert_int_equal(metric_series_count(g), 5);
+	s = render(m);
+	assert_contains(s, "owner{k=\"c1000\"} 1\n");
+	assert_contains(s, "owner{k=\"c1001\"} 1\n");
+	assert_contains(s, "owner{k=\"always\"} 2\n");
+	assert_null(strstr(s, "c998"));
+	free(s);
+	/* a label set named again after it was freed comes back */
+	metric_series_set(metric_with(g, "c0"), 3);
+	s = render(m);
+	assert_null(strstr(s, "c0\"} 3")); /* the collector's reset hid it first */
+	free(s);
+	assert_int_equal(metric_series_count(g), 6);
+}
+
+static void test_metrics_series_are_found_by_their_exact_label_set(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	struct metric_series *first[2000];
+	struct metric *c;
+	char a[16], big[5000];
+
+	assert_int_equal(metrics_new(&m), 0);
+	c = metrics_counter(m, "pairs_total", "x", "a,b");
+	assert_non_null(c);
+	/* ("a","bc") and ("ab","c") are two series */
+	assert_ptr_not_equal(metric_with(c, "a", "bc"), metric_with(c, "ab", "c"));
+	assert_ptr_equal(metric_with(c, "a", "bc"), metric_with(c, "a", "bc"));
+	/* many series (the index grows), each found again */
+	for (int i = 0; i < 2000; i++) {
+		(void)snprintf(a, sizeof(a), "%d", i);
+		first[i] = metric_with(c, a, "v");
+		assert_non_null(first[i]);
+	}
+	for (int i = 0; i < 2000; i++) {
+		(void)snprintf(a, sizeof(a), "%d", i);
+		assert_ptr_equal(metric_with(c, a, "v"), first[i]);
+	}
+	/* a label set past the key cap is refused, and counting into it is a no-op */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	assert_null(metric_with(c, big, "v"));
+	metric_series_add(metric_with(c, big, "v"), 1);
+}
+
 static void collect(struct metrics *m, void *ud)
 {
 	struct metric *g = ud;
@@ -202,6 +276,8 @@ int main(void)
 		cmocka_unit_test(test_metrics_labelled_histogram_and_escaping),
 		cmocka_unit_test(test_metrics_rejects_bad_names_and_label_counts),
 		cmocka_unit_test(test_metrics_collectors_run_before_render_and_reset_hides),
+		cmocka_unit_test(test_metrics_series_are_found_by_their_exact_label_set),
+		cmocka_unit_test(test_metrics_reset_frees_label_sets_no_longer_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "nri/nri.h"
 
@@ -43,7 +44,7 @@ static void on_disconnected(void *ud, int r)
 
 static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-		   char *err)
+		   struct errbuf *err)
 {
 	size_t pinned = 0;
 
@@ -54,10 +55,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		if (!pin)
 			continue;
 		r = nri_updates_add(upd, ctrs[i].id, pin);
-		if (r < 0) {
-			snprintf(err, NRI_ERR_MAX, "bad PIN %s of %s", pin, ctrs[i].name);
-			return r;
-		}
+		if (r < 0)
+			return errbuf_fail(err, r, "bad PIN %s of %s", pin, ctrs[i].name);
 		pinned++;
 	}
 	log_info("sync", "pods=%zu containers=%zu pinned=%zu", n_pods, n_ctrs, pinned);
@@ -65,7 +64,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 }
 
 static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     struct nri_adjust *adj, struct nri_updates *upd, char *err)
+		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *err)
 {
 	const char *pin = nri_container_getenv(c, "PIN");
 	const char *fail = nri_container_getenv(c, "FAIL");
@@ -74,44 +73,36 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 
 	log_info("create", "pod=%s/%s uid=%s container=%s id=%s cgroup=%s pin=%s", pod->namespace,
 		 pod->name, pod->uid, c->name, c->id, log_quote(c->cgroups_path), pin ? pin : "");
-	if (fail) {
-		snprintf(err, NRI_ERR_MAX, "%s", fail);
-		return -EPERM;
-	}
+	if (fail)
+		return errbuf_fail(err, -EPERM, "%s", fail);
 	if (pin) {
 		r = nri_adjust_set_cpus(adj, pin);
-		if (r < 0) {
-			snprintf(err, NRI_ERR_MAX, "bad PIN %s", pin);
-			return r;
-		}
+		if (r < 0)
+			return errbuf_fail(err, r, "bad PIN %s", pin);
 	}
 	if (update) {
 		_cleanup_free_ char *id = strdup(update);
 		char *colon = id ? strchr(id, ':') : NULL;
 
-		if (!colon) {
-			snprintf(err, NRI_ERR_MAX, "bad UPDATE %s", update);
-			return -EINVAL;
-		}
+		if (!colon)
+			return errbuf_fail(err, -EINVAL, "bad UPDATE %s", update);
 		*colon = 0;
 		r = nri_updates_add(upd, id, colon + 1);
-		if (r < 0) {
-			snprintf(err, NRI_ERR_MAX, "bad UPDATE %s", update);
-			return r;
-		}
+		if (r < 0)
+			return errbuf_fail(err, r, "bad UPDATE %s", update);
 	}
 	return 0;
 }
 
 static int on_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     const char *cpus, struct nri_updates *upd, char *err)
+		     const char *cpus, struct nri_updates *upd, struct errbuf *err)
 {
 	log_info("update", "container=%s cpus=%s", c->name, cpus);
 	return 0;
 }
 
 static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		   struct nri_updates *upd, char *err)
+		   struct nri_updates *upd, struct errbuf *err)
 {
 	log_info("stop", "container=%s", c->name);
 	return 0;

@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "lib/errbuf.h"
 #include "nri/nri.h"
 #include "nri_api.pb-c.h"
 #include "nri_ttrpc.pb-c.h"
@@ -76,7 +77,7 @@ static int add_update(struct pol *p, struct nri_updates *upd)
 
 static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		  const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-		  char *err)
+		  struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -92,10 +93,8 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		snprintf(p->sync_cgroups, sizeof(p->sync_cgroups), "%s", ctrs[0].cgroups_path);
 		snprintf(p->sync_cpus, sizeof(p->sync_cpus), "%s", ctrs[0].cpus);
 	}
-	if (p->fail) {
-		snprintf(err, NRI_ERR_MAX, "policy says no");
-		return p->fail;
-	}
+	if (p->fail)
+		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->out)
 		return add_update(p, upd);
 	for (size_t i = 0; i < n_ctrs; i++)
@@ -104,7 +103,7 @@ static int p_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 }
 
 static int p_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		    struct nri_adjust *adj, struct nri_updates *upd, char *err)
+		    struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 	const char *pin = nri_container_getenv(c, "PIN");
@@ -123,30 +122,26 @@ static int p_create(void *ud, const struct nri_pod *pod, const struct nri_contai
 		assert_int_equal(nri_adjust_defer(adj, &r), -ETIMEDOUT);
 		assert_int_equal(p->wait_left, 0);
 		if (p->final_r && p->final_r != -EINPROGRESS)
-			snprintf(err, NRI_ERR_MAX, "claim not read in time");
+			errbuf_set(err, "claim not read in time");
 		return p->final_r;
 	}
 	if (nri_adjust_attempt(adj) < p->wait_runs) {
 		assert_true(p->n_resumes < (int)ARRAY_SIZE(p->resumes));
 		p->defer_r = nri_adjust_defer(adj, &p->resumes[p->n_resumes]);
-		if (p->defer_r < 0) {
-			snprintf(err, NRI_ERR_MAX, "too many waiting");
-			return p->defer_r;
-		}
+		if (p->defer_r < 0)
+			return errbuf_fail(err, p->defer_r, "too many waiting");
 		p->n_resumes++;
 		return -EINPROGRESS;
 	}
-	if (p->fail) {
-		snprintf(err, NRI_ERR_MAX, "policy says no");
-		return p->fail;
-	}
+	if (p->fail)
+		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->adjust_cpus)
 		assert_int_equal(nri_adjust_set_cpus(adj, p->adjust_cpus), 0);
 	return add_update(p, upd);
 }
 
 static int p_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		    const char *cpus, struct nri_updates *upd, char *err)
+		    const char *cpus, struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -156,7 +151,7 @@ static int p_update(void *ud, const struct nri_pod *pod, const struct nri_contai
 }
 
 static int p_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		  struct nri_updates *upd, char *err)
+		  struct nri_updates *upd, struct errbuf *err)
 {
 	struct pol *p = ud;
 
@@ -227,13 +222,13 @@ struct rt {
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
+	pipe_buf_add(&((struct rt *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
+	pipe_buf_add(&((struct rt *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
@@ -270,7 +265,7 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 		rt->n_update_calls++;
 		rt->last_update_n = r->n_update;
 		if (rq->len)
-			buf_add(&rt->pushed, rq->payload, rq->len);
+			pipe_buf_add(&rt->pushed, rq->payload, rq->len);
 		if (r->n_update) {
 			snprintf(rt->last_update_id, sizeof(rt->last_update_id), "%s",
 				 r->update[0]->container_id);
@@ -321,7 +316,7 @@ static int rt_teardown(void **state)
 	nri_session_free(rt->s);
 	ttrpc_mux_free(rt->m);
 	nri_pipe_done(&rt->pipe);
-	free(rt->pushed.p);
+	buf_done(&rt->pushed);
 	free(rt);
 	return 0;
 }
@@ -329,7 +324,7 @@ static int rt_teardown(void **state)
 /* A call from the runtime and its outcome. */
 struct reply {
 	int n, r, code;
-	char msg[NRI_ERR_MAX];
+	char msg[ERRBUF_MAX];
 	uint8_t payload[8192];
 	size_t len;
 };
@@ -426,7 +421,7 @@ static void assert_packs_as(const struct buf *got, const ProtobufCMessage *want)
 	assert_int_equal(protobuf_c_message_pack(want, w), len);
 	assert_int_equal(got->len, len);
 	if (len)
-		assert_memory_equal(got->p, w, len);
+		assert_memory_equal(pipe_bytes(got), w, len);
 	free(w);
 }
 
@@ -1013,19 +1008,19 @@ static size_t raw_state_change(uint8_t *out, size_t cap, uint32_t sid)
 static void take_plugin_reply(struct rt *rt, uint32_t *sid, int *code, char *msg, size_t msz)
 {
 	struct buf *b = &rt->pipe.to_rt;
+	const uint8_t *p = pipe_bytes(b);
 	Ttrpc__Response *resp;
 
 	assert_true(b->len >= 18);
-	assert_int_equal(b->p[3], 1);
-	assert_int_equal(b->p[16], 2); /* response */
-	*sid = (uint32_t)b->p[12] << 24 | (uint32_t)b->p[13] << 16 | (uint32_t)b->p[14] << 8 |
-	       b->p[15];
-	resp = ttrpc__response__unpack(NULL, b->len - 18, b->p + 18);
+	assert_int_equal(p[3], 1);
+	assert_int_equal(p[16], 2); /* response */
+	*sid = (uint32_t)p[12] << 24 | (uint32_t)p[13] << 16 | (uint32_t)p[14] << 8 | p[15];
+	resp = ttrpc__response__unpack(NULL, b->len - 18, p + 18);
 	assert_non_null(resp);
 	*code = resp->status ? resp->status->code : 0;
 	snprintf(msg, msz, "%s", resp->status ? resp->status->message : "");
 	ttrpc__response__free_unpacked(resp, NULL);
-	b->len = 0;
+	buf_reset(b);
 }
 
 /* A CreateContainer for container cid as raw bytes on stream sid. */
@@ -1065,7 +1060,7 @@ static void test_nri_waiting_creates_are_capped_and_go_with_the_session(void **s
 {
 	struct rt *rt = *state;
 	uint8_t frame[2048];
-	char id[16], msg[NRI_ERR_MAX];
+	char id[16], msg[ERRBUF_MAX];
 	uint32_t sid;
 	int code;
 
@@ -1167,10 +1162,11 @@ static void test_nri_shutdown_is_answered_then_ends_the_session(void **state)
 	assert_int_equal(rt->pol.shutdowns, 1);
 	/* the reply was queued before the session ended */
 	assert_true(rt->pipe.to_rt.len > 0);
-	assert_int_equal(ttrpc_mux_feed(rt->m, rt->pipe.to_rt.p, rt->pipe.to_rt.len), 0);
+	assert_int_equal(ttrpc_mux_feed(rt->m, pipe_bytes(&rt->pipe.to_rt), rt->pipe.to_rt.len),
+			 0);
 	assert_int_equal(x.n, 1);
 	assert_int_equal(x.code, TTRPC_OK);
-	rt->pipe.to_rt.len = 0;
+	buf_reset(&rt->pipe.to_rt);
 }
 
 static void test_nri_disconnected_follows_connected(void **state)
@@ -1257,7 +1253,7 @@ static void test_nri_push_unanswered_reports_timeout_and_lives_on(void **state)
 	start(rt);
 	assert_int_equal(nri_session_push_updates(rt->s, &(struct nri_update){ "c1", "1" }, 1), 0);
 	/* do not let the runtime see it */
-	rt->pipe.to_rt.len = 0;
+	buf_reset(&rt->pipe.to_rt);
 	d = nri_session_next_deadline(rt->s);
 	assert_true(d > 0);
 	assert_int_equal(nri_session_expire(rt->s, d), 0);
@@ -1338,9 +1334,9 @@ static void on_raw_reply(void *ud, int r, int code, const char *msg, const uint8
 
 	x->n++;
 	x->code = r < 0 ? r : code;
-	x->b.len = 0;
+	buf_reset(&x->b);
 	if (len)
-		buf_add(&x->b, p, len);
+		pipe_buf_add(&x->b, p, len);
 }
 
 /* A call whose reply may be larger than struct reply holds: its payload in x->b. */
@@ -1397,7 +1393,7 @@ static void test_nri_create_reply_is_what_protobuf_c_packs(void **state)
 			assert_packs_as(&x.b, &want.base);
 			pb_updates_done(&pu);
 		}
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **state)
@@ -1433,7 +1429,7 @@ static void test_nri_update_and_stop_replies_are_what_protobuf_c_packs(void **st
 		assert_packs_as(&x.b, &swant.base);
 		pb_updates_done(&pu);
 	}
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
@@ -1456,7 +1452,7 @@ static void test_nri_synchronize_reply_is_what_protobuf_c_packs(void **state)
 		pb_updates_done(&pu);
 	}
 	assert_int_equal(rt->pol.syncs, N_UPDATE_SETS);
-	free(x.b.p);
+	buf_done(&x.b);
 }
 
 static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
@@ -1471,7 +1467,7 @@ static void test_nri_push_request_is_what_protobuf_c_packs(void **state)
 		int calls = rt->n_update_calls;
 		struct pb_updates pu;
 
-		rt->pushed.len = 0;
+		buf_reset(&rt->pushed);
 		assert_int_equal(nri_session_push_updates(rt->s, u, n), 0);
 		pump(rt);
 		/* nothing to push: no call */

@@ -26,6 +26,7 @@
 #include "nri/pools.h"
 #include "core/state.h"
 #include "nri/ttrpc.h"
+#include "lib/errbuf.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define UID1 "11111111-2222-3333-4444-555555555555"
@@ -83,18 +84,18 @@ struct env {
 	struct nri_pipe pipe;
 	int replies, code;
 	struct buf reply; /* the last reply's payload */
-	char msg[NRI_ERR_MAX]; /* the last reply's error */
+	char msg[ERRBUF_MAX]; /* the last reply's error */
 };
 
 static int rt_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct env *)ud)->pipe.to_pl, buf, len);
+	pipe_buf_add(&((struct env *)ud)->pipe.to_pl, buf, len);
 	return 0;
 }
 
 static int pl_write(void *ud, const void *buf, size_t len)
 {
-	buf_add(&((struct env *)ud)->pipe.to_rt, buf, len);
+	pipe_buf_add(&((struct env *)ud)->pipe.to_rt, buf, len);
 	return 0;
 }
 
@@ -145,7 +146,7 @@ static int teardown(void **state)
 	state_free(e->state);
 	metrics_free(e->m);
 	nri_pipe_done(&e->pipe);
-	free(e->reply.p);
+	buf_done(&e->reply);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", e->root);
 	assert_int_equal(system(cmd), 0);
 	free(e);
@@ -159,9 +160,9 @@ static void on_reply(void *ud, int r, int code, const char *msg, const uint8_t *
 	e->replies++;
 	e->code = r < 0 ? r : code;
 	snprintf(e->msg, sizeof(e->msg), "%s", msg ? msg : "");
-	e->reply.len = 0;
+	buf_reset(&e->reply);
 	if (len)
-		buf_add(&e->reply, p, len);
+		pipe_buf_add(&e->reply, p, len);
 }
 
 /* The runtime calls method; its reply, if it comes now, lands in e->reply.
@@ -247,7 +248,7 @@ static size_t update_ctr(struct env *e, const char *id, const char *cpus, char *
 	req.container = &m.c;
 	req.linux_resources = &res;
 	call(e, "UpdateContainer", &req.base);
-	resp = nri__update_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__update_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	n = resp->n_update;
 	if (n) {
@@ -278,7 +279,7 @@ static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
 	struct state_claim c = { .ns = "default", .name = "claim", .results = &res,
 				 .n_results = 1 };
 	struct state_consumer v[8];
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 	const char *id;
 	va_list ap;
 
@@ -292,7 +293,7 @@ static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
 	va_end(ap);
 	c.consumers_known = c.n_consumers > 0;
 	c.consumers = v;
-	return state_claim_add(e->state, &c, why);
+	return state_claim_add(e->state, &c, &why);
 }
 
 static double gauge(struct env *e, const char *name)
@@ -334,7 +335,7 @@ static void test_pools_claim_holder_updates_exactly_the_live_shared_containers(v
 	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == N_SHARED - N_SHARED / 3);
 	assert_int_equal(add_claim(e, UID1, "4-5", "holder", NULL), 0);
 	ctr_event(e, "CreateContainer", "holder", "DRA_CPUSET_" UID1 "=4-5");
-	resp = nri__create_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__create_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, "4-5");
 	assert_int_equal(resp->n_update, N_SHARED - N_SHARED / 3);
@@ -399,7 +400,7 @@ static void test_pools_synchronize_rebuilds_the_table(void **state)
 	req.containers = ctrs;
 	req.n_containers = 1000;
 	call(e, "Synchronize", &req.base);
-	resp = nri__synchronize_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__synchronize_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	assert_int_equal(resp->n_update, 999); /* the stopped one is not pinned */
 	for (size_t i = 0; i < resp->n_update; i++)
@@ -491,7 +492,7 @@ static void assert_created_on(struct env *e, const char *cpus)
 	Nri__CreateContainerResponse *resp;
 
 	assert_int_equal(e->code, TTRPC_OK);
-	resp = nri__create_container_response__unpack(NULL, e->reply.len, e->reply.p);
+	resp = nri__create_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
 	assert_non_null(resp->adjust);
 	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, cpus);
@@ -634,10 +635,10 @@ static void test_pools_claims_restored_without_a_name_bind_nobody(void **state)
 	struct env *e = *state;
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c = { .uid = UID1, .results = &res, .n_results = 1 };
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 
 	assert_int_equal(cpuset_parse("4-5", &res.cpus, NULL), 0);
-	assert_int_equal(state_claim_add(e->state, &c, why), 0);
+	assert_int_equal(state_claim_add(e->state, &c, &why), 0);
 	assert_int_equal(create_nowait(e, "x", ENV1), 1);
 	assert_refused(e, "restored from its CDI spec alone");
 	assert_int_equal(n_reads, 0);
@@ -680,7 +681,7 @@ static Nri__SynchronizeResponse *synchronize(struct env *e, ...)
 	req.containers = ctrs;
 	req.n_containers = n;
 	call(e, "Synchronize", &req.base);
-	return nri__synchronize_response__unpack(NULL, e->reply.len, e->reply.p);
+	return nri__synchronize_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 }
 
 static const char *cpus_of(const Nri__SynchronizeResponse *r, const char *id)

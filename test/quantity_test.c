@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "lib/quantity.h"
+#include "lib/errbuf.h"
 
 static void test_quantity_parse_milli_grammar(void **st)
 {
@@ -71,11 +72,11 @@ static void test_quantity_parse_count_errors_name_the_value(void **st)
 		{ "1k", -ERANGE, "\"1k\" exceeds 64" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char why[QUANTITY_ERR_MAX] = "";
+		struct errbuf why = { "" };
 		int64_t v = 7;
 
-		assert_int_equal(quantity_parse_count(bad[i].in, 64, &v, why), bad[i].err);
-		assert_string_equal(why, bad[i].why);
+		assert_int_equal(quantity_parse_count(bad[i].in, 64, &v, &why), bad[i].err);
+		assert_string_equal(why.s, bad[i].why);
 		assert_int_equal(v, 7);
 	}
 	int64_t v;

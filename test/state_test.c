@@ -14,6 +14,7 @@
 
 #include "lib/log.h"
 #include "core/state.h"
+#include "lib/errbuf.h"
 
 static char root[64], cdi_dir[96], state_dir[96];
 
@@ -60,7 +61,7 @@ static int add(struct state *s, const char *uid, const char *ns, const char *nam
 {
 	struct state_result res[4];
 	struct state_claim c;
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 	const char *l;
 	va_list ap;
 
@@ -78,7 +79,7 @@ static int add(struct state *s, const char *uid, const char *ns, const char *nam
 		c.n_results++;
 	}
 	va_end(ap);
-	return state_claim_add(s, &c, why);
+	return state_claim_add(s, &c, &why);
 }
 
 static void assert_pool(struct state *s, const char *want)
@@ -326,7 +327,7 @@ static void test_state_table_handles_the_claim_cap(void **st)
 	struct state_opts o = { .cdi_dir = cdi_dir, .state_dir = state_dir };
 	_cleanup_(state_freep) struct state *s = NULL;
 	struct state_claim c;
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 
 	/* Empty claims (no CPUs) are legal and cheap: exercise the table alone. */
 	assert_int_equal(state_new(&o, &s), 0);
@@ -334,11 +335,11 @@ static void test_state_table_handles_the_claim_cap(void **st)
 	memset(&c, 0, sizeof(c));
 	for (int i = 0; i < STATE_MAX_CLAIMS; i++) {
 		snprintf(c.uid, sizeof(c.uid), "uid-%d", i);
-		if (state_claim_add(s, &c, why) != 0)
-			fail_msg("add %d: %s", i, why);
+		if (state_claim_add(s, &c, &why) != 0)
+			fail_msg("add %d: %s", i, why.s);
 	}
 	snprintf(c.uid, sizeof(c.uid), "one-too-many");
-	assert_int_equal(state_claim_add(s, &c, why), -E2BIG);
+	assert_int_equal(state_claim_add(s, &c, &why), -E2BIG);
 	for (int i = 0; i < STATE_MAX_CLAIMS; i += 2) {
 		snprintf(c.uid, sizeof(c.uid), "uid-%d", i);
 		assert_int_equal(state_claim_remove(s, c.uid), 0);
@@ -351,12 +352,11 @@ static void test_state_table_handles_the_claim_cap(void **st)
 	assert_int_equal(state_claim_count(s), STATE_MAX_CLAIMS / 2);
 }
 
-static int guard_nonempty(void *ud, const struct cpuset *after, char *why)
+static int guard_nonempty(void *ud, const struct cpuset *after, struct errbuf *eb)
 {
 	if (!cpuset_is_empty(after))
 		return 0;
-	snprintf(why, STATE_ERR_MAX, "would empty the pool");
-	return -ENOSPC;
+	return errbuf_fail(eb, -ENOSPC, "would empty the pool");
 }
 
 static void test_state_guard_can_refuse_a_claim(void **st)
@@ -394,11 +394,11 @@ static void test_state_checkpoint_parse_rejects_malformed(void **st)
 	int n = 0;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char why[STATE_ERR_MAX] = "";
+		struct errbuf why = { "" };
 
-		if (state_checkpoint_parse(bad[i], strlen(bad[i]), count_cb, &n, why) != -EPROTO)
+		if (state_checkpoint_parse(bad[i], strlen(bad[i]), count_cb, &n, &why) != -EPROTO)
 			fail_msg("case %zu accepted", i);
-		assert_true(why[0] != 0);
+		assert_true(why.s[0] != 0);
 	}
 	assert_int_equal(n, 0);
 }
@@ -419,7 +419,7 @@ static int add_reserved(struct state *s, const char *uid, const char *cpus,
 {
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c;
-	char why[STATE_ERR_MAX];
+	struct errbuf why = { "" };
 
 	memset(&c, 0, sizeof(c));
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
@@ -431,7 +431,7 @@ static int add_reserved(struct state *s, const char *uid, const char *cpus,
 	c.consumers_known = true;
 	c.consumers = (struct state_consumer *)v;
 	c.n_consumers = n;
-	return state_claim_add(s, &c, why);
+	return state_claim_add(s, &c, &why);
 }
 
 static char *read_checkpoint(void)
@@ -600,11 +600,11 @@ static void test_state_checkpoint_parse_rejects_malformed_consumers(void **st)
 	int n = 0;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char why[STATE_ERR_MAX] = "";
+		struct errbuf why = { "" };
 
-		if (state_checkpoint_parse(bad[i], strlen(bad[i]), count_cb, &n, why) != -EPROTO)
+		if (state_checkpoint_parse(bad[i], strlen(bad[i]), count_cb, &n, &why) != -EPROTO)
 			fail_msg("case %zu accepted", i);
-		assert_non_null(strstr(why, "consumers"));
+		assert_non_null(strstr(why.s, "consumers"));
 	}
 	assert_int_equal(n, 0);
 	assert_int_equal(state_checkpoint_parse(good, strlen(good), count_cb, &n, NULL), 0);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "host/topo.h"
+#include "lib/errbuf.h"
 
 /* A regular machine: sockets x numa_per_socket x cores_per_numa x threads,
  * numbered like Linux does on x86 (thread t of core c is CPU c + t * n_cores),
@@ -16,7 +17,7 @@ static inline struct topo *testutil_topo(int sockets, int numa_per_socket, int c
 	int n = n_cores * threads;
 	struct topo_cpu *cpus = calloc((size_t)n, sizeof(*cpus));
 	struct topo *t = NULL;
-	char why[TOPO_ERR_MAX];
+	struct errbuf why = { "" };
 
 	if (!cpus)
 		abort();
@@ -33,8 +34,8 @@ static inline struct topo *testutil_topo(int sockets, int numa_per_socket, int c
 			c->l3 = numa;
 			c->type = TOPO_CORE_STANDARD;
 		}
-	if (topo_build(cpus, n, NULL, &t, why) < 0) {
-		fprintf(stderr, "testutil_topo: %s\n", why);
+	if (topo_build(cpus, n, NULL, &t, &why) < 0) {
+		fprintf(stderr, "testutil_topo: %s\n", why.s);
 		abort();
 	}
 	free(cpus);

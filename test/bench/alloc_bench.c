@@ -13,6 +13,7 @@
 
 #include "core/allocator.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 
 #define CORES 512
 
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
 	static const int sizes[] = { 1, 4, 16, 64, 256 };
 	int iters = argc > 1 ? atoi(argv[1]) : 400;
 	struct alloc_topo *t = NULL;
-	char why[ALLOC_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	double worst = 0;
 
 	for (int th = 0; th < 2; th++)
@@ -67,8 +68,8 @@ int main(int argc, char **argv)
 				.numa = c / 64,
 				.l3 = c / 32,
 			};
-	if (alloc_topo_new(rows, 2 * CORES, NULL, &t, why) < 0) {
-		fprintf(stderr, "alloc_bench: %s\n", why);
+	if (alloc_topo_new(rows, 2 * CORES, NULL, &t, &why) < 0) {
+		fprintf(stderr, "alloc_bench: %s\n", why.s);
 		return 1;
 	}
 	printf("%-13s %5s %5s %8s %10s\n", "policy", "busy%", "count", "free", "ns/claim");
@@ -98,8 +99,8 @@ int main(int argc, char **argv)
 
 					for (int i = 0; i < iters; i++)
 						if (alloc_take(t, &avail, sizes[s], &pols[p].o,
-							       &got, why) < 0) {
-							fprintf(stderr, "alloc_bench: %s\n", why);
+							       &got, &why) < 0) {
+							fprintf(stderr, "alloc_bench: %s\n", why.s);
 							return 1;
 						}
 					dt = (now_ns() - t0) / iters;

@@ -56,6 +56,7 @@
 #include <bpf/libbpf.h>
 
 #include "baseline.skel.h"
+#include "host/cgroup.h"
 #include "pinning/bpfmon.h"
 #include "lib/cpuset.h"
 #include "lib/log.h"
@@ -376,34 +377,28 @@ static int write_file(const char *path, const char *s)
  * mode. Both under the cgroup2 mount, removed at the end. */
 static int cgroups_make(struct bench *b)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *buf = NULL, *mnt = NULL, *root = NULL, self[32];
-	size_t cap = 0;
-	ssize_t n;
+	struct cgroup_mounts m;
+	const char *mnt;
+	char self[32];
 	int r;
 
-	if (!f)
-		return -errno;
-	n = getdelim(&buf, &cap, 0, f);
-	fclose(f);
-	if (n <= 0) {
-		free(buf);
-		return -EIO;
-	}
-	r = bpfmon_mountinfo_find(buf, (size_t)n, BPFMON_CGROUP_V2, &mnt, &root);
-	free(buf);
-	free(root);
+	r = cgroup_mounts_read(&m);
 	if (r < 0)
 		return r;
+	mnt = m.h[CGROUP_V2].point;
+	if (!mnt) {
+		cgroup_mounts_done(&m);
+		return -ENOENT;
+	}
 	snprintf(b->cg_mine, sizeof(b->cg_mine), "%s/dra-cpu-bench-%d", mnt, (int)getpid());
 	snprintf(b->cg_other, sizeof(b->cg_other), "%s/dra-cpu-bench-%d-other", mnt, (int)getpid());
 	snprintf(b->cg_procs_root, sizeof(b->cg_procs_root), "%s/cgroup.procs", mnt);
-	free(mnt);
+	cgroup_mounts_done(&m);
 	if (mkdir(b->cg_mine, 0755) < 0 || mkdir(b->cg_other, 0755) < 0)
 		return -errno;
-	r = bpfmon_cgroup_id(b->cg_mine, &b->id_mine);
+	r = cgroup_id(b->cg_mine, &b->id_mine);
 	if (!r)
-		r = bpfmon_cgroup_id(b->cg_other, &b->id_other);
+		r = cgroup_id(b->cg_other, &b->id_other);
 	if (r < 0)
 		return r;
 	snprintf(self, sizeof(self), "%d", (int)getpid());

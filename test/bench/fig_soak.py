@@ -5,8 +5,8 @@ removed, pod sandbox removed, Unprepare, claim deleted -- with a fixed number
 alive at any time, and /metrics scraped as Prometheus would meanwhile.
 
 After the warm-up nothing the driver holds may grow with the number of pods
-it has seen: USS (Private_Clean + Private_Dirty of smaps_rollup), open file
-descriptors, /metrics series, checkpoint size and CDI spec files are sampled
+it has seen: USS (Private_Clean + Private_Dirty of smaps_rollup; judged on
+its dirty part, see private_kib), open file descriptors, /metrics series, checkpoint size and CDI spec files are sampled
 at 10 % and at 100 % of the run and must agree within 5 %. At the end every
 claim is gone: no CPU reserved, the shared pool whole, no CDI spec left.
 """
@@ -20,14 +20,18 @@ from fig_nri import start
 FLAT = 0.05
 
 
-def uss_kib(pid):
-    out = 0
+def private_kib(pid):
+    """(USS, its dirty part) in KiB. The clean part of USS is library text
+    that no other process maps at that moment: it comes and goes with what
+    else runs on the machine (a compiler, the simulators), so growth is
+    judged on the dirty part, the memory the driver itself wrote."""
+    out = {}
     with open("/proc/%d/smaps_rollup" % pid) as f:
         for line in f:
             k, _, v = line.partition(":")
             if k in ("Private_Clean", "Private_Dirty"):
-                out += int(v.split()[0])
-    return out
+                out[k] = int(v.split()[0])
+    return out["Private_Clean"] + out["Private_Dirty"], out["Private_Dirty"]
 
 
 def series(port):
@@ -41,8 +45,10 @@ def sample(d):
     pid = d.proc.pid
     ckpt = os.path.join(d.state_dir, "checkpoint.json")
     n_series, m = series(d.port)
+    uss, dirty = private_kib(pid)
     return {
-        "uss_kib": uss_kib(pid),
+        "uss_kib": uss,
+        "uss_dirty_kib": dirty,
         "fds": len(os.listdir("/proc/%d/fd" % pid)),
         "series": n_series,
         "checkpoint_bytes": os.path.getsize(ckpt) if os.path.exists(ckpt) else 0,
@@ -52,10 +58,10 @@ def sample(d):
 
 
 def flat(a, b):
-    """b within FLAT of a (counts that must not move at all stay equal)."""
-    if a == b:
-        return True
-    return a > 0 and abs(b - a) <= FLAT * a
+    """b has not grown past a by more than FLAT. Shrinking is not growth:
+    memory that start-up used and the allocator gave back later (glibc trims
+    the heap after large frees) makes the 100 % figure lower, never a leak."""
+    return b <= a or (a > 0 and b - a <= FLAT * a)
 
 
 def run(build_dir, pods=20000, live=32, scrape_every=25):
@@ -116,7 +122,7 @@ def run(build_dir, pods=20000, live=32, scrape_every=25):
             "pods": pods, "live": live, "seconds": seconds,
             "at_10": a, "at_100": b,
             "flat": {k2: flat(a[k2], b[k2]) for k2 in
-                     ("uss_kib", "fds", "series", "checkpoint_bytes", "cdi_files")},
+                     ("uss_dirty_kib", "fds", "series", "checkpoint_bytes", "cdi_files")},
             "end": end, "end_ok": ok_end,
             "shared_pool_cpus": m.get("dra_cpu_shared_pool_cpus"),
             "bpf": bpf,

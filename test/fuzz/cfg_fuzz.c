@@ -7,12 +7,14 @@
 
 #include "cmd/cfg.h"
 #include "lib/log.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *argv[34] = { "dra-cpu-driver" }, *buf, err[CFG_ERR_MAX];
+	char *argv[34] = { "dra-cpu-driver" }, *buf;
+	struct errbuf err = { "" };
 	int argc = 1;
 	struct cfg c;
 
@@ -26,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf[size] = 0;
 	for (char *p = buf; p < buf + size && argc < 33; p += strlen(p) + 1)
 		argv[argc++] = p;
-	if (cfg_parse(&c, argc, argv, err) < 0)
-		assert(err[0]);
+	if (cfg_parse(&c, argc, argv, &err) < 0)
+		assert(err.s[0]);
 	cfg_done(&c);
 	free(buf);
 	return 0;

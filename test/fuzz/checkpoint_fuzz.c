@@ -8,6 +8,7 @@
 
 #include "core/claim.h"
 #include "core/state.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,9 +26,9 @@ static int check(void *ud, const struct state_claim *c)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char why[STATE_ERR_MAX] = "";
+	struct errbuf why = { "" };
 
-	if (state_checkpoint_parse((const char *)data, size, check, NULL, why) < 0)
-		assert(why[0]);
+	if (state_checkpoint_parse((const char *)data, size, check, NULL, &why) < 0)
+		assert(why.s[0]);
 	return 0;
 }

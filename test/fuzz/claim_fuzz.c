@@ -13,6 +13,7 @@
 
 #include "core/cdi.h"
 #include "core/claim.h"
+#include "lib/errbuf.h"
 
 #define LABEL_BYTES "abcdefghijklmnopqrstuvwxyz0123456789-"
 
@@ -36,11 +37,11 @@ static void check_names(const uint8_t *data, size_t size)
 static void check_consumers(struct json_object *o, const char *uid)
 {
 	struct claim_consumer *v = NULL;
-	char err[CLAIM_ERR_MAX] = "";
-	int n = claim_consumers_parse(o, uid, &v, err);
+	struct errbuf err = { "" };
+	int n = claim_consumers_parse(o, uid, &v, &err);
 
 	if (n < 0) {
-		assert(n == -ENOMEM || err[0]);
+		assert(n == -ENOMEM || err.s[0]);
 		assert(!v);
 		return;
 	}
@@ -57,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_tokener *tok;
 	struct json_object *o;
 	struct claim_alloc a;
-	char err[CLAIM_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	check_names(data, size);
 	tok = json_tokener_new_ex(32);
@@ -67,8 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_tokener_free(tok);
 	if (!o)
 		return 0;
-	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, err) < 0)
-		assert(err[0]);
+	if (claim_parse(o, "uid-1", "dra.cpu", "node-1", &a, &err) < 0)
+		assert(err.s[0]);
 	else
 		assert(a.n >= 1 && a.n <= CLAIM_MAX_RESULTS);
 	check_consumers(o, NULL);

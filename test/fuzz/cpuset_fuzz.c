@@ -6,22 +6,23 @@
 #include <string.h>
 
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cpuset a, b;
-	char why[CPUSET_ERR_MAX];
+	struct errbuf why = { "" };
 	char *s, *t;
 
-	if (cpuset_parse_n((const char *)data, size, &a, why) < 0) {
-		assert(memchr(why, 0, sizeof(why)) && why[0]);
+	if (cpuset_parse_n((const char *)data, size, &a, &why) < 0) {
+		assert(memchr(why.s, 0, sizeof(why.s)) && why.s[0]);
 		return 0;
 	}
 	s = cpuset_to_string(&a);
 	assert(s);
-	assert(cpuset_parse(s, &b, why) == 0);
+	assert(cpuset_parse(s, &b, &why) == 0);
 	assert(cpuset_equal(&a, &b));
 	t = cpuset_to_string(&b);
 	assert(t && strcmp(s, t) == 0);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "lib/errbuf.h"
 #include "nri/nri.h"
 #include "nri_ttrpc.pb-c.h"
 #include "nri/ttrpc.h"
@@ -46,7 +47,7 @@ static void walk(const struct nri_container *c)
 
 static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-		   char *err)
+		   struct errbuf *err)
 {
 	for (size_t i = 0; i < n_pods; i++)
 		walk_pod(&pods[i]);
@@ -59,7 +60,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 }
 
 static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     struct nri_adjust *adj, struct nri_updates *upd, char *err)
+		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *err)
 {
 	const char *pin = nri_container_getenv(c, "PIN");
 
@@ -72,7 +73,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 }
 
 static int on_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     const char *cpus, struct nri_updates *upd, char *err)
+		     const char *cpus, struct nri_updates *upd, struct errbuf *err)
 {
 	walk(c);
 	assert(cpus);
@@ -80,7 +81,7 @@ static int on_update(void *ud, const struct nri_pod *pod, const struct nri_conta
 }
 
 static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		   struct nri_updates *upd, char *err)
+		   struct nri_updates *upd, struct errbuf *err)
 {
 	walk(c);
 	return 0;

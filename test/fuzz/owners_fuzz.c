@@ -1,8 +1,8 @@
-/* bpf-verify's input parsers (user/pinning/verify.c): every input goes through all
- * of them, so corpus files are plain text.
+/* bpf-verify's input parsers (user/pinning/owners.c): every input goes through both
+ * of them, so corpus files are plain text (the /proc parsers it also uses are
+ * host/procfs, fuzzed by procfs_fuzz).
  *   - owners.json (verify_owners_add_json);
- *   - each line as an --exclusive CPUS=CGROUP flag, into one owner table;
- *   - the /proc status, stat and cgroup (v2 and v1) parsers.
+ *   - each line as an --exclusive CPUS=CGROUP flag, into one owner table.
  * Never crashes; returns only the documented codes, with a reason when it
  * fails; whatever it accepts keeps the owner invariants (CPU sets non-empty
  * and disjoint, their union the exclusive set, absolute paths without a
@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pinning/verify.h"
+#include "lib/errbuf.h"
+#include "pinning/owners.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,22 +42,22 @@ static void check_owners(const struct verify_owners *o)
 	assert(cpuset_equal(&all, &o->exclusive));
 }
 
-static void check_error(int r, const char *why)
+static void check_error(int r, const struct errbuf *why)
 {
 	assert(r == -EPROTO || r == -EINVAL || r == -E2BIG);
-	assert(memchr(why, 0, VERIFY_ERR_MAX) && why[0]);
+	assert(memchr(why->s, 0, sizeof(why->s)) && why->s[0]);
 }
 
 static void fuzz_json(const char *text, size_t size)
 {
 	struct verify_owners *o = NULL;
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	int r;
 
 	assert(verify_owners_new(&o) == 0);
-	r = verify_owners_add_json(o, text, size, why);
+	r = verify_owners_add_json(o, text, size, &why);
 	if (r < 0)
-		check_error(r, why);
+		check_error(r, &why);
 	check_owners(o); /* entries before a bad one may stay: still consistent */
 	verify_owners_free(o);
 }
@@ -69,7 +70,8 @@ static void fuzz_flags(const char *text, size_t size)
 	assert(verify_owners_new(&o) == 0);
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		char *line, why[VERIFY_ERR_MAX] = "";
+		struct errbuf why = { "" };
+		char *line;
 		int n_before = o->n, r;
 		struct cpuset before = o->exclusive;
 
@@ -77,9 +79,9 @@ static void fuzz_flags(const char *text, size_t size)
 			eol = end;
 		line = strndup(p, (size_t)(eol - p));
 		assert(line);
-		r = verify_owners_add_flag(o, line, why);
+		r = verify_owners_add_flag(o, line, &why);
 		if (r < 0) {
-			check_error(r, why);
+			check_error(r, &why);
 			/* A refused flag leaves the table as it was. */
 			assert(o->n == n_before && cpuset_equal(&before, &o->exclusive));
 		}
@@ -88,28 +90,6 @@ static void fuzz_flags(const char *text, size_t size)
 	}
 	check_owners(o);
 	verify_owners_free(o);
-}
-
-static void fuzz_proc(const char *text, size_t size)
-{
-	char comm[VERIFY_COMM_MAX], path[256];
-	struct cpuset allowed;
-	unsigned flags;
-	uint64_t ticks;
-	int tgid, r;
-
-	r = verify_status_parse(text, size, comm, &tgid, &allowed);
-	assert(r == 0 || r == -EPROTO);
-	if (r == 0)
-		assert(strlen(comm) < VERIFY_COMM_MAX && tgid >= 0);
-	r = verify_stat_parse(text, size, &flags, &ticks);
-	assert(r == 0 || r == -EPROTO);
-	for (int mode = BPFMON_CGROUP_V2; mode <= BPFMON_CGROUP_V1; mode++) {
-		r = verify_cgroup_parse(text, size, (enum bpfmon_cgroup)mode, path, sizeof(path));
-		assert(r == 0 || r == -ENOENT || r == -EPROTO || r == -E2BIG);
-		if (r == 0)
-			assert(path[0] == '/' && strlen(path) < sizeof(path));
-	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -122,7 +102,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	fuzz_json(text, size);
 	fuzz_flags(text, size);
-	fuzz_proc(text, size);
 	free(text);
 	return 0;
 }

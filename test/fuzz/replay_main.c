@@ -1,6 +1,7 @@
 /* Replays fuzz corpora without libFuzzer, so gcc builds run every committed
  * input in `make check`. Arguments are files or directories (one level).
- * A crash or sanitizer report fails the run; otherwise prints the count. */
+ * A crash or sanitizer report fails the run, and so does an empty corpus;
+ * otherwise prints the count. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -73,5 +74,10 @@ int main(int argc, char **argv)
 		closedir(d);
 	}
 	printf("replayed %d inputs\n", count);
+	/* A corpus that holds nothing replays nothing: that proves nothing. */
+	if (count == 0) {
+		fprintf(stderr, "replay: no inputs\n");
+		return 1;
+	}
 	return 0;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -26,23 +28,23 @@ static char *print(const struct topo *t, size_t *ret_len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	struct topo *t = NULL, *t2 = NULL;
 	size_t len, len2;
 	char *a, *b;
 	int r;
 
-	r = topo_parse_json((const char *)data, size, &t, why);
+	r = topo_parse_json((const char *)data, size, &t, &why);
 	if (r < 0) {
 		assert(!t);
-		assert(memchr(why, 0, sizeof(why)) && why[0]);
+		assert(memchr(why.s, 0, sizeof(why.s)) && why.s[0]);
 		return 0;
 	}
 	assert(r == 0 && t && t->n_cpus >= 1);
 	a = print(t, &len);
-	r = topo_parse_json(a, len, &t2, why);
+	r = topo_parse_json(a, len, &t2, &why);
 	if (r < 0) {
-		fprintf(stderr, "own output does not parse: %s\n%s", why, a);
+		fprintf(stderr, "own output does not parse: %s\n%s", why.s, a);
 		abort();
 	}
 	b = print(t2, &len2);

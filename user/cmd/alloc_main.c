@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +19,12 @@
 #include "cmd/cfg.h"
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 #define PROG "dra-cpu-alloc"
-#define ARGS_ERR_MAX 320
 
 enum opt_id {
 	OPT_TOPOLOGY = 1,
@@ -76,18 +77,6 @@ struct args {
 	struct alloc_opts o;
 };
 
-static int argerr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int argerr(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, ARGS_ERR_MAX, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: " PROG " --topology FILE --available LIST --count N [options]\n\n"
@@ -99,7 +88,7 @@ static void usage(FILE *f)
 }
 
 /* A whole decimal string in [lo, hi]. */
-static int parse_int(const char *flag, const char *s, int lo, int hi, int *ret, char *err)
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *ret, struct errbuf *err)
 {
 	char *end;
 	long v;
@@ -107,21 +96,20 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *ret, 
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (!*s || *end || errno || v < lo || v > hi)
-		return argerr(err, "--%s: \"%s\" is not a number in %d-%d", flag, s, lo, hi);
+		return errbuf_fail(err, -EINVAL, "--%s: \"%s\" is not a number in %d-%d", flag, s,
+				   lo, hi);
 	*ret = (int)v;
 	return 0;
 }
 
-static int parse_list(const char *flag, const char *s, struct cpuset *ret, char *err)
+static int parse_list(const char *flag, const char *s, struct cpuset *ret, struct errbuf *err)
 {
-	char why[CPUSET_ERR_MAX] = "";
-
-	if (cpuset_parse(s, ret, why) < 0)
-		return argerr(err, "--%s: \"%s\" is not a CPU list: %s", flag, s, why);
+	if (cpuset_parse(s, ret, err) < 0)
+		return errbuf_wrap(err, -EINVAL, "--%s: \"%s\" is not a CPU list", flag, s);
 	return 0;
 }
 
-static int parse_header(const char *s, struct alloc_header *ret, char *err)
+static int parse_header(const char *s, struct alloc_header *ret, struct errbuf *err)
 {
 	int v[5], n = 0;
 	const char *p = s;
@@ -141,8 +129,8 @@ static int parse_header(const char *s, struct alloc_header *ret, char *err)
 		p++;
 	}
 	if (n != 5 || *p)
-		return argerr(
-			err,
+		return errbuf_fail(
+			err, -EINVAL,
 			"--header: \"%s\" is not five counts >= 0 (CPUs,cores,sockets,NUMA nodes,"
 			"L3 caches)",
 			s);
@@ -152,7 +140,7 @@ static int parse_header(const char *s, struct alloc_header *ret, char *err)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct args *a, char *err)
+static int parse_args(int argc, char **argv, struct args *a, struct errbuf *err)
 {
 	struct option lopts[ARRAY_SIZE(opts) + 1];
 	bool has_count = false;
@@ -182,10 +170,11 @@ static int parse_args(int argc, char **argv, struct args *a, char *err)
 			else if (strcmp(optarg, "spread-cores") == 0)
 				a->o.policy = ALLOC_SPREAD_CORES;
 			else
-				r = argerr(err,
-					   "--policy: \"%s\" is not one of packed, distributed, "
-					   "spread-cores",
-					   optarg);
+				r = errbuf_fail(
+					err, -EINVAL,
+					"--policy: \"%s\" is not one of packed, distributed, "
+					"spread-cores",
+					optarg);
 			break;
 		case OPT_ALIGN_L3:
 			a->o.align_l3 = true;
@@ -212,31 +201,36 @@ static int parse_args(int argc, char **argv, struct args *a, char *err)
 			a->help = true;
 			break;
 		case ':':
-			r = argerr(err, "%s needs a value (see --help)", argv[optind - 1]);
+			r = errbuf_fail(err, -EINVAL, "%s needs a value (see --help)",
+					argv[optind - 1]);
 			break;
 		default:
-			r = argerr(err, "unknown option \"%s\" (see --help)", argv[optind - 1]);
+			r = errbuf_fail(err, -EINVAL, "unknown option \"%s\" (see --help)",
+					argv[optind - 1]);
 			break;
 		}
 	}
 	if (r < 0 || a->help)
 		return r;
 	if (optind < argc)
-		return argerr(err, "unexpected argument \"%s\" (see --help)", argv[optind]);
+		return errbuf_fail(err, -EINVAL, "unexpected argument \"%s\" (see --help)",
+				   argv[optind]);
 	if (!a->topology)
-		return argerr(err, "--topology FILE is required (see --help)");
+		return errbuf_fail(err, -EINVAL, "--topology FILE is required (see --help)");
 	if (!a->has_available)
-		return argerr(err, "--available LIST is required (see --help)");
+		return errbuf_fail(err, -EINVAL, "--available LIST is required (see --help)");
 	if (!has_count)
-		return argerr(err, "--count N is required (see --help)");
+		return errbuf_fail(err, -EINVAL, "--count N is required (see --help)");
 	/* kubelet refuses these option mixes at start; so do we, as flag errors */
 	if (a->o.policy == ALLOC_SPREAD_CORES && (a->o.full_cores || a->o.align_l3))
-		return argerr(err, "--policy spread-cores cannot be combined with %s",
-			      a->o.full_cores ? "--full-cores" : "--align-l3");
+		return errbuf_fail(err, -EINVAL, "--policy spread-cores cannot be combined with %s",
+				   a->o.full_cores ? "--full-cores" : "--align-l3");
 	if (a->o.policy == ALLOC_DISTRIBUTED && a->o.align_l3)
-		return argerr(err, "--policy distributed cannot be combined with --align-l3");
+		return errbuf_fail(err, -EINVAL,
+				   "--policy distributed cannot be combined with --align-l3");
 	if (a->o.group_size && a->o.policy != ALLOC_DISTRIBUTED)
-		return argerr(err, "--group-size applies to --policy distributed only");
+		return errbuf_fail(err, -EINVAL,
+				   "--group-size applies to --policy distributed only");
 	a->o.reserved = a->has_reserved ? &a->reserved : NULL;
 	a->o.prefer = a->has_prefer ? &a->prefer : NULL;
 	return 0;
@@ -249,37 +243,33 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *list = NULL;
 	struct args a = { 0 };
 	struct cpuset got;
-	char err[ARGS_ERR_MAX] = "",
-	     why[TOPO_ERR_MAX > ALLOC_ERR_MAX ? TOPO_ERR_MAX : ALLOC_ERR_MAX];
+	struct errbuf err = { "" }, twhy = { "" };
 	int r;
 
-	if (parse_args(argc, argv, &a, err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err);
+	if (parse_args(argc, argv, &a, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.s);
 		return 2;
 	}
 	if (a.help) {
 		usage(stdout);
 		return 0;
 	}
-	why[0] = '\0';
-	r = topo_load_json_file(a.topology, &t, why);
+	r = topo_load_json_file(a.topology, &t, &twhy);
 	if (r < 0) {
-		if (why[0]) /* the loader's text names the file */
-			fprintf(stderr, PROG ": %s\n", why);
+		if (twhy.s[0]) /* the loader's text names the file */
+			fprintf(stderr, PROG ": %s\n", twhy.s);
 		else
 			fprintf(stderr, PROG ": %s: %s\n", a.topology, strerror(-r));
 		return 2;
 	}
-	why[0] = '\0';
-	r = alloc_topo_from_topo_header(t, a.has_header ? &a.header : NULL, &at, why);
+	r = alloc_topo_from_topo_header(t, a.has_header ? &a.header : NULL, &at, &err);
 	if (r < 0) {
-		fprintf(stderr, PROG ": --header: %s\n", why[0] ? why : strerror(-r));
+		fprintf(stderr, PROG ": --header: %s\n", errbuf_text(&err, r));
 		return 2;
 	}
-	why[0] = '\0';
-	r = alloc_take(at, &a.available, a.count, &a.o, &got, why);
+	r = alloc_take(at, &a.available, a.count, &a.o, &got, &err);
 	if (r < 0) {
-		fprintf(stderr, PROG ": %s\n", why[0] ? why : strerror(-r));
+		fprintf(stderr, PROG ": %s\n", errbuf_text(&err, r));
 		return 1;
 	}
 	list = cpuset_to_string(&got);

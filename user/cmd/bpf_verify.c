@@ -7,7 +7,8 @@
  * The check attaches the daemon's BPF object through its own bpfmon (own
  * maps: it works beside a running daemon and without one), marks each
  * exclusive CPU's owner, watches for --duration seconds, then scans every
- * task's allowed CPUs; user/verify.c decides and renders. The probe loads
+ * task's allowed CPUs; pinning/owners, report, scan and report_{text,json}
+ * decide and render. The probe loads
  * every BPF object of the project and says which kernel features exist.
  *
  * Exit status: 0 clean, 1 violations found, 2 could not check (the reason in
@@ -32,15 +33,22 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "pinning/bpfmon.h"
-#include "lib/caps.h"
 #include "cmd/cfg.h"
+#include "host/cgroup.h"
+#include "lib/caps.h"
 #include "lib/cleanup.h"
+#include "lib/clock.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "pinning.h"
-#include "pinning/verify.h"
+#include "pinning/bpfmon.h"
+#include "pinning/owners.h"
+#include "pinning/report.h"
+#include "pinning/report_json.h"
+#include "pinning/report_text.h"
+#include "pinning/scan.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"
@@ -147,7 +155,7 @@ static int cannot_check(const struct args *a, const char *fmt, ...) __attribute_
 /* "Could not check": the reason in one line on stderr (and as JSON). */
 static int cannot_check(const struct args *a, const char *fmt, ...)
 {
-	char reason[VERIFY_ERR_MAX + 128];
+	char reason[ERRBUF_MAX + 128];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -355,14 +363,6 @@ static void load_failure(const struct bpfmon *m, char *buf, size_t size)
 			       bpfmon_error(m));
 }
 
-/* Same choice as dra-cpu-driver (user/daemon.c): v2 when /sys/fs/cgroup is
- * a cgroup2 mount, else the v1 cpuset hierarchy. */
-static enum bpfmon_cgroup node_cgroup_mode(void)
-{
-	return access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? BPFMON_CGROUP_V2
-								       : BPFMON_CGROUP_V1;
-}
-
 /* ---- check ---------------------------------------------------------------------------- */
 
 struct watch {
@@ -389,47 +389,20 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)event_base_loopbreak(w->base);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int read_text(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t n;
-
-	if (!f)
-		return -errno;
-	n = getdelim(&buf, &cap, 0, f);
-	if (n < 0) {
-		free(buf);
-		return feof(f) ? -ENODATA : -errno;
-	}
-	*ret = buf;
-	*ret_len = (size_t)n;
-	return 0;
-}
-
 /* Owners from --exclusive or the state directory; *ret_source names which. */
 static int load_owners(const struct args *a, struct verify_owners *o, char *source,
 		       size_t source_size)
 {
-	char why[VERIFY_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	int r;
 
 	if (a->nexclusive) {
 		for (int i = 0; i < a->nexclusive; i++) {
-			r = verify_owners_add_flag(o, a->exclusive[i], why);
+			r = verify_owners_add_flag(o, a->exclusive[i], &why);
 			if (r == -ENOMEM)
 				return cannot_check(a, "out of memory");
 			if (r < 0)
-				return cannot_check(a, "%s", why);
+				return cannot_check(a, "%s", why.s);
 		}
 		(void)snprintf(source, source_size, "--exclusive");
 	} else {
@@ -446,46 +419,48 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 					    source, a->state_dir);
 		if (r < 0)
 			return cannot_check(a, "cannot read %s: %s", source, strerror(-r));
-		r = verify_owners_add_json(o, buf, len, why);
+		r = verify_owners_add_json(o, buf, len, &why);
 		if (r == -ENOMEM)
 			return cannot_check(a, "out of memory");
 		if (r < 0)
-			return cannot_check(a, "%s: %s", source, why);
+			return cannot_check(a, "%s: %s", source, why.s);
 	}
 	if (a->scope) {
-		r = verify_owners_set_scope(o, a->scope, why);
+		r = verify_owners_set_scope(o, a->scope, &why);
 		if (r == -ENOMEM)
 			return cannot_check(a, "out of memory");
 		if (r < 0)
-			return cannot_check(a, "%s", why);
+			return cannot_check(a, "%s", why.s);
 	}
 	return 0;
 }
 
 static int resolve_owners(const struct args *a, struct verify_owners *o)
 {
-	_cleanup_free_ char *mi = NULL, *possible = NULL;
-	char why[VERIFY_ERR_MAX] = "", cwhy[CPUSET_ERR_MAX] = "";
+	_cleanup_free_ char *possible = NULL;
+	struct errbuf why = { "" }, cwhy = { "" };
+	struct cgroup_mounts mounts;
 	struct cpuset cpus;
-	size_t len = 0, plen = 0;
+	size_t plen = 0;
 	int r;
 
-	r = read_text("/proc/self/mountinfo", &mi, &len);
+	r = cgroup_mounts_read(&mounts);
 	if (r < 0)
 		return cannot_check(a, "cannot read /proc/self/mountinfo: %s", strerror(-r));
-	r = verify_owners_resolve(o, mi, len, why);
+	r = verify_owners_resolve(o, &mounts, &why);
+	cgroup_mounts_done(&mounts);
 	if (r == -ENOMEM)
 		return cannot_check(a, "out of memory");
 	if (r < 0)
-		return cannot_check(a, "%s", why);
-	r = read_text("/sys/devices/system/cpu/possible", &possible, &plen);
-	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, cwhy) < 0)
+		return cannot_check(a, "%s", why.s);
+	r = fileio_read("/sys/devices/system/cpu/possible", 4096, &possible, &plen, NULL);
+	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, &cwhy) < 0)
 		return cannot_check(a, "cannot read the possible CPUs (/sys/devices/system/cpu/"
 				       "possible): %s",
-				    r < 0 ? strerror(-r) : cwhy);
-	r = verify_owners_check_cpus(o, &cpus, why);
+				    r < 0 ? strerror(-r) : cwhy.s);
+	r = verify_owners_check_cpus(o, &cpus, &why);
 	if (r < 0)
-		return cannot_check(a, "%s", why);
+		return cannot_check(a, "%s", why.s);
 	return 0;
 }
 
@@ -547,7 +522,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 		goto out;
 	}
 	if (!bpfmon_is_loaded(m)) {
-		char why[VERIFY_ERR_MAX];
+		char why[ERRBUF_MAX];
 
 		load_failure(m, why, sizeof(why));
 		ret = cannot_check(a, "the BPF check did not load: %s", why);
@@ -570,7 +545,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	/* The window opens just before the first counter read and closes just
 	 * before the last: the events inside it are the switch-ins counted,
 	 * give or take one racing the read (the BPF side counts, then stamps). */
-	t0 = now_ns();
+	t0 = clock_now_ns();
 	rep->t0_ns = t0;
 	for (int i = 0; i < rep->ncpus; i++) {
 		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &before[i]);
@@ -598,8 +573,8 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	/* The timer fired via on_signal too: only a real signal interrupts. */
 	if (w.interrupted && evtimer_pending(timer, NULL))
 		verify_report_note(rep, "interrupted: watched %.2f s of %.2f s",
-				   (double)(now_ns() - t0) / 1e9, a->duration);
-	rep->t1_ns = now_ns();
+				   (double)(clock_now_ns() - t0) / 1e9, a->duration);
+	rep->t1_ns = clock_now_ns();
 	rep->duration_s = (double)(rep->t1_ns - t0) / 1e9;
 	for (int i = 0; i < rep->ncpus; i++) {
 		struct bpfmon_counters after;
@@ -725,7 +700,7 @@ static const char *obj_state(const struct bpfmon_probe_obj *o, char *buf, size_t
 static int verb_probe(const struct args *a)
 {
 	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
-	enum bpfmon_cgroup mode = node_cgroup_mode();
+	enum cgroup_hier mode = cgroup_pinning_hier(); /* as dra-cpu-driver picks it */
 	const struct bpfmon_probe_obj *pin;
 	struct utsname u;
 	bool ok;
@@ -753,9 +728,8 @@ static int verb_probe(const struct args *a)
 		json_object_object_add(o, "verdict", json_object_new_string(ok ? "ok" : "error"));
 		json_object_object_add(o, "exitCode", json_object_new_int(ok ? 0 : EXIT_CANNOT));
 		json_object_object_add(o, "kernel", json_object_new_string(u.release));
-		json_object_object_add(o, "cgroupMode", json_object_new_string(
-								mode == BPFMON_CGROUP_V1 ? "v1-cpuset"
-											: "v2"));
+		json_object_object_add(o, "cgroupMode",
+				       json_object_new_string(cgroup_hier_name(mode)));
 		for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
 			int s = feature_state(p, &features[i]);
 
@@ -786,7 +760,7 @@ static int verb_probe(const struct args *a)
 	} else {
 		printf(PROG " --probe: kernel %s, cgroup mode %s (as dra-cpu-driver picks it)\n\n"
 		       "features:\n",
-		       u.release, mode == BPFMON_CGROUP_V1 ? "v1-cpuset" : "v2");
+		       u.release, cgroup_hier_name(mode));
 		for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
 			int s = feature_state(p, &features[i]);
 
@@ -836,7 +810,7 @@ static int verb_probe(const struct args *a)
 int main(int argc, char **argv)
 {
 	struct args a;
-	char err[VERIFY_ERR_MAX] = "";
+	char err[ERRBUF_MAX] = "";
 	int r;
 
 	r = parse_args(argc, argv, &a, err, sizeof(err));

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -138,18 +137,6 @@ static const struct opt opts[] = {
 	  "Print the version and exit." },
 };
 
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, CFG_ERR_MAX, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static const char *env_name(const struct opt *o, char buf[static 64])
 {
 	size_t i = 0;
@@ -185,7 +172,7 @@ static void enum_list(const struct opt *o, char *buf, size_t size)
 /* Stores text value v for option o; src and name say where it came from in
  * errors ("flag" and the flag's name, or the file, line and key). */
 static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const char *src,
-		      const char *name, char *err)
+		      const char *name, struct errbuf *err)
 {
 	void *field = (char *)c + o->off;
 	char tmp[128];
@@ -200,18 +187,17 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 		free(*dst);
 		*dst = s;
 		if (o->type == OPT_CPUSET) {
-			char why[CPUSET_ERR_MAX];
-
-			if (cpuset_parse(v, &c->reserved, why) < 0)
-				return fail(err, "%s %s: invalid CPU list '%s': %s", src, name, v,
-					    why);
+			if (cpuset_parse(v, &c->reserved, err) < 0)
+				return errbuf_wrap(err, -EINVAL, "%s %s: invalid CPU list '%s'",
+						   src, name, v);
 		}
 		return 0;
 	}
 	case OPT_BOOL:
 		if (parse_bool(v, field) < 0)
-			return fail(err, "%s %s: '%s' is not a boolean (true|false)", src, name,
-				    v);
+			return errbuf_fail(err, -EINVAL,
+					   "%s %s: '%s' is not a boolean (true|false)", src, name,
+					   v);
 		return 0;
 	case OPT_INT: {
 		char *end;
@@ -220,8 +206,8 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 		errno = 0;
 		n = strtol(v, &end, 10);
 		if (!*v || *end || errno || n < o->min || n > o->max)
-			return fail(err, "%s %s: '%s' is not an integer in %d..%d", src, name, v,
-				    o->min, o->max);
+			return errbuf_fail(err, -EINVAL, "%s %s: '%s' is not an integer in %d..%d",
+					   src, name, v, o->min, o->max);
 		*(int *)field = (int)n;
 		return 0;
 	}
@@ -232,7 +218,8 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 				return 0;
 			}
 		enum_list(o, tmp, sizeof(tmp));
-		return fail(err, "%s %s: unknown value '%s' (one of %s)", src, name, v, tmp);
+		return errbuf_fail(err, -EINVAL, "%s %s: unknown value '%s' (one of %s)", src, name,
+				   v, tmp);
 	case OPT_ACTION:
 		c->action = o->action;
 		return 0;
@@ -240,7 +227,8 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 	return -EINVAL;
 }
 
-static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src, char *err)
+static int set_opt(struct cfg *c, const struct opt *o, const char *v, const char *src,
+		   struct errbuf *err)
 {
 	return set_opt_as(c, o, v, src, o->name, err);
 }
@@ -257,20 +245,22 @@ static const struct opt *find_opt(const char *name, size_t len)
 	return NULL;
 }
 
-static int check_kubelet_root(const struct cfg *c, char *err)
+static int check_kubelet_root(const struct cfg *c, struct errbuf *err)
 {
 	const char *root = c->kubelet_root_dir;
 	size_t len = strlen(root);
 
 	if (root[0] != '/')
-		return fail(err, "flag kubelet-root-dir: '%s' must be an absolute path", root);
+		return errbuf_fail(err, -EINVAL,
+				   "flag kubelet-root-dir: '%s' must be an absolute path", root);
 	while (len > 1 && root[len - 1] == '/')
 		len--;
 	if (len + strlen(REG_SOCKET_SUFFIX) > SOCKET_PATH_MAX)
-		return fail(err,
-			    "flag kubelet-root-dir: '%s' is too long: the registration socket "
-			    "path would exceed %d bytes",
-			    root, SOCKET_PATH_MAX);
+		return errbuf_fail(
+			err, -EINVAL,
+			"flag kubelet-root-dir: '%s' is too long: the registration socket "
+			"path would exceed %d bytes",
+			root, SOCKET_PATH_MAX);
 	return 0;
 }
 
@@ -294,7 +284,7 @@ static enum cfgfile_kind opt_kind(const struct opt *o)
 }
 
 /* Applies the configuration file at path over the defaults. */
-static int apply_file(struct cfg *c, const char *path, char *err)
+static int apply_file(struct cfg *c, const char *path, struct errbuf *err)
 {
 	_cleanup_(cfgfile_freep) struct cfgfile *f = NULL;
 	struct errbuf eb = {};
@@ -302,8 +292,8 @@ static int apply_file(struct cfg *c, const char *path, char *err)
 
 	r = cfgfile_load(path, &f, &eb);
 	if (r < 0)
-		return fail(err, "config file %s%s%s", path,
-			    strncmp(eb.s, "line ", 5) ? ": " : " ", errbuf_text(&eb, r));
+		return errbuf_fail(err, -EINVAL, "config file %s%s%s", path,
+				   strncmp(eb.s, "line ", 5) ? ": " : " ", errbuf_text(&eb, r));
 	for (int i = 0; i < f->n; i++) {
 		const struct cfgfile_entry *e = &f->v[i];
 		const struct file_key *k = find_file_key(e->key, false);
@@ -313,30 +303,37 @@ static int apply_file(struct cfg *c, const char *path, char *err)
 		(void)snprintf(src, sizeof(src), "config file %s line %d:", path, e->line);
 		if (!strcmp(e->key, "apiVersion")) {
 			if (e->kind != CFGFILE_STRING || strcmp(e->value, FILE_API_VERSION) != 0)
-				return fail(err, "%s apiVersion: unsupported apiVersion '%s' (only "
-						 "%s)",
-					    src, e->value, FILE_API_VERSION);
+				return errbuf_fail(
+					err, -EINVAL,
+					"%s apiVersion: unsupported apiVersion '%s' (only "
+					"%s)",
+					src, e->value, FILE_API_VERSION);
 			continue;
 		}
 		if (!k) {
 			k = find_file_key(e->key, true);
 			if (k)
-				return fail(err, "%s key %s is spelled differently from the schema; "
-						 "use %s",
-					    src, e->key, k->key);
-			return fail(err, "%s unknown key %s (see docs/config.md)", src, e->key);
+				return errbuf_fail(
+					err, -EINVAL,
+					"%s key %s is spelled differently from the schema; "
+					"use %s",
+					src, e->key, k->key);
+			return errbuf_fail(err, -EINVAL, "%s unknown key %s (see docs/config.md)",
+					   src, e->key);
 		}
 		if (k->refuse)
-			return fail(err, "%s key %s is not configurable in the file: %s", src, e->key,
-				    k->refuse);
+			return errbuf_fail(err, -EINVAL,
+					   "%s key %s is not configurable in the file: %s", src,
+					   e->key, k->refuse);
 		if (e->kind == CFGFILE_NULL)
 			continue; /* null: as if absent, the default stays */
 		o = find_opt(k->flag, strlen(k->flag));
 		assert(o);
 		if (e->kind != opt_kind(o))
-			return fail(err, "%s %s: must be %s, not %s%s", src, e->key,
-				    cfgfile_kind_name(opt_kind(o)), cfgfile_kind_name(e->kind),
-				    opt_kind(o) == CFGFILE_STRING ? " (quote it)" : "");
+			return errbuf_fail(err, -EINVAL, "%s %s: must be %s, not %s%s", src, e->key,
+					   cfgfile_kind_name(opt_kind(o)),
+					   cfgfile_kind_name(e->kind),
+					   opt_kind(o) == CFGFILE_STRING ? " (quote it)" : "");
 		r = set_opt_as(c, o, e->value, src, e->key, err);
 		if (r < 0)
 			return r;
@@ -362,13 +359,13 @@ static const char *config_path(int argc, char **argv)
 	return getenv("DRA_CPU_CONFIG");
 }
 
-int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
+int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 {
 	const char *path;
 	int r;
 
 	memset(c, 0, sizeof(*c));
-	err[0] = 0;
+	errbuf_clear(err);
 
 	/* defaults, then the configuration file, then environment, then flags */
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
@@ -409,7 +406,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 		size_t len;
 
 		if (a[0] != '-' || !a[1])
-			return fail(err, "unexpected argument '%s' (see --help)", a);
+			return errbuf_fail(err, -EINVAL, "unexpected argument '%s' (see --help)",
+					   a);
 		name = a + 1 + (a[1] == '-');
 		eq = strchr(name, '=');
 		len = eq ? (size_t)(eq - name) : strlen(name);
@@ -421,19 +419,21 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 				o = NULL;
 		}
 		if (!o)
-			return fail(err, "unknown flag '%.*s' (see --help)", (int)len, name);
+			return errbuf_fail(err, -EINVAL, "unknown flag '%.*s' (see --help)",
+					   (int)len, name);
 		if (eq)
 			val = eq + 1;
 		if (o->type == OPT_BOOL || o->type == OPT_ACTION) {
 			if (neg && eq)
-				return fail(err, "flag no-%s takes no value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag no-%s takes no value",
+						   o->name);
 			if (o->type == OPT_ACTION && eq)
-				return fail(err, "flag %s takes no value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag %s takes no value", o->name);
 			if (!val)
 				val = neg ? "false" : "true";
 		} else if (!val) {
 			if (i + 1 >= argc)
-				return fail(err, "flag %s needs a value", o->name);
+				return errbuf_fail(err, -EINVAL, "flag %s needs a value", o->name);
 			val = argv[++i];
 		}
 		r = set_opt(c, o, val, "flag", err);
@@ -444,17 +444,20 @@ int cfg_parse(struct cfg *c, int argc, char **argv, char *err)
 	if (c->action == CFG_HELP || c->action == CFG_VERSION)
 		return 0;
 	if (is_set(c->sysfs_root) && is_set(c->topology_file))
-		return fail(err, "flags sysfs-root and topology-file exclude each other");
+		return errbuf_fail(err, -EINVAL,
+				   "flags sysfs-root and topology-file exclude each other");
 	if (c->device_mode == DEVICES_INDIVIDUAL && c->group_by != DEVICES_BY_NUMANODE)
 		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
 	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
-		return fail(err, "flag bind-address: '%s' must be host:port or :port",
-			    c->bind_address ? c->bind_address : "");
+		return errbuf_fail(err, -EINVAL,
+				   "flag bind-address: '%s' must be host:port or :port",
+				   c->bind_address ? c->bind_address : "");
 	r = check_kubelet_root(c, err);
 	if (r < 0)
 		return r;
 	if (c->cdi_dir[0] != '/' || c->state_dir[0] != '/')
-		return fail(err, "flags cdi-dir and state-dir must be absolute paths");
+		return errbuf_fail(err, -EINVAL,
+				   "flags cdi-dir and state-dir must be absolute paths");
 	log_set_level((enum log_level)(LOG_INFO + (c->verbosity > 2 ? 2 : c->verbosity)));
 	return 0;
 }
@@ -470,7 +473,7 @@ void cfg_done(struct cfg *c)
 		}
 }
 
-int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
+int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf *err)
 {
 	struct cpuset bad, left;
 	char list[256];
@@ -478,13 +481,15 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err)
 	cpuset_andnot(&bad, &c->reserved, &t->online);
 	if (!cpuset_is_empty(&bad)) {
 		(void)cpuset_format(&bad, list, sizeof(list));
-		return fail(err, "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
-			    "see --print-topology");
+		return errbuf_fail(err, -EINVAL,
+				   "flag reserved-cpus: CPUs %s are not online (online: %s)", list,
+				   "see --print-topology");
 	}
 	cpuset_andnot(&left, &t->online, &c->reserved);
 	if (cpuset_is_empty(&left))
-		return fail(err, "flag reserved-cpus: reserves every online CPU; nothing is left "
-				 "to publish");
+		return errbuf_fail(err, -EINVAL,
+				   "flag reserved-cpus: reserves every online CPU; nothing is left "
+				   "to publish");
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "core/devices.h"
 #include "lib/cpuset.h"
 
+struct errbuf;
 struct topo;
 
 enum cfg_action {
@@ -30,8 +31,6 @@ enum cfg_action {
 };
 
 enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
-
-#define CFG_ERR_MAX 256
 
 struct cfg {
 	enum cfg_action action;
@@ -68,14 +67,14 @@ struct cfg {
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a
- * message in err (CFG_ERR_MAX bytes). c must be freed with cfg_done() either
- * way. */
-int cfg_parse(struct cfg *c, int argc, char **argv, char *err);
+ * message in err naming the flag (or variable) and its range. c must be freed
+ * with cfg_done() either way. */
+int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err);
 void cfg_done(struct cfg *c);
 
 /* --reserved-cpus against the discovered CPUs: every reserved CPU online, at
  * least one CPU left. */
-int cfg_check_topology(const struct cfg *c, const struct topo *t, char *err);
+int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf *err);
 
 /* Node name: --hostname-override, else $NODE_NAME, else the OS hostname,
  * lower-cased and trimmed. Writes into buf (size >= 256). */

@@ -28,6 +28,7 @@
 #include "nri/pools.h"
 #include "kube/publisher.h"
 #include "core/state.h"
+#include "host/cgroup.h"
 #include "host/topo.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
@@ -236,9 +237,7 @@ static int start_node_agents(struct daemon *d)
 	if (cfg->bpf) {
 		struct bpfmon_opts bo = {
 			.contention = cfg->contention_histogram,
-			.cgroup = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0
-					  ? BPFMON_CGROUP_V2
-					  : BPFMON_CGROUP_V1,
+			.cgroup = cgroup_pinning_hier(),
 			.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
 		};
 

@@ -13,9 +13,12 @@
 #include "lib/cleanup.h"
 #include "cmd/daemon.h"
 #include "core/devices.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "kube/slices.h"
 #include "host/topo.h"
+#include "host/topo_json.h"
+#include "lib/errbuf.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"
@@ -23,16 +26,16 @@
 
 static int load_topology(const struct cfg *c, struct topo **ret)
 {
-	char why[TOPO_ERR_MAX] = "";
+	struct errbuf why = { "" };
 	int r;
 
 	if (c->topology_file && *c->topology_file)
-		r = topo_load_json_file(c->topology_file, ret, why);
+		r = topo_load_json_file(c->topology_file, ret, &why);
 	else
 		r = topo_load_hwloc(c->sysfs_root && *c->sysfs_root ? c->sysfs_root : NULL, ret,
-				    why);
+				    &why);
 	if (r < 0)
-		fprintf(stderr, "dra-cpu-driver: topology: %s\n", why[0] ? why : strerror(-r));
+		fprintf(stderr, "dra-cpu-driver: topology: %s\n", errbuf_text(&why, r));
 	return r;
 }
 
@@ -73,13 +76,13 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 int main(int argc, char **argv)
 {
 	_cleanup_(topo_freep) struct topo *t = NULL;
-	char err[CFG_ERR_MAX];
+	struct errbuf err = { "" };
 	struct cfg c;
 	int r;
 
-	r = cfg_parse(&c, argc, argv, err);
+	r = cfg_parse(&c, argc, argv, &err);
 	if (r < 0) {
-		fprintf(stderr, "dra-cpu-driver: %s\n", err);
+		fprintf(stderr, "dra-cpu-driver: %s\n", err.s);
 		cfg_done(&c);
 		return 2;
 	}
@@ -101,9 +104,9 @@ int main(int argc, char **argv)
 		cfg_done(&c);
 		return 2;
 	}
-	r = cfg_check_topology(&c, t, err);
+	r = cfg_check_topology(&c, t, &err);
 	if (r < 0) {
-		fprintf(stderr, "dra-cpu-driver: %s\n", err);
+		fprintf(stderr, "dra-cpu-driver: %s\n", err.s);
 		cfg_done(&c);
 		return 2;
 	}

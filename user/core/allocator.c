@@ -22,13 +22,13 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 #include "host/topo.h"
 
 enum { K_CORE, K_SOCKET, K_NUMA, K_L3, K_N };
@@ -112,20 +112,6 @@ struct alloc_topo {
 	void *blocks[128]; /* tnew() allocations, 73 today */
 	int n_blocks;
 };
-
-static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, ALLOC_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 /* ---- building the view ------------------------------------------------------------------ */
 
@@ -416,16 +402,16 @@ static int distinct(const struct alloc_cpu *rows, int n, int kind)
 }
 
 int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_header *hdr,
-		   struct alloc_topo **ret, char *why)
+		   struct alloc_topo **ret, struct errbuf *eb)
 {
 	_cleanup_(alloc_topo_freep) struct alloc_topo *t = NULL;
 	_cleanup_free_ struct alloc_cpu *rows = NULL;
 	int r;
 
 	if (!cpus || n <= 0)
-		return fail(why, -EINVAL, "no CPUs");
+		return errbuf_fail(eb, -EINVAL, "no CPUs");
 	if (n > CPUSET_MAX)
-		return fail(why, -EINVAL, "more than %d CPUs", CPUSET_MAX);
+		return errbuf_fail(eb, -EINVAL, "more than %d CPUs", CPUSET_MAX);
 	rows = malloc(sizeof(*rows) * (size_t)n);
 	t = calloc(1, sizeof(*t));
 	if (!rows || !t)
@@ -436,12 +422,13 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 		struct alloc_cpu *c = &rows[i];
 
 		if (c->cpu < 0 || c->cpu >= CPUSET_MAX)
-			return fail(why, -EINVAL, "CPU id %d out of range 0-%d", c->cpu,
-				    CPUSET_MAX - 1);
+			return errbuf_fail(eb, -EINVAL, "CPU id %d out of range 0-%d", c->cpu,
+					   CPUSET_MAX - 1);
 		if (i > 0 && rows[i - 1].cpu == c->cpu)
-			return fail(why, -EINVAL, "CPU %d listed twice", c->cpu);
+			return errbuf_fail(eb, -EINVAL, "CPU %d listed twice", c->cpu);
 		if (c->core < 0)
-			return fail(why, -EINVAL, "CPU %d: negative core id %d", c->cpu, c->core);
+			return errbuf_fail(eb, -EINVAL, "CPU %d: negative core id %d", c->cpu,
+					   c->core);
 		/* kubelet reads a missing socket, NUMA node or uncore cache as 0 */
 		if (c->socket < 0)
 			c->socket = 0;
@@ -454,7 +441,7 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 	if (hdr) {
 		if (hdr->cpus < 0 || hdr->cores < 0 || hdr->sockets < 0 || hdr->numa < 0 ||
 		    hdr->l3 < 0)
-			return fail(why, -EINVAL, "negative count in topology header");
+			return errbuf_fail(eb, -EINVAL, "negative count in topology header");
 		t->hdr = *hdr;
 	} else {
 		int d[K_N];
@@ -509,12 +496,12 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 }
 
 int alloc_topo_from_topo_header(const struct topo *t, const struct alloc_header *hdr,
-				struct alloc_topo **ret, char *why)
+				struct alloc_topo **ret, struct errbuf *eb)
 {
 	_cleanup_free_ struct alloc_cpu *rows = NULL;
 
 	if (!t || t->n_cpus <= 0)
-		return fail(why, -EINVAL, "no CPUs");
+		return errbuf_fail(eb, -EINVAL, "no CPUs");
 	rows = malloc(sizeof(*rows) * (size_t)t->n_cpus);
 	if (!rows)
 		return -ENOMEM;
@@ -528,7 +515,7 @@ int alloc_topo_from_topo_header(const struct topo *t, const struct alloc_header 
 					      .l3 = c->l3 };
 	}
 	/* no header: distinct counts after -1 became 0, so no package = one socket */
-	return alloc_topo_new(rows, t->n_cpus, hdr, ret, why);
+	return alloc_topo_new(rows, t->n_cpus, hdr, ret, eb);
 }
 
 int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret)
@@ -886,15 +873,16 @@ static void take_remaining(const struct alloc_topo *t, struct state *s, bool spr
 		}
 }
 
-static int not_enough(char *why, int count, const struct cpuset *available)
+static int not_enough(struct errbuf *eb, int count, const struct cpuset *available)
 {
-	return fail(why, -ENOSPC,
-		    "not enough cpus available to satisfy request: requested=%d, available=%d",
-		    count, cpuset_count(available));
+	return errbuf_fail(
+		eb, -ENOSPC,
+		"not enough cpus available to satisfy request: requested=%d, available=%d", count,
+		cpuset_count(available));
 }
 
 static int take_packed(const struct alloc_topo *t, const struct cpuset *available, int count,
-		       bool spread, bool align_l3, struct cpuset *ret, char *why)
+		       bool spread, bool align_l3, struct cpuset *ret, struct errbuf *eb)
 {
 	struct state *s = &t->sc->st;
 
@@ -902,7 +890,7 @@ static int take_packed(const struct alloc_topo *t, const struct cpuset *availabl
 	if (s->need < 1)
 		goto done;
 	if (s->need > cpuset_count(&s->avail))
-		return not_enough(why, count, available);
+		return not_enough(eb, count, available);
 
 	take_full(t, s, t->numa_first ? K_NUMA : K_SOCKET);
 	if (s->need < 1)
@@ -923,7 +911,7 @@ static int take_packed(const struct alloc_topo *t, const struct cpuset *availabl
 	take_remaining(t, s, spread);
 	if (s->need < 1)
 		goto done;
-	return fail(why, -ENOSPC, "failed to allocate cpus");
+	return errbuf_fail(eb, -ENOSPC, "failed to allocate cpus");
 done:
 	*ret = s->result;
 	return 0;
@@ -1042,7 +1030,7 @@ static void take_from_numa(const struct alloc_topo *t, int u, int count, bool sp
 }
 
 static int take_distributed(const struct alloc_topo *t, const struct cpuset *available, int count,
-			    int group, bool spread, struct cpuset *ret, char *why)
+			    int group, bool spread, struct cpuset *ret, struct errbuf *eb)
 {
 	struct scratch *sc = t->sc;
 	struct state *s = &sc->st;
@@ -1050,14 +1038,14 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 	double mean;
 
 	if (count % group != 0)
-		return take_packed(t, available, count, spread, false, ret, why);
+		return take_packed(t, available, count, spread, false, ret, eb);
 	state_init(t, s, available, count);
 	if (count < 1) {
 		cpuset_zero(ret);
 		return 0;
 	}
 	if (count > cpuset_count(&s->avail))
-		return not_enough(why, count, available);
+		return not_enough(eb, count, available);
 
 	nn = order_numa(t, s, sc->ord[K_NUMA]);
 	memcpy(sc->numas, sc->ord[K_NUMA], sizeof(int) * (size_t)nn);
@@ -1170,13 +1158,13 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 			int left = count - cpuset_count(&sc->d_result);
 
 			if (left > 0)
-				return fail(
-					why, -ENOSPC,
-					"accounting error, not enough CPUs allocated, remaining: %d",
-					left);
+				return errbuf_fail(eb, -ENOSPC,
+						   "accounting error, not enough CPUs allocated, "
+						   "remaining: %d",
+						   left);
 			if (left < 0)
-				return fail(
-					why, -ENOSPC,
+				return errbuf_fail(
+					eb, -ENOSPC,
 					"accounting error, too many CPUs allocated, remaining: %d",
 					left);
 		}
@@ -1184,33 +1172,33 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 		return 0;
 	}
 fallback:
-	return take_packed(t, available, count, spread, false, ret, why);
+	return take_packed(t, available, count, spread, false, ret, eb);
 }
 
 /* ---- the policy (§7) -------------------------------------------------------------------- */
 
 static int take_policy(const struct alloc_topo *t, const struct cpuset *available, int count,
-		       const struct alloc_opts *o, int group, struct cpuset *ret, char *why)
+		       const struct alloc_opts *o, int group, struct cpuset *ret, struct errbuf *eb)
 {
 	switch (o->policy) {
 	case ALLOC_DISTRIBUTED:
-		return take_distributed(t, available, count, group, false, ret, why);
+		return take_distributed(t, available, count, group, false, ret, eb);
 	case ALLOC_SPREAD_CORES:
-		return take_packed(t, available, count, true, false, ret, why);
+		return take_packed(t, available, count, true, false, ret, eb);
 	default:
-		return take_packed(t, available, count, false, o->align_l3, ret, why);
+		return take_packed(t, available, count, false, o->align_l3, ret, eb);
 	}
 }
 
 /* kubelet's option validation (policy_options.go) for the combinations it refuses. */
-static int check_opts(const struct alloc_opts *o, char *why)
+static int check_opts(const struct alloc_opts *o, struct errbuf *eb)
 {
 	const char *a = NULL, *b = NULL;
 
 	if (o->policy < ALLOC_PACKED || o->policy > ALLOC_SPREAD_CORES)
-		return fail(why, -EINVAL, "unknown allocation policy %d", (int)o->policy);
+		return errbuf_fail(eb, -EINVAL, "unknown allocation policy %d", (int)o->policy);
 	if (o->group_size < 0)
-		return fail(why, -EINVAL, "negative group size %d", o->group_size);
+		return errbuf_fail(eb, -EINVAL, "negative group size %d", o->group_size);
 	if (o->policy == ALLOC_SPREAD_CORES && o->full_cores)
 		a = "full-pcpus-only", b = "distribute-cpus-across-cores";
 	else if (o->policy == ALLOC_SPREAD_CORES && o->align_l3)
@@ -1218,9 +1206,9 @@ static int check_opts(const struct alloc_opts *o, char *why)
 	else if (o->policy == ALLOC_DISTRIBUTED && o->align_l3)
 		a = "prefer-align-cpus-by-uncorecache", b = "distribute-cpus-across-numa";
 	if (a)
-		return fail(why, -EINVAL,
-			    "static policy options %s and %s can not be used at the same time", a,
-			    b);
+		return errbuf_fail(
+			eb, -EINVAL,
+			"static policy options %s and %s can not be used at the same time", a, b);
 	return 0;
 }
 
@@ -1246,7 +1234,7 @@ static int physical_available(const struct alloc_topo *t, const struct cpuset *a
 }
 
 int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int count,
-	       const struct alloc_opts *o, struct cpuset *ret, char *why)
+	       const struct alloc_opts *o, struct cpuset *ret, struct errbuf *eb)
 {
 	static const struct alloc_opts defaults;
 	struct cpuset r1, r2, part;
@@ -1255,10 +1243,10 @@ int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int c
 	if (!o)
 		o = &defaults;
 	if (!t || !available || !ret)
-		return fail(why, -EINVAL, "missing argument");
+		return errbuf_fail(eb, -EINVAL, "missing argument");
 	if (count < 0)
-		return fail(why, -EINVAL, "negative CPU count %d", count);
-	r = check_opts(o, why);
+		return errbuf_fail(eb, -EINVAL, "negative CPU count %d", count);
+	r = check_opts(o, eb);
 	if (r < 0)
 		return r;
 	if (o->full_cores) {
@@ -1266,15 +1254,16 @@ int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int c
 		int per_core = t->per_core > 0 ? t->per_core : 1, phys;
 
 		if (count % per_core != 0)
-			return fail(
-				why, -EINVAL,
-				"SMT Alignment Error: requested %d cpus not multiple cpus per core = %d",
-				count, t->per_core);
+			return errbuf_fail(eb, -EINVAL,
+					   "SMT Alignment Error: requested %d cpus not multiple "
+					   "cpus per core = %d",
+					   count, t->per_core);
 		phys = physical_available(t, available, o->reserved);
 		if (count > phys)
-			return fail(
-				why, -ENOSPC,
-				"SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d",
+			return errbuf_fail(
+				eb, -ENOSPC,
+				"SMT Alignment Error: not enough free physical CPUs: available "
+				"physical CPUs = %d, requested CPUs = %d, CPUs per core = %d",
 				phys, count, t->per_core);
 	}
 	group = o->group_size;
@@ -1282,16 +1271,16 @@ int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int c
 		group = o->full_cores && t->per_core > 0 ? t->per_core : 1;
 
 	if (!o->prefer)
-		return take_policy(t, available, count, o, group, ret, why);
+		return take_policy(t, available, count, o, group, ret, eb);
 
 	/* the hint: aligned CPUs first, then the rest (policy_static.go allocateCPUs) */
 	cpuset_and(&part, available, o->prefer);
 	r = take_policy(t, &part, count < cpuset_count(&part) ? count : cpuset_count(&part), o,
-			group, &r1, why);
+			group, &r1, eb);
 	if (r < 0)
 		return r;
 	cpuset_andnot(&part, available, &r1);
-	r = take_policy(t, &part, count - cpuset_count(&r1), o, group, &r2, why);
+	r = take_policy(t, &part, count - cpuset_count(&r1), o, group, &r2, eb);
 	if (r < 0)
 		return r;
 	cpuset_or(ret, &r1, &r2);

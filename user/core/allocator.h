@@ -50,11 +50,9 @@
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 
-struct topo;
 struct alloc_topo;
-
-/* Room for the error texts of alloc_take(). */
-#define ALLOC_ERR_MAX 192
+struct errbuf;
+struct topo;
 
 /* Combination evaluations the distributed search may spend (see above). */
 #define ALLOC_DIST_BUDGET 200000
@@ -102,11 +100,11 @@ struct alloc_opts {
 
 /* Builds a view from a table of n CPUs (any order, copied) and a header
  * (NULL = distinct counts of the table). Caller frees *ret with
- * alloc_topo_free(). Errors: -ENOMEM, or -EINVAL with why (ALLOC_ERR_MAX
- * bytes, may be NULL) naming the fault: no CPUs, a CPU id out of
+ * alloc_topo_free(). Errors: -ENOMEM, or -EINVAL with eb (may be NULL)
+ * naming the fault: no CPUs, a CPU id out of
  * 0..CPUSET_MAX-1 or repeated, a negative core id or header count. */
 int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_header *hdr,
-		   struct alloc_topo **ret, char *why);
+		   struct alloc_topo **ret, struct errbuf *eb);
 
 /* The view of a struct topo: its online CPUs, its machine-unique core numbers
  * (so siblings are exactly the CPUs sharing a core, unlike kubelet on machines
@@ -118,7 +116,7 @@ int alloc_topo_from_topo(const struct topo *t, struct alloc_topo **ret);
 /* Same with an explicit header (NULL = as above), to replay what kubelet's
  * CPUTopology would say of the machine; errors as alloc_topo_new(). */
 int alloc_topo_from_topo_header(const struct topo *t, const struct alloc_header *hdr,
-				struct alloc_topo **ret, char *why);
+				struct alloc_topo **ret, struct errbuf *eb);
 
 /* NULL-safe; returns NULL. */
 struct alloc_topo *alloc_topo_free(struct alloc_topo *t);
@@ -136,10 +134,10 @@ int alloc_topo_cpus_per_core(const struct alloc_topo *t);
  *   -ENOSPC  "not enough cpus available to satisfy request: requested=N, available=M",
  *            "SMT Alignment Error: not enough free physical CPUs: ...", or the
  *            allocation could not be completed ("failed to allocate cpus")
- * with kubelet's exact text in why (ALLOC_ERR_MAX bytes, may be NULL). A count
+ * with kubelet's exact text in eb (may be NULL). A count
  * of 0 succeeds with an empty set. */
 int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int count,
-	       const struct alloc_opts *o, struct cpuset *ret, char *why);
+	       const struct alloc_opts *o, struct cpuset *ret, struct errbuf *eb);
 
 /* Introspection of kubelet's orders (its accumulator tests, and `--explain`). */
 enum alloc_level {

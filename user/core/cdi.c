@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,25 +11,13 @@
 
 #include <json-c/json.h>
 
+#include "lib/buf.h"
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 
 #define FILE_PREFIX "dra.k8s.io-cpu_claim-"
 #define FILE_SUFFIX ".json"
-
-static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, CDI_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 int cdi_uid_valid(const char *uid)
 {
@@ -124,18 +111,18 @@ static const char *get_str(struct json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
-int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cpus, char *why)
+int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cpus,
+		   struct errbuf *eb)
 {
 	_cleanup_(json_putp) struct json_object *root = NULL;
 	struct json_tokener *tok;
 	struct json_object *devs, *dev, *edits, *env, *e;
 	const char *s, *name, *uid, *eq;
-	char cs_why[CPUSET_ERR_MAX];
 	size_t uid_len;
 	int r;
 
 	if (len > CDI_FILE_MAX)
-		return fail(why, -EPROTO, "larger than %d bytes", CDI_FILE_MAX);
+		return errbuf_fail(eb, -EPROTO, "larger than %d bytes", CDI_FILE_MAX);
 	tok = json_tokener_new_ex(16);
 	if (!tok)
 		return -ENOMEM;
@@ -149,37 +136,37 @@ int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cp
 	}
 	json_tokener_free(tok);
 	if (r < 0 || !json_object_is_type(root, json_type_object))
-		return fail(why, -EPROTO, "not a JSON object");
+		return errbuf_fail(eb, -EPROTO, "not a JSON object");
 	s = get_str(root, "kind");
 	if (!s || strcmp(s, CDI_KIND) != 0)
-		return fail(why, -EPROTO, "kind is not %s", CDI_KIND);
+		return errbuf_fail(eb, -EPROTO, "kind is not %s", CDI_KIND);
 	s = get_str(root, "cdiVersion");
 	if (!s || strcmp(s, CDI_VERSION) != 0)
-		return fail(why, -EPROTO, "cdiVersion is not %s", CDI_VERSION);
+		return errbuf_fail(eb, -EPROTO, "cdiVersion is not %s", CDI_VERSION);
 	if (!json_object_object_get_ex(root, "devices", &devs) ||
 	    !json_object_is_type(devs, json_type_array) || json_object_array_length(devs) != 1)
-		return fail(why, -EPROTO, "not exactly one device");
+		return errbuf_fail(eb, -EPROTO, "not exactly one device");
 	dev = json_object_array_get_idx(devs, 0);
 	name = json_object_is_type(dev, json_type_object) ? get_str(dev, "name") : NULL;
 	if (!name || strncmp(name, "claim-", 6) != 0)
-		return fail(why, -EPROTO, "device name is not claim-<uid>");
+		return errbuf_fail(eb, -EPROTO, "device name is not claim-<uid>");
 	uid = name + 6;
 	if (cdi_uid_valid(uid) < 0)
-		return fail(why, -EPROTO, "device name holds an invalid uid");
+		return errbuf_fail(eb, -EPROTO, "device name holds an invalid uid");
 	uid_len = strlen(uid);
 	if (!json_object_object_get_ex(dev, "containerEdits", &edits) ||
 	    !json_object_object_get_ex(edits, "env", &env) ||
 	    !json_object_is_type(env, json_type_array) || json_object_array_length(env) != 1)
-		return fail(why, -EPROTO, "not exactly one env entry");
+		return errbuf_fail(eb, -EPROTO, "not exactly one env entry");
 	e = json_object_array_get_idx(env, 0);
 	s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
 	if (!s || strncmp(s, CDI_ENV_PREFIX, strlen(CDI_ENV_PREFIX)) != 0 ||
 	    strncmp(s + strlen(CDI_ENV_PREFIX), uid, uid_len) != 0 ||
 	    s[strlen(CDI_ENV_PREFIX) + uid_len] != '=')
-		return fail(why, -EPROTO, "env entry is not %s<uid>=<cpus>", CDI_ENV_PREFIX);
+		return errbuf_fail(eb, -EPROTO, "env entry is not %s<uid>=<cpus>", CDI_ENV_PREFIX);
 	eq = s + strlen(CDI_ENV_PREFIX) + uid_len;
-	if (cpuset_parse(eq + 1, cpus, cs_why) < 0)
-		return fail(why, -EPROTO, "env cpuset: %s", cs_why);
+	if (cpuset_parse(eq + 1, cpus, eb) < 0)
+		return errbuf_wrap(eb, -EPROTO, "env cpuset");
 	memcpy(uid_out, uid, uid_len + 1);
 	return 0;
 }
@@ -194,26 +181,21 @@ int cdi_scan(const char *dir, cdi_spec_fn fn, cdi_bad_fn bad, void *ud)
 		return errno == ENOENT ? 0 : -errno;
 	while (r >= 0 && (de = readdir(d))) {
 		size_t n = strlen(de->d_name), pl = strlen(FILE_PREFIX), sl = strlen(FILE_SUFFIX);
-		char path[4096], uid[CDI_UID_MAX], why[CDI_ERR_MAX] = "";
-		_cleanup_free_ char *buf = NULL;
+		_cleanup_(buf_done) struct buf text = BUF_INIT(CDI_FILE_MAX);
+		struct errbuf why = { "" };
+		char path[4096], uid[CDI_UID_MAX];
 		struct cpuset cpus;
-		size_t len = 0;
-		int k;
 
 		if (n <= pl + sl || strncmp(de->d_name, FILE_PREFIX, pl) != 0 ||
 		    strcmp(de->d_name + n - sl, FILE_SUFFIX) != 0)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
-		k = fileio_read(path, CDI_FILE_MAX, &buf, &len, NULL);
-		if (k < 0) {
+		/* Through the directory's fd: the text names the file, bad() the path. */
+		if (fileio_read_at(dirfd(d), de->d_name, 0, &text, &why) < 0 ||
+		    cdi_spec_parse(buf_str(&text), buf_len(&text), uid, &cpus, &why) < 0) {
 			if (bad)
-				bad(ud, path, k == -E2BIG ? "file too large" : strerror(-k));
-			continue;
-		}
-		if (cdi_spec_parse(buf, len, uid, &cpus, why) < 0) {
-			if (bad)
-				bad(ud, path, why);
+				bad(ud, path, why.s);
 			continue;
 		}
 		if (n - pl - sl != strlen(uid) || strncmp(de->d_name + pl, uid, strlen(uid)) != 0) {

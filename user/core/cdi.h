@@ -17,12 +17,13 @@
 
 #include "lib/cpuset.h"
 
+struct errbuf;
+
 #define CDI_KIND "dra.k8s.io/cpu"
 #define CDI_VERSION "0.8.0"
 #define CDI_ENV_PREFIX "DRA_CPUSET_"
 /* Kubernetes UIDs are 36-char UUIDs; allow some slack, never a path. */
 #define CDI_UID_MAX 64
-#define CDI_ERR_MAX 160
 /* Largest spec file we read (ours are < 40 KiB even for 8192 CPUs). */
 #define CDI_FILE_MAX (256 * 1024)
 
@@ -42,10 +43,11 @@ int cdi_spec_write(const char *dir, const char *uid, const struct cpuset *cpus);
 /* Removes the spec of uid; a missing file is success. */
 int cdi_spec_remove(const char *dir, const char *uid);
 
-/* Parses a spec of ours. -EPROTO (why filled) when it is not one: wrong kind
+/* Parses a spec of ours. -EPROTO (eb filled) when it is not one: wrong kind
  * or version, not exactly one device named claim-<uid> with exactly one env
  * DRA_CPUSET_<uid>=<valid cpulist>, or junk. uid_out: CDI_UID_MAX bytes. */
-int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cpus, char *why);
+int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cpus,
+		   struct errbuf *eb);
 
 /* Calls fn for every spec of ours in dir (file name dra.k8s.io-cpu_claim-*.json).
  * Files that do not parse, or whose content names another uid than their

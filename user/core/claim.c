@@ -2,7 +2,6 @@
 #include "core/claim.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,24 +9,13 @@
 #include <json-c/json.h>
 
 #include "core/cdi.h"
+#include "lib/errbuf.h"
 
 _Static_assert(CLAIM_UID_MAX == CDI_UID_MAX, "a pod uid is checked as a claim uid");
 
 #define CONFIG_API_VERSION "dra.cpu/v1alpha1"
 #define CONFIG_KIND "CPUConfig"
 #define CAPACITY_KEY "dra.cpu/cpu"
-
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, CLAIM_ERR_MAX, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static struct json_object *member(struct json_object *o, const char *k)
 {
@@ -75,21 +63,24 @@ const char *claim_policy_name(enum claim_policy p)
 	}
 }
 
-int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err)
+int claim_config_parse(struct json_object *params, struct claim_config *cfg, struct errbuf *eb)
 {
 	struct claim_config c = *cfg;
 	const char *s;
 
 	if (!json_object_is_type(params, json_type_object))
-		return fail(err, "opaque config for dra.cpu: parameters must be an object");
+		return errbuf_fail(eb, -EINVAL,
+				   "opaque config for dra.cpu: parameters must be an object");
 	s = str(params, "apiVersion");
 	if (!s || strcmp(s, CONFIG_API_VERSION) != 0)
-		return fail(err, "opaque config for dra.cpu: apiVersion must be \"%s\"",
-			    CONFIG_API_VERSION);
+		return errbuf_fail(eb, -EINVAL,
+				   "opaque config for dra.cpu: apiVersion must be \"%s\"",
+				   CONFIG_API_VERSION);
 	s = str(params, "kind");
 	if (!s || strcmp(s, CONFIG_KIND) != 0)
-		return fail(err, "opaque config for dra.cpu: kind must be \"%s\", got \"%.40s\"",
-			    CONFIG_KIND, s ? s : "");
+		return errbuf_fail(eb, -EINVAL,
+				   "opaque config for dra.cpu: kind must be \"%s\", got \"%.40s\"",
+				   CONFIG_KIND, s ? s : "");
 	json_object_object_foreach(params, key, val)
 	{
 		if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
@@ -106,17 +97,19 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, cha
 			else if (p && !strcmp(p, "distributed"))
 				c.policy = CLAIM_POLICY_DISTRIBUTED;
 			else
-				return fail(err,
-					    "CPUConfig: policy must be packed, spread-cores or "
-					    "distributed");
+				return errbuf_fail(
+					eb, -EINVAL,
+					"CPUConfig: policy must be packed, spread-cores or "
+					"distributed");
 		} else if (!strcmp(key, "fullCores") || !strcmp(key, "alignL3")) {
 			if (!json_object_is_type(val, json_type_boolean))
-				return fail(err, "CPUConfig: %s must be true or false", key);
+				return errbuf_fail(eb, -EINVAL,
+						   "CPUConfig: %s must be true or false", key);
 			*(!strcmp(key, "fullCores") ? &c.full_cores : &c.align_l3) =
 				json_object_get_boolean(val);
 			c.align_l3_set |= !strcmp(key, "alignL3");
 		} else {
-			return fail(err, "CPUConfig: unknown field \"%.60s\"", key);
+			return errbuf_fail(eb, -EINVAL, "CPUConfig: unknown field \"%.60s\"", key);
 		}
 	}
 	*cfg = c;
@@ -144,18 +137,18 @@ static bool config_applies(struct json_object *entry, const char *request)
 	return false;
 }
 
-static int copy(char *dst, size_t size, const char *src, const char *what, char *err)
+static int copy(char *dst, size_t size, const char *src, const char *what, struct errbuf *eb)
 {
 	if (!src)
-		return fail(err, "allocation result without %s", what);
+		return errbuf_fail(eb, -EINVAL, "allocation result without %s", what);
 	if (strlen(src) >= size)
-		return fail(err, "allocation result %s is too long", what);
+		return errbuf_fail(eb, -EINVAL, "allocation result %s is too long", what);
 	memcpy(dst, src, strlen(src) + 1);
 	return 0;
 }
 
 int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
-		struct claim_alloc *ret, char *err)
+		struct claim_alloc *ret, struct errbuf *eb)
 {
 	struct json_object *results, *configs, *cap;
 	const char *got_uid = str(path(claim, "metadata"), "uid");
@@ -163,18 +156,20 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 
 	ret->n = 0;
 	if (!json_object_is_type(claim, json_type_object))
-		return fail(err, "the API server returned something that is not a ResourceClaim");
+		return errbuf_fail(eb, -EINVAL,
+				   "the API server returned something that is not a ResourceClaim");
 	if (!got_uid || strcmp(got_uid, uid) != 0)
-		return fail(err, "claim uid is %s, not %s: the claim was deleted and recreated",
-			    got_uid ? got_uid : "missing", uid);
+		return errbuf_fail(eb, -EINVAL,
+				   "claim uid is %s, not %s: the claim was deleted and recreated",
+				   got_uid ? got_uid : "missing", uid);
 	if (!path(claim, "status.allocation"))
-		return fail(err, "claim is not allocated (no status.allocation)");
+		return errbuf_fail(eb, -EINVAL, "claim is not allocated (no status.allocation)");
 	results = path(claim, "status.allocation.devices.results");
 	configs = path(claim, "status.allocation.devices.config");
 	if (results && !json_object_is_type(results, json_type_array))
-		return fail(err, "status.allocation.devices.results is not a list");
+		return errbuf_fail(eb, -EINVAL, "status.allocation.devices.results is not a list");
 	if (configs && !json_object_is_type(configs, json_type_array))
-		return fail(err, "status.allocation.devices.config is not a list");
+		return errbuf_fail(eb, -EINVAL, "status.allocation.devices.config is not a list");
 
 	for (size_t i = 0; results && i < json_object_array_length(results); i++) {
 		struct json_object *res = json_object_array_get_idx(results, i);
@@ -184,19 +179,22 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 		if (!d || strcmp(d, driver) != 0)
 			continue; /* another driver's device */
 		if (!p || strcmp(p, pool) != 0)
-			return fail(err, "result %zu is in pool \"%.63s\", not this node's pool \"%s\"",
-				    i, p ? p : "", pool);
+			return errbuf_fail(
+				eb, -EINVAL,
+				"result %zu is in pool \"%.63s\", not this node's pool \"%s\"", i,
+				p ? p : "", pool);
 		if (ret->n == CLAIM_MAX_RESULTS)
-			return fail(err, "more than %d results for %s", CLAIM_MAX_RESULTS, driver);
+			return errbuf_fail(eb, -EINVAL, "more than %d results for %s",
+					   CLAIM_MAX_RESULTS, driver);
 		out = &ret->results[ret->n];
 		memset(out, 0, sizeof(*out));
 		out->config.align_l3 = true;
-		r = copy(out->request, sizeof(out->request), str(res, "request"), "request", err);
-		r = r ?: copy(out->device, sizeof(out->device), str(res, "device"), "device", err);
+		r = copy(out->request, sizeof(out->request), str(res, "request"), "request", eb);
+		r = r ?: copy(out->device, sizeof(out->device), str(res, "device"), "device", eb);
 		if (r < 0)
 			return r;
 		share = str(res, "shareID");
-		if (share && copy(out->share_id, sizeof(out->share_id), share, "shareID", err) < 0)
+		if (share && copy(out->share_id, sizeof(out->share_id), share, "shareID", eb) < 0)
 			return -EINVAL;
 		cap = path(res, "consumedCapacity");
 		if (cap) {
@@ -204,13 +202,14 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 
 			if (q && json_object_is_type(q, json_type_string))
 				r = copy(out->consumed, sizeof(out->consumed),
-					 json_object_get_string(q), "consumedCapacity", err);
+					 json_object_get_string(q), "consumedCapacity", eb);
 			else if (q && json_object_is_type(q, json_type_int))
 				(void)snprintf(out->consumed, sizeof(out->consumed), "%lld",
 					       (long long)json_object_get_int64(q));
 			else if (q)
-				r = fail(err, "consumedCapacity[\"%s\"] is not a quantity",
-					 CAPACITY_KEY);
+				r = errbuf_fail(eb, -EINVAL,
+						"consumedCapacity[\"%s\"] is not a quantity",
+						CAPACITY_KEY);
 			if (r < 0)
 				return r;
 		}
@@ -222,20 +221,21 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 
 			if (!od || strcmp(od, driver) != 0 || !config_applies(entry, out->request))
 				continue;
-			r = claim_config_parse(member(opaque, "parameters"), &out->config, err);
+			r = claim_config_parse(member(opaque, "parameters"), &out->config, eb);
 			if (r < 0)
 				return r;
 		}
 		ret->n++;
 	}
 	if (ret->n == 0)
-		return fail(err, "the allocation has no results for driver %s: nothing to prepare",
+		return errbuf_fail(eb, -EINVAL,
+				   "the allocation has no results for driver %s: nothing to prepare",
 			    driver);
 	return 0;
 }
 
 int claim_consumers_parse(struct json_object *claim, const char *uid,
-			  struct claim_consumer **ret, char *err)
+			  struct claim_consumer **ret, struct errbuf *eb)
 {
 	struct json_object *list = path(claim, "status.reservedFor");
 	const char *got_uid = str(path(claim, "metadata"), "uid");
@@ -245,16 +245,18 @@ int claim_consumers_parse(struct json_object *claim, const char *uid,
 
 	*ret = NULL;
 	if (uid && (!got_uid || strcmp(got_uid, uid) != 0))
-		return fail(err, "claim uid is %.64s, not %s: the claim was deleted and recreated",
-			    got_uid ? got_uid : "missing", uid);
+		return errbuf_fail(eb, -EINVAL,
+				   "claim uid is %.64s, not %s: the claim was deleted and recreated",
+				   got_uid ? got_uid : "missing", uid);
 	if (!list)
 		return 0;
 	if (!json_object_is_type(list, json_type_array))
-		return fail(err, "status.reservedFor is not a list");
+		return errbuf_fail(eb, -EINVAL, "status.reservedFor is not a list");
 	n = json_object_array_length(list);
 	if (n > CLAIM_MAX_CONSUMERS)
-		return fail(err, "status.reservedFor has %zu entries, more than the %d allowed", n,
-			    CLAIM_MAX_CONSUMERS);
+		return errbuf_fail(eb, -EINVAL,
+				   "status.reservedFor has %zu entries, more than the %d allowed", n,
+				   CLAIM_MAX_CONSUMERS);
 	if (n == 0)
 		return 0;
 	v = calloc(n, sizeof(*v));
@@ -268,15 +270,17 @@ int claim_consumers_parse(struct json_object *claim, const char *uid,
 		if (!json_object_is_type(e, json_type_object) || !res || !pod || !name ||
 		    (member(e, "apiGroup") && !group)) {
 			free(v);
-			return fail(err, "status.reservedFor[%zu] is not {apiGroup, resource, name, uid}",
-				    i);
+			return errbuf_fail(eb, -EINVAL,
+					   "status.reservedFor[%zu] is not {apiGroup, resource, name, uid}",
+					   i);
 		}
 		/* Only core pods run containers we pin. */
 		if (strcmp(res, "pods") != 0 || (group && *group))
 			continue;
 		if (cdi_uid_valid(pod) < 0 || claim_name_check(name) < 0) {
 			free(v);
-			return fail(err, "status.reservedFor[%zu] is not a pod's uid and name", i);
+			return errbuf_fail(eb, -EINVAL,
+					   "status.reservedFor[%zu] is not a pod's uid and name", i);
 		}
 		memcpy(v[k].uid, pod, strlen(pod) + 1);
 		memcpy(v[k].name, name, strlen(name) + 1);

@@ -14,9 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct errbuf;
 struct json_object;
 
-#define CLAIM_ERR_MAX 320
 #define CLAIM_MAX_RESULTS 32 /* AllocationResultsMaxSize */
 #define CLAIM_STR_MAX 254
 #define CLAIM_NAMESPACE_MAX 63 /* a DNS-1123 label */
@@ -49,9 +49,9 @@ struct claim_alloc {
  * must still be that one). Fills *ret with at least one result: a claim the
  * kubelet sends us but that holds nothing for this driver is an error (it
  * would prepare to zero CPUs and an empty DRA_CPUSET_ variable).
- * -EINVAL with err on any problem. */
+ * -EINVAL with eb (may be NULL) saying what is wrong. */
 int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
-		struct claim_alloc *ret, char *err);
+		struct claim_alloc *ret, struct errbuf *eb);
 
 /* A pod the claim is reserved for (one entry of status.reservedFor with
  * resource "pods" in the core API group). Its namespace is the claim's. */
@@ -66,15 +66,16 @@ struct claim_consumer {
  * resources (a consumer that is not a pod runs no container of ours) are
  * skipped; an absent list is no consumer. A pod entry must have a valid uid
  * and a Kubernetes object name; more than CLAIM_MAX_CONSUMERS entries, or
- * anything not shaped as the API defines it, is -EINVAL with err, and so is a
- * claim whose metadata.uid is not uid (NULL: not checked; a claim deleted and
- * created again under its name is another claim). Returns the count and,
- * when it is not 0, a new array in *ret (caller frees; *ret is NULL for 0). */
+ * anything not shaped as the API defines it, is -EINVAL with eb (may be NULL)
+ * saying what, and so is a claim whose metadata.uid is not uid (NULL: not
+ * checked; a claim deleted and created again under its name is another
+ * claim). Returns the count and, when it is not 0, a new array in *ret
+ * (caller frees; *ret is NULL for 0). */
 int claim_consumers_parse(struct json_object *claim, const char *uid,
-			  struct claim_consumer **ret, char *err);
+			  struct claim_consumer **ret, struct errbuf *eb);
 
 /* Parses one CPUConfig parameters object onto *cfg (fields it sets override). */
-int claim_config_parse(struct json_object *params, struct claim_config *cfg, char *err);
+int claim_config_parse(struct json_object *params, struct claim_config *cfg, struct errbuf *eb);
 
 const char *claim_policy_name(enum claim_policy p);
 

@@ -1,13 +1,11 @@
 /* Claims, reservations and their durable record. See state.h.
  *
- * Claims live in an open-addressing hash table keyed by uid (linear probing,
- * backward-shift deletion: no tombstones), sized for STATE_MAX_CLAIMS at a
- * load factor of one half, so lookups stay O(1) at the cap.
+ * Claims live in a hash table keyed by uid (lib/hashtab.h), capped at
+ * STATE_MAX_CLAIMS, so lookups stay O(1) at the cap.
  */
 #include "core/state.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +15,12 @@
 
 #define LOG_MOD "state"
 #include "core/claim.h"
+#include "lib/buf.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
-#include "lib/hash.h"
+#include "lib/hashtab.h"
 #include "lib/log.h"
 
-#define TABLE_SIZE (2 * STATE_MAX_CLAIMS)
 #define CHECKPOINT_NAME "checkpoint.json"
 #define CHECKPOINT_VERSION 1
 #define CHECKPOINT_MAX (64 * 1024 * 1024)
@@ -44,8 +43,7 @@ struct state {
 	struct cpuset allocatable;
 	struct cpuset prepared;	  /* union of claims */
 	struct cpuset quarantine; /* CPUs of specs we could not honour */
-	struct entry *table[TABLE_SIZE];
-	int n_claims;
+	struct hashtab claims;	  /* uid -> struct entry */
 	struct observer observers[8];
 	int n_observers;
 	state_guard_fn guard;
@@ -54,20 +52,6 @@ struct state {
 };
 
 static int write_checkpoint(struct state *s);
-static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, STATE_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 static void claim_free(struct state_claim *c)
 {
 	if (!c)
@@ -142,48 +126,18 @@ static struct state_claim *claim_dup(const struct state_claim *c)
 	return n;
 }
 
-static unsigned hash_uid(const char *s)
+static struct entry *find(const struct state *s, const char *uid)
 {
-	return (unsigned)hash_str(HASH_INIT, s);
-}
-
-/* Slot holding uid, or the empty slot where it would go. */
-static unsigned slot_of(const struct state *s, const char *uid)
-{
-	unsigned i = hash_uid(uid) & (TABLE_SIZE - 1);
-
-	while (s->table[i] && strcmp(s->table[i]->c.uid, uid) != 0)
-		i = (i + 1) & (TABLE_SIZE - 1);
-	return i;
-}
-
-static void table_remove(struct state *s, unsigned i)
-{
-	unsigned j = i;
-
-	s->table[i] = NULL;
-	for (;;) {
-		unsigned k;
-
-		j = (j + 1) & (TABLE_SIZE - 1);
-		if (!s->table[j])
-			return;
-		k = hash_uid(s->table[j]->c.uid) & (TABLE_SIZE - 1);
-		/* Move j back to i unless its home k lies cyclically in (i, j]. */
-		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		s->table[i] = s->table[j];
-		s->table[j] = NULL;
-		i = j;
-	}
+	return hashtab_get_str(&s->claims, uid);
 }
 
 static void recompute_prepared(struct state *s)
 {
+	struct entry *e;
+
 	cpuset_zero(&s->prepared);
-	for (unsigned i = 0; i < TABLE_SIZE; i++)
-		if (s->table[i])
-			cpuset_or(&s->prepared, &s->prepared, &s->table[i]->c.cpus);
+	HASHTAB_FOREACH(e, &s->claims)
+		cpuset_or(&s->prepared, &s->prepared, &e->c.cpus);
 }
 
 static void notify(struct state *s, enum state_event ev, const struct state_claim *c)
@@ -206,19 +160,23 @@ int state_new(const struct state_opts *o, struct state **ret)
 		return -ENOMEM;
 	}
 	s->allocatable = o->allocatable;
+	hashtab_init(&s->claims, STATE_MAX_CLAIMS);
 	*ret = TAKE_PTR(s);
 	return 0;
 }
 
 struct state *state_free(struct state *s)
 {
+	struct entry *e;
+
 	if (!s)
 		return NULL;
 	/* A clean stop writes what is pending (bindings). */
 	if (s->dirty && write_checkpoint(s) < 0)
 		log_warn("checkpoint_flush_failed", "path=%s", s->checkpoint);
-	for (unsigned i = 0; i < TABLE_SIZE; i++)
-		entry_free(s->table[i]);
+	HASHTAB_FOREACH(e, &s->claims)
+		entry_free(e);
+	hashtab_done(&s->claims);
 	free(s->cdi_dir);
 	free(s->state_dir);
 	free(s->checkpoint);
@@ -242,7 +200,7 @@ void state_set_guard(struct state *s, state_guard_fn fn, void *ud)
 
 const struct state_claim *state_claim(const struct state *s, const char *uid)
 {
-	struct entry *e = s->table[slot_of(s, uid)];
+	struct entry *e = find(s, uid);
 
 	return e ? &e->c : NULL;
 }
@@ -260,7 +218,7 @@ void state_prepared(const struct state *s, struct cpuset *ret)
 
 int state_claim_count(const struct state *s)
 {
-	return s->n_claims;
+	return (int)hashtab_count(&s->claims);
 }
 
 const struct cpuset *state_allocatable(const struct state *s)
@@ -271,13 +229,15 @@ const struct cpuset *state_allocatable(const struct state *s)
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),
 			void *ud)
 {
-	for (unsigned i = 0; i < TABLE_SIZE; i++)
-		if (s->table[i]) {
-			int r = fn(ud, &s->table[i]->c);
+	struct entry *e;
 
-			if (r < 0)
-				return r;
-		}
+	HASHTAB_FOREACH(e, &s->claims)
+	{
+		int r = fn(ud, &e->c);
+
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -380,27 +340,20 @@ static int entry_encode(struct entry *e)
 
 char *state_checkpoint_serialize(const struct state *s)
 {
-	static const char head[] = "{\"version\":1,\"claims\":[", tail[] = "]}\n";
-	size_t len = sizeof(head) - 1 + sizeof(tail);
-	char *out, *p;
+	_cleanup_(buf_done) struct buf b = BUF_INIT(CHECKPOINT_MAX);
+	const char *sep = "";
+	struct entry *e;
+	int r;
 
-	for (unsigned i = 0; i < TABLE_SIZE; i++)
-		if (s->table[i])
-			len += s->table[i]->record_len + 1;
-	out = malloc(len);
-	if (!out)
-		return NULL;
-	p = mempcpy(out, head, sizeof(head) - 1);
-	for (unsigned i = 0, first = 1; i < TABLE_SIZE; i++) {
-		if (!s->table[i])
-			continue;
-		if (!first)
-			*p++ = ',';
-		first = 0;
-		p = mempcpy(p, s->table[i]->record, s->table[i]->record_len);
+	r = buf_add_str(&b, "{\"version\":1,\"claims\":[");
+	HASHTAB_FOREACH(e, &s->claims)
+	{
+		r = r ?: buf_add_str(&b, sep);
+		r = r ?: buf_add(&b, e->record, e->record_len);
+		sep = ",";
 	}
-	memcpy(p, tail, sizeof(tail));
-	return out;
+	r = r ?: buf_add_str(&b, "]}\n");
+	return r < 0 ? NULL : buf_take(&b, NULL);
 }
 
 /* Copies string member k of o into buf (size); -EPROTO when absent, not a
@@ -460,7 +413,8 @@ static int get_consumers(struct json_object *e, struct state_claim *c, struct st
 }
 
 int state_checkpoint_parse(const char *buf, size_t len,
-			   int (*fn)(void *ud, const struct state_claim *c), void *ud, char *why)
+			   int (*fn)(void *ud, const struct state_claim *c), void *ud,
+			   struct errbuf *eb)
 {
 	struct json_tokener *tok = json_tokener_new_ex(8);
 	struct json_object *root = NULL, *claims, *v;
@@ -480,17 +434,17 @@ int state_checkpoint_parse(const char *buf, size_t len,
 	root = json_tokener_parse_ex(tok, buf, (int)len);
 	if (json_tokener_get_error(tok) != json_tokener_success ||
 	    !json_object_is_type(root, json_type_object)) {
-		r = fail(why, -EPROTO, "not a JSON object");
+		r = errbuf_fail(eb, -EPROTO, "not a JSON object");
 		goto out;
 	}
 	if (!json_object_object_get_ex(root, "version", &v) ||
 	    !json_object_is_type(v, json_type_int) || json_object_get_int(v) != CHECKPOINT_VERSION) {
-		r = fail(why, -EPROTO, "version is not %d", CHECKPOINT_VERSION);
+		r = errbuf_fail(eb, -EPROTO, "version is not %d", CHECKPOINT_VERSION);
 		goto out;
 	}
 	if (!json_object_object_get_ex(root, "claims", &claims) ||
 	    !json_object_is_type(claims, json_type_array)) {
-		r = fail(why, -EPROTO, "no claims array");
+		r = errbuf_fail(eb, -EPROTO, "no claims array");
 		goto out;
 	}
 	for (size_t i = 0; i < json_object_array_length(claims); i++) {
@@ -508,11 +462,11 @@ int state_checkpoint_parse(const char *buf, size_t len,
 		    !json_object_object_get_ex(e, "results", &rs) ||
 		    !json_object_is_type(rs, json_type_array) ||
 		    json_object_array_length(rs) > STATE_MAX_RESULTS) {
-			r = fail(why, -EPROTO, "claim entry %zu is malformed", i);
+			r = errbuf_fail(eb, -EPROTO, "claim entry %zu is malformed", i);
 			goto out;
 		}
 		if (get_consumers(e, &c, pods) < 0) {
-			r = fail(why, -EPROTO, "claim entry %zu: consumers are malformed", i);
+			r = errbuf_fail(eb, -EPROTO, "claim entry %zu: consumers are malformed", i);
 			goto out;
 		}
 		c.n_results = (int)json_object_array_length(rs);
@@ -524,7 +478,8 @@ int state_checkpoint_parse(const char *buf, size_t len,
 			    get_str(re, "request", results[k].request, STATE_REQUEST_MAX) < 0 ||
 			    get_str(re, "device", results[k].device, STATE_DEVICE_MAX) < 0 ||
 			    get_cpus(re, "cpus", &results[k].cpus) < 0) {
-				r = fail(why, -EPROTO, "claim entry %zu result %d is malformed", i, k);
+				r = errbuf_fail(eb, -EPROTO,
+						"claim entry %zu result %d is malformed", i, k);
 				goto out;
 			}
 		}
@@ -553,28 +508,28 @@ static int write_checkpoint(struct state *s)
 
 /* ---- changes ------------------------------------------------------------------------- */
 
-int state_claim_add(struct state *s, const struct state_claim *c, char *why)
+int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf *eb)
 {
 	struct state_claim *n;
 	struct entry *e;
 	struct cpuset busy;
-	unsigned slot;
 	int r;
 
 	if (cdi_uid_valid(c->uid) < 0)
-		return fail(why, -EINVAL, "claim uid '%.64s' is not valid", c->uid);
-	slot = slot_of(s, c->uid);
-	if (s->table[slot])
-		return fail(why, -EEXIST, "claim %s is already prepared", c->uid);
-	if (s->n_claims >= STATE_MAX_CLAIMS)
-		return fail(why, -E2BIG, "node holds the maximum of %d claims", STATE_MAX_CLAIMS);
+		return errbuf_fail(eb, -EINVAL, "claim uid '%.64s' is not valid", c->uid);
+	if (find(s, c->uid))
+		return errbuf_fail(eb, -EEXIST, "claim %s is already prepared", c->uid);
+	if (hashtab_count(&s->claims) >= STATE_MAX_CLAIMS)
+		return errbuf_fail(eb, -E2BIG, "node holds the maximum of %d claims",
+				   STATE_MAX_CLAIMS);
 	if (c->n_results < 0 || c->n_results > STATE_MAX_RESULTS)
-		return fail(why, -EINVAL, "claim %s has %d results (max %d)", c->uid, c->n_results,
-			    STATE_MAX_RESULTS);
+		return errbuf_fail(eb, -EINVAL, "claim %s has %d results (max %d)", c->uid,
+				   c->n_results, STATE_MAX_RESULTS);
 	r = consumers_check(c->consumers, c->n_consumers);
 	if (r < 0)
-		return fail(why, r, "claim %s: %d consumers, or one that is not a pod uid and name",
-			    c->uid, c->n_consumers);
+		return errbuf_fail(eb, r,
+				   "claim %s: %d consumers, or one that is not a pod uid and name",
+				   c->uid, c->n_consumers);
 	n = claim_dup(c);
 	if (!n)
 		return -ENOMEM;
@@ -582,12 +537,14 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why)
 		for (int k = 0; k < i; k++)
 			if (cpuset_intersects(&n->results[i].cpus, &n->results[k].cpus)) {
 				claim_free(n);
-				return fail(why, -EINVAL, "claim %s: results %d and %d overlap",
-					    c->uid, k, i);
+				return errbuf_fail(eb, -EINVAL,
+						   "claim %s: results %d and %d overlap", c->uid, k,
+						   i);
 			}
 	if (!cpuset_is_subset(&n->cpus, &s->allocatable)) {
 		claim_free(n);
-		return fail(why, -EINVAL, "claim %s: CPUs outside the allocatable set", c->uid);
+		return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the allocatable set",
+				   c->uid);
 	}
 	cpuset_or(&busy, &s->prepared, &s->quarantine);
 	if (cpuset_intersects(&n->cpus, &busy)) {
@@ -597,8 +554,8 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why)
 		cpuset_and(&both, &n->cpus, &busy);
 		(void)cpuset_format(&both, list, sizeof(list));
 		claim_free(n);
-		return fail(why, -EBUSY, "claim %s: CPUs %s already belong to another claim", c->uid,
-			    list);
+		return errbuf_fail(eb, -EBUSY, "claim %s: CPUs %s already belong to another claim",
+				   c->uid, list);
 	}
 
 	if (s->guard) {
@@ -606,7 +563,7 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why)
 
 		state_shared_pool(s, &after);
 		cpuset_andnot(&after, &after, &n->cpus);
-		r = s->guard(s->guard_ud, &after, why);
+		r = s->guard(s->guard_ud, &after, eb);
 		if (r < 0) {
 			claim_free(n);
 			return r;
@@ -627,18 +584,22 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why)
 	}
 
 	/* Reserve, then commit: CDI spec, then checkpoint. */
-	s->table[slot] = e;
-	s->n_claims++;
+	r = hashtab_put_str(&s->claims, n->uid, e, NULL);
+	if (r < 0) {
+		entry_free(e);
+		return r;
+	}
 	cpuset_or(&s->prepared, &s->prepared, &n->cpus);
 	r = cdi_spec_write(s->cdi_dir, n->uid, &n->cpus);
 	if (r < 0) {
-		(void)fail(why, r, "writing the CDI spec of claim %s in %s: %s", n->uid, s->cdi_dir,
-			   strerror(-r));
+		(void)errbuf_fail(eb, r, "writing the CDI spec of claim %s in %s: %s", n->uid,
+				  s->cdi_dir, strerror(-r));
 		goto undo;
 	}
 	r = write_checkpoint(s);
 	if (r < 0) {
-		(void)fail(why, r, "writing the checkpoint %s: %s", s->checkpoint, strerror(-r));
+		(void)errbuf_fail(eb, r, "writing the checkpoint %s: %s", s->checkpoint,
+				  strerror(-r));
 		if (cdi_spec_remove(s->cdi_dir, n->uid) < 0)
 			/* The spec stays and will be re-reserved on restart: safe. */
 			log_warn("cdi_rollback_failed", "claim=%s", n->uid);
@@ -647,8 +608,7 @@ int state_claim_add(struct state *s, const struct state_claim *c, char *why)
 	notify(s, STATE_CLAIM_ADDED, n);
 	return 0;
 undo:
-	table_remove(s, slot);
-	s->n_claims--;
+	(void)hashtab_del_str(&s->claims, n->uid);
 	entry_free(e);
 	recompute_prepared(s);
 	return r;
@@ -656,14 +616,12 @@ undo:
 
 int state_claim_remove(struct state *s, const char *uid)
 {
-	unsigned slot;
 	struct entry *e;
 	int r;
 
 	if (cdi_uid_valid(uid) < 0)
 		return 0; /* cannot have been prepared */
-	slot = slot_of(s, uid);
-	e = s->table[slot];
+	e = find(s, uid);
 	if (!e) {
 		/* Not ours in memory; a quarantined or stray spec may still exist. */
 		return cdi_spec_remove(s->cdi_dir, uid);
@@ -671,8 +629,7 @@ int state_claim_remove(struct state *s, const char *uid)
 	r = cdi_spec_remove(s->cdi_dir, uid);
 	if (r < 0)
 		return r;
-	table_remove(s, slot);
-	s->n_claims--;
+	(void)hashtab_del_str(&s->claims, uid);
 	recompute_prepared(s);
 	r = write_checkpoint(s);
 	if (r < 0)
@@ -687,7 +644,7 @@ int state_claim_remove(struct state *s, const char *uid)
 int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 		     const char *container)
 {
-	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : s->table[slot_of(s, uid)];
+	struct entry *e = find(s, uid);
 	struct state_claim *c;
 	int r;
 
@@ -718,7 +675,7 @@ int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 
 int state_claim_unbind(struct state *s, const char *uid)
 {
-	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : s->table[slot_of(s, uid)];
+	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : find(s, uid);
 	int r;
 
 	if (!e)
@@ -755,7 +712,7 @@ static bool consumers_equal(const struct state_claim *c, const struct state_cons
 int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, const char *name,
 			      const struct state_consumer *v, int n)
 {
-	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : s->table[slot_of(s, uid)];
+	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : find(s, uid);
 	struct state_consumer *copy;
 	struct state_claim keep;
 	bool named;
@@ -805,27 +762,23 @@ int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, 
 
 struct loader {
 	struct state *s;
-	struct state_claim **ckpt; /* checkpoint entries by uid: small linear list */
-	int n_ckpt;
+	struct hashtab ckpt; /* checkpoint entries not yet matched to a spec, by uid */
 	int restored, quarantined, bad_specs;
 };
 
 static int collect_ckpt(void *ud, const struct state_claim *c)
 {
 	struct loader *l = ud;
-	struct state_claim **v;
+	struct state_claim *n = claim_dup(c), *old = NULL;
+	int r;
 
-	if (l->n_ckpt >= STATE_MAX_CLAIMS)
-		return -E2BIG;
-	v = realloc(l->ckpt, sizeof(*v) * (size_t)(l->n_ckpt + 1));
-	if (!v)
+	if (!n)
 		return -ENOMEM;
-	l->ckpt = v;
-	v[l->n_ckpt] = claim_dup(c);
-	if (!v[l->n_ckpt])
-		return -ENOMEM;
-	l->n_ckpt++;
-	return 0;
+	r = hashtab_put_str(&l->ckpt, n->uid, n, (void **)&old);
+	if (r < 0)
+		claim_free(n);
+	claim_free(old); /* a uid listed twice: the later entry wins */
+	return r < 0 ? r : 0;
 }
 
 static void on_bad_spec(void *ud, const char *path, const char *why)
@@ -843,13 +796,8 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 	struct state_claim *c = NULL;
 	struct cpuset busy;
 	char list[128];
-	unsigned slot;
 
-	for (int i = 0; i < l->n_ckpt; i++)
-		if (l->ckpt[i] && strcmp(l->ckpt[i]->uid, uid) == 0) {
-			c = TAKE_PTR(l->ckpt[i]);
-			break;
-		}
+	c = hashtab_del_str(&l->ckpt, uid);
 	if (c && !cpuset_equal(&c->cpus, cpus)) {
 		/* Nothing of the entry is trusted then: a binding waits for a read. */
 		log_warn("checkpoint_disagrees", "claim=%s action=using_cdi_spec", uid);
@@ -870,7 +818,7 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 	c->cpus = *cpus;
 	cpuset_or(&busy, &s->prepared, &s->quarantine);
 	if (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy) ||
-	    s->n_claims >= STATE_MAX_CLAIMS) {
+	    hashtab_count(&s->claims) >= STATE_MAX_CLAIMS) {
 		(void)cpuset_format(cpus, list, sizeof(list));
 		log_error("claim_quarantined", "claim=%s cpus=%s reason=%s", uid, list,
 			  !cpuset_is_subset(cpus, &s->allocatable)
@@ -892,14 +840,11 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 		e->c = *c;
 		free(c);
 		c = &e->c;
-		if (entry_encode(e) < 0) {
+		if (entry_encode(e) < 0 || hashtab_put_str(&s->claims, uid, e, NULL) < 0) {
 			entry_free(e);
 			return -ENOMEM;
 		}
-		slot = slot_of(s, uid);
-		s->table[slot] = e;
 	}
-	s->n_claims++;
 	cpuset_or(&s->prepared, &s->prepared, cpus);
 	l->restored++;
 	(void)cpuset_format(cpus, list, sizeof(list));
@@ -910,9 +855,11 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 
 int state_load(struct state *s)
 {
-	struct loader l = { .s = s };
+	struct loader l = {.s = s, .ckpt = HASHTAB_INIT(STATE_MAX_CLAIMS)};
 	_cleanup_free_ char *buf = NULL;
-	char why[STATE_ERR_MAX] = "";
+	struct errbuf why = { "" };
+	struct state_claim *c;
+	struct entry *e;
 	struct stat st;
 	size_t len = 0;
 	int r;
@@ -925,17 +872,17 @@ int state_load(struct state *s)
 	if ((st.st_mode & 0777) != 0700 && chmod(s->state_dir, 0700) < 0)
 		return log_error_errno(-errno, "state_dir_failed", "path=%s", s->state_dir);
 
-	r = fileio_read(s->checkpoint, CHECKPOINT_MAX, &buf, &len, NULL);
+	r = fileio_read(s->checkpoint, CHECKPOINT_MAX, &buf, &len, &why);
 	if (r == 0) {
-		r = state_checkpoint_parse(buf, len, collect_ckpt, &l, why);
+		r = state_checkpoint_parse(buf, len, collect_ckpt, &l, &why);
 		if (r == -ENOMEM)
 			goto out;
 		if (r < 0)
 			log_warn("checkpoint_ignored", "path=%s reason=%s action=using_cdi_specs",
-				 s->checkpoint, log_quote(why[0] ? why : strerror(-r)));
+				 s->checkpoint, log_quote(errbuf_text(&why, r)));
 	} else if (r != -ENOENT) {
-		log_warn_errno(r, "checkpoint_unreadable", "path=%s action=using_cdi_specs",
-			       s->checkpoint);
+		log_warn("checkpoint_unreadable", "path=%s reason=%s action=using_cdi_specs",
+			 s->checkpoint, log_quote(why.s));
 	}
 
 	r = cdi_scan(s->cdi_dir, on_spec, on_bad_spec, &l);
@@ -943,21 +890,18 @@ int state_load(struct state *s)
 		log_error_errno(r, "cdi_scan_failed", "dir=%s", s->cdi_dir);
 		goto out;
 	}
-	for (int i = 0; i < l.n_ckpt; i++)
-		if (l.ckpt[i])
-			log_info("checkpoint_entry_dropped", "claim=%s reason=\"no CDI spec\"",
-				 l.ckpt[i]->uid);
+	HASHTAB_FOREACH(c, &l.ckpt)
+		log_info("checkpoint_entry_dropped", "claim=%s reason=\"no CDI spec\"", c->uid);
 	r = write_checkpoint(s);
 	if (r < 0)
 		log_error_errno(r, "checkpoint_write_failed", "path=%s", s->checkpoint);
 	log_info("state_loaded", "claims=%d quarantined=%d ignored_specs=%d", l.restored,
 		 l.quarantined, l.bad_specs);
-	for (unsigned i = 0; i < TABLE_SIZE; i++)
-		if (s->table[i])
-			notify(s, STATE_CLAIM_ADDED, &s->table[i]->c);
+	HASHTAB_FOREACH(e, &s->claims)
+		notify(s, STATE_CLAIM_ADDED, &e->c);
 out:
-	for (int i = 0; i < l.n_ckpt; i++)
-		claim_free(l.ckpt[i]);
-	free(l.ckpt);
+	HASHTAB_FOREACH(c, &l.ckpt)
+		claim_free(c);
+	hashtab_done(&l.ckpt);
 	return r;
 }

@@ -34,8 +34,7 @@
 #define STATE_REQUEST_MAX 128 /* "request" or "request/subrequest" */
 #define STATE_DEVICE_MAX 64
 #define STATE_MAX_CLAIMS 4096 /* per node; more is refused with -E2BIG */
-#define STATE_MAX_RESULTS 32  /* AllocationResultsMaxSize */
-#define STATE_ERR_MAX 256
+#define STATE_MAX_RESULTS 32   /* AllocationResultsMaxSize */
 #define STATE_MAX_CONSUMERS 256 /* status.reservedFor: ResourceClaimReservedForMaxSize */
 
 struct state_result {
@@ -70,6 +69,7 @@ struct state_claim {
 	struct state_consumer *consumers; /* owned */
 };
 
+struct errbuf;
 struct state;
 
 enum state_event { STATE_CLAIM_ADDED, STATE_CLAIM_REMOVED, STATE_CLAIM_BOUND };
@@ -92,21 +92,21 @@ int state_load(struct state *s);
 int state_add_observer(struct state *s, state_observer_fn fn, void *ud);
 
 /* Asked before a claim is committed, with the shared pool that would remain;
- * returning < 0 with why filled (STATE_ERR_MAX) refuses the claim. One guard
- * (the NRI policy: the pool must not empty under running shared containers). */
-typedef int (*state_guard_fn)(void *ud, const struct cpuset *pool_after, char *why);
+ * returning < 0 with eb filled refuses the claim. One guard (the NRI
+ * policy: the pool must not empty under running shared containers). */
+typedef int (*state_guard_fn)(void *ud, const struct cpuset *pool_after, struct errbuf *eb);
 void state_set_guard(struct state *s, state_guard_fn fn, void *ud);
 
 /* The claim of that uid, or NULL. Borrowed until the next change. */
 const struct state_claim *state_claim(const struct state *s, const char *uid);
 
 /* Commits a new claim (results and consumers copied, cpus computed as the
- * union of the results). Errors, with why: -EEXIST (uid already prepared:
+ * union of the results). Errors, with eb: -EEXIST (uid already prepared:
  * compare with state_claim() first), -EBUSY (overlaps another claim or a
  * quarantined CPU), -EINVAL (CPUs not allocatable, bad uid or consumer, empty
  * result list is fine), -E2BIG (too many claims or consumers), or the -errno
  * of the CDI/checkpoint write (nothing is kept then). */
-int state_claim_add(struct state *s, const struct state_claim *c, char *why);
+int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf *eb);
 
 /* Unprepare: removes the CDI spec, then the claim. Unknown uid: 0. A failed
  * spec removal returns its -errno and keeps everything. */
@@ -156,4 +156,5 @@ int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct 
  * exposed for tests and the fuzzer. Parse calls fn per claim entry. */
 char *state_checkpoint_serialize(const struct state *s);
 int state_checkpoint_parse(const char *buf, size_t len,
-			   int (*fn)(void *ud, const struct state_claim *c), void *ud, char *why);
+			   int (*fn)(void *ud, const struct state_claim *c), void *ud,
+			   struct errbuf *eb);

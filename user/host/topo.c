@@ -1,5 +1,6 @@
-/* CPU topology model: validation and derived facts (topo_build), plus the
- * loaders and the JSON printer. See topo.h for the invariants.
+/* CPU topology model: validation and derived facts (topo_build), and the
+ * hwloc loaders. See topo.h for the invariants; the topology JSON is
+ * topo_json.c's.
  *
  * hwloc does the discovery; sysfs is read a second time only to check the files
  * hwloc would silently misread (it parses them with atoi and turns garbage
@@ -21,21 +22,10 @@
 #include <unistd.h>
 
 #include <hwloc.h>
-#include <json-c/json.h>
 
-static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, TOPO_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
+#include "lib/buf.h"
+#include "lib/errbuf.h"
+#include "lib/fileio.h"
 
 static void closedirp(DIR **d)
 {
@@ -89,13 +79,13 @@ static int count_distinct(const struct topo_cpu *cpus, int n, size_t off)
 }
 
 int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
-	       struct topo **ret, char *why)
+	       struct topo **ret, struct errbuf *eb)
 {
 	_cleanup_(topo_freep) struct topo *t = NULL;
 	int max_core = -1;
 
 	if (n <= 0)
-		return fail(why, -EINVAL, "no online CPUs");
+		return errbuf_fail(eb, -EINVAL, "no online CPUs");
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -112,26 +102,26 @@ int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
 		const struct topo_cpu *c = &t->cpus[i];
 
 		if (c->cpu < 0 || c->cpu >= CPUSET_MAX)
-			return fail(why, -EINVAL, "CPU id %d out of range 0-%d", c->cpu,
+			return errbuf_fail(eb, -EINVAL, "CPU id %d out of range 0-%d", c->cpu,
 				    CPUSET_MAX - 1);
 		if (cpuset_has(&t->online, c->cpu))
-			return fail(why, -EINVAL, "CPU %d listed twice", c->cpu);
+			return errbuf_fail(eb, -EINVAL, "CPU %d listed twice", c->cpu);
 		if (c->core < 0 || c->core >= CPUSET_MAX)
-			return fail(why, -EINVAL, "CPU %d: core %d out of range 0-%d", c->cpu,
+			return errbuf_fail(eb, -EINVAL, "CPU %d: core %d out of range 0-%d", c->cpu,
 				    c->core, CPUSET_MAX - 1);
 		if (c->core_id < 0)
-			return fail(why, -EINVAL, "CPU %d: negative core_id %d", c->cpu, c->core_id);
+			return errbuf_fail(eb, -EINVAL, "CPU %d: negative core_id %d", c->cpu, c->core_id);
 		if (c->numa < -1 || c->socket < -1 || c->l3 < -1)
-			return fail(why, -EINVAL, "CPU %d: negative id other than -1", c->cpu);
+			return errbuf_fail(eb, -EINVAL, "CPU %d: negative id other than -1", c->cpu);
 		if (c->type > TOPO_CORE_E)
-			return fail(why, -EINVAL, "CPU %d: bad core type", c->cpu);
+			return errbuf_fail(eb, -EINVAL, "CPU %d: bad core type", c->cpu);
 		cpuset_set(&t->online, c->cpu);
 		if (c->core > max_core)
 			max_core = c->core;
 	}
 	if (offline) {
 		if (cpuset_intersects(offline, &t->online))
-			return fail(why, -EINVAL, "a CPU is listed both online and offline");
+			return errbuf_fail(eb, -EINVAL, "a CPU is listed both online and offline");
 		t->offline = *offline;
 	}
 
@@ -153,7 +143,7 @@ int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
 			}
 			t->smt = true;
 			if (t->cpus[f].socket != c->socket || t->cpus[f].numa != c->numa)
-				return fail(why, -EINVAL,
+				return errbuf_fail(eb, -EINVAL,
 					    "CPUs %d and %d share core %d but not socket/NUMA node",
 					    t->cpus[f].cpu, c->cpu, c->core);
 		}
@@ -256,45 +246,6 @@ static int env_scope_set(struct env_scope *s, const char *name, const char *valu
 /* A cpulist naming every other one of 8192 CPUs is ~40 KiB; nothing we read is bigger. */
 #define SYSFS_FILE_MAX (1u << 20)
 
-static int read_file(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len + 1 >= cap) {
-			char *p;
-
-			if (cap >= SYSFS_FILE_MAX)
-				return -EFBIG;
-			cap = cap ? cap * 2 : 4096;
-			p = realloc(buf, cap);
-			if (!p)
-				return -ENOMEM;
-			buf = p;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 /* Room after the root for the longest name we build,
  * "/sys/devices/system/node/node2147483647/cpulist" (48) or
  * "/sys/devices/system/cpu/cpu8191/cache/index63/shared_cpu_map" (61). */
@@ -323,16 +274,19 @@ static void sysfs_path(char *path, const char *root, const char *fmt, ...)
 }
 
 /* Reads a sysfs file. -ENOENT is returned quietly (the caller knows whether the
- * file is optional); other errors fill why with the path. */
-static int sysfs_read(const char *path, char **ret, size_t *ret_len, char *why)
+ * file is optional); other errors fill eb with the path. */
+static int sysfs_read(const char *path, char **ret, size_t *ret_len, struct errbuf *eb)
 {
-	int r = read_file(path, ret, ret_len);
+	struct buf b = BUF_INIT(SYSFS_FILE_MAX);
+	int r = fileio_read_at(AT_FDCWD, path, FILEIO_FOLLOW, &b, NULL);
 
 	if (r == -ENOENT)
 		return r;
 	if (r < 0)
-		return fail(why, r, "%s: %s", path, strerror(-r));
-	return 0;
+		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
+	/* Callers parse in place: the buffer is theirs, NUL-terminated. */
+	*ret = buf_take(&b, ret_len);
+	return *ret ? 0 : -ENOMEM;
 }
 
 /* The length of a sysfs value without its framing: the newline, NUL padding
@@ -347,7 +301,7 @@ static size_t sysfs_trim(const char *s, size_t len)
 
 /* A decimal integer in [min, max]; hwloc reads these with atoi and turns garbage
  * into 0, so we check them ourselves. */
-static int sysfs_read_int(const char *path, long min, long max, int *ret, char *why)
+static int sysfs_read_int(const char *path, long min, long max, int *ret, struct errbuf *eb)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -355,41 +309,41 @@ static int sysfs_read_int(const char *path, long min, long max, int *ret, char *
 	long v;
 	int r;
 
-	r = sysfs_read(path, &buf, &len, why);
+	r = sysfs_read(path, &buf, &len, eb);
 	if (r < 0)
 		return r;
 	len = sysfs_trim(buf, len);
 	if (len == 0)
-		return fail(why, -EINVAL, "%s: empty", path);
+		return errbuf_fail(eb, -EINVAL, "%s: empty", path);
 	buf[len] = '\0';
 	if (!(buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')))
-		return fail(why, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
+		return errbuf_fail(eb, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
 	errno = 0;
 	v = strtol(buf, &end, 10);
 	if (end != buf + len || end == buf || (buf[0] == '-' && end == buf + 1))
-		return fail(why, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
+		return errbuf_fail(eb, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
 	if (errno == ERANGE || v < min || v > max)
-		return fail(why, -EINVAL, "%s: %.32s out of range %ld-%ld", path, buf, min, max);
+		return errbuf_fail(eb, -EINVAL, "%s: %.32s out of range %ld-%ld", path, buf, min, max);
 	*ret = (int)v;
 	return 0;
 }
 
-static int sysfs_read_cpulist(const char *path, struct cpuset *ret, char *why)
+static int sysfs_read_cpulist(const char *path, struct cpuset *ret, struct errbuf *eb)
 {
 	_cleanup_free_ char *buf = NULL;
-	char pwhy[CPUSET_ERR_MAX];
+	struct errbuf pwhy = { "" };
 	size_t len;
 	int r;
 
-	r = sysfs_read(path, &buf, &len, why);
+	r = sysfs_read(path, &buf, &len, eb);
 	if (r < 0)
 		return r;
 	/* An empty file is a truncated one: sysfs writes "\n" for an empty list. */
 	if (len == 0)
-		return fail(why, -EINVAL, "%s: empty file", path);
-	r = cpuset_parse_n(buf, sysfs_trim(buf, len), ret, pwhy);
+		return errbuf_fail(eb, -EINVAL, "%s: empty file", path);
+	r = cpuset_parse_n(buf, sysfs_trim(buf, len), ret, &pwhy);
 	if (r < 0)
-		return fail(why, r == -ERANGE ? -E2BIG : -EINVAL, "%s: %s", path, pwhy);
+		return errbuf_fail(eb, r == -ERANGE ? -E2BIG : -EINVAL, "%s: %s", path, pwhy.s);
 	return 0;
 }
 
@@ -397,14 +351,14 @@ static int sysfs_read_cpulist(const char *path, struct cpuset *ret, char *why)
  * digits, most significant first, e.g. "00000000,0000ffff". hwloc parses these
  * leniently; we need them exact. */
 static int parse_cpumask(const char *s, size_t len, struct cpuset *ret, const char *path,
-			 char *why)
+			 struct errbuf *eb)
 {
 	struct cpuset set;
 	size_t end = sysfs_trim(s, len);
 	int bit = 0;
 
 	if (end == 0)
-		return fail(why, -EINVAL, "%s: empty", path);
+		return errbuf_fail(eb, -EINVAL, "%s: empty", path);
 	cpuset_zero(&set);
 	/* Walk the groups from the least significant (last) one. */
 	while (end > 0) {
@@ -413,7 +367,7 @@ static int parse_cpumask(const char *s, size_t len, struct cpuset *ret, const ch
 		while (start > 0 && s[start - 1] != ',')
 			start--;
 		if (start == end || end - start > 8)
-			return fail(why, -EINVAL, "%s: bad mask group at offset %zu", path, start);
+			return errbuf_fail(eb, -EINVAL, "%s: bad mask group at offset %zu", path, start);
 		for (size_t i = end; i > start; i--) {
 			char c = s[i - 1];
 			int v;
@@ -425,7 +379,7 @@ static int parse_cpumask(const char *s, size_t len, struct cpuset *ret, const ch
 			else if (c >= 'A' && c <= 'F')
 				v = c - 'A' + 10;
 			else
-				return fail(why, -EINVAL, "%s: bad character at offset %zu", path,
+				return errbuf_fail(eb, -EINVAL, "%s: bad character at offset %zu", path,
 					    i - 1);
 			for (int b = 0; b < 4; b++) {
 				int cpu = bit + (int)(end - i) * 4 + b;
@@ -433,7 +387,7 @@ static int parse_cpumask(const char *s, size_t len, struct cpuset *ret, const ch
 				if (!(v & (1 << b)))
 					continue;
 				if (cpu >= CPUSET_MAX)
-					return fail(why, -E2BIG, "%s: names CPU %d or above", path,
+					return errbuf_fail(eb, -E2BIG, "%s: names CPU %d or above", path,
 						    CPUSET_MAX);
 				cpuset_set(&set, cpu);
 			}
@@ -443,24 +397,24 @@ static int parse_cpumask(const char *s, size_t len, struct cpuset *ret, const ch
 			break;
 		end = start - 1;
 		if (end == 0)
-			return fail(why, -EINVAL, "%s: leading comma", path);
+			return errbuf_fail(eb, -EINVAL, "%s: leading comma", path);
 		if (bit > CPUSET_MAX + 32 * 1024)
-			return fail(why, -E2BIG, "%s: mask too long", path);
+			return errbuf_fail(eb, -E2BIG, "%s: mask too long", path);
 	}
 	*ret = set;
 	return 0;
 }
 
-static int sysfs_read_cpumask(const char *path, struct cpuset *ret, char *why)
+static int sysfs_read_cpumask(const char *path, struct cpuset *ret, struct errbuf *eb)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
 	int r;
 
-	r = sysfs_read(path, &buf, &len, why);
+	r = sysfs_read(path, &buf, &len, eb);
 	if (r < 0)
 		return r;
-	return parse_cpumask(buf, len, ret, path, why);
+	return parse_cpumask(buf, len, ret, path, eb);
 }
 
 static bool path_exists(const char *path)
@@ -513,7 +467,7 @@ static void sysfs_facts_done(struct sysfs_facts *f)
 }
 
 /* Before hwloc: the CPU directory, cpu/online, cpu/present, per-CPU online files. */
-static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
+static int sysfs_scan_cpus(struct sysfs_facts *f, struct errbuf *eb)
 {
 	_cleanup_(closedirp) DIR *d = NULL;
 	char path[PATH_MAX];
@@ -525,7 +479,7 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 	d = opendir(path);
 	if (!d) {
 		r = -errno;
-		return fail(why, r, "%s: %s", path, strerror(-r));
+		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
 	}
 	cpuset_zero(&dirs);
 	while ((errno = 0, de = readdir(d))) {
@@ -534,31 +488,31 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 		if (!parse_dir_id(de->d_name, "cpu", &cpu))
 			continue;
 		if (cpu >= CPUSET_MAX)
-			return fail(why, -E2BIG, "%s/%s: CPU id above %d", path, de->d_name,
+			return errbuf_fail(eb, -E2BIG, "%s/%s: CPU id above %d", path, de->d_name,
 				    CPUSET_MAX - 1);
 		cpuset_set(&dirs, cpu);
 	}
 	if (errno) {
 		r = -errno;
-		return fail(why, r, "%s: %s", path, strerror(-r));
+		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
 	}
 	f->known = dirs;
 
 	sysfs_path(path, f->root, SYSFS_CPU "/present");
-	r = sysfs_read_cpulist(path, &present, why);
+	r = sysfs_read_cpulist(path, &present, eb);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	if (r == 0)
 		cpuset_or(&f->known, &f->known, &present);
 
 	sysfs_path(path, f->root, SYSFS_CPU "/online");
-	r = sysfs_read_cpulist(path, &f->online, why);
+	r = sysfs_read_cpulist(path, &f->online, eb);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	f->has_online = r == 0;
 	if (f->has_online) {
 		if (cpuset_is_empty(&f->online))
-			return fail(why, -EINVAL, "%s: no CPU online", path);
+			return errbuf_fail(eb, -EINVAL, "%s: no CPU online", path);
 		return 0;
 	}
 
@@ -571,7 +525,7 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 		sysfs_path(p2, f->root, SYSFS_CPU "/present");
 		sysfs_path(p3, f->root, SYSFS_CPU "/possible");
 		if (path_exists(p2) || path_exists(p3))
-			return fail(why, -ENOENT, "%s: missing", path);
+			return errbuf_fail(eb, -ENOENT, "%s: missing", path);
 	}
 	/* Old kernels: hwloc reads cpuN/online ("0" = offline) with atoi. */
 	CPUSET_FOREACH(cpu, &dirs)
@@ -579,7 +533,7 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 		int v;
 
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/online", cpu);
-		r = sysfs_read_int(path, 0, 1, &v, why);
+		r = sysfs_read_int(path, 0, 1, &v, eb);
 		if (r < 0 && r != -ENOENT)
 			return r;
 	}
@@ -589,7 +543,7 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, char *why)
 /* The per-CPU files hwloc turns into cores, packages and L3s. hwloc reads them
  * with atoi and a lenient mask parser, so "garbage" becomes core 0 or a PU
  * without a core: we reject what it would silently accept. */
-static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, char *why)
+static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, struct errbuf *eb)
 {
 	static const char *const masks[] = {"thread_siblings", "core_cpus", "core_siblings",
 					    "package_cpus"};
@@ -599,25 +553,25 @@ static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, char *why)
 
 	sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology", cpu);
 	if (!path_exists(path))
-		return fail(why, -ENOENT, "%s: missing for online CPU %d", path, cpu);
+		return errbuf_fail(eb, -ENOENT, "%s: missing for online CPU %d", path, cpu);
 
 	sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology/core_id", cpu);
-	r = sysfs_read_int(path, 0, INT_MAX, &v, why);
+	r = sysfs_read_int(path, 0, INT_MAX, &v, eb);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology/physical_package_id", cpu);
-	r = sysfs_read_int(path, -1, INT_MAX, &v, why);
+	r = sysfs_read_int(path, -1, INT_MAX, &v, eb);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	for (size_t i = 0; i < ARRAY_SIZE(masks); i++) {
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/topology/%s", cpu, masks[i]);
-		r = sysfs_read_cpumask(path, &set, why);
+		r = sysfs_read_cpumask(path, &set, eb);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
 			return r;
 		if (!cpuset_has(&set, cpu))
-			return fail(why, -EINVAL, "%s: does not contain CPU %d itself", path, cpu);
+			return errbuf_fail(eb, -EINVAL, "%s: does not contain CPU %d itself", path, cpu);
 	}
 
 	/* L3: index<N>/level == 3, then its id and CPU list. */
@@ -625,7 +579,7 @@ static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, char *why)
 		int level;
 
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/cache/index%d/level", cpu, idx);
-		r = sysfs_read_int(path, 0, 255, &level, why);
+		r = sysfs_read_int(path, 0, 255, &level, eb);
 		if (r == -ENOENT)
 			break;
 		if (r < 0)
@@ -633,23 +587,23 @@ static int sysfs_check_cpu(const struct sysfs_facts *f, int cpu, char *why)
 		if (level != 3)
 			continue;
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/cache/index%d/id", cpu, idx);
-		r = sysfs_read_int(path, 0, INT_MAX, &v, why);
+		r = sysfs_read_int(path, 0, INT_MAX, &v, eb);
 		if (r < 0 && r != -ENOENT)
 			return r;
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/cache/index%d/shared_cpu_map", cpu,
 			   idx);
-		r = sysfs_read_cpumask(path, &set, why);
+		r = sysfs_read_cpumask(path, &set, eb);
 		if (r < 0 && r != -ENOENT)
 			return r;
 		if (r == 0 && !cpuset_has(&set, cpu))
-			return fail(why, -EINVAL, "%s: does not contain CPU %d itself", path, cpu);
+			return errbuf_fail(eb, -EINVAL, "%s: does not contain CPU %d itself", path, cpu);
 	}
 	return 0;
 }
 
 /* NUMA nodes as sysfs lists them. hwloc reads nodeN/cpumap; we read cpulist when
  * there is one (and check cpumap says the same), cpumap alone on old kernels. */
-static int sysfs_scan_nodes(struct sysfs_facts *f, char *why)
+static int sysfs_scan_nodes(struct sysfs_facts *f, struct errbuf *eb)
 {
 	const struct cpuset *exist = f->has_online ? &f->online : &f->known;
 	_cleanup_(closedirp) DIR *d = NULL;
@@ -663,7 +617,7 @@ static int sysfs_scan_nodes(struct sysfs_facts *f, char *why)
 		r = -errno;
 		if (r == -ENOENT)
 			return 0; /* no NUMA support in the kernel (2ps3-2t): hwloc invents node 0 */
-		return fail(why, r, "%s: %s", dir, strerror(-r));
+		return errbuf_fail(eb, r, "%s: %s", dir, strerror(-r));
 	}
 	while ((errno = 0, de = readdir(d))) {
 		struct sysfs_node *n;
@@ -674,7 +628,7 @@ static int sysfs_scan_nodes(struct sysfs_facts *f, char *why)
 		if (!parse_dir_id(de->d_name, "node", &id))
 			continue;
 		if (f->n_nodes >= SYSFS_NODES_MAX)
-			return fail(why, -E2BIG, "%s: more than %d nodes", dir, SYSFS_NODES_MAX);
+			return errbuf_fail(eb, -E2BIG, "%s: more than %d nodes", dir, SYSFS_NODES_MAX);
 		if (f->n_nodes == cap) {
 			cap = cap ? cap * 2 : 16;
 			n = realloc(f->nodes, sizeof(*n) * (size_t)cap);
@@ -686,14 +640,14 @@ static int sysfs_scan_nodes(struct sysfs_facts *f, char *why)
 		n->id = id;
 
 		sysfs_path(path, f->root, SYSFS_NODE "/node%d/cpulist", id);
-		r = sysfs_read_cpulist(path, &n->cpus, why);
+		r = sysfs_read_cpulist(path, &n->cpus, eb);
 		if (r < 0 && r != -ENOENT)
 			return r;
 		has_list = r == 0;
 		sysfs_path(path, f->root, SYSFS_NODE "/node%d/cpumap", id);
-		r = sysfs_read_cpumask(path, &map, why);
+		r = sysfs_read_cpumask(path, &map, eb);
 		if (r == -ENOENT && !has_list)
-			return fail(why, -ENOENT, "%s: missing, and so is cpulist", path);
+			return errbuf_fail(eb, -ENOENT, "%s: missing, and so is cpulist", path);
 		if (r < 0 && r != -ENOENT)
 			return r;
 		if (r == 0 && !has_list)
@@ -703,22 +657,22 @@ static int sysfs_scan_nodes(struct sysfs_facts *f, char *why)
 		cpuset_and(&n->cpus, &n->cpus, exist);
 		cpuset_and(&map, &map, exist);
 		if (r == 0 && !cpuset_equal(&map, &n->cpus))
-			return fail(why, -EINVAL, "%s: disagrees with cpulist", path);
+			return errbuf_fail(eb, -EINVAL, "%s: disagrees with cpulist", path);
 	}
 	if (errno) {
 		r = -errno;
-		return fail(why, r, "%s: %s", dir, strerror(-r));
+		return errbuf_fail(eb, r, "%s: %s", dir, strerror(-r));
 	}
 	return 0;
 }
 
-static int sysfs_scan_atom(struct sysfs_facts *f, char *why)
+static int sysfs_scan_atom(struct sysfs_facts *f, struct errbuf *eb)
 {
 	char path[PATH_MAX];
 	int r;
 
 	sysfs_path(path, f->root, SYSFS_CPU_ATOM);
-	r = sysfs_read_cpulist(path, &f->atom, why);
+	r = sysfs_read_cpulist(path, &f->atom, eb);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -741,7 +695,7 @@ static void hwloc_bitmap_freep(hwloc_bitmap_t *b)
 		hwloc_bitmap_free(*b);
 }
 
-static int hwloc_load(hwloc_topology_t *ret, const char *what, char *why)
+static int hwloc_load(hwloc_topology_t *ret, const char *what, struct errbuf *eb)
 {
 	_cleanup_(hwloc_topology_destroyp) hwloc_topology_t topo = NULL;
 	static const hwloc_obj_type_t unused[] = {
@@ -750,11 +704,11 @@ static int hwloc_load(hwloc_topology_t *ret, const char *what, char *why)
 	};
 
 	if (hwloc_topology_init(&topo) < 0)
-		return fail(why, -ENOMEM, "hwloc_topology_init failed");
+		return errbuf_fail(eb, -ENOMEM, "hwloc_topology_init failed");
 	/* The whole machine, not only what our cgroup allows (the DaemonSet's own
 	 * cpuset is not the node's). */
 	if (hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) < 0)
-		return fail(why, -EINVAL, "hwloc_topology_set_flags failed");
+		return errbuf_fail(eb, -EINVAL, "hwloc_topology_set_flags failed");
 	for (size_t i = 0; i < ARRAY_SIZE(unused); i++)
 		(void)hwloc_topology_set_type_filter(topo, unused[i], HWLOC_TYPE_FILTER_KEEP_NONE);
 	(void)hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
@@ -762,7 +716,7 @@ static int hwloc_load(hwloc_topology_t *ret, const char *what, char *why)
 	if (hwloc_topology_load(topo) < 0) {
 		int e = errno > 0 ? errno : EIO;
 
-		return fail(why, -e, "hwloc could not load %s: %s", what, strerror(e));
+		return errbuf_fail(eb, -e, "hwloc could not load %s: %s", what, strerror(e));
 	}
 	*ret = TAKE_PTR(topo);
 	return 0;
@@ -797,7 +751,7 @@ static bool hwloc_os_indexes_usable(hwloc_topology_t topo, hwloc_obj_type_t type
  * cpuset of their locality, so its cpusets alone can name several nodes);
  * without (CPUID dumps, kernels without NUMA) the one hwloc node covering it. */
 static int numa_of(hwloc_topology_t topo, const struct sysfs_facts *f, int cpu, int *ret,
-		   char *why)
+		   struct errbuf *eb)
 {
 	hwloc_obj_t node = NULL;
 	int found = -1;
@@ -807,7 +761,7 @@ static int numa_of(hwloc_topology_t topo, const struct sysfs_facts *f, int cpu, 
 			if (!cpuset_has(&f->nodes[i].cpus, cpu))
 				continue;
 			if (found >= 0)
-				return fail(why, -EINVAL,
+				return errbuf_fail(eb, -EINVAL,
 					    "%s" SYSFS_NODE ": CPU %d is in node%d and node%d",
 					    f->root, cpu, found, f->nodes[i].id);
 			found = f->nodes[i].id;
@@ -821,7 +775,7 @@ static int numa_of(hwloc_topology_t topo, const struct sysfs_facts *f, int cpu, 
 			    hwloc_bitmap_isset(node->cpuset, (unsigned)cpu))
 				break;
 		if (!node)
-			return fail(why, -EINVAL,
+			return errbuf_fail(eb, -EINVAL,
 				    "%s" SYSFS_NODE "/node%d/cpumap: lists CPU %d but hwloc does not"
 				    " place it there",
 				    f->root, found, cpu);
@@ -832,7 +786,7 @@ static int numa_of(hwloc_topology_t topo, const struct sysfs_facts *f, int cpu, 
 		if (!node->cpuset || !hwloc_bitmap_isset(node->cpuset, (unsigned)cpu))
 			continue;
 		if (found >= 0)
-			return fail(why, -EINVAL, "hwloc puts CPU %d in NUMA nodes %d and %u", cpu,
+			return errbuf_fail(eb, -EINVAL, "hwloc puts CPU %d in NUMA nodes %d and %u", cpu,
 				    found, node->os_index);
 		found = hwloc_index_known(node->os_index) ? (int)node->os_index
 							   : (int)node->logical_index;
@@ -886,7 +840,7 @@ static int core_types(hwloc_topology_t topo, const struct sysfs_facts *f,
 
 /* The CPU table from a loaded topology. f is NULL for sources without sysfs. */
 static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct topo **ret,
-		    char *why)
+		    struct errbuf *eb)
 {
 	_cleanup_free_ struct topo_cpu *rows = NULL;
 	struct cpuset online, offline;
@@ -896,15 +850,15 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 
 	n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
 	if (n <= 0)
-		return fail(why, -EINVAL, "hwloc found no CPUs");
+		return errbuf_fail(eb, -EINVAL, "hwloc found no CPUs");
 	if (n > CPUSET_MAX)
-		return fail(why, -E2BIG, "hwloc found %d CPUs, more than %d", n, CPUSET_MAX);
+		return errbuf_fail(eb, -E2BIG, "hwloc found %d CPUs, more than %d", n, CPUSET_MAX);
 	cpuset_zero(&online);
 	for (int i = 0; i < n; i++) {
 		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)i);
 
 		if (pu->os_index >= CPUSET_MAX)
-			return fail(why, -E2BIG, "hwloc found CPU %u, above %d", pu->os_index,
+			return errbuf_fail(eb, -E2BIG, "hwloc found CPU %u, above %d", pu->os_index,
 				    CPUSET_MAX - 1);
 		cpuset_set(&online, (int)pu->os_index);
 	}
@@ -917,16 +871,16 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 			/* First name the CPU whose topology/ is missing, if that is why. */
 			CPUSET_FOREACH(cpu, &f->online)
 			{
-				r = sysfs_check_cpu(f, cpu, why);
+				r = sysfs_check_cpu(f, cpu, eb);
 				if (r < 0)
 					return r;
 			}
-			return fail(why, -EINVAL, "%s" SYSFS_CPU "/online: lists %s but hwloc found %s",
+			return errbuf_fail(eb, -EINVAL, "%s" SYSFS_CPU "/online: lists %s but hwloc found %s",
 				    f->root, a ? a : "?", b ? b : "?");
 		}
 		CPUSET_FOREACH(cpu, &online)
 		{
-			r = sysfs_check_cpu(f, cpu, why);
+			r = sysfs_check_cpu(f, cpu, eb);
 			if (r < 0)
 				return r;
 		}
@@ -954,7 +908,7 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 		c->l3 = !l3	 ? -1
 			: l3_os ? (int)l3->os_index
 				 : hwloc_bitmap_first(l3->cpuset);
-		r = numa_of(topo, f, c->cpu, &c->numa, why);
+		r = numa_of(topo, f, c->cpu, &c->numa, eb);
 		if (r < 0)
 			return r;
 	}
@@ -980,10 +934,10 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 		}
 		hwloc_bitmap_foreach_end();
 	}
-	return topo_build(rows, n, &offline, ret, why);
+	return topo_build(rows, n, &offline, ret, eb);
 }
 
-int topo_load_hwloc(const char *sysfs_root, struct topo **ret, char *why)
+int topo_load_hwloc(const char *sysfs_root, struct topo **ret, struct errbuf *eb)
 {
 	_cleanup_(sysfs_facts_done) struct sysfs_facts f = {.root = sysfs_root ? sysfs_root : ""};
 	_cleanup_(env_scope_restore) struct env_scope env = {.n = 0};
@@ -993,21 +947,21 @@ int topo_load_hwloc(const char *sysfs_root, struct topo **ret, char *why)
 
 	if (sysfs_root) {
 		if (strlen(sysfs_root) >= PATH_MAX - SYSFS_SUFFIX_MAX)
-			return fail(why, -ENAMETOOLONG, "%.64s...: path too long", sysfs_root);
+			return errbuf_fail(eb, -ENAMETOOLONG, "%.64s...: path too long", sysfs_root);
 		if (stat(sysfs_root, &st) < 0) {
 			r = -errno;
-			return fail(why, r, "%s: %s", sysfs_root, strerror(-r));
+			return errbuf_fail(eb, r, "%s: %s", sysfs_root, strerror(-r));
 		}
 		if (!S_ISDIR(st.st_mode))
-			return fail(why, -ENOTDIR, "%s: not a directory", sysfs_root);
+			return errbuf_fail(eb, -ENOTDIR, "%s: not a directory", sysfs_root);
 	}
-	r = sysfs_scan_cpus(&f, why);
+	r = sysfs_scan_cpus(&f, eb);
 	if (r < 0)
 		return r;
-	r = sysfs_scan_nodes(&f, why);
+	r = sysfs_scan_nodes(&f, eb);
 	if (r < 0)
 		return r;
-	r = sysfs_scan_atom(&f, why);
+	r = sysfs_scan_atom(&f, eb);
 	if (r < 0)
 		return r;
 
@@ -1016,19 +970,19 @@ int topo_load_hwloc(const char *sysfs_root, struct topo **ret, char *why)
 	    (r = env_scope_set(&env, "HWLOC_XMLFILE", NULL)) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_SYNTHETIC", NULL)) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_CPUID_PATH", NULL)) < 0)
-		return fail(why, r, "setenv: %s", strerror(-r));
+		return errbuf_fail(eb, r, "setenv: %s", strerror(-r));
 	/* A capture: the linux backend alone, or hwloc's x86 backend adds the host's
 	 * CPUID (model, caches, even an L3 on ARM captures). */
 	if (sysfs_root && (r = env_scope_set(&env, "HWLOC_COMPONENTS", "linux,stop")) < 0)
-		return fail(why, r, "setenv: %s", strerror(-r));
-	r = hwloc_load(&topo, sysfs_root ? sysfs_root : "the machine", why);
+		return errbuf_fail(eb, r, "setenv: %s", strerror(-r));
+	r = hwloc_load(&topo, sysfs_root ? sysfs_root : "the machine", eb);
 	env_scope_restore(&env);
 	if (r < 0)
 		return r;
-	return discover(topo, &f, ret, why);
+	return discover(topo, &f, ret, eb);
 }
 
-int topo_load_cpuid_dump(const char *dir, struct topo **ret, char *why)
+int topo_load_cpuid_dump(const char *dir, struct topo **ret, struct errbuf *eb)
 {
 	_cleanup_(env_scope_restore) struct env_scope env = {.n = 0};
 	_cleanup_(hwloc_topology_destroyp) hwloc_topology_t topo = NULL;
@@ -1036,12 +990,12 @@ int topo_load_cpuid_dump(const char *dir, struct topo **ret, char *why)
 	int r;
 
 	if (strlen(dir) >= PATH_MAX - SYSFS_SUFFIX_MAX)
-		return fail(why, -ENAMETOOLONG, "%.64s...: path too long", dir);
+		return errbuf_fail(eb, -ENAMETOOLONG, "%.64s...: path too long", dir);
 	/* Without pu0 hwloc's x86 backend quietly finds nothing. */
 	sysfs_path(path, dir, "/pu0");
 	if (!path_exists(path)) {
 		r = -errno;
-		return fail(why, r, "%s: %s", path, strerror(-r));
+		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
 	}
 	if ((r = env_scope_set(&env, "HWLOC_CPUID_PATH", dir)) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_COMPONENTS", "x86,stop")) < 0 ||
@@ -1052,327 +1006,10 @@ int topo_load_cpuid_dump(const char *dir, struct topo **ret, char *why)
 	    (r = env_scope_set(&env, "HWLOC_FSROOT", NULL)) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_XMLFILE", NULL)) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_SYNTHETIC", NULL)) < 0)
-		return fail(why, r, "setenv: %s", strerror(-r));
-	r = hwloc_load(&topo, dir, why);
+		return errbuf_fail(eb, r, "setenv: %s", strerror(-r));
+	r = hwloc_load(&topo, dir, eb);
 	env_scope_restore(&env);
 	if (r < 0)
 		return r;
-	return discover(topo, NULL, ret, why);
-}
-
-/* ---- topology JSON -------------------------------------------------------------------- */
-
-/* Caps on what a topology file can make us allocate (8192 CPUs print as ~1 MiB). */
-#define TOPO_JSON_MAX_BYTES (16u << 20)
-#define TOPO_JSON_MAX_DEPTH 4 /* {"cpus": [{...}]} is 3; one more gives type errors, not depth ones */
-
-static void json_object_putp(struct json_object **o)
-{
-	if (*o)
-		(void)json_object_put(*o);
-}
-
-static void json_tokener_freep(struct json_tokener **t)
-{
-	if (*t)
-		json_tokener_free(*t);
-}
-
-static bool key_in(const char *key, const char *const *keys, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(key, keys[i]) == 0)
-			return true;
-	return false;
-}
-
-/* An integer member in [min, max]. -ENOENT (why untouched) when absent. where
- * prefixes messages ("cpus[3] (CPU 7): "). */
-static int json_get_int(struct json_object *obj, const char *key, long long min, long long max,
-			int *ret, const char *where, char *why)
-{
-	struct json_object *v;
-	int64_t x;
-
-	if (!json_object_object_get_ex(obj, key, &v))
-		return -ENOENT;
-	if (!json_object_is_type(v, json_type_int))
-		return fail(why, -EINVAL, "%s\"%s\" must be an integer", where, key);
-	x = json_object_get_int64(v);
-	if (x < min || x > max)
-		return fail(why, -EINVAL, "%s\"%s\" %lld out of range %lld-%lld", where, key,
-			    (long long)x, min, max);
-	*ret = (int)x;
-	return 0;
-}
-
-static int json_need_int(struct json_object *obj, const char *key, long long min, long long max,
-			 int *ret, const char *where, char *why)
-{
-	int r = json_get_int(obj, key, min, max, ret, where, why);
-
-	if (r == -ENOENT)
-		return fail(why, -EINVAL, "%smissing \"%s\"", where, key);
-	return r;
-}
-
-static int parse_core_type(const char *s, enum topo_core_type *ret)
-{
-	for (enum topo_core_type t = TOPO_CORE_STANDARD; t <= TOPO_CORE_E; t++)
-		if (strcmp(s, topo_core_type_name(t)) == 0) {
-			*ret = t;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int parse_cpu_entry(struct json_object *e, size_t i, struct topo_cpu *c, char *why)
-{
-	static const char *const keys[] = {"cpu", "socket", "numa",   "core",
-					   "coreId", "l3", "uncore", "coreType"};
-	struct json_object *v;
-	char where[64];
-	int r;
-
-	(void)snprintf(where, sizeof(where), "cpus[%zu]: ", i);
-	if (!json_object_is_type(e, json_type_object))
-		return fail(why, -EINVAL, "%smust be an object", where);
-	r = json_need_int(e, "cpu", 0, CPUSET_MAX - 1, &c->cpu, where, why);
-	if (r < 0)
-		return r;
-	(void)snprintf(where, sizeof(where), "cpus[%zu] (CPU %d): ", i, c->cpu);
-	{
-		json_object_object_foreach(e, key, val)
-		{
-			(void)val;
-			if (!key_in(key, keys, ARRAY_SIZE(keys)))
-				return fail(why, -EINVAL, "%sunknown key \"%.64s\"", where, key);
-		}
-	}
-	if ((r = json_need_int(e, "socket", -1, INT_MAX, &c->socket, where, why)) < 0 ||
-	    (r = json_need_int(e, "numa", -1, INT_MAX, &c->numa, where, why)) < 0 ||
-	    (r = json_need_int(e, "core", 0, CPUSET_MAX - 1, &c->core, where, why)) < 0)
-		return r;
-	r = json_get_int(e, "coreId", 0, INT_MAX, &c->core_id, where, why);
-	if (r == -ENOENT)
-		c->core_id = c->core;
-	else if (r < 0)
-		return r;
-	/* "uncore" is what the reference driver calls the L3 (its cacheL3ID). */
-	if (json_object_object_get_ex(e, "l3", NULL) && json_object_object_get_ex(e, "uncore", NULL))
-		return fail(why, -EINVAL, "%sboth \"l3\" and its alias \"uncore\"", where);
-	r = json_get_int(e, "l3", -1, INT_MAX, &c->l3, where, why);
-	if (r == -ENOENT)
-		r = json_get_int(e, "uncore", -1, INT_MAX, &c->l3, where, why);
-	if (r == -ENOENT)
-		return fail(why, -EINVAL, "%smissing \"l3\"", where);
-	if (r < 0)
-		return r;
-	c->type = TOPO_CORE_STANDARD;
-	if (json_object_object_get_ex(e, "coreType", &v)) {
-		if (!json_object_is_type(v, json_type_string) ||
-		    parse_core_type(json_object_get_string(v), &c->type) < 0)
-			return fail(why, -EINVAL,
-				    "%s\"coreType\" must be \"standard\", \"p-core\" or \"e-core\"",
-				    where);
-	}
-	return 0;
-}
-
-static int check_summary(struct json_object *top, const char *key, int have, char *why)
-{
-	int want, r;
-
-	r = json_get_int(top, key, 0, INT_MAX, &want, "", why);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return r;
-	if (want != have)
-		return fail(why, -EINVAL, "\"%s\" is %d but the CPUs give %d", key, want, have);
-	return 0;
-}
-
-static int parse_top(struct json_object *top, struct topo **ret, char *why)
-{
-	static const char *const keys[] = {"cpus",	"offline",  "sockets",	 "numaNodes",
-					   "cores", "l3Caches", "smtEnabled"};
-	_cleanup_(topo_freep) struct topo *t = NULL;
-	_cleanup_free_ struct topo_cpu *rows = NULL;
-	struct json_object *cpus, *v;
-	struct cpuset offline, seen;
-	size_t n;
-	int r;
-
-	if (!json_object_is_type(top, json_type_object))
-		return fail(why, -EINVAL, "top level must be an object");
-	{
-		json_object_object_foreach(top, key, val)
-		{
-			(void)val;
-			if (!key_in(key, keys, ARRAY_SIZE(keys)))
-				return fail(why, -EINVAL, "unknown key \"%.64s\"", key);
-		}
-	}
-	if (!json_object_object_get_ex(top, "cpus", &cpus))
-		return fail(why, -EINVAL, "missing \"cpus\"");
-	if (!json_object_is_type(cpus, json_type_array))
-		return fail(why, -EINVAL, "\"cpus\" must be an array");
-	n = json_object_array_length(cpus);
-	if (n == 0)
-		return fail(why, -EINVAL, "\"cpus\" is empty");
-	if (n > CPUSET_MAX)
-		return fail(why, -E2BIG, "\"cpus\" has %zu entries, more than %d", n, CPUSET_MAX);
-	rows = calloc(n, sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	cpuset_zero(&seen);
-	for (size_t i = 0; i < n; i++) {
-		r = parse_cpu_entry(json_object_array_get_idx(cpus, i), i, &rows[i], why);
-		if (r < 0)
-			return r;
-		if (cpuset_has(&seen, rows[i].cpu))
-			return fail(why, -EINVAL, "cpus[%zu]: CPU %d listed twice", i, rows[i].cpu);
-		cpuset_set(&seen, rows[i].cpu);
-	}
-
-	cpuset_zero(&offline);
-	if (json_object_object_get_ex(top, "offline", &v)) {
-		char pwhy[CPUSET_ERR_MAX];
-
-		if (!json_object_is_type(v, json_type_string))
-			return fail(why, -EINVAL, "\"offline\" must be a CPU list string");
-		r = cpuset_parse_n(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-				   &offline, pwhy);
-		if (r < 0)
-			return fail(why, r == -ERANGE ? -E2BIG : -EINVAL, "\"offline\": %s", pwhy);
-	}
-
-	r = topo_build(rows, (int)n, &offline, &t, why);
-	if (r < 0)
-		return r;
-	if ((r = check_summary(top, "sockets", t->n_sockets, why)) < 0 ||
-	    (r = check_summary(top, "numaNodes", t->n_numa, why)) < 0 ||
-	    (r = check_summary(top, "cores", t->n_cores, why)) < 0 ||
-	    (r = check_summary(top, "l3Caches", t->n_l3, why)) < 0)
-		return r;
-	if (json_object_object_get_ex(top, "smtEnabled", &v)) {
-		if (!json_object_is_type(v, json_type_boolean))
-			return fail(why, -EINVAL, "\"smtEnabled\" must be true or false");
-		if (json_object_get_boolean(v) != t->smt)
-			return fail(why, -EINVAL, "\"smtEnabled\" is %s but the CPUs give %s",
-				    t->smt ? "false" : "true", t->smt ? "true" : "false");
-	}
-	*ret = TAKE_PTR(t);
-	return 0;
-}
-
-int topo_parse_json(const char *buf, size_t len, struct topo **ret, char *why)
-{
-	_cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
-	_cleanup_(json_object_putp) struct json_object *top = NULL;
-	enum json_tokener_error jerr;
-	const char *nul;
-	size_t end;
-
-	if (len > TOPO_JSON_MAX_BYTES)
-		return fail(why, -E2BIG, "topology JSON of %zu bytes, more than %u", len,
-			    TOPO_JSON_MAX_BYTES);
-	/* json-c stops at a NUL inside a string; nothing valid holds one. */
-	nul = memchr(buf, '\0', len);
-	if (nul)
-		return fail(why, -EINVAL, "NUL byte at offset %zu", (size_t)(nul - buf));
-	tok = json_tokener_new_ex(TOPO_JSON_MAX_DEPTH + 1); /* json-c counts from 1 below the top */
-	if (!tok)
-		return -ENOMEM;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	top = json_tokener_parse_ex(tok, buf, (int)len);
-	jerr = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	if (jerr == json_tokener_error_depth)
-		return fail(why, -E2BIG, "JSON nested deeper than %d levels at offset %zu",
-			    TOPO_JSON_MAX_DEPTH, end);
-	if (jerr == json_tokener_continue)
-		return fail(why, -EINVAL, "JSON ends early at offset %zu", len);
-	if (jerr != json_tokener_success || !top)
-		return fail(why, -EINVAL, "JSON syntax error at offset %zu: %s", end,
-			    json_tokener_error_desc(jerr));
-	for (; end < len; end++)
-		if (!strchr(" \t\r\n", buf[end]))
-			return fail(why, -EINVAL, "trailing data at offset %zu", end);
-	return parse_top(top, ret, why);
-}
-
-int topo_load_json_file(const char *path, struct topo **ret, char *why)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	char inner[TOPO_ERR_MAX] = "";
-	size_t len = 0, cap = 0;
-	int r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		return fail(why, r, "%s: %s", path, strerror(-r));
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *p;
-
-			/* one byte over the cap tells "too big" from "exactly the cap" */
-			if (cap > TOPO_JSON_MAX_BYTES)
-				return fail(why, -E2BIG, "%s: more than %u bytes", path,
-					    TOPO_JSON_MAX_BYTES);
-			cap = cap ? cap * 2 : 64 * 1024;
-			if (cap > TOPO_JSON_MAX_BYTES + 1)
-				cap = TOPO_JSON_MAX_BYTES + 1;
-			p = realloc(buf, cap);
-			if (!p)
-				return -ENOMEM;
-			buf = p;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			return fail(why, r, "%s: %s", path, strerror(-r));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	r = topo_parse_json(buf ? buf : "", len, ret, inner);
-	if (r < 0)
-		return fail(why, r, "%s: %s", path, inner);
-	return 0;
-}
-
-int topo_write_json(const struct topo *t, FILE *f)
-{
-	_cleanup_free_ char *offline = cpuset_to_string(&t->offline);
-
-	if (!offline)
-		return -ENOMEM;
-	(void)fputs("{\"cpus\": [", f);
-	for (int i = 0; i < t->n_cpus; i++) {
-		const struct topo_cpu *c = &t->cpus[i];
-
-		(void)fprintf(f,
-			      "%s{\"cpu\": %d, \"socket\": %d, \"numa\": %d, \"core\": %d, "
-			      "\"coreId\": %d, \"l3\": %d, \"coreType\": \"%s\"}",
-			      i ? ", " : "", c->cpu, c->socket, c->numa, c->core, c->core_id, c->l3,
-			      topo_core_type_name(c->type));
-	}
-	(void)fprintf(f,
-		      "], \"offline\": \"%s\", \"sockets\": %d, \"numaNodes\": %d, \"cores\": %d, "
-		      "\"l3Caches\": %d, \"smtEnabled\": %s}\n",
-		      offline, t->n_sockets, t->n_numa, t->n_cores, t->n_l3,
-		      t->smt ? "true" : "false");
-	if (ferror(f))
-		return -EIO;
-	return 0;
+	return discover(topo, NULL, ret, eb);
 }

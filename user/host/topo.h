@@ -3,7 +3,7 @@
  *
  * Three sources produce the same struct: hwloc over the live machine or over a
  * sysfs capture (topo_load_hwloc), and the topology JSON of --print-topology
- * (topo_parse_json), which is how tests model nodes of 1024 CPUs. All of them
+ * (host/topo_json.h), which is how tests model nodes of 1024 CPUs. All of them
  * end in topo_build(), which validates the table and derives the summary, so
  * the invariants below hold for every struct topo:
  *
@@ -51,18 +51,17 @@ struct topo {
 	int index_len;
 };
 
-/* Room for error texts from the loaders. */
-#define TOPO_ERR_MAX 256
+struct errbuf;
 
 /* Validates a table of online CPUs (any order; copied) and derives the rest.
- * offline may be NULL. Errors (-EINVAL, why filled when not NULL): duplicate
+ * offline may be NULL. Errors (-EINVAL, eb filled when not NULL): duplicate
  * or out-of-range CPU ids, no CPUs, an offline CPU also online, a core shared
  * by CPUs of different sockets or NUMA nodes. */
 int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
-	       struct topo **ret, char *why);
+	       struct topo **ret, struct errbuf *eb);
 
 /* All loaders: 0 and a new topology in *ret (caller frees with topo_free()), or
- * -errno with a one-line reason in why (TOPO_ERR_MAX bytes, may be NULL). */
+ * -errno with a one-line reason in eb (may be NULL). */
 
 /* Discovers the topology with hwloc. sysfs_root NULL = the live machine;
  * otherwise a directory holding sys/ (and proc/) of a capture, read with the
@@ -71,35 +70,14 @@ int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
  * online. P/E cores come from sys/devices/cpu_atom/cpus, else from hwloc's
  * CoreType cpukinds. The sysfs files hwloc would misread silently (cpu/online,
  * core_id, package ids, sibling masks, L3 ids, node cpulists) are checked:
- * -EINVAL for garbage, -ENOENT for a missing required file, why naming it.
+ * -EINVAL for garbage, -ENOENT for a missing required file, eb naming it.
  * Sets and restores HWLOC_* environment variables: not thread-safe. */
-int topo_load_hwloc(const char *sysfs_root, struct topo **ret, char *why);
+int topo_load_hwloc(const char *sysfs_root, struct topo **ret, struct errbuf *eb);
 
 /* Same from an x86 CPUID dump directory (pu0, pu1, ... as written by
  * hwloc-gather-cpuid), with hwloc's x86 backend alone: for tests and for
  * looking at another machine's dump. NUMA nodes only from AMD topoext. */
-int topo_load_cpuid_dump(const char *dir, struct topo **ret, char *why);
-
-/* Parses the topology JSON, the --print-topology format:
- *
- *   {"cpus": [{"cpu": 0, "socket": 0, "numa": 0, "core": 0, "coreId": 0, "l3": 0,
- *              "coreType": "standard"}, ...], "offline": "2,5", "sockets": 2,
- *    "numaNodes": 2, "cores": 16, "l3Caches": 2, "smtEnabled": true}
- *
- * Per CPU, coreId (default: core) and coreType (default: standard) are optional
- * and "uncore" is accepted for "l3". The summary fields after "cpus" are
- * optional and recomputed; given ones must match. Strict: unknown keys, wrong
- * types, non-integers, out-of-range ids and duplicate CPUs are -EINVAL; more
- * than 16 MiB, 8192 CPUs or 4 levels of nesting is -E2BIG. why names the CPU
- * entry and the field. (json-c keeps the last of duplicate keys.) */
-int topo_parse_json(const char *buf, size_t len, struct topo **ret, char *why);
-/* Same from a file; why starts with the path. */
-int topo_load_json_file(const char *path, struct topo **ret, char *why);
-
-/* Writes the --print-topology JSON above (keys in that order, CPUs ascending,
- * "offline" a CPU list, "" when none) as one newline-terminated line to f.
- * Parsing the output gives back the same topology. -EIO if f reports an error. */
-int topo_write_json(const struct topo *t, FILE *f);
+int topo_load_cpuid_dump(const char *dir, struct topo **ret, struct errbuf *eb);
 
 /* The row of an online CPU, or NULL. */
 const struct topo_cpu *topo_cpu(const struct topo *t, int cpu);

@@ -34,6 +34,7 @@
 #include "core/claim.h"
 #include "core/devices.h"
 #include "lib/clock.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
@@ -185,7 +186,7 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 	const struct device *dev = devices_find(d->devices, r->device);
 	struct cpuset avail, group, reserved;
 	struct alloc_opts ao = { 0 };
-	char why[ALLOC_ERR_MAX] = "", qwhy[QUANTITY_ERR_MAX] = "";
+	struct errbuf why = { "" }, qwhy = { "" };
 	int64_t count;
 	int rc;
 
@@ -197,10 +198,10 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 			    "result for request %s has no consumedCapacity[\"dra.cpu/cpu\"]: the "
 			    "cluster needs the DRAConsumableCapacity feature",
 			    r->request);
-	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, qwhy);
+	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, &qwhy);
 	if (rc < 0)
 		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
-			    qwhy, r->device, dev->n_cpus);
+			    qwhy.s, r->device, dev->n_cpus);
 	device_cpus(dev, &group);
 	state_shared_pool(d->state, &avail);
 	cpuset_and(&avail, &avail, &group);
@@ -217,9 +218,9 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 					     : ao.policy == ALLOC_PACKED;
 	ao.full_cores = r->config.full_cores;
 	ao.reserved = &reserved;
-	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, why);
+	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, &why);
 	if (rc < 0)
-		return perr(err, "request %s: %s", r->request, why);
+		return perr(err, "request %s: %s", r->request, why.s);
 	return 0;
 }
 
@@ -246,7 +247,7 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 	for (int i = 0; i < pc->alloc.n; i++) {
 		const struct claim_result *cr = &pc->alloc.results[i];
 		const struct device *dev = devices_find(d->devices, cr->device);
-		char qwhy[QUANTITY_ERR_MAX] = "";
+		struct errbuf qwhy = { "" };
 		struct cpuset cpus;
 		int64_t count = 1;
 
@@ -254,8 +255,8 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 			return perr(pc->err, "device %s (request %s) is not a device of this node",
 				    cr->device, cr->request);
 		if (d->devices->kind != DEVICE_CPU &&
-		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, qwhy) < 0)
-			return perr(pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy);
+		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, &qwhy) < 0)
+			return perr(pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy.s);
 		device_cpus(dev, &cpus);
 		cpuset_or(&within, &within, &cpus);
 		total += count;
@@ -290,7 +291,8 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	struct state_result res[CLAIM_MAX_RESULTS];
 	struct state_claim c;
 	struct cpuset taken;
-	char why[STATE_ERR_MAX] = "", list[256];
+	struct errbuf why = { "" };
+	char list[256];
 	int r;
 
 	if (have) {
@@ -346,11 +348,11 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	c.consumers_known = true;
 	c.consumers = pc->consumers;
 	c.n_consumers = pc->n_consumers;
-	r = state_claim_add(d->state, &c, why);
+	r = state_claim_add(d->state, &c, &why);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
-		return perr(pc->err, "overlapping device assignment: %s", why);
+		return perr(pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
-		return perr(pc->err, "%s", why);
+		return perr(pc->err, "%s", why.s);
 	(void)cpuset_format(&taken, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
 		 pc->uid, list, pc->alloc.n);
@@ -552,20 +554,18 @@ static void prep_claim_done(struct prep_claim *pc)
 }
 
 /* The pods the claim is reserved for, kept with the claim for NRI to check. */
-static int read_consumers(struct json_object *claim, struct prep_claim *pc, char *cerr)
+static int read_consumers(struct json_object *claim, struct prep_claim *pc, struct errbuf *eb)
 {
 	_cleanup_free_ struct claim_consumer *v = NULL;
-	int n = claim_consumers_parse(claim, pc->uid, &v, cerr);
+	int n = claim_consumers_parse(claim, pc->uid, &v, eb);
 
 	if (n == -ENOMEM)
-		(void)snprintf(cerr, CLAIM_ERR_MAX, "out of memory");
+		errbuf_set(eb, "out of memory");
 	if (n <= 0)
 		return n;
 	pc->consumers = calloc((size_t)n, sizeof(*pc->consumers));
-	if (!pc->consumers) {
-		(void)snprintf(cerr, CLAIM_ERR_MAX, "out of memory");
-		return -ENOMEM;
-	}
+	if (!pc->consumers)
+		return errbuf_fail(eb, -ENOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
 		(void)snprintf(pc->consumers[i].uid, sizeof(pc->consumers[i].uid), "%s", v[i].uid);
 		(void)snprintf(pc->consumers[i].name, sizeof(pc->consumers[i].name), "%s",
@@ -579,7 +579,7 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 {
 	struct prep_claim *pc = ud;
 	struct dra *d = pc->prep->dra;
-	char cerr[CLAIM_ERR_MAX] = "";
+	struct errbuf cerr = { "" };
 
 	pc->fetch = NULL;
 	d->fetching--;
@@ -590,9 +590,9 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 			   err && *err ? err : "unknown error");
 	} else {
 		metric_series_add(d->fetch_ok, 1);
-		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, cerr) < 0 ||
-		    read_consumers(claim, pc, cerr) < 0)
-			(void)perr(pc->err, "%s", cerr);
+		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0 ||
+		    read_consumers(claim, pc, &cerr) < 0)
+			(void)perr(pc->err, "%s", cerr.s);
 		else
 			(void)decide(d, pc);
 	}

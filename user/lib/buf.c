@@ -51,22 +51,31 @@ static int grow(struct buf *b, size_t n)
 	return 0;
 }
 
-int buf_add(struct buf *b, const void *data, size_t len)
+int buf_append(struct buf *b, size_t n, void **ret)
 {
 	int r;
 
-	if (len > b->max - b->len) {
+	if (n > b->max - b->len) {
 		buf_done(b);
 		return -E2BIG;
 	}
-	r = grow(b, len);
+	r = grow(b, n);
 	if (r < 0)
 		return r;
-	if (len)
-		memcpy(b->ptr + b->len, data, len);
-	b->len += len;
+	*ret = b->ptr + b->len;
+	b->len += n;
 	b->ptr[b->len] = 0;
 	return 0;
+}
+
+int buf_add(struct buf *b, const void *data, size_t len)
+{
+	void *p;
+	int r = buf_append(b, len, &p);
+
+	if (r == 0 && len)
+		memcpy(p, data, len);
+	return r;
 }
 
 int buf_add_str(struct buf *b, const char *s)

@@ -53,6 +53,11 @@ int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(
  * reserves at most up to max. -ENOMEM frees b. */
 int buf_reserve(struct buf *b, size_t n);
 
+/* Appends n uninitialized bytes for the caller to write in place (an
+ * encoder that knows their size) and points *ret at them; errors and
+ * freeing as buf_add(). The NUL after them is set. */
+int buf_append(struct buf *b, size_t n, void **ret);
+
 /* Drops the bytes past len (len <= buf_len(b)). */
 void buf_truncate(struct buf *b, size_t len);
 

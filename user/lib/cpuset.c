@@ -3,10 +3,11 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/errbuf.h"
 
 void cpuset_zero(struct cpuset *s)
 {
@@ -154,54 +155,40 @@ int cpuset_nth(const struct cpuset *s, int n)
 	return -1;
 }
 
-static int parse_fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int parse_fail(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, CPUSET_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 /* Names the unexpected byte at s[i]. */
-static int bad_char(const char *s, size_t i, char *why)
+static int bad_char(const char *s, size_t i, struct errbuf *eb)
 {
 	unsigned char c = (unsigned char)s[i];
 
 	if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-		return parse_fail(why, -EINVAL, "whitespace at offset %zu", i);
+		return errbuf_fail(eb, -EINVAL, "whitespace at offset %zu", i);
 	if (c >= 0x20 && c < 0x7f)
-		return parse_fail(why, -EINVAL, "invalid character '%c' at offset %zu", c, i);
-	return parse_fail(why, -EINVAL, "invalid byte 0x%02x at offset %zu", c, i);
+		return errbuf_fail(eb, -EINVAL, "invalid character '%c' at offset %zu", c, i);
+	return errbuf_fail(eb, -EINVAL, "invalid byte 0x%02x at offset %zu", c, i);
 }
 
 /* Reads a decimal id at s[*i], advancing *i. Digits only, value < CPUSET_MAX. */
-static int parse_id(const char *s, size_t len, size_t *i, int *ret, char *why)
+static int parse_id(const char *s, size_t len, size_t *i, int *ret, struct errbuf *eb)
 {
 	size_t start = *i;
 	long v = 0;
 
 	if (*i >= len || s[*i] == ',')
-		return parse_fail(why, -EINVAL, "empty item at offset %zu", start);
+		return errbuf_fail(eb, -EINVAL, "empty item at offset %zu", start);
 	if (s[*i] < '0' || s[*i] > '9')
-		return bad_char(s, *i, why);
+		return bad_char(s, *i, eb);
 	while (*i < len && s[*i] >= '0' && s[*i] <= '9') {
 		v = v * 10 + (s[*i] - '0');
 		if (v >= CPUSET_MAX)
-			return parse_fail(why, -ERANGE, "CPU id at offset %zu exceeds the limit %d",
-					  start, CPUSET_MAX - 1);
+			return errbuf_fail(eb, -ERANGE, "CPU id at offset %zu exceeds the limit %d",
+					   start, CPUSET_MAX - 1);
 		(*i)++;
 	}
 	*ret = (int)v;
 	return 0;
 }
 
-int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, char *why)
+int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, struct errbuf *eb)
 {
 	struct cpuset out;
 	size_t i = 0;
@@ -218,35 +205,36 @@ int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, char *why)
 		size_t item = i;
 		int lo, hi;
 
-		r = parse_id(s, len, &i, &lo, why);
+		r = parse_id(s, len, &i, &lo, eb);
 		if (r < 0)
 			return r;
 		hi = lo;
 		if (i < len && s[i] == '-') {
 			i++;
-			r = parse_id(s, len, &i, &hi, why);
+			r = parse_id(s, len, &i, &hi, eb);
 			if (r < 0)
 				return r;
 			if (hi < lo)
-				return parse_fail(why, -EINVAL, "reversed range %d-%d at offset %zu",
-						  lo, hi, item);
+				return errbuf_fail(eb, -EINVAL,
+						   "reversed range %d-%d at offset %zu", lo, hi,
+						   item);
 		}
 		cpuset_set_range(&out, lo, hi);
 		if (i == len)
 			break;
 		if (s[i] != ',')
-			return bad_char(s, i, why);
+			return bad_char(s, i, eb);
 		i++;
 		if (i == len)
-			return parse_fail(why, -EINVAL, "empty item at offset %zu", i);
+			return errbuf_fail(eb, -EINVAL, "empty item at offset %zu", i);
 	}
 	*ret = out;
 	return 0;
 }
 
-int cpuset_parse(const char *s, struct cpuset *ret, char *why)
+int cpuset_parse(const char *s, struct cpuset *ret, struct errbuf *eb)
 {
-	return cpuset_parse_n(s, strlen(s), ret, why);
+	return cpuset_parse_n(s, strlen(s), ret, eb);
 }
 
 int cpuset_format(const struct cpuset *s, char *buf, size_t size)
@@ -283,19 +271,13 @@ int cpuset_format(const struct cpuset *s, char *buf, size_t size)
 
 char *cpuset_to_string(const struct cpuset *s)
 {
-	/* Worst case: every other CPU, "NNNN," each. */
-	size_t size = 64;
+	/* No id has more than 4 digits and every item (an id and its comma, or a
+	 * range "a-b," of at least two ids) costs at most 5 bytes per id: one
+	 * pass into the worst case, then an allocation of the exact size. */
+	char buf[CPUSET_MAX * 5 + 1];
 
-	for (;;) {
-		char *buf = malloc(size);
-		int r;
-
-		if (!buf)
-			return NULL;
-		r = cpuset_format(s, buf, size);
-		if (r >= 0)
-			return buf;
-		free(buf);
-		size *= 4;
-	}
+	_Static_assert(CPUSET_MAX <= 10000, "ids of at most 4 digits");
+	if (cpuset_format(s, buf, sizeof(buf)) < 0)
+		return NULL; /* unreachable: see above */
+	return strdup(buf);
 }

@@ -12,15 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct errbuf;
+
 #define CPUSET_MAX 8192
 #define CPUSET_WORDS (CPUSET_MAX / 64)
 
 struct cpuset {
 	uint64_t w[CPUSET_WORDS];
 };
-
-/* Room for the error text of cpuset_parse(). */
-#define CPUSET_ERR_MAX 96
 
 void cpuset_zero(struct cpuset *s);
 /* cpu must be < CPUSET_MAX (our bug otherwise: asserted). */
@@ -61,11 +60,11 @@ int cpuset_nth(const struct cpuset *s, int n);
  * optionally followed by one newline and/or NUL padding (sysfs files end with
  * "\n", some ARM kernels pad with NUL). Rejected with -EINVAL: junk, empty
  * items, whitespace inside, reversed ranges; with -ERANGE: ids >= CPUSET_MAX.
- * On error *ret is untouched and why (when not NULL, CPUSET_ERR_MAX bytes) says
- * what and where, e.g. "reversed range 7-3 at offset 2". */
-int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, char *why);
+ * On error *ret is untouched and eb (may be NULL) says what and where, e.g.
+ * "reversed range 7-3 at offset 2". */
+int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, struct errbuf *eb);
 /* Same over a NUL-terminated string. */
-int cpuset_parse(const char *s, struct cpuset *ret, char *why);
+int cpuset_parse(const char *s, struct cpuset *ret, struct errbuf *eb);
 
 /* Canonical list form (ascending, maximal ranges, "" when empty) into buf.
  * Returns the length without the NUL, or -ENOSPC if size is too small (buf then

@@ -1,7 +1,12 @@
 /* The hash table. See hashtab.h.
  *
- * A slot is empty (value NULL), a tombstone (value == &tomb) or live. Keys of
- * up to 8 bytes (a uint64_t, a short name) live in the slot; longer ones in
+ *   index[size]    0: empty; else 1 + the position of an entry in entries
+ *   entries[cap]   used of them, in insertion order; cap = size / 2
+ *
+ * An index slot that points at a dead entry (value NULL) is a tombstone: a
+ * probe passes it, an insert may take it. A rebuild copies the live entries
+ * to the front of a new array, in order, and indexes them again. Keys of up
+ * to 8 bytes (a uint64_t, a short name) live in the entry; longer ones in
  * one heap copy each. The full 64-bit hash is kept so that a probe compares
  * keys only on a hash match and a rebuild never hashes a key again.
  */
@@ -16,9 +21,9 @@
 
 #define HASHTAB_MIN_SIZE 16
 
-struct hashtab_slot {
+struct hashtab_entry {
 	uint64_t hash;
-	void *value;
+	void *value; /* NULL: deleted */
 	size_t len;
 	union {
 		char *p;
@@ -26,22 +31,15 @@ struct hashtab_slot {
 	} key;
 };
 
-static char tomb;
-
-static bool is_live(const struct hashtab_slot *s)
+static const void *entry_key(const struct hashtab_entry *e)
 {
-	return s->value && s->value != &tomb;
+	return e->len <= sizeof(e->key.b) ? (const void *)e->key.b : e->key.p;
 }
 
-static const void *slot_key(const struct hashtab_slot *s)
+static void entry_drop_key(struct hashtab_entry *e)
 {
-	return s->len <= sizeof(s->key.b) ? (const void *)s->key.b : s->key.p;
-}
-
-static void slot_drop_key(struct hashtab_slot *s)
-{
-	if (s->len > sizeof(s->key.b))
-		free(s->key.p);
+	if (e->len > sizeof(e->key.b))
+		free(e->key.p);
 }
 
 static uint64_t hash_of(const struct hashtab *t, const void *key, size_t len)
@@ -56,93 +54,108 @@ void hashtab_init(struct hashtab *t, size_t max)
 
 void hashtab_done(struct hashtab *t)
 {
-	for (size_t i = 0; i < t->size; i++)
-		if (is_live(&t->slots[i]))
-			slot_drop_key(&t->slots[i]);
-	free(t->slots);
-	t->slots = NULL;
+	for (size_t i = 0; i < t->used; i++)
+		if (t->entries[i].value)
+			entry_drop_key(&t->entries[i]);
+	free(t->entries);
+	free(t->index);
+	t->entries = NULL;
+	t->index = NULL;
 	t->size = t->n = t->used = 0;
 }
 
-/* The slot holding key, or NULL. */
-static struct hashtab_slot *find(const struct hashtab *t, uint64_t h, const void *key, size_t len)
+/* The index slot holding key, or NULL. */
+static uint32_t *find(const struct hashtab *t, uint64_t h, const void *key, size_t len)
 {
 	size_t mask = t->size - 1;
 
 	if (!t->size)
 		return NULL;
-	/* Ends: the table is never more than half used, so an empty slot comes. */
+	/* Ends: at most size / 2 slots are taken, so an empty one comes. */
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		struct hashtab_slot *s = &t->slots[i];
+		const struct hashtab_entry *e;
 
-		if (!s->value)
+		if (!t->index[i])
 			return NULL;
-		if (s->value != &tomb && s->hash == h && s->len == len &&
-		    memcmp(slot_key(s), key, len) == 0)
-			return s;
+		e = &t->entries[t->index[i] - 1];
+		if (e->value && e->hash == h && e->len == len && memcmp(entry_key(e), key, len) == 0)
+			return &t->index[i];
 	}
 }
 
 /* The first empty or dead slot on h's probe path (the key is not there). */
-static struct hashtab_slot *free_slot(const struct hashtab *t, uint64_t h)
+static uint32_t *free_slot(const struct hashtab *t, uint64_t h)
 {
 	size_t mask = t->size - 1;
 
 	for (size_t i = h & mask;; i = (i + 1) & mask)
-		if (!is_live(&t->slots[i]))
-			return &t->slots[i];
+		if (!t->index[i] || !t->entries[t->index[i] - 1].value)
+			return &t->index[i];
 }
 
-/* Rebuilds into the smallest power of two where n + 1 entries fill at most
- * a third: a third leaves room for size / 6 inserts (or deletes turned into
- * tombstones) before the next rebuild, so rebuilds stay amortized O(1). */
+/* Rebuilds for n + 1 entries: the smallest power of two where they fill at
+ * most a third of the slots, so that size / 6 inserts (or deletes leaving
+ * dead entries) pass before the next rebuild and rebuilds stay amortized
+ * O(1). The live entries keep their order. */
 static int rebuild(struct hashtab *t)
 {
-	size_t size = HASHTAB_MIN_SIZE;
-	struct hashtab_slot *slots;
+	size_t size = HASHTAB_MIN_SIZE, k = 0;
+	struct hashtab_entry *entries;
+	uint32_t *index;
 
 	while (size / 3 < t->n + 1) {
-		if (size > SIZE_MAX / 2 / sizeof(*slots))
-			return -ENOMEM;
+		if (size > UINT32_MAX / 2)
+			return -ENOMEM; /* entry positions are 32-bit */
 		size *= 2;
 	}
-	slots = calloc(size, sizeof(*slots));
-	if (!slots)
+	index = calloc(size, sizeof(*index));
+	entries = malloc(size / 2 * sizeof(*entries));
+	if (!index || !entries) {
+		free(index);
+		free(entries);
 		return -ENOMEM;
-	for (size_t i = 0; i < t->size; i++) {
-		const struct hashtab_slot *s = &t->slots[i];
-
-		if (is_live(s))
-			for (size_t j = s->hash & (size - 1);; j = (j + 1) & (size - 1))
-				if (!slots[j].value) {
-					slots[j] = *s;
-					break;
-				}
 	}
-	free(t->slots);
-	t->slots = slots;
+	for (size_t i = 0; i < t->used; i++) {
+		const struct hashtab_entry *e = &t->entries[i];
+
+		if (!e->value)
+			continue;
+		entries[k] = *e;
+		for (size_t j = e->hash & (size - 1);; j = (j + 1) & (size - 1))
+			if (!index[j]) {
+				index[j] = (uint32_t)(k + 1);
+				break;
+			}
+		k++;
+	}
+	free(t->entries);
+	free(t->index);
+	t->entries = entries;
+	t->index = index;
 	t->size = size;
-	t->used = t->n;
+	t->used = k;
 	return 0;
 }
 
 int hashtab_put(struct hashtab *t, const void *key, size_t len, void *value, void **ret_old)
 {
 	uint64_t h = hash_of(t, key, len);
-	struct hashtab_slot *s = find(t, h, key, len);
+	uint32_t *slot = find(t, h, key, len);
+	struct hashtab_entry *e;
 	char *copy = NULL;
 	int r;
 
-	assert(value && value != &tomb);
-	if (s) {
+	assert(value);
+	if (slot) {
+		e = &t->entries[*slot - 1];
 		if (ret_old)
-			*ret_old = s->value;
-		s->value = value;
+			*ret_old = e->value;
+		e->value = value;
 		return 1;
 	}
 	if (t->max && t->n >= t->max)
 		return -E2BIG;
-	if (len > sizeof(s->key.b)) {
+	if (len > sizeof(e->key.b)) {
 		copy = malloc(len);
 		if (!copy)
 			return -ENOMEM;
@@ -155,45 +168,48 @@ int hashtab_put(struct hashtab *t, const void *key, size_t len, void *value, voi
 			return r;
 		}
 	}
-	s = free_slot(t, h);
-	t->used += !s->value; /* reusing a tombstone adds no used slot */
-	t->n++;
-	*s = (struct hashtab_slot){ .hash = h, .value = value, .len = len };
+	e = &t->entries[t->used];
+	*e = (struct hashtab_entry){ .hash = h, .value = value, .len = len };
 	if (copy)
-		s->key.p = copy;
+		e->key.p = copy;
 	else if (len)
-		memcpy(s->key.b, key, len);
+		memcpy(e->key.b, key, len);
+	*free_slot(t, h) = (uint32_t)(++t->used);
+	t->n++;
 	return 0;
 }
 
 void *hashtab_get(const struct hashtab *t, const void *key, size_t len)
 {
-	struct hashtab_slot *s = find(t, hash_of(t, key, len), key, len);
+	uint32_t *slot = find(t, hash_of(t, key, len), key, len);
 
-	return s ? s->value : NULL;
+	return slot ? t->entries[*slot - 1].value : NULL;
 }
 
 void *hashtab_del(struct hashtab *t, const void *key, size_t len)
 {
-	struct hashtab_slot *s = find(t, hash_of(t, key, len), key, len);
+	uint32_t *slot = find(t, hash_of(t, key, len), key, len);
+	struct hashtab_entry *e;
 	void *v;
 
-	if (!s)
+	if (!slot)
 		return NULL;
-	v = s->value;
-	slot_drop_key(s);
-	s->value = &tomb;
+	/* The slot stays: pointing at a dead entry, it is the tombstone. */
+	e = &t->entries[*slot - 1];
+	v = e->value;
+	entry_drop_key(e);
+	e->value = NULL;
 	t->n--;
 	return v;
 }
 
 void *hashtab_next(const struct hashtab *t, size_t *iter)
 {
-	while (*iter < t->size) {
-		const struct hashtab_slot *s = &t->slots[(*iter)++];
+	while (*iter < t->used) {
+		const struct hashtab_entry *e = &t->entries[(*iter)++];
 
-		if (is_live(s))
-			return s->value;
+		if (e->value)
+			return e->value;
 	}
 	return NULL;
 }

@@ -1,11 +1,16 @@
 /* hashtab: the one hash table, from byte-string keys to pointers.
  *
- * Open addressing with linear probing over a power-of-two array of slots;
- * a delete leaves a tombstone, so deleting while walking the table is safe
- * and no entry ever moves except when the table is rebuilt. The table is
- * rebuilt (larger, or the same size to sweep tombstones) before live entries
- * plus tombstones pass half the slots, so a probe always ends at an empty
- * slot and stays short: get, put and del are O(1) on average.
+ * Open addressing with linear probing over a power-of-two index of 32-bit
+ * slots, pointing into an array of entries kept in insertion order (the
+ * layout of CPython's compact dict). Walking visits the entries in the order
+ * they were first put, through one dense array: what callers write out
+ * (checkpoints, owners files) comes out in a stable order, and a walk over
+ * hundreds of objects touches them in the order they were allocated instead
+ * of hash order. A delete leaves a dead entry whose slot acts as the
+ * tombstone, so deleting while walking is safe and nothing moves except when
+ * the table is rebuilt (larger, or the same size to drop dead entries)
+ * before live and dead entries pass half the slots: a probe always ends at
+ * an empty slot and stays short; get, put and del are O(1) on average.
  *
  * Keys are bytes (a string without its NUL, a uint64_t, or several strings
  * joined with NULs); the table keeps its own copy, so a key may come from a
@@ -23,14 +28,15 @@
 #include <stdint.h>
 #include <string.h>
 
-struct hashtab_slot;
+struct hashtab_entry;
 
 struct hashtab {
-	struct hashtab_slot *slots;
-	size_t size; /* slots: 0 or a power of two */
-	size_t n;    /* live entries */
-	size_t used; /* live entries + tombstones */
-	size_t max;  /* live entries never exceed this; 0: no cap */
+	struct hashtab_entry *entries; /* size / 2 of them, used in insertion order */
+	uint32_t *index;	       /* size slots: 0 empty, else 1 + entry position */
+	size_t size;		       /* slots: 0 or a power of two */
+	size_t n;		       /* live entries */
+	size_t used;		       /* live and dead entries */
+	size_t max;		       /* live entries never exceed this; 0: no cap */
 	/* NULL: FNV-1a. Tests set a poor one to force collisions. */
 	uint64_t (*hash)(const void *key, size_t len);
 };
@@ -40,7 +46,7 @@ struct hashtab {
 /* An empty table of at most max entries (0: no cap); allocates nothing. A
  * zero-filled struct hashtab is an empty table without a cap. */
 void hashtab_init(struct hashtab *t, size_t max);
-/* Frees the slots and the key copies, not the values; t stays usable, empty. */
+/* Frees the entries and the key copies, not the values; t stays usable, empty. */
 void hashtab_done(struct hashtab *t);
 
 /* Maps key to value (not NULL). 0: inserted; 1: replaced an entry, whose old
@@ -52,7 +58,7 @@ void *hashtab_get(const struct hashtab *t, const void *key, size_t len);
 /* Removes key; its value, or NULL when absent. */
 void *hashtab_del(struct hashtab *t, const void *key, size_t len);
 
-/* Walks the values in slot order: start with *iter = 0; NULL at the end.
+/* Walks the values in insertion order: start with *iter = 0; NULL at the end.
  * hashtab_del() of any entry during the walk is fine; hashtab_put() is not. */
 void *hashtab_next(const struct hashtab *t, size_t *iter);
 

@@ -2,9 +2,10 @@
 #include "lib/quantity.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "lib/errbuf.h"
 
 /* a * b into *ret, false on int64 overflow. */
 static bool mul_ok(int64_t a, int64_t b, int64_t *ret)
@@ -110,21 +111,7 @@ int quantity_parse_milli(const char *s, int64_t *ret_milli, bool *ret_exact)
 	return 0;
 }
 
-static int fail(char *why, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, QUANTITY_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
-int quantity_parse_count(const char *s, int64_t max, int64_t *ret, char *why)
+int quantity_parse_count(const char *s, int64_t max, int64_t *ret, struct errbuf *eb)
 {
 	int64_t milli;
 	bool exact;
@@ -132,15 +119,15 @@ int quantity_parse_count(const char *s, int64_t max, int64_t *ret, char *why)
 
 	r = quantity_parse_milli(s, &milli, &exact);
 	if (r == -ERANGE)
-		return fail(why, -ERANGE, "\"%.32s\" is out of range", s);
+		return errbuf_fail(eb, -ERANGE, "\"%.32s\" is out of range", s);
 	if (r < 0)
-		return fail(why, -EINVAL, "\"%.32s\" is not a quantity", s);
+		return errbuf_fail(eb, -EINVAL, "\"%.32s\" is not a quantity", s);
 	if (!exact || milli % 1000)
-		return fail(why, -EINVAL, "\"%.32s\" is not a whole number", s);
+		return errbuf_fail(eb, -EINVAL, "\"%.32s\" is not a whole number", s);
 	if (milli < 1000)
-		return fail(why, -EINVAL, "\"%.32s\" must be at least 1", s);
+		return errbuf_fail(eb, -EINVAL, "\"%.32s\" must be at least 1", s);
 	if (milli / 1000 > max)
-		return fail(why, -ERANGE, "\"%.32s\" exceeds %lld", s, (long long)max);
+		return errbuf_fail(eb, -ERANGE, "\"%.32s\" exceeds %lld", s, (long long)max);
 	*ret = milli / 1000;
 	return 0;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define QUANTITY_ERR_MAX 96
+struct errbuf;
 
 /* Value in thousandths. *ret_exact is false when the value has digits below
  * 1/1000 (then *ret_milli is truncated toward zero). -EINVAL on bad syntax,
@@ -18,9 +18,9 @@
 int quantity_parse_milli(const char *s, int64_t *ret_milli, bool *ret_exact);
 
 /* A count of whole things (CPUs): an integer in [1, max]. Errors (-EINVAL,
- * -ERANGE) explain in why: "not a quantity", "not a whole number", "must be at
- * least 1", "exceeds N". */
-int quantity_parse_count(const char *s, int64_t max, int64_t *ret, char *why);
+ * -ERANGE) explain in eb (may be NULL): "not a quantity", "not a whole
+ * number", "must be at least 1", "exceeds N". */
+int quantity_parse_count(const char *s, int64_t max, int64_t *ret, struct errbuf *eb);
 
 /* Canonical DecimalSI form of an integer ("64", "1k", "1500", "2M"). */
 void quantity_format_int(int64_t v, char *buf, size_t size);

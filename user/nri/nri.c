@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,9 @@
 #include <event2/event.h>
 
 #include "lib/backoff.h"
+#include "lib/buf.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 #include "nri_api.pb-c.h"
 #include "nri/ttrpc.h"
@@ -134,9 +135,7 @@ struct nri_adjust {
  * updates behind them was a third of what remained). */
 struct nri_updates {
 	uint8_t key;		/* of the repeated field in the message carrying it */
-	uint8_t *mem;		/* UPDATES_ROOM bytes, then buf */
-	uint8_t *buf;		/* the field, len bytes of cap */
-	size_t len, cap;
+	struct buf b;		/* empty, or UPDATES_ROOM bytes of room and then the field */
 	size_t n;
 	uint8_t *linux_;	/* ContainerUpdate.linux_ (key, length, value) for cpus */
 	size_t linux_len;
@@ -158,11 +157,26 @@ struct nri_updates {
 #define PB_UPDATE 1
 #define ID_MAX 1024 /* bytes of a container id we send */
 
-/* No updates yet, for the repeated field numbered field (< 16: a one-byte key). */
-#define UPDATES_INIT(field) { .key = PB_KEY_LEN(field) }
 /* Room for the fields a reply puts before its updates: CreateContainer's adjustment
  * takes 10 bytes and its cpu list. */
 #define UPDATES_ROOM 128
+/* No updates yet, for the repeated field numbered field (< 16: a one-byte key). Updates
+ * beyond what could ever be queued for the runtime are refused (-E2BIG). */
+#define UPDATES_INIT(field)                                                            \
+	{                                                                              \
+		.key = PB_KEY_LEN(field), .b = {.max = UPDATES_ROOM + NRI_OUTBUF_MAX } \
+	}
+
+/* The encoded update field and its length (0 and NULL before the first update). */
+static size_t updates_len(const struct nri_updates *u)
+{
+	return u->b.len ? u->b.len - UPDATES_ROOM : 0;
+}
+
+static uint8_t *updates_bytes(const struct nri_updates *u)
+{
+	return u->b.len ? (uint8_t *)u->b.ptr + UPDATES_ROOM : NULL;
+}
 
 static size_t varint_len(size_t v)
 {
@@ -230,7 +244,7 @@ int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
 
 static void updates_done(struct nri_updates *u)
 {
-	free(u->mem);
+	buf_done(&u->b);
 	free(u->linux_);
 	*u = (struct nri_updates){ 0 };
 }
@@ -272,7 +286,8 @@ static int updates_set_cpus(struct nri_updates *u, const char *cpus)
 
 int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus)
 {
-	size_t id_len, body, need;
+	size_t id_len, body;
+	void *room;
 	uint8_t *p;
 	int r;
 
@@ -289,25 +304,20 @@ int nri_updates_add(struct nri_updates *u, const char *container_id, const char 
 		return -E2BIG;
 	id_len = strlen(container_id);
 	body = len_field_size(id_len) + u->linux_len;
-	need = len_field_size(body);
-	if (u->len + need > u->cap) {
-		size_t cap = u->cap ? u->cap * 2 : 4096;
-		uint8_t *b;
-
-		if (cap < u->len + need)
-			cap = u->len + need;
-		b = realloc(u->mem, UPDATES_ROOM + cap);
-		if (!b)
-			return -ENOMEM;
-		u->mem = b;
-		u->buf = b + UPDATES_ROOM;
-		u->cap = cap;
+	r = 0;
+	if (!u->b.len) { /* the first update makes the room, and space for more */
+		r = buf_reserve(&u->b, UPDATES_ROOM + 4096);
+		r = r ?: buf_append(&u->b, UPDATES_ROOM, &room);
 	}
-	p = put_len_field(u->buf + u->len, u->key, body);
+	r = r ?: buf_append(&u->b, len_field_size(body), (void **)&p);
+	if (r < 0) {
+		u->n = 0; /* the buffer dropped every update with it */
+		return r;
+	}
+	p = put_len_field(p, u->key, body);
 	p = put_len_field(p, PB_KEY_LEN(PB_CONTAINER_UPDATE_CONTAINER_ID), id_len);
 	memcpy(p, container_id, id_len);
 	memcpy(p + id_len, u->linux_, u->linux_len);
-	u->len += need;
 	u->n++;
 	return 0;
 }
@@ -390,7 +400,7 @@ struct nri_session {
 	size_t n_parts;
 	size_t sync_bytes;
 	struct nri_stats st;
-	char why[192];
+	struct errbuf why; /* why the session ended */
 	/* CreateContainers waiting for their handler, and how to wake one
 	 * (the session itself, or the loop side that owns it). */
 	struct create_call *waiting;
@@ -419,18 +429,6 @@ struct create_call {
 /* Unique over every session of the process: a stale resume handle from an
  * ended connection must not wake a request of the next one. One thread. */
 static uint64_t next_token;
-
-static void set_why(struct nri_session *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void set_why(struct nri_session *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(s->why, sizeof(s->why), fmt, ap);
-	va_end(ap);
-}
 
 static void sync_reset(struct nri_session *s)
 {
@@ -545,7 +543,7 @@ bool nri_session_is_synchronized(const struct nri_session *s)
 
 const char *nri_session_why(const struct nri_session *s)
 {
-	return s->why;
+	return s->why.s;
 }
 
 const struct nri_stats *nri_session_stats(const struct nri_session *s)
@@ -562,8 +560,8 @@ uint32_t nri_session_events(const struct nri_session *s)
  * reason counted and kept for the log line and disconnected(). */
 static int session_fail(struct nri_session *s, int r)
 {
-	if (!*s->why && s->mux && ttrpc_mux_is_dead(s->mux))
-		set_why(s, "%s", ttrpc_mux_why(s->mux));
+	if (!s->why.s[0] && s->mux && ttrpc_mux_is_dead(s->mux))
+		errbuf_set(&s->why, "%s", ttrpc_mux_why(s->mux));
 	if (r == -EPROTO || r == -E2BIG)
 		s->st.protocol_errors++;
 	if (r == -E2BIG)
@@ -584,12 +582,14 @@ static void on_registered(void *ud, int r, int code, const char *msg, const uint
 	if (r == -ECONNRESET) /* the session is closing anyway */
 		return;
 	if (r < 0) {
-		set_why(s, "no RegisterPlugin reply within %u ms", s->cfg.register_timeout_ms);
+		errbuf_set(&s->why, "no RegisterPlugin reply within %u ms",
+			   s->cfg.register_timeout_ms);
 		s->fatal = r;
 		return;
 	}
 	if (code != TTRPC_OK) {
-		set_why(s, "registration refused: %s %s", ttrpc_code_name(code), log_quote(msg));
+		errbuf_set(&s->why, "registration refused: %s %s", ttrpc_code_name(code),
+			   log_quote(msg));
 		s->fatal = -ECONNREFUSED;
 		return;
 	}
@@ -640,7 +640,7 @@ static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t 
 	ttrpc_pb_alloc_init(&a, NRI_DECODE_BUDGET);
 	resp = nri__update_containers_response__unpack(&a.base, len, payload);
 	if (!resp) {
-		set_why(s, "undecodable UpdateContainersResponse");
+		errbuf_set(&s->why, "undecodable UpdateContainersResponse");
 		s->fatal = -EPROTO;
 		if (s->h.push_done)
 			s->h.push_done(s->ud, -EPROTO, NULL, 0);
@@ -673,9 +673,9 @@ static size_t update_end(const struct nri_updates *u, size_t off)
 
 	off++; /* the key */
 	do {
-		len |= (size_t)(u->buf[off] & 0x7f) << shift;
+		len |= (size_t)(updates_bytes(u)[off] & 0x7f) << shift;
 		shift += 7;
-	} while (u->buf[off++] & 0x80);
+	} while (updates_bytes(u)[off++] & 0x80);
 	return off + len;
 }
 
@@ -708,12 +708,12 @@ int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, 
 			return r;
 	}
 	/* Calls of about PUSH_CHUNK bytes, cut between updates. */
-	while (end < upd.len) {
+	while (end < updates_len(&upd)) {
 		end = update_end(&upd, end);
 		k++;
-		if (end - start < PUSH_CHUNK && end < upd.len)
+		if (end - start < PUSH_CHUNK && end < updates_len(&upd))
 			continue;
-		r = push_chunk(s, upd.buf + start, end - start, k);
+		r = push_chunk(s, updates_bytes(&upd) + start, end - start, k);
 		if (r < 0)
 			return r;
 		start = end;
@@ -737,24 +737,26 @@ static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t head = protobuf_c_message_get_packed_size(msg);
-	size_t tail = u ? u->len : 0;
+	size_t tail = u ? updates_len(u) : 0;
 
 	if (head + tail > TTRPC_MSG_MAX) {
 		log_error("nri_reply_too_large", "bytes=%zu max=%u", head + tail, TTRPC_MSG_MAX);
 		return reply_error(s, sid, TTRPC_RESOURCE_EXHAUSTED, "response too large");
 	}
 	if (head == 0) /* the updates alone */
-		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, tail ? u->buf : NULL, tail);
+		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, tail ? updates_bytes(u) : NULL,
+				       tail);
 	if (tail && head <= UPDATES_ROOM) { /* in place, right before the updates */
-		(void)protobuf_c_message_pack(msg, u->buf - head);
-		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, u->buf - head, head + tail);
+		(void)protobuf_c_message_pack(msg, updates_bytes(u) - head);
+		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, updates_bytes(u) - head,
+				       head + tail);
 	}
 	buf = malloc(head + tail);
 	if (!buf)
 		return -ENOMEM;
 	(void)protobuf_c_message_pack(msg, buf);
 	if (tail)
-		memcpy(buf + head, u->buf, tail);
+		memcpy(buf + head, updates_bytes(u), tail);
 	return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, buf, head + tail);
 }
 
@@ -765,14 +767,12 @@ static int reply_empty(struct nri_session *s, uint32_t sid)
 
 /* A handler's error becomes the runtime's error; logged here, once. */
 static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
-			const struct nri_container *c, int r, char *err)
+			const struct nri_container *c, int r, const struct errbuf *err)
 {
-	const char *msg;
+	const char *msg = errbuf_text(err, r < 0 ? r : -EINVAL);
 
 	int64_t now = ttrpc_now_ms();
 
-	err[NRI_ERR_MAX - 1] = 0; /* whatever the handler wrote */
-	msg = *err ? err : strerror(r < 0 ? -r : EINVAL);
 	s->st.handler_errors++;
 	if (now - s->fail_window_ms >= FAIL_LOG_WINDOW_MS) {
 		s->fail_window_ms = now;
@@ -812,7 +812,7 @@ static void *decode(struct nri_session *s, const ProtobufCMessageDescriptor *d,
 	ttrpc_pb_alloc_init(a, NRI_DECODE_BUDGET);
 	m = protobuf_c_message_unpack(d, &a->base, rq->len, rq->payload);
 	if (!m)
-		set_why(s, "undecodable %s request (%zu bytes)", rq->method, rq->len);
+		errbuf_set(&s->why, "undecodable %s request (%zu bytes)", rq->method, rq->len);
 	return m;
 }
 
@@ -861,7 +861,7 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 	_cleanup_free_ const struct nri_pod **index = NULL;
 	_cleanup_free_ struct nri_container *ctrs = NULL;
 	_cleanup_(updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	char err[NRI_ERR_MAX] = "";
+	struct errbuf err = { "" };
 	size_t np = 0, nc = 0, ip = 0, ic = 0;
 	int64_t t0;
 	int r;
@@ -894,11 +894,11 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 	r = 0;
 	if (s->h.synchronize) {
 		t0 = ttrpc_now_ms();
-		r = s->h.synchronize(s->ud, pods, np, ctrs, ic, &upd, err);
+		r = s->h.synchronize(s->ud, pods, np, ctrs, ic, &upd, &err);
 		check_slow("Synchronize", t0);
 	}
 	if (r < 0)
-		return reply_failed(s, sid, "Synchronize", NULL, r, err);
+		return reply_failed(s, sid, "Synchronize", NULL, r, &err);
 	r = reply_msg(s, sid, &resp.base, &upd);
 	if (r < 0)
 		return r;
@@ -916,8 +916,8 @@ static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
 
 	s->st.sync_parts++;
 	if (s->sync_bytes + rq->len > NRI_SYNC_MAX || s->n_parts >= SYNC_PARTS_MAX) {
-		set_why(s, "Synchronize over %zu parts and %zu bytes", s->n_parts + 1,
-			s->sync_bytes + rq->len);
+		errbuf_set(&s->why, "Synchronize over %zu parts and %zu bytes", s->n_parts + 1,
+			   s->sync_bytes + rq->len);
 		return -E2BIG;
 	}
 	if (s->n_parts == 0)
@@ -928,8 +928,8 @@ static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
 	s->parts = parts;
 	req = nri__synchronize_request__unpack(&s->sync_alloc.base, rq->len, rq->payload);
 	if (!req) {
-		set_why(s, "undecodable Synchronize part %zu (%zu bytes)", s->n_parts + 1,
-			rq->len);
+		errbuf_set(&s->why, "undecodable Synchronize part %zu (%zu bytes)", s->n_parts + 1,
+			   rq->len);
 		return -EPROTO;
 	}
 	s->parts[s->n_parts++] = req;
@@ -946,6 +946,35 @@ static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
 	 * are gone: hand the pages back, this happens once per connection. */
 	(void)malloc_trim(0);
 	return r;
+}
+
+/* The views of a container event's pod and container. A request without a
+ * container is answered INVALID_ARGUMENT here: returns 1 then (or the
+ * reply's -errno). */
+static int container_views(struct nri_session *s, uint32_t sid, const Nri__PodSandbox *p,
+			   const Nri__Container *ctr, struct nri_pod *pod, struct nri_container *c)
+{
+	int r;
+
+	if (!ctr) {
+		r = reply_error(s, sid, TTRPC_INVALID_ARGUMENT, "no container");
+		return r < 0 ? r : 1;
+	}
+	pod_view(pod, p);
+	container_view(c, ctr, pod);
+	return 0;
+}
+
+/* The end of a container event: its handler (started at t0) failed with r
+ * and err, or resp goes out with the updates. */
+static int answer(struct nri_session *s, uint32_t sid, const char *method,
+		  const struct nri_container *c, int r, const struct errbuf *err, int64_t t0,
+		  const ProtobufCMessage *resp, struct nri_updates *upd)
+{
+	check_slow(method, t0);
+	if (r < 0)
+		return reply_failed(s, sid, method, c, r, err);
+	return reply_msg(s, sid, resp, upd);
 }
 
 static void unlink_waiting(struct nri_session *s, struct create_call *cc)
@@ -970,21 +999,20 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
 	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
-	struct nri_pod pod;
+	struct errbuf err = { "" };
 	struct nri_container c;
-	char err[NRI_ERR_MAX] = "";
-	int64_t t0;
+	struct nri_pod pod;
+	int64_t t0 = ttrpc_now_ms();
 	int r;
 
 	pod_view(&pod, cc->req->pod);
 	container_view(&c, cc->req->container, &pod);
 	cc->running = true;
-	t0 = ttrpc_now_ms();
-	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, err);
-	check_slow("CreateContainer", t0);
+	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
 	cc->running = false;
 	cc->attempt++;
 	if (r == -EINPROGRESS && adj.defer) {
+		check_slow("CreateContainer", t0);
 		if (!cc->waiting) {
 			cc->waiting = true;
 			cc->next = s->waiting;
@@ -993,40 +1021,36 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 			if (cc->attempt == 1)
 				s->st.create_waits++;
 		}
-		r = 0;
-		goto keep;
+		updates_done(&upd);
+		free(adj.cpus);
+		return 0;
 	}
 	if (r == -EINPROGRESS) { /* waiting without asking, or past the end */
 		if (final)
 			s->st.create_wait_timeouts++;
-		if (!err[0])
-			(void)snprintf(err, NRI_ERR_MAX, "no decision within the %u ms a "
-							 "container creation may wait",
-				       s->cfg.create_wait_ms);
+		if (!err.s[0])
+			errbuf_set(&err,
+				   "no decision within the %u ms a container creation may wait",
+				   s->cfg.create_wait_ms);
 		r = -ETIMEDOUT;
 	}
 	if (cc->waiting)
 		unlink_waiting(s, cc);
-	if (r < 0) {
-		r = reply_failed(s, cc->sid, "CreateContainer", &c, r, err);
-		goto done;
-	}
-	if (adj.cpus) {
+	if (r >= 0 && adj.cpus) {
 		cpu.cpus = adj.cpus;
 		res.cpu = &cpu;
 		ladj.resources = &res;
 		adjust.linux_ = &ladj;
 		resp.adjust = &adjust;
 	}
-	log_debug("nri_create", "container=%s cpus=%s updates=%zu attempt=%d", log_quote(c.id),
-		  adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
-	r = reply_msg(s, cc->sid, &resp.base, &upd);
-done:
+	if (r >= 0)
+		log_debug("nri_create", "container=%s cpus=%s updates=%zu attempt=%d",
+			  log_quote(c.id), adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
+	r = answer(s, cc->sid, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
 	create_call_free(cc);
-keep:
 	updates_done(&upd);
 	free(adj.cpus);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
@@ -1040,7 +1064,7 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	ttrpc_pb_alloc_init(&cc->a, NRI_DECODE_BUDGET);
 	cc->req = nri__container_request__unpack(&cc->a.base, rq->len, rq->payload);
 	if (!cc->req) {
-		set_why(s, "undecodable %s request (%zu bytes)", rq->method, rq->len);
+		errbuf_set(&s->why, "undecodable %s request (%zu bytes)", rq->method, rq->len);
 		free(cc);
 		return -EPROTO;
 	}
@@ -1115,35 +1139,25 @@ static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
 	Nri__UpdateContainerRequest *req = decode(s, &nri__update_container_request__descriptor,
 						  rq, &a);
 	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct nri_pod pod;
+	struct errbuf err = { "" };
 	struct nri_container c;
-	char err[NRI_ERR_MAX] = "";
+	struct nri_pod pod;
 	const char *cpus = "";
-	int64_t t0;
+	int64_t t0 = ttrpc_now_ms();
 	int r;
 
 	if (!req)
 		return -EPROTO;
-	if (!req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		goto out;
-	}
 	if (req->linux_resources && req->linux_resources->cpu)
 		cpus = str(req->linux_resources->cpu->cpus);
-	pod_view(&pod, req->pod);
-	container_view(&c, req->container, &pod);
-	t0 = ttrpc_now_ms();
-	r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, err);
-	check_slow("UpdateContainer", t0);
-	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "UpdateContainer", &c, r, err);
-		goto out;
+	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
+	if (r == 0) {
+		r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, &err);
+		r = answer(s, rq->stream_id, "UpdateContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
-out:
 	updates_done(&upd);
 	nri__update_container_request__free_unpacked(req, &a.base);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
@@ -1152,32 +1166,22 @@ static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
 	struct ttrpc_pb_alloc a;
 	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
 	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct nri_pod pod;
+	struct errbuf err = { "" };
 	struct nri_container c;
-	char err[NRI_ERR_MAX] = "";
-	int64_t t0;
+	struct nri_pod pod;
+	int64_t t0 = ttrpc_now_ms();
 	int r;
 
 	if (!req)
 		return -EPROTO;
-	if (!req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		goto out;
+	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
+	if (r == 0) {
+		r = s->h.stop_container(s->ud, &pod, &c, &upd, &err);
+		r = answer(s, rq->stream_id, "StopContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	pod_view(&pod, req->pod);
-	container_view(&c, req->container, &pod);
-	t0 = ttrpc_now_ms();
-	r = s->h.stop_container(s->ud, &pod, &c, &upd, err);
-	check_slow("StopContainer", t0);
-	if (r < 0) {
-		r = reply_failed(s, rq->stream_id, "StopContainer", &c, r, err);
-		goto out;
-	}
-	r = reply_msg(s, rq->stream_id, &resp.base, &upd);
-out:
 	updates_done(&upd);
 	nri__container_request__free_unpacked(req, &a.base);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* Events we only observe: the handler's error is logged, the runtime gets ok. */
@@ -1264,7 +1268,7 @@ static int do_shutdown(struct nri_session *s, const struct ttrpc_request *rq)
 	r = reply_empty(s, rq->stream_id);
 	if (r < 0)
 		return r;
-	set_why(s, "the runtime asked us to shut down");
+	errbuf_set(&s->why, "the runtime asked us to shut down");
 	return -ESHUTDOWN;
 }
 
@@ -1559,7 +1563,7 @@ static void on_setup_timeout(evutil_socket_t fd, short what, void *arg)
 	if (!n->s || nri_session_is_synchronized(n->s))
 		return;
 	n->s->st.timeouts++;
-	set_why(n->s, "not synchronized within %u ms", n->cfg.setup_timeout_ms);
+	errbuf_set(&n->s->why, "not synchronized within %u ms", n->cfg.setup_timeout_ms);
 	log_error("nri_setup_timeout", "why=%s", log_quote(nri_session_why(n->s)));
 	conn_drop(n, -ETIMEDOUT);
 }

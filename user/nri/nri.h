@@ -18,10 +18,10 @@
  *
  * Policy is not here. The daemon fills struct nri_handlers; each gets plain C
  * views of what the runtime sent (borrowed for the call only) and fills
- * outputs nri owns. A handler returning -errno with a message in err (at most
- * NRI_ERR_MAX bytes, "" for strerror) makes nri answer the runtime with an
- * error, which fails a CreateContainer. nri logs handler errors (once), so
- * handlers need not. Handlers must not call nri_free().
+ * outputs nri owns. A handler returning -errno with a message in eb (left
+ * empty: strerror) makes nri answer the runtime with an error, which fails a
+ * CreateContainer. nri logs handler errors (once), so handlers need not.
+ * Handlers must not call nri_free().
  *
  * The process must ignore SIGPIPE: libevent writes the socket with writev(),
  * so a runtime that goes away in the middle of a write would otherwise kill
@@ -40,12 +40,12 @@
 
 #include "lib/cleanup.h"
 
+struct errbuf;
 struct event_base;
 
 #define NRI_SOCKET_DEFAULT "/var/run/nri/nri.sock"
 #define NRI_PLUGIN_NAME "dra.cpu"
 #define NRI_PLUGIN_IDX "00"
-#define NRI_ERR_MAX 256
 #define NRI_UPDATES_MAX 65536u		/* updates in one response or push */
 #define NRI_CPUS_MAX 65536u		/* length of a cpuset string we send */
 #define NRI_SYNC_MAX (32u << 20)	/* wire bytes of all parts of a Synchronize */
@@ -172,18 +172,18 @@ struct nri_handlers {
 	 * Synchronize together. Updates go into upd. NULL: nothing to do. */
 	int (*synchronize)(void *ud, const struct nri_pod *pods, size_t n_pods,
 			   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-			   char *err);
+			   struct errbuf *eb);
 	/* A container is being created: set its cpuset in adj, others' in upd. An
 	 * error fails the creation; -EINPROGRESS after nri_adjust_defer() waits
 	 * (see struct nri_resume). */
 	int (*create_container)(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-				struct nri_adjust *adj, struct nri_updates *upd, char *err);
+				struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb);
 	/* The container's resources are being updated to the given cpus ("" when
 	 * the update leaves them); upd may re-pin it or others. */
 	int (*update_container)(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-				const char *cpus, struct nri_updates *upd, char *err);
+				const char *cpus, struct nri_updates *upd, struct errbuf *eb);
 	int (*stop_container)(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-			      struct nri_updates *upd, char *err);
+			      struct nri_updates *upd, struct errbuf *eb);
 	/* Notifications: an error is logged, the runtime is answered ok. */
 	int (*post_create_container)(void *ud, const struct nri_pod *pod,
 				     const struct nri_container *c);

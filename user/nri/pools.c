@@ -1,12 +1,10 @@
 /* NRI pinning policy. See pools.h.
  *
- * The container table is an array (every shared-pool change walks all shared
- * containers anyway) indexed by container id: an open-addressing hash table
- * (linear probing, backward-shift deletion, as state.c's), twice the array's
- * capacity so that it is at most half full. Events find their container in
- * O(1), and a Synchronize of n containers rebuilds the table in O(n), not
- * O(n^2). n_shared counts the containers without a claim as they come, go and
- * lose claims, so the gauges and the guard need no walk.
+ * The containers live in a hash table by container id (lib/hashtab.h):
+ * events find their container in O(1), a Synchronize of n containers
+ * rebuilds the table in O(n), not O(n^2), and every shared-pool change walks
+ * the table. n_shared counts the containers without a claim as they come, go
+ * and lose claims, so the gauges and the guard need no walk.
  *
  * Consumer checks (see pools.h): a claim read again for a missing pod is a
  * struct reread in rereads (by claim uid), one per claim however many
@@ -20,22 +18,23 @@
 #include "nri/pools.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #define LOG_MOD "pools"
+#include "host/cgroup.h"
 #include "pinning/bpfmon.h"
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "lib/clock.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
-#include "lib/hash.h"
 #include "lib/hashtab.h"
 #include "lib/log.h"
 #include "obs/metrics.h"
@@ -52,8 +51,6 @@ struct ctr {
 	int n_claims; /* 0: shared */
 	char (*claims)[CDI_UID_MAX]; /* n_claims uids (most containers: none) */
 	uint64_t cgroup_id;
-	unsigned hash; /* of id */
-	int pos;       /* in pools.ctrs */
 	/* Synchronize found it running with claims whose consumers did not list
 	 * its pod: it is shared (n_claims 0) while they are read again. */
 	int n_want;
@@ -82,10 +79,9 @@ struct pools {
 	struct bpfmon *bpf;
 	struct nri *nri;
 	struct pools_opts o;
-	char *cgroup_root, *state_dir;
-	struct ctr **ctrs;	/* n live containers, in no order */
-	int n, cap;
-	struct ctr **by_id;	/* 2 * cap slots (see the top) */
+	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
+	char *state_dir;
+	struct hashtab ctrs; /* id -> struct ctr, live containers */
 	int n_shared;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
 	struct metric *refused, *reads;
@@ -115,53 +111,21 @@ static void ctr_free(struct ctr *c)
 	free(c);
 }
 
-static unsigned hash_id(const char *s)
-{
-	return (unsigned)hash_str(HASH_INIT, s);
-}
-
-/* Slot of by_id holding id, or the empty slot where it would go (cap > 0). */
-static size_t slot_of(const struct pools *p, const char *id, unsigned hash)
-{
-	size_t mask = 2 * (size_t)p->cap - 1, i = hash & mask;
-
-	while (p->by_id[i] && strcmp(p->by_id[i]->id, id) != 0)
-		i = (i + 1) & mask;
-	return i;
-}
-
 static struct ctr *find(const struct pools *p, const char *id)
 {
-	return p->cap ? p->by_id[slot_of(p, id, hash_id(id))] : NULL;
+	return hashtab_get_str(&p->ctrs, id);
 }
 
-static void unindex(struct pools *p, size_t i)
+static int count(const struct pools *p)
 {
-	size_t mask = 2 * (size_t)p->cap - 1, j = i;
-
-	p->by_id[i] = NULL;
-	for (;;) {
-		size_t k;
-
-		j = (j + 1) & mask;
-		if (!p->by_id[j])
-			return;
-		k = p->by_id[j]->hash & mask;
-		/* Move j back to i unless its home k lies cyclically in (i, j]. */
-		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		p->by_id[i] = p->by_id[j];
-		p->by_id[j] = NULL;
-		i = j;
-	}
+	return (int)hashtab_count(&p->ctrs);
 }
 
+/* Forgets c (safe while walking the table). */
 static void drop(struct pools *p, struct ctr *c)
 {
-	unindex(p, slot_of(p, c->id, c->hash));
+	(void)hashtab_del_str(&p->ctrs, c->id);
 	p->n_shared -= !c->n_claims;
-	p->ctrs[c->pos] = p->ctrs[--p->n];
-	p->ctrs[c->pos]->pos = c->pos;
 	ctr_free(c);
 }
 
@@ -172,7 +136,7 @@ static void update_gauges(struct pools *p)
 
 	state_shared_pool(p->state, &pool);
 	metric_set(p->g_shared, sh);
-	metric_set(p->g_exclusive, p->n - sh);
+	metric_set(p->g_exclusive, count(p) - sh);
 	metric_set(p->g_pool, cpuset_count(&pool));
 	state_prepared(p->state, &pool);
 	metric_set(p->g_excl_cpus, cpuset_count(&pool));
@@ -184,14 +148,14 @@ static void update_gauges(struct pools *p)
 static void collect_owners(struct metrics *m, void *ud)
 {
 	struct pools *p = ud;
+	const struct ctr *c;
 
 	if (!p->owners_dirty)
 		return;
 	p->owners_dirty = false;
 	metric_reset(p->owner_info);
-	for (int i = 0; i < p->n; i++) {
-		const struct ctr *c = p->ctrs[i];
-
+	HASHTAB_FOREACH(c, &p->ctrs)
+	{
 		for (int j = 0; j < c->n_claims; j++) {
 			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2], cpu[16];
@@ -210,48 +174,20 @@ static void collect_owners(struct metrics *m, void *ud)
 	}
 }
 
-/* Doubles the table and rebuilds the index. */
-static int grow(struct pools *p)
-{
-	int cap = p->cap ? p->cap * 2 : 64;
-	struct ctr **v = realloc(p->ctrs, sizeof(*v) * (size_t)cap), **idx;
-
-	if (!v)
-		return -ENOMEM;
-	p->ctrs = v;
-	idx = calloc(2 * (size_t)cap, sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	free(p->by_id);
-	p->by_id = idx;
-	p->cap = cap;
-	for (int i = 0; i < p->n; i++)
-		p->by_id[slot_of(p, p->ctrs[i]->id, p->ctrs[i]->hash)] = p->ctrs[i];
-	return 0;
-}
-
 /* Records (or replaces) a container; takes c. */
 static int put(struct pools *p, struct ctr *c)
 {
-	struct ctr *old;
-	size_t i;
+	struct ctr *old = NULL;
+	int r = hashtab_put_str(&p->ctrs, c->id, c, (void **)&old);
 
-	if (p->n == p->cap && grow(p) < 0) {
+	if (r < 0) {
 		ctr_free(c);
-		return -ENOMEM;
+		return r;
 	}
-	c->hash = hash_id(c->id);
-	i = slot_of(p, c->id, c->hash);
-	old = p->by_id[i];
 	if (old) {
-		c->pos = old->pos;
 		p->n_shared -= !old->n_claims;
 		ctr_free(old);
-	} else {
-		c->pos = p->n++;
 	}
-	p->ctrs[c->pos] = c;
-	p->by_id[i] = c;
 	p->n_shared += !c->n_claims;
 	return 0;
 }
@@ -278,50 +214,37 @@ static struct ctr *ctr_new(const struct nri_container *c)
 /* The DRA_CPUSET_<uid>=<cpus> entries of a container's env. Keys that only
  * start with DRA_CPUSET (no underscore) are not ours; a bad uid or value is
  * an error (fail closed: never run a container on CPUs we cannot read). */
-static int parse_env(const struct nri_container *c, char uids[][CDI_UID_MAX],
-		     struct cpuset *cpus, int *ret_n, char *err)
+static int parse_env(const struct nri_container *c, char uids[][CDI_UID_MAX], struct cpuset *cpus,
+		     int *ret_n, struct errbuf *eb)
 {
 	static const char prefix[] = CDI_ENV_PREFIX;
 	int n = 0;
 
 	for (size_t i = 0; i < c->n_env; i++) {
 		const char *e = c->env[i], *eq = strchr(e, '=');
-		char why[CPUSET_ERR_MAX];
 		size_t ulen;
 
 		if (strncmp(e, prefix, sizeof(prefix) - 1) != 0)
 			continue;
-		if (!eq) {
-			(void)snprintf(err, NRI_ERR_MAX, "env %.80s has no value", e);
-			return -EINVAL;
-		}
+		if (!eq)
+			return errbuf_fail(eb, -EINVAL, "env %.80s has no value", e);
 		ulen = (size_t)(eq - e) - (sizeof(prefix) - 1);
-		if (ulen == 0 || ulen >= CDI_UID_MAX) {
-			(void)snprintf(err, NRI_ERR_MAX, "env %.80s: bad claim uid", e);
-			return -EINVAL;
-		}
-		if (n == MAX_CLAIMS_PER_CONTAINER) {
-			(void)snprintf(err, NRI_ERR_MAX, "more than %d DRA_CPUSET_ claims",
-				       MAX_CLAIMS_PER_CONTAINER);
-			return -E2BIG;
-		}
+		if (ulen == 0 || ulen >= CDI_UID_MAX)
+			return errbuf_fail(eb, -EINVAL, "env %.80s: bad claim uid", e);
+		if (n == MAX_CLAIMS_PER_CONTAINER)
+			return errbuf_fail(eb, -E2BIG, "more than %d DRA_CPUSET_ claims",
+					   MAX_CLAIMS_PER_CONTAINER);
 		memcpy(uids[n], e + sizeof(prefix) - 1, ulen);
 		uids[n][ulen] = 0;
-		if (cdi_uid_valid(uids[n]) < 0) {
-			(void)snprintf(err, NRI_ERR_MAX, "env %.80s: bad claim uid", e);
-			return -EINVAL;
-		}
-		if (cpuset_parse(eq + 1, &cpus[n], why) < 0) {
-			(void)snprintf(err, NRI_ERR_MAX, "env %s%s: malformed CPU list: %s", prefix,
-				       uids[n], why);
-			return -EINVAL;
-		}
+		if (cdi_uid_valid(uids[n]) < 0)
+			return errbuf_fail(eb, -EINVAL, "env %.80s: bad claim uid", e);
+		if (cpuset_parse(eq + 1, &cpus[n], eb) < 0)
+			return errbuf_wrap(eb, -EINVAL, "env %s%s: malformed CPU list", prefix,
+					   uids[n]);
 		for (int k = 0; k < n; k++)
-			if (!strcmp(uids[k], uids[n])) {
-				(void)snprintf(err, NRI_ERR_MAX, "claim %s appears twice in env",
-					       uids[n]);
-				return -EINVAL;
-			}
+			if (!strcmp(uids[k], uids[n]))
+				return errbuf_fail(eb, -EINVAL, "claim %s appears twice in env",
+						   uids[n]);
 		n++;
 	}
 	*ret_n = n;
@@ -343,8 +266,8 @@ static bool owner_is_consumer(const struct state_claim *cl)
 /* Checks env claims against state: prepared, same CPUs, owner free or us. A
  * binding to a pod the claim's recorded consumers do not list is forgotten
  * here, so that a consumer's container is not locked out by it. */
-static int check_claims(struct pools *p, const struct nri_container *c,
-			char uids[][CDI_UID_MAX], const struct cpuset *cpus, int n, char *err)
+static int check_claims(struct pools *p, const struct nri_container *c, char uids[][CDI_UID_MAX],
+			const struct cpuset *cpus, int n, struct errbuf *eb)
 {
 	const char *pod = c->pod ? c->pod->uid : "";
 
@@ -360,26 +283,20 @@ static int check_claims(struct pools *p, const struct nri_container *c,
 			(void)state_claim_unbind(p->state, uids[i]);
 		}
 
-		if (!cl) {
-			(void)snprintf(err, NRI_ERR_MAX, "claim %s is not prepared on this node",
-				       uids[i]);
-			return -ENOENT;
-		}
-		if (!cpuset_equal(&cl->cpus, &cpus[i])) {
-			(void)snprintf(err, NRI_ERR_MAX,
-				       "%s%s does not match the CPUs prepared for the claim "
-				       "(forged or stale)",
-				       CDI_ENV_PREFIX, uids[i]);
-			return -EPERM;
-		}
+		if (!cl)
+			return errbuf_fail(eb, -ENOENT, "claim %s is not prepared on this node",
+					   uids[i]);
+		if (!cpuset_equal(&cl->cpus, &cpus[i]))
+			return errbuf_fail(eb, -EPERM,
+					   "%s%s does not match the CPUs prepared for the claim "
+					   "(forged or stale)",
+					   CDI_ENV_PREFIX, uids[i]);
 		if (cl->owner_pod[0] &&
-		    (strcmp(cl->owner_pod, pod) || strcmp(cl->owner_container, c->name))) {
-			(void)snprintf(err, NRI_ERR_MAX,
-				       "claim %s belongs to container %.64s of pod %s: a claim "
-				       "serves one container",
-				       uids[i], cl->owner_container, cl->owner_pod);
-			return -EBUSY;
-		}
+		    (strcmp(cl->owner_pod, pod) || strcmp(cl->owner_container, c->name)))
+			return errbuf_fail(eb, -EBUSY,
+					   "claim %s belongs to container %.64s of pod %s: a claim "
+					   "serves one container",
+					   uids[i], cl->owner_container, cl->owner_pod);
 	}
 	return 0;
 }
@@ -399,6 +316,7 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 static int shared_updates(struct pools *p, struct nri_updates *upd)
 {
 	_cleanup_free_ char *list = NULL;
+	const struct ctr *c;
 	struct cpuset pool;
 	int r;
 
@@ -408,29 +326,41 @@ static int shared_updates(struct pools *p, struct nri_updates *upd)
 	list = cpuset_to_string(&pool);
 	if (!list)
 		return -ENOMEM;
-	for (int i = 0; i < p->n; i++) {
-		if (p->ctrs[i]->n_claims)
+	HASHTAB_FOREACH(c, &p->ctrs)
+	{
+		if (c->n_claims)
 			continue;
-		r = nri_updates_add(upd, p->ctrs[i]->id, list);
+		r = nri_updates_add(upd, c->id, list);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
+/* The directory of c's cgroup in the hierarchy bpfmon watches, from the
+ * runtime's cgroupsPath. -ENOENT while unknown. */
+static int ctr_cgroup_dir(const struct pools *p, const struct ctr *c, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	int r = cgroup_runtime_path(c->cgroups_path, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	return cgroup_mount_dir(&p->cgroups, path, buf, size);
+}
+
 /* Resolves the cgroup id of an exclusive container and makes it the owner of
  * its CPUs in the BPF check. Quiet when the cgroup does not exist yet. */
 static void own_cpus(struct pools *p, struct ctr *c)
 {
-	char dir[4096];
+	char dir[PATH_MAX];
 	struct cpuset cpus;
 	uint64_t id;
 
 	if (!c->n_claims)
 		return;
 	if (!c->cgroup_id) {
-		if (pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0 ||
-		    bpfmon_cgroup_id(dir, &id) < 0)
+		if (ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0 || cgroup_id(dir, &id) < 0)
 			return;
 		c->cgroup_id = id;
 		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", c->name,
@@ -449,6 +379,7 @@ static void own_cpus(struct pools *p, struct ctr *c)
 static void write_owners(struct pools *p)
 {
 	struct json_object *root, *arr;
+	const struct ctr *c;
 	const char *text;
 	int r;
 
@@ -462,12 +393,11 @@ static void write_owners(struct pools *p)
 		return;
 	}
 	json_object_object_add(root, "owners", arr);
-	for (int i = 0; i < p->n; i++) {
-		const struct ctr *c = p->ctrs[i];
-		char dir[4096], pod[512];
+	HASHTAB_FOREACH(c, &p->ctrs)
+	{
+		char dir[PATH_MAX], pod[512];
 
-		if (!c->n_claims || !c->cgroup_id ||
-		    pools_cgroup_dir(p->cgroup_root, c->cgroups_path, dir, sizeof(dir)) < 0)
+		if (!c->n_claims || !c->cgroup_id || ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0)
 			continue;
 		(void)snprintf(pod, sizeof(pod), "%s/%s", c->pod_ns, c->pod_name);
 		for (int j = 0; j < c->n_claims; j++) {
@@ -555,22 +485,24 @@ static void report_refusal(struct pools *p, enum refusal why, const char *pod,
 	p->log_held = 0;
 }
 
-/* A CreateContainer refused: the runtime's error says why, in err. */
+/* A CreateContainer refused: the runtime's error says why, in eb. */
 static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
-		  const struct state_claim *cl, char *err, const char *fmt, ...)
+		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
 static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
-		  const struct state_claim *cl, char *err, const char *fmt, ...)
+		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
 {
 	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
+	struct errbuf msg;
 	va_list ap;
 
 	va_start(ap, fmt);
-	(void)vsnprintf(err, NRI_ERR_MAX, fmt, ap);
+	errbuf_setv(&msg, fmt, ap);
 	va_end(ap);
+	errbuf_set(eb, "%s", msg.s);
 	pod_label(c, pod, sizeof(pod));
-	report_refusal(p, why, pod, c->pod ? c->pod->uid : "", c->name, cl, err);
+	report_refusal(p, why, pod, c->pod ? c->pod->uid : "", c->name, cl, msg.s);
 	return -EACCES;
 }
 
@@ -641,17 +573,17 @@ static int reread_join(struct reread *rr, struct nri_adjust *adj)
 /* The container's pod is not among the consumers of cl, as read just now or
  * as recorded when no read can tell more. */
 static int not_consumer(struct pools *p, const struct nri_container *c,
-			const struct state_claim *cl, char *err)
+			const struct state_claim *cl, struct errbuf *eb)
 {
 	const struct nri_pod *pod = c->pod;
 
 	if (!cl->ns[0])
-		return refuse(p, REFUSE_NOT_CONSUMER, c, cl, err,
+		return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
 			      "claim %s was restored from its CDI spec alone: its consumers are "
 			      "read at its next NodePrepareResources, until then no container "
 			      "binds to it",
 			      cl->uid);
-	return refuse(p, REFUSE_NOT_CONSUMER, c, cl, err,
+	return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
 		      "pod %.63s/%.63s (uid %.40s) is not a consumer of claim %.63s/%.63s "
 		      "(status.reservedFor): its %s%s names another pod's CPUs",
 		      pod->namespace, pod->name, pod->uid, cl->ns, cl->name, CDI_ENV_PREFIX,
@@ -663,7 +595,8 @@ static int not_consumer(struct pools *p, const struct nri_container *c,
  * claim, started on the CreateContainer's first run; a read already under way
  * for another container serves too. Refusals are -EACCES with err. */
 static int verify_consumers(struct pools *p, const struct nri_container *c,
-			    char uids[][CDI_UID_MAX], int n, struct nri_adjust *adj, char *err)
+			    char uids[][CDI_UID_MAX], int n, struct nri_adjust *adj,
+			    struct errbuf *eb)
 {
 	const struct nri_pod *pod = c->pod;
 	bool wait = false;
@@ -677,36 +610,36 @@ static int verify_consumers(struct pools *p, const struct nri_container *c,
 		    state_claim_has_consumer(cl, pod->uid, pod->namespace, pod->name))
 			continue;
 		if (!pod || !pod->uid[0])
-			return refuse(p, REFUSE_NOT_CONSUMER, c, cl, err,
+			return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
 				      "the runtime did not say which pod container %.64s belongs to: "
 				      "claim %s binds only to its consumers",
 				      c->name, cl->uid);
 		rr = hashtab_get_str(&p->rereads, cl->uid);
 		if (rr && rr->answered && rr->failed)
-			return refuse(p, REFUSE_READ_FAILED, c, cl, err,
+			return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
 				      "pod %.63s/%.63s is not among the recorded consumers of claim "
 				      "%.63s/%.63s and reading the claim again failed: %s",
 				      pod->namespace, pod->name, cl->ns, cl->name, rr->why);
 		if (rr && rr->answered)
-			return not_consumer(p, c, cl, err); /* read again just now */
+			return not_consumer(p, c, cl, eb); /* read again just now */
 		if (nri_adjust_is_final(adj))
-			return refuse(p, REFUSE_READ_TIMEOUT, c, cl, err,
+			return refuse(p, REFUSE_READ_TIMEOUT, c, cl, eb,
 				      "pod %.63s/%.63s is not among the recorded consumers of claim "
 				      "%.63s/%.63s, which could not be read again in time",
 				      pod->namespace, pod->name, cl->ns, cl->name);
 		if (!rr && (nri_adjust_attempt(adj) > 0 || !p->fetch || !cl->ns[0]))
-			return not_consumer(p, c, cl, err); /* no read to wait for */
+			return not_consumer(p, c, cl, eb); /* no read to wait for */
 		if (!rr) {
 			r = reread_start(p, cl, nri_adjust_wait_left_ms(adj), &rr);
 			if (r == -EBUSY)
-				return refuse(p, REFUSE_BUSY, c, cl, err,
+				return refuse(p, REFUSE_BUSY, c, cl, eb,
 					      "pod %.63s/%.63s is not among the recorded consumers of "
 					      "claim %.63s/%.63s, and %d claim reads are already under "
 					      "way: try again",
 					      pod->namespace, pod->name, cl->ns, cl->name,
 					      POOLS_MAX_READS);
 			if (r < 0)
-				return refuse(p, REFUSE_READ_FAILED, c, cl, err,
+				return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
 					      "pod %.63s/%.63s is not among the recorded consumers of "
 					      "claim %.63s/%.63s, which cannot be read again: %s",
 					      pod->namespace, pod->name, cl->ns, cl->name,
@@ -714,7 +647,7 @@ static int verify_consumers(struct pools *p, const struct nri_container *c,
 		}
 		r = reread_join(rr, adj);
 		if (r < 0)
-			return refuse(p, REFUSE_BUSY, c, cl, err,
+			return refuse(p, REFUSE_BUSY, c, cl, eb,
 				      "pod %.63s/%.63s is not among the recorded consumers of claim "
 				      "%.63s/%.63s, and too many container creations wait: try again",
 				      pod->namespace, pod->name, cl->ns, cl->name);
@@ -796,12 +729,13 @@ static void verify_running(struct pools *p, struct ctr *x)
  * container waiting on it decides, and the read is gone. */
 static void reread_done(struct pools *p, struct reread *rr)
 {
+	struct ctr *x;
+
 	rr->answered = true;
 	for (int i = 0; i < rr->n_waiters; i++)
 		(void)nri_resume_run(&rr->waiters[i]);
-	for (int i = 0; i < p->n; i++) {
-		struct ctr *x = p->ctrs[i];
-
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
 		for (int k = 0; k < x->n_want; k++)
 			if (strcmp(x->want[k], rr->uid) == 0) {
 				verify_running(p, x);
@@ -818,7 +752,7 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 	struct pools *p = rr->p;
 	_cleanup_free_ struct claim_consumer *v = NULL;
 	_cleanup_free_ struct state_consumer *sv = NULL;
-	char cerr[CLAIM_ERR_MAX] = "";
+	struct errbuf cerr = { "" };
 	int n = 0, r;
 
 	rr->fetch = NULL;
@@ -826,7 +760,7 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 		rr->failed = true;
 		(void)snprintf(rr->why, sizeof(rr->why), "%s", err && *err ? err : "unknown error");
 	} else {
-		n = claim_consumers_parse(claim, rr->uid, &v, cerr);
+		n = claim_consumers_parse(claim, rr->uid, &v, &cerr);
 		if (n > 0 && !(sv = calloc((size_t)n, sizeof(*sv))))
 			n = -ENOMEM;
 		for (int i = 0; i < n; i++) {
@@ -838,7 +772,7 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 		if (r == -ENOENT || r == -EINVAL || r == -E2BIG || r == -ENOMEM) {
 			rr->failed = true;
 			(void)snprintf(rr->why, sizeof(rr->why), "%s",
-				       cerr[0]		 ? cerr
+				       cerr.s[0]	 ? cerr.s
 				       : r == -ENOENT ? "the claim is no longer prepared"
 						       : strerror(-r));
 		} else if (r < 0) {
@@ -856,7 +790,7 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 /* ---- NRI handlers ------------------------------------------------------------------- */
 
 static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     struct nri_adjust *adj, struct nri_updates *upd, char *err)
+		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb)
 {
 	struct pools *p = ud;
 	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
@@ -866,11 +800,11 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	struct ctr *n;
 	int k, r;
 
-	r = parse_env(c, uids, env_cpus, &k, err);
+	r = parse_env(c, uids, env_cpus, &k, eb);
 	if (r == 0 && k > 0)
-		r = check_claims(p, c, uids, env_cpus, k, err);
+		r = check_claims(p, c, uids, env_cpus, k, eb);
 	if (r == 0 && k > 0)
-		r = verify_consumers(p, c, uids, k, adj, err);
+		r = verify_consumers(p, c, uids, k, adj, eb);
 	if (r == -EINPROGRESS) /* a claim is being read again: nri runs us again */
 		return r;
 	if (r < 0) {
@@ -885,10 +819,9 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		if (cpuset_is_empty(&cpus)) {
 			ctr_free(n);
 			metric_series_add(metric_with(p->rejects, "pool_empty"), 1);
-			(void)snprintf(err, NRI_ERR_MAX,
-				       "the shared CPU pool is empty: every allocatable CPU is held "
-				       "by a claim");
-			return -ENOSPC;
+			return errbuf_fail(eb, -ENOSPC,
+					   "the shared CPU pool is empty: every allocatable CPU is "
+					   "held by a claim");
 		}
 	} else {
 		n->claims = calloc((size_t)k, sizeof(*n->claims));
@@ -903,9 +836,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			r = state_claim_bind(p->state, uids[i], c->pod ? c->pod->uid : "", c->name);
 			if (r < 0) {
 				ctr_free(n);
-				(void)snprintf(err, NRI_ERR_MAX, "binding claim %.63s: %.64s", uids[i],
-					       strerror(-r));
-				return r;
+				return errbuf_wrap(eb, r, "binding claim %.63s", uids[i]);
 			}
 			memcpy(n->claims[i], uids[i], sizeof(uids[i]));
 		}
@@ -940,7 +871,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 }
 
 static int on_update(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     const char *cpus, struct nri_updates *upd, char *err)
+		     const char *cpus, struct nri_updates *upd, struct errbuf *eb)
 {
 	struct pools *p = ud;
 	const struct ctr *x = find(p, c->id);
@@ -966,7 +897,7 @@ static int on_update(void *ud, const struct nri_pod *pod, const struct nri_conta
 }
 
 static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		   struct nri_updates *upd, char *err)
+		   struct nri_updates *upd, struct errbuf *eb)
 {
 	struct pools *p = ud;
 	struct ctr *x = find(p, c->id);
@@ -1006,28 +937,30 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 
 static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
-		   char *err)
+		   struct errbuf *eb)
 {
 	struct pools *p = ud;
 	_cleanup_free_ char *pool_list = NULL;
 	struct cpuset pool;
+	struct ctr *x;
 	int rebuilt = 0, bad = 0, unverified = 0;
 	bool trusted;
 
-	while (p->n > 0)
-		drop(p, p->ctrs[p->n - 1]);
+	HASHTAB_FOREACH(x, &p->ctrs)
+		drop(p, x);
 	for (size_t i = 0; i < n_ctrs; i++) {
 		const struct nri_container *c = &ctrs[i];
-		char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX], why[NRI_ERR_MAX] = "";
+		char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+		struct errbuf why = { "" };
 		struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER];
 		struct ctr *n;
 		int k = 0;
 
 		if (c->state == NRI_CONTAINER_STOPPED)
 			continue;
-		if (parse_env(c, uids, env_cpus, &k, why) < 0) {
-			log_warn("sync_container_skipped", "container=%s id=%.12s reason=%s", c->name,
-				 c->id, log_quote(why));
+		if (parse_env(c, uids, env_cpus, &k, &why) < 0) {
+			log_warn("sync_container_skipped", "container=%s id=%.12s reason=%s",
+				 c->name, c->id, log_quote(why.s));
 			bad++;
 			continue;
 		}
@@ -1041,9 +974,9 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			const struct state_claim *cl;
 
 			/* Trust an env claim only if state prepared exactly that... */
-			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, why) < 0) {
+			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, &why) < 0) {
 				log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
-					 log_quote(c->name), uids[j], log_quote(why));
+					 log_quote(c->name), uids[j], log_quote(why.s));
 				continue;
 			}
 			/* ... for a pod among its consumers. */
@@ -1065,9 +998,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		rebuilt++;
 	}
 	/* The untrusted run in the shared pool while their claims are read. */
-	for (int i = 0; i < p->n; i++) {
-		struct ctr *x = p->ctrs[i];
-
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
 		if (!x->n_want)
 			continue;
 		unverified++;
@@ -1086,20 +1018,20 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	pool_list = cpuset_to_string(&pool);
 	if (!pool_list)
 		return -ENOMEM;
-	for (int i = 0; i < p->n; i++) {
-		struct ctr *c = p->ctrs[i];
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
 		_cleanup_free_ char *list = NULL;
 		struct cpuset cpus;
 
-		if (c->n_claims) {
-			claims_union(p, c, &cpus);
+		if (x->n_claims) {
+			claims_union(p, x, &cpus);
 			list = cpuset_to_string(&cpus);
 			if (!list)
 				return -ENOMEM;
-			(void)nri_updates_add(upd, c->id, list);
-			own_cpus(p, c);
+			(void)nri_updates_add(upd, x->id, list);
+			own_cpus(p, x);
 		} else if (!cpuset_is_empty(&pool)) {
-			(void)nri_updates_add(upd, c->id, pool_list);
+			(void)nri_updates_add(upd, x->id, pool_list);
 		}
 	}
 	set_bpf_shared(p);
@@ -1107,7 +1039,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	write_owners(p);
 	log_info("nri_synchronized",
 		 "containers=%d exclusive=%d shared_pool=%s skipped=%d unverified=%d", rebuilt,
-		 p->n - p->n_shared, pool_list, bad, unverified);
+		 count(p) - p->n_shared, pool_list, bad, unverified);
 	return 0;
 }
 
@@ -1153,18 +1085,17 @@ const struct nri_handlers *pools_nri_handlers(void)
 
 /* ---- state events ------------------------------------------------------------------ */
 
-static int guard(void *ud, const struct cpuset *after, char *why)
+static int guard(void *ud, const struct cpuset *after, struct errbuf *eb)
 {
 	struct pools *p = ud;
 	int sh = p->n_shared;
 
 	if (!cpuset_is_empty(after) || sh == 0)
 		return 0;
-	(void)snprintf(why, STATE_ERR_MAX,
-		       "the claim would leave no CPU for the %d container(s) running in the "
-		       "shared pool",
-		       sh);
-	return -ENOSPC;
+	return errbuf_fail(eb, -ENOSPC,
+			   "the claim would leave no CPU for the %d container(s) running in the "
+			   "shared pool",
+			   sh);
 }
 
 /* A push of the widened pool after Unprepare (runtimes with NRI >= 0.12.1). */
@@ -1172,6 +1103,7 @@ static void push_pool(struct pools *p)
 {
 	_cleanup_free_ char *list = NULL;
 	_cleanup_free_ struct nri_update *u = NULL;
+	const struct ctr *c;
 	struct cpuset pool;
 	size_t k = 0;
 
@@ -1179,12 +1111,12 @@ static void push_pool(struct pools *p)
 		return;
 	state_shared_pool(p->state, &pool);
 	list = cpuset_to_string(&pool);
-	u = calloc((size_t)p->n, sizeof(*u));
+	u = calloc(hashtab_count(&p->ctrs), sizeof(*u));
 	if (!list || !u || cpuset_is_empty(&pool))
 		return;
-	for (int i = 0; i < p->n; i++)
-		if (!p->ctrs[i]->n_claims)
-			u[k++] = (struct nri_update){ p->ctrs[i]->id, list };
+	HASHTAB_FOREACH(c, &p->ctrs)
+		if (!c->n_claims)
+			u[k++] = (struct nri_update){c->id, list};
 	if (nri_push_updates(p->nri, u, k) == 0)
 		log_info("shared_pool_widened", "containers=%zu cpus=%s", k, list);
 }
@@ -1192,6 +1124,7 @@ static void push_pool(struct pools *p)
 static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 {
 	struct pools *p = ud;
+	struct ctr *x;
 
 	if (ev == STATE_CLAIM_REMOVED) {
 		struct reread *rr = hashtab_get_str(&p->rereads, c->uid);
@@ -1207,8 +1140,8 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 		disown_cpus(p, &c->cpus);
 		/* Containers still listing the claim lose it (they are gone or
 		 * about to be: Unprepare comes after the pod stopped). */
-		for (int i = 0; i < p->n; i++) {
-			struct ctr *x = p->ctrs[i];
+		HASHTAB_FOREACH(x, &p->ctrs)
+		{
 			bool had = x->n_claims > 0;
 
 			for (int j = 0; j < x->n_claims; j++)
@@ -1231,43 +1164,29 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 
 /* ---- cgroups ------------------------------------------------------------------------ */
 
-int pools_cgroup_dir(const char *root, const char *path, char *buf, size_t size)
+/* The mount of the hierarchy that confines CPUs (the one the daemon tells
+ * bpfmon to watch), or root as given with "/" as its root. */
+static int find_cgroups(struct pools *p, const char *root)
 {
-	const char *c1, *c2;
-	size_t o, slen;
-	int n;
+	struct cgroup_mounts m;
+	enum cgroup_hier h;
+	int r;
 
-	if (!path || !*path)
-		return -ENOENT;
-	if (strstr(path, ".."))
-		return -EINVAL;
-	if (path[0] == '/') { /* cgroupfs driver */
-		n = snprintf(buf, size, "%s%s", root, path);
-		return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	if (root) {
+		p->cgroups.point = strdup(root);
+		p->cgroups.root = strdup("/");
+		return p->cgroups.point && p->cgroups.root ? 0 : -ENOMEM;
 	}
-	/* systemd driver: "<slice>:<prefix>:<name>" -> the slice's ancestry, then
-	 * "<prefix>-<name>.scope". "kubepods-besteffort-pod1.slice" lives in
-	 * kubepods.slice/kubepods-besteffort.slice/. */
-	c1 = strchr(path, ':');
-	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-	if (!c1 || !c2 || strchr(c2 + 1, ':') || strchr(path, '/') || c1 == path ||
-	    (size_t)(c1 - path) < 7 || strncmp(c1 - 6, ".slice", 6) != 0)
-		return -EINVAL;
-	n = snprintf(buf, size, "%s", root);
-	if (n < 0 || (size_t)n >= size)
-		return -ENAMETOOLONG;
-	o = (size_t)n;
-	slen = (size_t)(c1 - 6 - path); /* the slice name without ".slice" */
-	for (size_t i = 1; i <= slen; i++) {
-		if (i < slen && path[i] != '-')
-			continue;
-		n = snprintf(buf + o, size - o, "/%.*s.slice", (int)i, path);
-		if (n < 0 || (size_t)n >= size - o)
-			return -ENAMETOOLONG;
-		o += (size_t)n;
+	r = cgroup_mounts_read(&m);
+	if (r < 0)
+		return r;
+	r = cgroup_mounts_pinning(&m, &h);
+	if (r == 0) {
+		p->cgroups = m.h[h];
+		m.h[h] = (struct cgroup_mount){ NULL, NULL };
 	}
-	n = snprintf(buf + o, size - o, "/%.*s-%s.scope", (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
-	return n < 0 || (size_t)n >= size - o ? -ENAMETOOLONG : 0;
+	cgroup_mounts_done(&m);
+	return r;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
@@ -1276,22 +1195,20 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 		struct metrics *m, struct pools **ret)
 {
 	_cleanup_(pools_freep) struct pools *p = calloc(1, sizeof(*p));
-	struct stat st;
 	int r;
 
 	if (!p)
 		return -ENOMEM;
+	hashtab_init(&p->ctrs, 0);
+	hashtab_init(&p->rereads, POOLS_MAX_READS);
 	p->state = state;
 	p->bpf = bpf;
 	p->o = *o;
-	if (o->cgroup_root)
-		p->cgroup_root = strdup(o->cgroup_root);
-	else if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
-		p->cgroup_root = strdup("/sys/fs/cgroup");
-	else
-		p->cgroup_root = strdup("/sys/fs/cgroup/cpuset");
-	if (!p->cgroup_root)
-		return -ENOMEM;
+	r = find_cgroups(p, o->cgroup_root);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) /* owners stay unresolved: pinning through NRI goes on */
+		log_warn_errno(r, "cgroup_mount_unknown", "action=no_bpf_owners");
 	if (o->state_dir && !(p->state_dir = strdup(o->state_dir)))
 		return -ENOMEM;
 	p->g_exclusive = metrics_gauge(m, "dra_cpu_nri_containers_exclusive",
@@ -1317,7 +1234,6 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 				   "result");
 	p->fetch = o->fetch && o->fetch->start && o->fetch->cancel ? o->fetch : NULL;
 	p->fetch_ud = o->fetch_ud;
-	hashtab_init(&p->rereads, POOLS_MAX_READS);
 	r = metrics_add_collector(m, collect_owners, p);
 	if (r < 0)
 		return r;
@@ -1333,25 +1249,24 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 
 struct pools *pools_free(struct pools *p)
 {
+	struct reread *rr;
+	struct ctr *c;
+
 	if (!p)
 		return NULL;
+	/* Their answers must never come: nobody is left to take them. */
+	HASHTAB_FOREACH(rr, &p->rereads)
 	{
-		struct reread *rr;
-
-		/* Their answers must never come: nobody is left to take them. */
-		HASHTAB_FOREACH(rr, &p->rereads)
-		{
-			if (rr->fetch)
-				p->fetch->cancel(p->fetch_ud, rr->fetch);
-			reread_free(rr);
-		}
-		hashtab_done(&p->rereads);
+		if (rr->fetch)
+			p->fetch->cancel(p->fetch_ud, rr->fetch);
+		reread_free(rr);
 	}
-	for (int i = 0; i < p->n; i++)
-		ctr_free(p->ctrs[i]);
-	free(p->ctrs);
-	free(p->by_id);
-	free(p->cgroup_root);
+	hashtab_done(&p->rereads);
+	HASHTAB_FOREACH(c, &p->ctrs)
+		ctr_free(c);
+	hashtab_done(&p->ctrs);
+	free(p->cgroups.point);
+	free(p->cgroups.root);
 	free(p->state_dir);
 	if (p->state)
 		state_set_guard(p->state, NULL, NULL);

@@ -64,7 +64,9 @@ struct pools_fetch_ops {
 #define POOLS_MAX_READS 16 /* claim reads in flight for bindings; more: refused */
 
 struct pools_opts {
-	const char *cgroup_root; /* NULL: /sys/fs/cgroup (v2) or /sys/fs/cgroup/cpuset (v1) */
+	/* Mount point of the hierarchy bpfmon watches; NULL: the one that
+	 * confines CPUs, from /proc/self/mountinfo (host/cgroup.h). */
+	const char *cgroup_root;
 	bool push_updates;	 /* --nri-push-updates */
 	/* Where owners.json goes (NULL: nowhere): the exclusive CPUs, their
 	 * cgroup and claim, for bpf-verify. See POOLS_OWNERS_FILE. */
@@ -94,6 +96,3 @@ const struct nri_handlers *pools_nri_handlers(void);
 /* The connection pushes go through (NULL: none). */
 void pools_set_nri(struct pools *p, struct nri *n);
 
-/* Resolves a runtime cgroups_path (cgroupfs "/kubepods/.../<id>" or systemd
- * "slice:prefix:name") to a directory under root. Public for tests. */
-int pools_cgroup_dir(const char *root, const char *cgroups_path, char *buf, size_t size);

@@ -10,13 +10,13 @@
 #include "nri/ttrpc.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "lib/clock.h"
+#include "lib/errbuf.h"
 #include "nri_ttrpc.pb-c.h"
 
 enum { SRV = 0, CLI = 1 };
@@ -53,7 +53,7 @@ struct ttrpc_mux {
 	struct call calls[TTRPC_CALLS_MAX];
 	size_t n_calls;
 	bool dead;
-	char why[128];
+	struct errbuf why; /* once dead: what was wrong */
 	uint64_t rejected;
 	char last_rejection[128];
 };
@@ -71,20 +71,8 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-static int fail(struct ttrpc_mux *m, int r, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Marks the mux dead with a reason; returns r. */
-static int fail(struct ttrpc_mux *m, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	m->dead = true;
-	va_start(ap, fmt);
-	(void)vsnprintf(m->why, sizeof(m->why), fmt, ap);
-	va_end(ap);
-	return r;
-}
+/* Marks the mux dead with a reason; evaluates to r. */
+#define die(m, r, ...) ((m)->dead = true, errbuf_fail(&(m)->why, (r), __VA_ARGS__))
 
 int64_t ttrpc_now_ms(void)
 {
@@ -216,7 +204,7 @@ bool ttrpc_mux_is_dead(const struct ttrpc_mux *m)
 
 const char *ttrpc_mux_why(const struct ttrpc_mux *m)
 {
-	return m->why;
+	return m->why.s;
 }
 
 uint64_t ttrpc_mux_rejected(const struct ttrpc_mux *m, const char **ret_last)
@@ -258,7 +246,7 @@ static int send_msg(struct ttrpc_mux *m, uint32_t conn, uint32_t stream_id, uint
 		memcpy(frame + TTRPC_MUX_HDR_LEN, buf + off, n);
 		r = m->ops.write(m->ud, frame, TTRPC_MUX_HDR_LEN + n);
 		if (r < 0) /* the peer may have half a message: the stream is lost */
-			return fail(m, r, "write failed");
+			return die(m, r, "write failed");
 		off += n;
 	}
 	return 0;
@@ -378,7 +366,7 @@ static int dispatch_request(struct ttrpc_mux *m, const struct conn_in *in)
 	ttrpc_pb_alloc_init(&a, TTRPC_DECODE_BUDGET);
 	req = ttrpc__request__unpack(&a.base, in->body_len, in->body);
 	if (!req)
-		return fail(m, -EPROTO, "undecodable request on stream %u", in->stream_id);
+		return die(m, -EPROTO, "undecodable request on stream %u", in->stream_id);
 	view = (struct ttrpc_request){
 		.stream_id = in->stream_id,
 		.service = req->service,
@@ -393,7 +381,7 @@ static int dispatch_request(struct ttrpc_mux *m, const struct conn_in *in)
 		r = ttrpc_mux_reply(m, in->stream_id, TTRPC_UNIMPLEMENTED, "service", NULL, 0);
 	ttrpc__request__free_unpacked(req, &a.base);
 	if (r < 0 && !m->dead)
-		return fail(m, r, "request handler stopped the connection");
+		return die(m, r, "request handler stopped the connection");
 	return r < 0 ? r : 0;
 }
 
@@ -405,11 +393,11 @@ static int dispatch_response(struct ttrpc_mux *m, const struct conn_in *in)
 	int i = find_call(m, in->stream_id);
 
 	if (i < 0) /* checked at the header; a done() cannot remove another call */
-		return fail(m, -EPROTO, "response for no call on stream %u", in->stream_id);
+		return die(m, -EPROTO, "response for no call on stream %u", in->stream_id);
 	ttrpc_pb_alloc_init(&a, TTRPC_DECODE_BUDGET);
 	resp = ttrpc__response__unpack(&a.base, in->body_len, in->body);
 	if (!resp)
-		return fail(m, -EPROTO, "undecodable response on stream %u", in->stream_id);
+		return die(m, -EPROTO, "undecodable response on stream %u", in->stream_id);
 	c = m->calls[i];
 	m->calls[i] = m->calls[--m->n_calls];
 	/* !c.done: answered after its deadline, nobody waits any more. */
@@ -440,8 +428,8 @@ static int check_header(struct ttrpc_mux *m, int idx, struct conn_in *in)
 	uint8_t type = in->hdr[8], flags = in->hdr[9];
 
 	if (len > TTRPC_MSG_MAX)
-		return fail(m, -E2BIG, "message of %u bytes on conn %u (max %u)", len,
-			    m->conn_id[idx], TTRPC_MSG_MAX);
+		return die(m, -E2BIG, "message of %u bytes on conn %u (max %u)", len,
+			   m->conn_id[idx], TTRPC_MSG_MAX);
 	in->reject = NULL;
 	if (idx == SRV) {
 		/* What containerd/ttrpc's server answers (InvalidArgument, these
@@ -459,18 +447,18 @@ static int check_header(struct ttrpc_mux *m, int idx, struct conn_in *in)
 			return 0; /* the body is skipped, never stored */
 		}
 		if (type != TTRPC_TYPE_REQUEST)
-			return fail(m, -EPROTO, "message type %u on request conn %u", type,
-				    m->conn_id[idx]);
+			return die(m, -EPROTO, "message type %u on request conn %u", type,
+				   m->conn_id[idx]);
 		if (flags & TTRPC_FLAG_REMOTE_OPEN)
-			return fail(m, -EPROTO, "streaming request (flags 0x%x) on stream %u",
-				    flags, sid);
+			return die(m, -EPROTO, "streaming request (flags 0x%x) on stream %u", flags,
+				   sid);
 		m->last_req_stream = sid;
 	} else {
 		if (type != TTRPC_TYPE_RESPONSE)
-			return fail(m, -EPROTO, "message type %u on response conn %u", type,
-				    m->conn_id[idx]);
+			return die(m, -EPROTO, "message type %u on response conn %u", type,
+				   m->conn_id[idx]);
 		if (find_call(m, sid) < 0)
-			return fail(m, -EPROTO, "response for no call on stream %u", sid);
+			return die(m, -EPROTO, "response for no call on stream %u", sid);
 	}
 	in->body_len = len;
 	in->stream_id = sid;
@@ -479,7 +467,7 @@ static int check_header(struct ttrpc_mux *m, int idx, struct conn_in *in)
 	if (len > 0) {
 		in->body = malloc(len);
 		if (!in->body)
-			return fail(m, -ENOMEM, "out of memory for %u bytes", len);
+			return die(m, -ENOMEM, "out of memory for %u bytes", len);
 	}
 	return 0;
 }
@@ -567,10 +555,10 @@ int ttrpc_mux_feed(struct ttrpc_mux *m, const void *buf, size_t len)
 			else if (conn == m->conn_id[CLI])
 				m->cur = CLI;
 			else
-				return fail(m, -EPROTO, "unknown conn id %u", conn);
+				return die(m, -EPROTO, "unknown conn id %u", conn);
 			if (flen > TTRPC_MUX_FRAME_MAX)
-				return fail(m, -E2BIG, "mux frame of %u bytes (max %u)", flen,
-					    TTRPC_MUX_FRAME_MAX);
+				return die(m, -E2BIG, "mux frame of %u bytes (max %u)", flen,
+					   TTRPC_MUX_FRAME_MAX);
 			m->frame_left = flen;
 			continue;
 		}

@@ -3,9 +3,13 @@
  *   metrics ── families[] (registration order = render order)
  *                 └── series list (label values + value or histogram buckets)
  *
- * Families and series are never freed before the registry, so handles stay
- * valid; metric_reset() only zeroes and hides series, it keeps them allocated
- * (collectors rebuild the same label sets on every render).
+ * Families are never freed before the registry, nor are series of families
+ * nobody resets, so handles to them stay valid. metric_reset() is for
+ * families a collector rebuilds at every render: it zeroes and hides the
+ * series that were set since the previous reset (their label sets usually
+ * come back, and keep their allocation) and frees those that were not, so a
+ * family that follows changing label sets (containers, claims) holds only
+ * what the last two renders named, not everything it ever saw.
  */
 #include "obs/metrics.h"
 
@@ -19,10 +23,14 @@
 #include <event2/buffer.h>
 
 #define LOG_MOD "metrics"
-#include "lib/hash.h"
+#include "lib/hashtab.h"
 #include "lib/log.h"
 
 #define METRIC_MAX_LABELS 6
+/* Bytes of the label values of one series, with a NUL after each: far above
+ * any name we label with; a larger set is refused (the series is NULL, which
+ * every metric_series_*() takes as "not counted"). */
+#define METRIC_KEY_MAX 4096
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 
@@ -45,11 +53,9 @@ struct metric {
 	double *bounds;
 	int n_bounds;
 	struct metric_series *series, **tail;
-	/* Index of series by label values: open addressing, power-of-two size,
-	 * at most half full. Labelled families can hold thousands of series
-	 * (one per exclusive CPU), looked up at every scrape. */
-	struct metric_series **index;
-	size_t index_size, n_series;
+	/* Series by label values (see series_key()): labelled families can hold
+	 * thousands of series (one per exclusive CPU), looked up at every scrape. */
+	struct hashtab index;
 };
 
 struct collector {
@@ -93,7 +99,7 @@ static void family_free(struct metric *f)
 	for (int i = 0; i < f->n_labels; i++)
 		free(f->labels[i]);
 	free(f->bounds);
-	free(f->index);
+	hashtab_done(&f->index);
 	free(f);
 }
 
@@ -211,74 +217,39 @@ struct metric *metrics_histogram(struct metrics *m, const char *name, const char
 	return family_add(m, METRIC_HISTOGRAM, name, help, label_names, bounds, n_bounds);
 }
 
-static uint64_t hash_values(int n, const char *const *values)
+/* The index key of a label set: each value followed by its NUL, so ("a","bc")
+ * and ("ab","c") differ. -E2BIG past METRIC_KEY_MAX. */
+static int series_key(const struct metric *f, const char *const *values, char *key, size_t *ret_len)
 {
-	static const unsigned char sep = 0xff; /* ("a","bc") != ("ab","c") */
-	uint64_t h = HASH_INIT;
+	size_t len = 0;
 
-	for (int i = 0; i < n; i++)
-		h = hash_bytes(hash_str(h, values[i]), &sep, 1);
-	return h;
-}
+	for (int i = 0; i < f->n_labels; i++) {
+		size_t n = strlen(values[i]) + 1;
 
-static bool values_equal(const struct metric *f, const struct metric_series *s,
-			 const char *const *values)
-{
-	for (int i = 0; i < f->n_labels; i++)
-		if (strcmp(s->values[i], values[i]) != 0)
-			return false;
-	return true;
-}
-
-static int index_insert(struct metric *f, struct metric_series *s)
-{
-	size_t mask;
-
-	if (2 * (f->n_series + 1) > f->index_size) {
-		size_t size = f->index_size ? f->index_size * 2 : 16;
-		struct metric_series **idx = calloc(size, sizeof(*idx));
-
-		if (!idx)
-			return -ENOMEM;
-		for (size_t i = 0; i < f->index_size; i++) {
-			struct metric_series *o = f->index[i];
-			size_t k;
-
-			if (!o)
-				continue;
-			k = hash_values(f->n_labels, (const char *const *)o->values) & (size - 1);
-			while (idx[k])
-				k = (k + 1) & (size - 1);
-			idx[k] = o;
-		}
-		free(f->index);
-		f->index = idx;
-		f->index_size = size;
+		if (n > METRIC_KEY_MAX - len)
+			return -E2BIG;
+		memcpy(key + len, values[i], n);
+		len += n;
 	}
-	mask = f->index_size - 1;
-	for (size_t k = hash_values(f->n_labels, (const char *const *)s->values) & mask;;
-	     k = (k + 1) & mask)
-		if (!f->index[k]) {
-			f->index[k] = s;
-			f->n_series++;
-			return 0;
-		}
+	*ret_len = len;
+	return 0;
 }
 
 static struct metric_series *series_find(struct metric *f, const char *const *values)
 {
 	struct metric_series *s;
+	char key[METRIC_KEY_MAX];
+	size_t len = 0;
 
 	if (f->n_labels == 0) {
 		if (f->series)
 			return f->series;
-	} else if (f->index) {
-		size_t mask = f->index_size - 1;
-
-		for (size_t k = hash_values(f->n_labels, values) & mask; f->index[k];
-		     k = (k + 1) & mask)
-			if (values_equal(f, f->index[k], values))
-				return f->index[k];
+	} else {
+		if (series_key(f, values, key, &len) < 0)
+			return NULL;
+		s = hashtab_get(&f->index, key, len);
+		if (s)
+			return s;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -296,7 +267,7 @@ static struct metric_series *series_find(struct metric *f, const char *const *va
 			return NULL;
 		}
 	}
-	if (f->n_labels && index_insert(f, s) < 0) {
+	if (f->n_labels && hashtab_put(&f->index, key, len, s, NULL) < 0) {
 		series_free(s, f->n_labels);
 		return NULL;
 	}
@@ -381,15 +352,39 @@ void metric_series_set_histogram(struct metric_series *s, const unsigned long lo
 
 void metric_reset(struct metric *f)
 {
+	struct metric_series **pp, *s;
+	char key[METRIC_KEY_MAX];
+	size_t len;
+
 	if (!f)
 		return;
-	for (struct metric_series *s = f->series; s; s = s->next) {
+	for (pp = &f->series; (s = *pp);) {
+		/* Hidden since the last reset and not set again: gone. The only
+		 * series of an unlabelled family always stays. */
+		if (!s->live && f->n_labels) {
+			if (series_key(f, (const char *const *)s->values, key, &len) == 0)
+				(void)hashtab_del(&f->index, key, len);
+			*pp = s->next;
+			series_free(s, f->n_labels);
+			continue;
+		}
 		s->live = false;
 		s->value = s->sum = 0;
 		s->count = 0;
 		if (s->buckets)
 			memset(s->buckets, 0, sizeof(*s->buckets) * (size_t)f->n_bounds);
+		pp = &s->next;
 	}
+	f->tail = pp;
+}
+
+size_t metric_series_count(const struct metric *f)
+{
+	size_t n = 0;
+
+	for (const struct metric_series *s = f ? f->series : NULL; s; s = s->next)
+		n++;
+	return n;
 }
 
 static struct metric_series *plain(struct metric *f)

@@ -55,8 +55,13 @@ void metric_series_observe(struct metric_series *s, double v);
  * cumulative); sum is the sum of all observations. No-op on other types. */
 void metric_series_set_histogram(struct metric_series *s, const unsigned long long *counts,
 				 double sum);
-/* Drops every series of a family (for gauges rebuilt by a collector). */
+/* Drops every series of a family, for families a collector rebuilds at each
+ * render: they are hidden until set again, and freed at the next reset if
+ * they were not (so a handle to a series of f is valid only until the second
+ * reset that follows; collectors take theirs anew with metric_with()). */
 void metric_reset(struct metric *f);
+/* Series f holds, shown or hidden (what metric_reset() bounds). */
+size_t metric_series_count(const struct metric *f);
 
 /* Shortcuts for families without labels (NULL-safe, like the series calls). */
 void metric_add(struct metric *f, double v);

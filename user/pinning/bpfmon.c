@@ -7,8 +7,8 @@
  *     gen changes on every write so the BPF side can drop a stale interval.
  *   - m->skel != NULL  <=>  the pinning check is attached (m->error empty).
  *   - m->enforce != NULL  <=>  deny mode is in force.
- *   - cgroup paths are relative to the hierarchy root as seen from our mount
- *     ("/" = the root), cached by id (kernfs ids are never reused).
+ *   - cgroup paths are hierarchy paths (host/cgroup.h), resolved and cached
+ *     by m->hier; an owner's level is the depth of its path.
  */
 #include "pinning/bpfmon.h"
 
@@ -20,17 +20,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <event2/event.h>
 
 #define LOG_MOD "bpfmon"
+#include "host/cgroup.h"
+#include "host/procfs.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
 #include "lib/cpuset.h"
+#include "lib/fileio.h"
 #include "lib/log.h"
 #include "obs/metrics.h"
 
@@ -46,24 +48,16 @@ _Static_assert(sizeof(struct pinning_event) == 64, "ABI with bpf/pinning.bpf.c")
 _Static_assert(sizeof(struct pinning_mask) == 8 * PINNING_MASK_WORDS,
 	       "ABI with bpf/enforce.bpf.c");
 
-#define FILEID_KERNFS 0xfe    /* include/linux/exportfs.h: a kernfs node id */
-#define CG_CACHE_SLOTS 64     /* cgroup id -> path */
 #define SEEN_SLOTS 256	      /* (cpu, pid) -> last logged, power of two */
 #define SEEN_PROBE 4
 #define LOG_LINES_PER_INTERVAL 32
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000) /* STYLE.md: slow handlers are logged */
-#define CG_WALK_DEPTH 32
 #define SCHEDSTAT_MAX (4u << 20)
 
 struct owner {
 	uint64_t id; /* 0 = not exclusive */
 	uint32_t gen;
 	char *path; /* NULL: unresolved, exact match only */
-};
-
-struct cg_entry {
-	uint64_t id; /* 0 = free slot */
-	char *path;  /* NULL: could not be resolved (gone) */
 };
 
 struct seen {
@@ -101,15 +95,9 @@ struct bpfmon {
 	cpu_set_t *shared_mask; /* CPU_ALLOC(ncpu), for sched_setaffinity */
 	size_t shared_mask_size;
 
-	/* The hierarchy: mount point, its root in the hierarchy, an fd for
-	 * open_by_handle_at(). */
-	char *mnt;
-	int root_depth;
-	int mnt_fd;
-	char *scope_path; /* remediate_scope resolved, or NULL */
+	struct cgroup_hierarchy *hier; /* NULL: no mount, paths unknown */
+	char *scope_path;	       /* remediate_scope resolved, or NULL */
 	char *schedstat_path;
-	struct cg_entry cg_cache[CG_CACHE_SLOTS];
-	unsigned cg_next;
 
 	struct seen seen[SEEN_SLOTS];
 	uint64_t log_window_s;
@@ -133,14 +121,6 @@ static const char *const kind_names[] = {
 	[PINNING_KIND_KTHREAD_UNBOUND] = "kthread_unbound",
 	[PINNING_KIND_DENIED] = "denied",
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void note(struct bpfmon *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(struct bpfmon *m, const char *fmt, ...)
@@ -171,338 +151,31 @@ const char *bpfmon_enforcement_name(enum bpfmon_enforcement e)
 	return "unknown";
 }
 
-/* ---- parsers ------------------------------------------------------------------------- */
+/* ---- cgroups ----------------------------------------------------------------------- */
 
-/* Next whitespace-separated token of [*p, end) into tok (NUL-terminated,
- * at most size-1 bytes); false at end of line or when it does not fit. */
-static bool next_token(const char **p, const char *end, char *tok, size_t size)
-{
-	const char *s = *p, *e;
-
-	while (s < end && *s == ' ')
-		s++;
-	e = s;
-	while (e < end && *e != ' ' && *e != '\n')
-		e++;
-	*p = e;
-	if (e == s || (size_t)(e - s) >= size)
-		return false;
-	memcpy(tok, s, (size_t)(e - s));
-	tok[e - s] = 0;
-	return true;
-}
-
-static bool parse_u64(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*ret = v;
-	return true;
-}
-
-int bpfmon_schedstat_parse(const char *buf, size_t len, uint64_t *wait_ns, int n)
-{
-	const char *p = buf, *end = buf + len;
-	bool versioned = false;
-	int cpus = 0;
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *q = p;
-		char tok[32];
-
-		if (!eol)
-			eol = end;
-		if (!next_token(&q, eol, tok, sizeof(tok))) {
-			/* blank or over-long first token: only cpu/version lines matter */
-		} else if (!versioned) {
-			uint64_t v;
-
-			if (strcmp(tok, "version") || !next_token(&q, eol, tok, sizeof(tok)) ||
-			    !parse_u64(tok, &v) || v < 15 || v > 17)
-				return -EPROTO;
-			versioned = true;
-		} else if (!strncmp(tok, "cpu", 3)) {
-			/* cpuN yld_count legacy sched_count sched_goidle ttwu_count
-			 * ttwu_local rq_cpu_time run_delay pcount
-			 * (Documentation/scheduler/sched-stats.rst) */
-			uint64_t cpu, f[9];
-
-			if (!parse_u64(tok + 3, &cpu))
-				return -EPROTO;
-			for (int i = 0; i < 9; i++)
-				if (!next_token(&q, eol, tok, sizeof(tok)) || !parse_u64(tok, &f[i]))
-					return -EPROTO;
-			if (cpu < (uint64_t)n)
-				wait_ns[cpu] = f[7];
-			cpus++;
-		}
-		p = eol + 1;
-	}
-	return versioned ? cpus : -EPROTO;
-}
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape_mount(const char *s)
-{
-	char *r = malloc(strlen(s) + 1), *o = r;
-
-	if (!r)
-		return NULL;
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 4;
-		} else {
-			*o++ = *s++;
-		}
-	}
-	*o = 0;
-	return r;
-}
-
-static bool has_option(const char *opts, const char *want)
-{
-	size_t n = strlen(want);
-
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (!strncmp(p, want, n) && (p[n] == ',' || p[n] == 0))
-			return true;
-	return false;
-}
-
-int bpfmon_mountinfo_find(const char *buf, size_t len, enum bpfmon_cgroup which,
-			  char **ret_mount, char **ret_root)
-{
-	const char *p = buf, *end = buf + len;
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *q = p;
-		char root[PATH_MAX], mnt[PATH_MAX], tok[PATH_MAX];
-		bool ok = true;
-
-		if (!eol)
-			eol = end;
-		/* id parent maj:min root mount-point options [optional...] - fstype source super */
-		for (int i = 0; i < 3 && ok; i++)
-			ok = next_token(&q, eol, tok, sizeof(tok));
-		ok = ok && next_token(&q, eol, root, sizeof(root)) &&
-		     next_token(&q, eol, mnt, sizeof(mnt)) && next_token(&q, eol, tok, sizeof(tok));
-		while (ok && (ok = next_token(&q, eol, tok, sizeof(tok))) && strcmp(tok, "-"))
-			;
-		if (ok && next_token(&q, eol, tok, sizeof(tok))) {
-			bool match;
-
-			if (which == BPFMON_CGROUP_V2) {
-				match = !strcmp(tok, "cgroup2");
-			} else {
-				match = !strcmp(tok, "cgroup") && next_token(&q, eol, tok, sizeof(tok)) &&
-					next_token(&q, eol, tok, sizeof(tok)) && has_option(tok, "cpuset");
-			}
-			if (match) {
-				_cleanup_free_ char *m = unescape_mount(mnt);
-				char *r = unescape_mount(root);
-
-				if (!m || !r) {
-					free(r);
-					return -ENOMEM;
-				}
-				*ret_mount = TAKE_PTR(m);
-				*ret_root = r;
-				return 0;
-			}
-		}
-		p = eol + 1;
-	}
-	return -ENOENT;
-}
-
-/* ---- cgroups: id <-> path ----------------------------------------------------------- */
-
-int bpfmon_cgroup_id(const char *path, uint64_t *ret)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	*ret = (uint64_t)st.st_ino;
-	return 0;
-}
-
-int bpfmon_cgroup_id_of(const struct bpfmon *m, const char *rel, uint64_t *ret)
-{
-	struct stat st;
-
-	if (m->mnt_fd < 0)
-		return -ENOENT;
-	while (*rel == '/')
-		rel++;
-	if (*rel ? fstatat(m->mnt_fd, rel, &st, 0) : fstat(m->mnt_fd, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	*ret = (uint64_t)st.st_ino;
-	return 0;
-}
-
-static int path_depth(const char *p)
-{
-	int d = 0;
-
-	for (; *p; p++)
-		if (*p == '/' && p[1] && p[1] != '/')
-			d++;
-	return d;
-}
-
-/* path is under (or is) dir; both hierarchy-relative, "/" is the root. */
-static bool path_is_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
-}
-
-/* Depth-first search for a directory whose inode is id, by readdir d_ino
- * alone (kernfs fills it in): no stat per file. rel is the path of dfd. */
-static char *walk_for_id(int dfd, const char *rel, uint64_t id, int depth)
-{
-	DIR *d;
-	struct dirent *de;
-	char *found = NULL;
-
-	if (depth > CG_WALK_DEPTH)
-		return NULL;
-	d = fdopendir(dfd);
-	if (!d) {
-		(void)close(dfd);
-		return NULL;
-	}
-	while (!found && (de = readdir(d))) {
-		char sub[PATH_MAX];
-		int fd;
-
-		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (snprintf(sub, sizeof(sub), "%s/%s", strcmp(rel, "/") ? rel : "", de->d_name) >=
-		    (int)sizeof(sub))
-			continue;
-		if ((uint64_t)de->d_ino == id) {
-			found = strdup(sub);
-			break;
-		}
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0)
-			found = walk_for_id(fd, sub, id, depth + 1);
-	}
-	(void)closedir(d);
-	return found;
-}
-
-/* The hierarchy-relative path of cgroup id, or NULL (gone, or no mount).
- * open_by_handle_at() is O(1); the walk is the fallback where kernfs does
- * not export handles. */
-static char *resolve_cgroup(struct bpfmon *m, uint64_t id)
-{
-	union {
-		struct file_handle fh;
-		char raw[sizeof(struct file_handle) + sizeof(uint64_t)];
-	} h;
-	char link[64], target[PATH_MAX];
-	struct stat st;
-	size_t mlen;
-	ssize_t n;
-	int fd;
-
-	if (m->mnt_fd < 0)
-		return NULL;
-	if (fstat(m->mnt_fd, &st) == 0 && (uint64_t)st.st_ino == id)
-		return strdup("/");
-	h.fh.handle_bytes = sizeof(uint64_t);
-	h.fh.handle_type = FILEID_KERNFS;
-	memcpy(h.fh.f_handle, &id, sizeof(id));
-	fd = open_by_handle_at(m->mnt_fd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ESTALE || errno == ENOENT)
-			return NULL; /* gone */
-		fd = openat(m->mnt_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		return fd < 0 ? NULL : walk_for_id(fd, "/", id, 0);
-	}
-	(void)snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	(void)close(fd);
-	if (n <= 0)
-		return NULL;
-	target[n] = 0;
-	mlen = strlen(m->mnt);
-	if (strncmp(target, m->mnt, mlen) || (target[mlen] != '/' && target[mlen] != 0))
-		return NULL; /* outside our mount (another cgroup namespace) */
-	return strdup(target[mlen] ? target + mlen : "/");
-}
-
-/* Cached; borrowed until the slot is reused (CG_CACHE_SLOTS lookups later). */
+/* The hierarchy path of cgroup id, or NULL; borrowed (see
+ * cgroup_hierarchy_path()). */
 static const char *cgroup_path(struct bpfmon *m, uint64_t id)
 {
-	struct cg_entry *e;
-
-	for (int i = 0; i < CG_CACHE_SLOTS; i++)
-		if (m->cg_cache[i].id == id)
-			return m->cg_cache[i].path;
-	e = &m->cg_cache[m->cg_next++ % CG_CACHE_SLOTS];
-	free(e->path);
-	e->id = id;
-	e->path = resolve_cgroup(m, id);
-	return e->path;
+	return m->hier ? cgroup_hierarchy_path(m->hier, id) : NULL;
 }
 
-/* mount: the hierarchy's mount point, or NULL to find it in mountinfo. */
+/* mount: the hierarchy's mount point, or NULL for the one mountinfo names. */
 static int open_hierarchy(struct bpfmon *m, const char *mount)
 {
-	_cleanup_free_ char *buf = NULL, *mnt = NULL, *root = NULL;
-	_cleanup_fclose_ FILE *f = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	struct cgroup_mounts mounts;
 	int r;
 
-	if (mount) {
-		mnt = strdup(mount);
-		root = strdup("/");
-		if (!mnt || !root)
-			return -ENOMEM;
-	} else {
-		f = fopen("/proc/self/mountinfo", "re");
-		if (!f)
-			return -errno;
-		n = getdelim(&buf, &cap, 0, f);
-		if (n < 0)
-			return feof(f) ? -ENOENT : -errno;
-		r = bpfmon_mountinfo_find(buf, (size_t)n, m->opts.cgroup, &mnt, &root);
-		if (r < 0)
-			return r;
-	}
-	/* Keep "/sys/fs/cgroup", not "/sys/fs/cgroup/": readlink() output is
-	 * compared against it. */
-	for (size_t l = strlen(mnt); l > 1 && mnt[l - 1] == '/'; l--)
-		mnt[l - 1] = 0;
-	m->mnt_fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (m->mnt_fd < 0)
-		return -errno;
-	m->root_depth = path_depth(root);
-	m->mnt = TAKE_PTR(mnt);
-	return 0;
+	r = cgroup_mounts_read(&mounts);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0 && !mount)
+		return r;
+	if (r < 0)
+		memset(&mounts, 0, sizeof(mounts)); /* the given mount, root "/" */
+	r = cgroup_hierarchy_open(&mounts, m->opts.cgroup, mount, &m->hier);
+	cgroup_mounts_done(&mounts);
+	return r;
 }
 
 /* ---- kernel features ----------------------------------------------------------------- */
@@ -542,7 +215,7 @@ static int lsm_has_bpf(void)
 	if (!fgets(buf, sizeof(buf), f))
 		return -EIO;
 	buf[strcspn(buf, "\n")] = 0;
-	return has_option(buf, "bpf");
+	return procfs_list_has(buf, strlen(buf), "bpf");
 }
 
 static unsigned probe_features(unsigned without)
@@ -599,8 +272,8 @@ static int pinning_prepare(const struct bpfmon *m, struct pinning_bpf *s, bool c
 	unsigned rate = m->opts.event_rate ? m->opts.event_rate : 100;
 	int r;
 
-	s->rodata->cgroup_mode = m->opts.cgroup == BPFMON_CGROUP_V1 ? PINNING_CGROUP_V1
-								    : PINNING_CGROUP_V2;
+	s->rodata->cgroup_mode = m->opts.cgroup == CGROUP_V1 ? PINNING_CGROUP_V1
+							     : PINNING_CGROUP_V2;
 	s->rodata->event_interval_ns = 1000000000ull / rate ? 1000000000ull / rate : 1;
 	s->rodata->event_burst = m->opts.event_burst ? m->opts.event_burst : 16;
 	s->rodata->events_enabled = !!(m->features & BPFMON_FEAT_RINGBUF);
@@ -752,7 +425,7 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	_cleanup_(bpfmon_freep) struct bpfmon *m = NULL;
 	int r;
 
-	if (!o || o->enforcement > BPFMON_DENY || o->cgroup > BPFMON_CGROUP_V1)
+	if (!o || o->enforcement > BPFMON_DENY || o->cgroup >= CGROUP_HIER_MAX)
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -761,7 +434,6 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	m->opts = *o;
 	m->opts.cgroup_mount = NULL; /* borrowed strings are not kept */
 	m->opts.schedstat_path = NULL;
-	m->mnt_fd = -1;
 	m->stats_fd = -1;
 	m->effective = o->enforcement == BPFMON_DENY ? BPFMON_REMEDIATE : o->enforcement;
 	if (!m->opts.log_interval_s)
@@ -786,7 +458,7 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 		return r;
 	if (r < 0)
 		note(m, "cgroup paths unknown: no %s hierarchy mount (%s)",
-		     o->cgroup == BPFMON_CGROUP_V1 ? "cpuset v1" : "cgroup2", strerror(-r));
+		     cgroup_hier_name(o->cgroup), strerror(-r));
 	if (o->remediate_scope) {
 		const char *p = cgroup_path(m, o->remediate_scope);
 
@@ -827,19 +499,15 @@ struct bpfmon *bpfmon_free(struct bpfmon *m)
 	pinning_bpf__destroy(m->skel);
 	if (m->stats_fd >= 0)
 		(void)close(m->stats_fd);
-	if (m->mnt_fd >= 0)
-		(void)close(m->mnt_fd);
+	cgroup_hierarchy_free(m->hier);
 	if (m->owners)
 		for (int i = 0; i < m->ncpu; i++)
 			free(m->owners[i].path);
-	for (int i = 0; i < CG_CACHE_SLOTS; i++)
-		free(m->cg_cache[i].path);
 	free(m->owners);
 	free(m->stats_buf);
 	free(m->hist_buf);
 	if (m->shared_mask)
 		CPU_FREE(m->shared_mask);
-	free(m->mnt);
 	free(m->scope_path);
 	free(m->schedstat_path);
 	free(m->met.schedstat_ns);
@@ -886,13 +554,16 @@ static int write_owner(struct bpfmon *m, int cpu)
 		.cgroup_id = ow->id,
 		.gen = ow->gen,
 	};
+	int level = ow->path ? cgroup_path_depth(ow->path) : -1;
 	__u32 key = (__u32)cpu;
 	int r;
 
 	if (!m->skel)
 		return 0;
-	if (ow->path)
-		v.level = (__u32)(m->root_depth + path_depth(ow->path));
+	/* The level of a cgroup is the depth of its hierarchy path: the
+	 * descendant check compares ancestors at that level. */
+	if (level >= 0)
+		v.level = (__u32)level;
 	else
 		v.flags = PINNING_OWNER_EXACT;
 	r = bpf_map__update_elem(m->skel->maps.owners, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
@@ -988,10 +659,12 @@ static bool is_host_task(const struct bpfmon *m, const struct pinning_event *e, 
 	for (int cpu = 0; cpu < m->ncpu; cpu++) {
 		const struct owner *ow = &m->owners[cpu];
 
-		if (ow->id && (ow->id == e->cgroup_id || (ow->path && path_is_under(path, ow->path))))
+		if (ow->id &&
+		    (ow->id == e->cgroup_id || (ow->path && cgroup_path_is_under(path, ow->path))))
 			return false;
 	}
-	if (m->opts.remediate_scope && (!m->scope_path || !path_is_under(path, m->scope_path)))
+	if (m->opts.remediate_scope &&
+	    (!m->scope_path || !cgroup_path_is_under(path, m->scope_path)))
 		return false;
 	return true;
 }
@@ -1014,7 +687,7 @@ static const char *remediate(struct bpfmon *m, const struct pinning_event *e)
 
 static void handle_event(struct bpfmon *m, const struct pinning_event *e)
 {
-	uint64_t now_s = now_ns() / 1000000000ull;
+	uint64_t now_s = clock_now_ns() / 1000000000ull;
 	const char *path, *owner = "?", *action = "none";
 	bool acted = false;
 
@@ -1091,10 +764,10 @@ int bpfmon_drain(struct bpfmon *m)
 static void on_ring_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct bpfmon *m = arg;
-	uint64_t t0 = now_ns(), took;
+	uint64_t t0 = clock_now_ns(), took;
 
 	(void)bpfmon_drain(m);
-	took = now_ns() - t0;
+	took = clock_now_ns() - t0;
 	if (took > HANDLER_BUDGET_NS && t0 / 1000000000ull >= m->slow_logged_s + 60) {
 		m->slow_logged_s = t0 / 1000000000ull;
 		log_warn("slow_handler", "handler=ring_buffer took_ms=%" PRIu64, took / 1000000);
@@ -1216,12 +889,13 @@ int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint6
 /* ---- probe ---------------------------------------------------------------------------- */
 
 #define PROBE_LOG_MAX (1u << 20)
+#define PROBE_TRUNCATED "\n... (truncated)\n"
 
 /* libbpf's print callback has no userdata: the capture buffer of the object
- * being probed is a file-scope pointer, set only inside bpfmon_probe_new(). */
+ * being probed is a file-scope pointer, set only inside bpfmon_probe_new().
+ * The buffer's cap leaves room for PROBE_TRUNCATED after PROBE_LOG_MAX. */
 struct capture {
-	char *buf;
-	size_t len, cap;
+	struct buf b;
 	bool truncated;
 };
 static struct capture *probe_capture;
@@ -1241,21 +915,9 @@ __attribute__((format(printf, 2, 0))) static int probe_print(enum libbpf_print_l
 	va_end(aq);
 	if (n <= 0)
 		return 0;
-	if (c->len + (size_t)n + 1 > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
-		char *nb;
-
-		while (cap < c->len + (size_t)n + 1)
-			cap *= 2;
-		if (cap > PROBE_LOG_MAX || !(nb = realloc(c->buf, cap))) {
-			c->truncated = true;
-			return 0;
-		}
-		c->buf = nb;
-		c->cap = cap;
-	}
-	(void)vsnprintf(c->buf + c->len, c->cap - c->len, fmt, ap);
-	c->len += (size_t)n;
+	/* Keep the beginning of a long log: the first error is the one. */
+	if (buf_len(&c->b) + (size_t)n > PROBE_LOG_MAX || buf_vaddf(&c->b, fmt, ap) < 0)
+		c->truncated = true;
 	return 0;
 }
 
@@ -1294,8 +956,8 @@ static void probe_enforce(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
 		o->load = -errno;
 		return;
 	}
-	e->rodata->cgroup_mode = tmp->opts.cgroup == BPFMON_CGROUP_V1 ? PINNING_CGROUP_V1
-								      : PINNING_CGROUP_V2;
+	e->rodata->cgroup_mode = tmp->opts.cgroup == CGROUP_V1 ? PINNING_CGROUP_V1
+							       : PINNING_CGROUP_V2;
 	/* Its own, empty maps: no CPU is exclusive, nothing is refused. */
 	r = bpf_map__set_max_entries(e->maps.owners, (__u32)tmp->ncpu);
 	if (!r)
@@ -1326,7 +988,7 @@ static void probe_baseline(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
 	baseline_bpf__destroy(b);
 }
 
-int bpfmon_probe_new(enum bpfmon_cgroup cgroup, struct bpfmon_probe **ret)
+int bpfmon_probe_new(enum cgroup_hier cgroup, struct bpfmon_probe **ret)
 {
 	static const struct {
 		const char *name;
@@ -1340,7 +1002,7 @@ int bpfmon_probe_new(enum bpfmon_cgroup cgroup, struct bpfmon_probe **ret)
 	_cleanup_free_ struct bpfmon *tmp = NULL;
 	libbpf_print_fn_t old;
 
-	if (cgroup > BPFMON_CGROUP_V1)
+	if (cgroup >= CGROUP_HIER_MAX)
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	tmp = calloc(1, sizeof(*tmp)); /* what pinning_prepare() reads, nothing else */
@@ -1357,25 +1019,19 @@ int bpfmon_probe_new(enum bpfmon_cgroup cgroup, struct bpfmon_probe **ret)
 	old = libbpf_set_print(probe_print);
 	for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
 		struct bpfmon_probe_obj *o = &p->obj[i];
-		struct capture c = { 0 };
+		struct capture c = { BUF_INIT(PROBE_LOG_MAX + sizeof(PROBE_TRUNCATED)), false };
 
 		o->name = objs[i].name;
 		o->attach = 1;
 		probe_capture = &c;
 		objs[i].run(tmp, o);
 		probe_capture = NULL;
-		o->log = c.buf ? c.buf : strdup("");
+		if (c.truncated)
+			(void)buf_add_str(&c.b, PROBE_TRUNCATED);
+		o->log = buf_take(&c.b, NULL);
 		if (!o->log) {
 			(void)libbpf_set_print(old);
 			return -ENOMEM;
-		}
-		if (c.truncated) {
-			char *t = realloc(o->log, c.len + sizeof("\n... (truncated)\n"));
-
-			if (t) {
-				memcpy(t + c.len, "\n... (truncated)\n", sizeof("\n... (truncated)\n"));
-				o->log = t;
-			}
 		}
 	}
 	(void)libbpf_set_print(old);
@@ -1395,52 +1051,14 @@ struct bpfmon_probe *bpfmon_probe_free(struct bpfmon_probe *p)
 
 /* ---- metrics ------------------------------------------------------------------------- */
 
-static int read_file(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= SCHEDSTAT_MAX)
-				return -E2BIG;
-			cap = cap ? cap * 2 : 16384;
-			nb = realloc(buf, cap);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 static void collect_schedstat(struct bpfmon *m)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
+	_cleanup_(buf_done) struct buf b = BUF_INIT(SCHEDSTAT_MAX);
+	uint64_t pool_ns = 0;
 	char cpu[16];
 
-	uint64_t pool_ns = 0;
-
-	if (read_file(m->schedstat_path, &buf, &len) < 0 ||
-	    bpfmon_schedstat_parse(buf, len, m->met.schedstat_ns, m->ncpu) < 0)
+	if (fileio_read_at(AT_FDCWD, m->schedstat_path, FILEIO_FOLLOW, &b, NULL) < 0 ||
+	    procfs_schedstat_parse(buf_str(&b), buf_len(&b), m->met.schedstat_ns, m->ncpu) < 0)
 		return;
 	for (int i = 0; i < m->ncpu; i++) {
 		(void)snprintf(cpu, sizeof(cpu), "%d", i);

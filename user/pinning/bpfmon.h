@@ -15,8 +15,8 @@
  * bpfmon_notes(). bpfmon_new() does not log the outcome: its caller does, once.
  *
  * Cgroups are named by id: the kernfs id of the v2 cgroup, or on cgroup v1
- * nodes of the cpuset hierarchy's cgroup (the inode number of its directory:
- * bpfmon_cgroup_id()). An owner accepts its descendants.
+ * nodes of the cpuset hierarchy's cgroup (cgroup_id() of its directory,
+ * host/cgroup.h). An owner accepts its descendants.
  *
  * Single-threaded: every call on the loop thread.
  */
@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host/cgroup.h"
 #include "lib/cleanup.h"
 #include "pinning.h"
 
@@ -41,11 +42,6 @@ enum bpfmon_enforcement {
 	BPFMON_DENY = 2,      /* also refuse affinity escapes (BPF LSM); else remediate */
 };
 
-enum bpfmon_cgroup {
-	BPFMON_CGROUP_V2 = 0,
-	BPFMON_CGROUP_V1 = 1, /* ids of the v1 cpuset hierarchy */
-};
-
 /* Kernel features; bpfmon_opts.without pretends some are missing. */
 enum {
 	BPFMON_FEAT_TP_BTF = 1u << 0,	    /* tp_btf programs (5.5); else raw_tp twins */
@@ -57,7 +53,7 @@ enum {
 
 struct bpfmon_opts {
 	bool contention;		 /* load the run-queue latency programs */
-	enum bpfmon_cgroup cgroup;
+	enum cgroup_hier cgroup; /* whose ids owners are (CGROUP_V1: the cpuset one) */
 	enum bpfmon_enforcement enforcement;
 	unsigned event_rate;		 /* violation events/s per CPU; 0 = 100 */
 	unsigned event_burst;		 /* 0 = 16 */
@@ -66,7 +62,7 @@ struct bpfmon_opts {
 	/* Remediate only tasks under this cgroup (staged roll-out, tests); 0 = any. */
 	uint64_t remediate_scope;
 	/* Mount point of the hierarchy (v2 or v1 cpuset); NULL = from
-	 * /proc/self/mountinfo. */
+	 * /proc/self/mountinfo, which also says its root either way. */
 	const char *cgroup_mount;
 	const char *schedstat_path; /* NULL = /proc/schedstat */
 	unsigned without;	    /* BPFMON_FEAT_* to treat as missing */
@@ -158,14 +154,6 @@ void bpfmon_set_tap_fn(struct bpfmon *m, bpfmon_tap_fn fn, void *userdata);
  * before m, or never render after bpfmon_free(). */
 int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg);
 
-/* The id of a cgroup directory (absolute path): its inode number, which is
- * the kernfs id the BPF side sees. */
-int bpfmon_cgroup_id(const char *path, uint64_t *ret);
-/* Same for a path relative to the hierarchy m watches (v2, or v1 cpuset), as
- * /proc/<pid>/cgroup and container runtimes name it ("/kubepods/pod1/c1").
- * -ENOENT when m found no hierarchy mount. */
-int bpfmon_cgroup_id_of(const struct bpfmon *m, const char *rel, uint64_t *ret);
-
 /* ---- probe: every BPF object of the project against the running kernel -------------- */
 
 enum bpfmon_obj {
@@ -184,7 +172,7 @@ struct bpfmon_probe_obj {
 
 struct bpfmon_probe {
 	unsigned features; /* BPFMON_FEAT_* */
-	enum bpfmon_cgroup cgroup;
+	enum cgroup_hier cgroup;
 	struct bpfmon_probe_obj obj[BPFMON_OBJ_MAX];
 };
 
@@ -193,18 +181,6 @@ struct bpfmon_probe {
  * libbpf's warnings (the verifier log of a failed load) are captured per
  * object instead of printed. Returns 0 and a new result in *ret whatever
  * loaded, -ENOMEM. Caller frees with bpfmon_probe_free(). */
-int bpfmon_probe_new(enum bpfmon_cgroup cgroup, struct bpfmon_probe **ret);
+int bpfmon_probe_new(enum cgroup_hier cgroup, struct bpfmon_probe **ret);
 struct bpfmon_probe *bpfmon_probe_free(struct bpfmon_probe *p);
 DEFINE_FREEP(bpfmon_probe, bpfmon_probe_free)
-
-/* Parsers, public for tests and fuzzing. */
-
-/* /proc/schedstat (versions 15..17): per-CPU run-queue wait (run_delay, ns)
- * into wait_ns[cpu] for cpu < n; CPUs not listed stay untouched. Returns the
- * number of cpu lines, -EPROTO for an unknown version or malformed line. */
-int bpfmon_schedstat_parse(const char *buf, size_t len, uint64_t *wait_ns, int n);
-/* /proc/self/mountinfo: the mount point and hierarchy root (4th field) of
- * the cgroup2 mount, or (v1) of the cgroup mount with the cpuset option.
- * Both allocated, caller frees. -ENOENT when there is none. */
-int bpfmon_mountinfo_find(const char *buf, size_t len, enum bpfmon_cgroup which,
-			  char **ret_mount, char **ret_root);
