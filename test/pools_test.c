@@ -533,6 +533,11 @@ static void test_pools_a_pod_not_among_the_consumers_is_refused_the_owner_is_not
 	assert_int_equal(n_reads, 1);
 	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "pod-owner");
 	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	/* an impostor now learns nothing of who holds it */
+	assert_int_equal(create_nowait(e, "thief2", ENV1), 0);
+	answer(e, 1, UID1, "[" RF("owner") "]", NULL);
+	assert_refused(e, "pod default/sb-thief2 (uid pod-thief2) is not a consumer");
+	assert_null(strstr(e->msg, "pod-owner"));
 	/* the same pod in another namespace, or under another name, is not it */
 	assert_int_equal(state_claim_unbind(e->state, UID1), 0);
 	{
@@ -545,7 +550,7 @@ static void test_pools_a_pod_not_among_the_consumers_is_refused_the_owner_is_not
 		req.pod = &m.pod;
 		req.container = &m.c;
 		assert_int_equal(call_nowait(e, "CreateContainer", &req.base), 0);
-		answer(e, 1, UID1, "[" RF("owner") "]", NULL);
+		answer(e, 2, UID1, "[" RF("owner") "]", NULL);
 		assert_refused(e, "pod other/sb-owner");
 	}
 }
@@ -565,8 +570,8 @@ static void test_pools_a_late_consumer_binds_after_one_read(void **state)
 	assert_int_equal(n_reads, 1);
 	answer(e, 0, UID1, "[" RF("first") "," RF("late") "]", NULL);
 	assert_int_equal(e->replies, 2);
-	/* "late" got the claim; "later" (not a consumer either) cannot have it */
-	assert_refused(e, "a claim serves one container");
+	/* "late" got the claim; "later" is not a consumer even after the read */
+	assert_refused(e, "pod default/sb-later (uid pod-later) is not a consumer");
 	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "pod-late");
 	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
 	/* the newer consumers are on disk already */

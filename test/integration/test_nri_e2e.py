@@ -105,12 +105,17 @@ def test_forged_and_stale_env_fail(nri_env):
 def test_claim_reused_by_another_pod_and_restart(nri_env):
     from nri.nrisim import CreateContainerError
     apiserver, d, kubelet, rt = nri_env
-    pod = rt.add_pod("db")
-    c, line = prep(nri_env, "db", pods=[pod])
+    pod, other = rt.add_pod("db"), rt.add_pod("other")
+    # shared by two pods: still one container holds it
+    c, line = prep(nri_env, "db", pods=[pod, other])
     first = rt.create_container(pod, "app", env=envd(line))
     with pytest.raises(CreateContainerError) as e:
-        rt.create_container(rt.add_pod("thief"), "app", env=envd(line))
+        rt.create_container(other, "app", env=envd(line))
     assert "serves one container" in str(e.value)
+    # a pod it is not reserved for learns nothing of who holds it
+    with pytest.raises(CreateContainerError) as e:
+        rt.create_container(rt.add_pod("thief"), "app", env=envd(line))
+    assert "is not a consumer" in str(e.value) and pod.uid not in str(e.value)
     with pytest.raises(CreateContainerError):
         rt.create_container(pod, "other", env=envd(line))
     # the same container restarting keeps its CPUs

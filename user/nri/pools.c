@@ -263,25 +263,12 @@ static bool owner_is_consumer(const struct state_claim *cl)
 	return false;
 }
 
-/* Checks env claims against state: prepared, same CPUs, owner free or us. A
- * binding to a pod the claim's recorded consumers do not list is forgotten
- * here, so that a consumer's container is not locked out by it. */
-static int check_claims(struct pools *p, const struct nri_container *c, char uids[][CDI_UID_MAX],
-			const struct cpuset *cpus, int n, struct errbuf *eb)
+/* Checks env claims against state: prepared, with the same CPUs. */
+static int check_claims(struct pools *p, char uids[][CDI_UID_MAX], const struct cpuset *cpus,
+			int n, struct errbuf *eb)
 {
-	const char *pod = c->pod ? c->pod->uid : "";
-
 	for (int i = 0; i < n; i++) {
 		const struct state_claim *cl = state_claim(p->state, uids[i]);
-
-		if (cl && cl->owner_pod[0] && !owner_is_consumer(cl)) {
-			log_warn("claim_binding_dropped",
-				 "claim=%s/%s claim_uid=%s pod_uid=%s container=%s "
-				 "reason=\"pod not among the claim's consumers\"",
-				 cl->ns, cl->name, cl->uid, log_quote(cl->owner_pod),
-				 log_quote(cl->owner_container));
-			(void)state_claim_unbind(p->state, uids[i]);
-		}
 
 		if (!cl)
 			return errbuf_fail(eb, -ENOENT, "claim %s is not prepared on this node",
@@ -291,6 +278,30 @@ static int check_claims(struct pools *p, const struct nri_container *c, char uid
 					   "%s%s does not match the CPUs prepared for the claim "
 					   "(forged or stale)",
 					   CDI_ENV_PREFIX, uids[i]);
+	}
+	return 0;
+}
+
+/* Checks that the (prepared) claims are free or the container's already. A
+ * binding to a pod the claim's recorded consumers do not list is forgotten
+ * here, so that a consumer's container is not locked out by it. Comes after
+ * the consumer check: who holds a claim is none of another pod's business. */
+static int check_owners(struct pools *p, const struct nri_container *c, char uids[][CDI_UID_MAX],
+			int n, struct errbuf *eb)
+{
+	const char *pod = c->pod ? c->pod->uid : "";
+
+	for (int i = 0; i < n; i++) {
+		const struct state_claim *cl = state_claim(p->state, uids[i]);
+
+		if (cl->owner_pod[0] && !owner_is_consumer(cl)) {
+			log_warn("claim_binding_dropped",
+				 "claim=%s/%s claim_uid=%s pod_uid=%s container=%s "
+				 "reason=\"pod not among the claim's consumers\"",
+				 cl->ns, cl->name, cl->uid, log_quote(cl->owner_pod),
+				 log_quote(cl->owner_container));
+			(void)state_claim_unbind(p->state, uids[i]);
+		}
 		if (cl->owner_pod[0] &&
 		    (strcmp(cl->owner_pod, pod) || strcmp(cl->owner_container, c->name)))
 			return errbuf_fail(eb, -EBUSY,
@@ -802,11 +813,13 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 
 	r = parse_env(c, uids, env_cpus, &k, eb);
 	if (r == 0 && k > 0)
-		r = check_claims(p, c, uids, env_cpus, k, eb);
+		r = check_claims(p, uids, env_cpus, k, eb);
 	if (r == 0 && k > 0)
 		r = verify_consumers(p, c, uids, k, adj, eb);
 	if (r == -EINPROGRESS) /* a claim is being read again: nri runs us again */
 		return r;
+	if (r == 0 && k > 0)
+		r = check_owners(p, c, uids, k, eb);
 	if (r < 0) {
 		metric_series_add(metric_with(p->rejects, r == -EACCES ? "binding" : "claim"), 1);
 		return r;
@@ -974,7 +987,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			const struct state_claim *cl;
 
 			/* Trust an env claim only if state prepared exactly that... */
-			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, &why) < 0) {
+			if (check_claims(p, &uids[j], &env_cpus[j], 1, &why) < 0 ||
+			    check_owners(p, c, &uids[j], 1, &why) < 0) {
 				log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
 					 log_quote(c->name), uids[j], log_quote(why.s));
 				continue;
