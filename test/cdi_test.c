@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -23,6 +24,8 @@ static char dir[64];
 static int setup(void **st)
 {
 	snprintf(dir, sizeof(dir), "/dev/shm/cdi-test.XXXXXX");
+	/* A write or scan that blocks on a planted FIFO would stop the suite. */
+	alarm(20);
 	return mkdtemp(dir) ? 0 : -1;
 }
 
@@ -30,6 +33,7 @@ static int teardown(void **st)
 {
 	char cmd[256];
 
+	alarm(0);
 	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s; rm -rf %s", dir, dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -54,6 +58,22 @@ static struct cpuset cs(const char *s)
 
 	assert_int_equal(cpuset_parse(s, &c, NULL), 0);
 	return c;
+}
+
+static const char *in_dir(const char *name)
+{
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return path;
+}
+
+static mode_t kind_of(const char *name)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(in_dir(name), &st), 0);
+	return st.st_mode & S_IFMT;
 }
 
 static void put(const char *name, const char *content)
@@ -181,6 +201,7 @@ static void test_cdi_spec_parse_rejects_foreign_and_broken_specs(void **st)
 struct seen {
 	int n, bad;
 	char uids[8][CDI_UID_MAX];
+	char why[8][160];
 };
 
 static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
@@ -193,7 +214,11 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 
 static void on_bad(void *ud, const char *path, const char *why)
 {
-	((struct seen *)ud)->bad++;
+	struct seen *s = ud;
+
+	if (s->bad < 8)
+		snprintf(s->why[s->bad], sizeof(s->why[0]), "%s", why);
+	s->bad++;
 }
 
 static void test_cdi_scan_reports_bad_files_and_ignores_foreign_names(void **st)
@@ -218,6 +243,126 @@ static void test_cdi_scan_reports_bad_files_and_ignores_foreign_names(void **st)
 	assert_int_equal(s.n, 0);
 }
 
+#define SPEC "dra.k8s.io-cpu_claim-" UID ".json"
+#define OLD_TEMP "." SPEC ".tmp" /* the fixed temp name of earlier versions */
+
+/* Whatever was planted at the temp name is never opened: a FIFO blocked the
+ * write for good, a device node was written to and renamed into place, a
+ * symlink or directory made every Prepare of the claim fail. */
+static void test_cdi_spec_write_never_opens_what_is_planted_at_the_temp_name(void **st)
+{
+	struct cpuset c = cs("2-3"), got;
+	char uid[CDI_UID_MAX];
+	const char *s;
+
+	put("target", "precious");
+	assert_int_equal(mkfifo(in_dir(OLD_TEMP), 0600), 0);
+	assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+	assert_int_equal(unlink(in_dir(OLD_TEMP)), 0);
+
+	assert_int_equal(symlink("target", in_dir(OLD_TEMP)), 0);
+	assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+	assert_int_equal(unlink(in_dir(OLD_TEMP)), 0);
+	assert_string_equal(slurp(in_dir("target")), "precious");
+
+	assert_int_equal(mkdir(in_dir(OLD_TEMP), 0700), 0);
+	assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+	assert_int_equal(rmdir(in_dir(OLD_TEMP)), 0);
+
+	/* a device node (root only: mknod needs CAP_MKNOD) */
+	if (mknod(in_dir(OLD_TEMP), S_IFCHR | 0600, makedev(1, 3)) == 0) {
+		assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+		assert_int_equal(kind_of(OLD_TEMP), S_IFCHR);
+	}
+	assert_int_equal(kind_of(SPEC), S_IFREG);
+	s = slurp(in_dir(SPEC));
+	assert_int_equal(cdi_spec_parse(s, strlen(s), uid, &got, NULL), 0);
+	assert_true(cpuset_equal(&got, &c));
+}
+
+/* At the spec's own name: a FIFO or symlink is replaced (the link's target
+ * untouched), a directory is a clear -EISDIR, and nothing is left behind. */
+static void test_cdi_spec_write_replaces_a_fifo_or_symlink_refuses_a_directory(void **st)
+{
+	struct cpuset c = cs("1");
+	char cmd[160];
+
+	put("target", "precious");
+	assert_int_equal(symlink("target", in_dir(SPEC)), 0);
+	assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+	assert_int_equal(kind_of(SPEC), S_IFREG);
+	assert_string_equal(slurp(in_dir("target")), "precious");
+	assert_int_equal(unlink(in_dir(SPEC)), 0);
+
+	assert_int_equal(mkfifo(in_dir(SPEC), 0600), 0);
+	assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+	assert_int_equal(kind_of(SPEC), S_IFREG);
+	assert_int_equal(unlink(in_dir(SPEC)), 0);
+
+	assert_int_equal(mkdir(in_dir(SPEC), 0700), 0);
+	assert_int_equal(cdi_spec_write(dir, UID, &c), -EISDIR);
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l | grep -qx 2", dir); /* target, dir */
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_cdi_spec_remove_removes_a_fifo_leaves_a_directory(void **st)
+{
+	assert_int_equal(mkfifo(in_dir(SPEC), 0600), 0);
+	assert_int_equal(cdi_spec_remove(dir, UID), 0);
+	assert_int_equal(access(in_dir(SPEC), F_OK), -1);
+	put("target", "precious");
+	assert_int_equal(symlink("target", in_dir(SPEC)), 0);
+	assert_int_equal(cdi_spec_remove(dir, UID), 0);
+	assert_string_equal(slurp(in_dir("target")), "precious");
+	assert_int_equal(mkdir(in_dir(SPEC), 0700), 0);
+	assert_int_equal(cdi_spec_remove(dir, UID), -EISDIR);
+	assert_int_equal(kind_of(SPEC), S_IFDIR);
+}
+
+/* A FIFO named like a spec is reported with its file type, without a hang;
+ * a directory and a symlink likewise. */
+static void test_cdi_scan_names_what_is_not_a_regular_file(void **st)
+{
+	struct cpuset c = cs("4-5");
+	struct seen s = { 0 };
+
+	put("target", "{}");
+	assert_int_equal(cdi_spec_write(dir, "aaa", &c), 0);
+	assert_int_equal(mkfifo(in_dir("dra.k8s.io-cpu_claim-bbb.json"), 0600), 0);
+	assert_int_equal(mkdir(in_dir("dra.k8s.io-cpu_claim-ccc.json"), 0700), 0);
+	assert_int_equal(symlink("target", in_dir("dra.k8s.io-cpu_claim-ddd.json")), 0);
+	assert_int_equal(cdi_scan(dir, on_spec, on_bad, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.uids[0], "aaa");
+	assert_int_equal(s.bad, 3);
+	for (int i = 0; i < 3; i++)
+		if (!strstr(s.why[i], "is a FIFO, not a regular file") &&
+		    !strstr(s.why[i], "is a directory, not a regular file") &&
+		    !strstr(s.why[i], "is a symbolic link (not followed)"))
+			fail_msg("reason '%s' does not name the file type", s.why[i]);
+}
+
+static void test_cdi_remove_stale_temps_removes_only_our_temp_files(void **st)
+{
+	struct cpuset c = cs("1");
+	char cmd[160];
+
+	put("target", "precious");
+	assert_int_equal(cdi_spec_write(dir, UID, &c), 0);
+	assert_int_equal(mkfifo(in_dir(OLD_TEMP), 0600), 0);
+	put("." SPEC ".tmp.a1B2c3", "{");
+	assert_int_equal(symlink("target", in_dir(".dra.k8s.io-cpu_claim-x.json.tmp.zzzzzz")), 0);
+	/* another CDI producer's temp files and specs are not ours to touch */
+	put(".nvidia.com-gpu.json.tmp", "{");
+	put(".nvidia.com-gpu.json.tmp.a1B2c3", "{");
+	assert_int_equal(cdi_remove_stale_temps(dir), 3);
+	assert_string_equal(slurp(in_dir("target")), "precious");
+	assert_int_equal(kind_of(SPEC), S_IFREG);
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l | grep -qx 4", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(cdi_remove_stale_temps("/nonexistent/cdi"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +378,18 @@ int main(void)
 		cmocka_unit_test(test_cdi_spec_parse_rejects_foreign_and_broken_specs),
 		cmocka_unit_test_setup_teardown(
 			test_cdi_scan_reports_bad_files_and_ignores_foreign_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_cdi_spec_write_never_opens_what_is_planted_at_the_temp_name, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_cdi_spec_write_replaces_a_fifo_or_symlink_refuses_a_directory, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_cdi_spec_remove_removes_a_fifo_leaves_a_directory,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cdi_scan_names_what_is_not_a_regular_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cdi_remove_stale_temps_removes_only_our_temp_files,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

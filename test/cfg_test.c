@@ -73,6 +73,8 @@ static void test_cfg_defaults_match_the_reference_driver(void **st)
 	assert_true(c.kubelet_registration);
 	assert_int_equal(c.pinning_enforcement, CFG_ENFORCE_AUDIT);
 	assert_true(cpuset_is_empty(&c.reserved));
+	assert_int_equal(c.kubelet_first_request_timeout_s, 10);
+	assert_int_equal(c.slice_repair_timeout_s, 30);
 	cfg_done(&c);
 }
 
@@ -139,6 +141,12 @@ static void test_cfg_rejects_bad_values_with_the_flag_named(void **st)
 	expect_error("flag no-nri takes no value", "--no-nri=true", NULL);
 	expect_error("flag dry-run takes no value", "--dry-run=1", NULL);
 	expect_error("unknown flag 'no-cdi-dir'", "--no-cdi-dir", NULL);
+	expect_error("kubelet-first-request-timeout: '0' is not an integer in 1..600",
+		     "--kubelet-first-request-timeout=0", NULL);
+	expect_error("slice-repair-timeout: '3601' is not an integer in 1..3600",
+		     "--slice-repair-timeout", "3601", NULL);
+	expect_error("slice-repair-timeout: '1s' is not an integer", "--slice-repair-timeout=1s",
+		     NULL);
 }
 
 static void test_cfg_rejects_kubelet_root_too_long_for_a_socket(void **st)

@@ -1,5 +1,6 @@
 /* fileio: bounded reads to EOF, refusal of every non-regular file before a
  * byte is read (never a hang), the line reader, atomic replace. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -267,6 +268,19 @@ static void test_fileio_read_lines(void **st)
 			 -EINVAL);
 }
 
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
 static void test_fileio_write_atomic_replaces(void **st)
 {
 	struct fx *f = *st;
@@ -280,13 +294,96 @@ static void test_fileio_write_atomic_replaces(void **st)
 	free(text);
 	assert_int_equal(stat(at(f, "s"), &st_), 0);
 	assert_int_equal(st_.st_mode & 0777, 0600);
-	assert_int_equal(stat(at(f, ".s.tmp"), &st_), -1); /* no temp left behind */
+	assert_int_equal(count_entries(f->dir), 1); /* no temp left behind */
 	assert_int_equal(fileio_remove(f->dir, "s"), 0);
 	assert_int_equal(fileio_remove(f->dir, "s"), 0); /* missing: success */
 	assert_int_equal(fileio_mkdir_p(at(f, "a/b/c"), 0700), 0);
 	assert_int_equal(fileio_mkdir_p(at(f, "a/b/c"), 0700), 0);
 	assert_int_equal(stat(at(f, "a/b/c"), &st_), 0);
 	assert_true(S_ISDIR(st_.st_mode));
+}
+
+/* Whatever sits at the temp name an older version used (fixed ".s.tmp") is
+ * never opened: a FIFO there would block open(O_WRONLY) for good, a device
+ * node would be written to and then renamed into place. */
+static void test_fileio_write_atomic_never_opens_what_is_planted_at_a_temp_name(void **st)
+{
+	struct fx *f = *st;
+	char *text = NULL;
+	struct stat st_;
+
+	assert_int_equal(mkfifo(at(f, ".s.tmp"), 0600), 0);
+	assert_int_equal(fileio_write_atomic(f->dir, "s", "new", 3, 0644), 0);
+	assert_int_equal(fileio_read(at(f, "s"), 100, &text, NULL, NULL), 0);
+	assert_string_equal(text, "new");
+	free(text);
+	assert_int_equal(lstat(at(f, ".s.tmp"), &st_), 0);
+	assert_true(S_ISFIFO(st_.st_mode)); /* left for fileio_remove_stale_temps() */
+	assert_int_equal(stat(at(f, "s"), &st_), 0);
+	assert_int_equal(st_.st_mode & 0777, 0644);
+	assert_int_equal(count_entries(f->dir), 2);
+}
+
+/* A FIFO, socket or symlink where the file belongs is replaced, never opened
+ * or followed; a directory is -EISDIR and leaves nothing behind. */
+static void test_fileio_write_atomic_replaces_what_is_not_a_regular_file(void **st)
+{
+	struct fx *f = *st;
+	char *text = NULL, target[160];
+	struct stat st_;
+
+	assert_int_equal(mkfifo(at(f, "fifo"), 0600), 0);
+	assert_int_equal(fileio_write_atomic(f->dir, "fifo", "a", 1, 0600), 0);
+	assert_int_equal(lstat(at(f, "fifo"), &st_), 0);
+	assert_true(S_ISREG(st_.st_mode));
+
+	put(f, "target", "precious");
+	(void)snprintf(target, sizeof(target), "%s", at(f, "target"));
+	assert_int_equal(symlink(target, at(f, "link")), 0);
+	assert_int_equal(fileio_write_atomic(f->dir, "link", "b", 1, 0600), 0);
+	assert_int_equal(lstat(at(f, "link"), &st_), 0);
+	assert_true(S_ISREG(st_.st_mode));
+	assert_int_equal(fileio_read(target, 100, &text, NULL, NULL), 0);
+	assert_string_equal(text, "precious");
+	free(text);
+
+	assert_int_equal(mkdir(at(f, "dir"), 0700), 0);
+	assert_int_equal(fileio_write_atomic(f->dir, "dir", "c", 1, 0600), -EISDIR);
+	assert_int_equal(count_entries(f->dir), 4); /* fifo link target dir: no temp */
+}
+
+static void test_fileio_remove_stale_temps_removes_only_temp_names(void **st)
+{
+	struct fx *f = *st;
+	char target[160], *text = NULL;
+	struct stat st_;
+
+	put(f, "target", "precious");
+	(void)snprintf(target, sizeof(target), "%s", at(f, "target"));
+	put(f, ".ours-1.json.tmp", "");		/* the fixed name of earlier versions */
+	put(f, ".ours-2.json.tmp.Ab12Cd", "");	/* a crash between create and rename */
+	assert_int_equal(mkfifo(at(f, ".ours-3.json.tmp.xxxxxx"), 0600), 0);
+	assert_int_equal(symlink(target, at(f, ".ours-4.json.tmp.QQQQQQ")), 0);
+	assert_int_equal(mkdir(at(f, ".ours-5.json.tmp"), 0700), 0);
+	/* not ours, or not a temp name: kept */
+	put(f, ".other-1.json.tmp.Ab12Cd", "");
+	put(f, "ours-6.json.tmp.Ab12Cd", "");
+	put(f, ".ours-7.json.tmp.Ab1", "");
+	put(f, ".ours-8.json.tmp.Ab12C!", "");
+	put(f, ".ours-9.json", "");
+	assert_int_equal(mkdir(at(f, ".ours-10.json.tmp"), 0700), 0);
+	put(f, ".ours-10.json.tmp/inside", ""); /* a directory with content stays */
+
+	assert_int_equal(fileio_remove_stale_temps(f->dir, "ours-"), 5);
+	assert_int_equal(count_entries(f->dir), 7);
+	assert_int_equal(lstat(at(f, ".other-1.json.tmp.Ab12Cd"), &st_), 0);
+	assert_int_equal(lstat(at(f, ".ours-10.json.tmp/inside"), &st_), 0);
+	assert_int_equal(fileio_read(target, 100, &text, NULL, NULL), 0);
+	assert_string_equal(text, "precious");
+	free(text);
+	/* "" matches every name; a missing directory is empty */
+	assert_int_equal(fileio_remove_stale_temps(f->dir, ""), 1);
+	assert_int_equal(fileio_remove_stale_temps(at(f, "missing"), ""), 0);
 }
 
 int main(void)
@@ -308,6 +405,13 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fileio_read_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fileio_write_atomic_replaces, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_fileio_write_atomic_never_opens_what_is_planted_at_a_temp_name, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_fileio_write_atomic_replaces_what_is_not_a_regular_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fileio_remove_stale_temps_removes_only_temp_names,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,13 +229,14 @@ static void on_stats(struct grpc_call *call, const uint8_t *req, size_t len, voi
 	n = snprintf(out, sizeof(out),
 		     "{\"conns_accepted\":%" PRIu64 ",\"conns_active\":%" PRIu64
 		     ",\"conns_rejected\":%" PRIu64 ",\"conns_protocol_error\":%" PRIu64
-		     ",\"conns_timed_out\":%" PRIu64 ",\"calls_started\":%" PRIu64
+		     ",\"conns_timed_out\":%" PRIu64 ",\"conns_evicted\":%" PRIu64
+		     ",\"calls_started\":%" PRIu64
 		     ",\"calls_cancelled\":%" PRIu64 ",\"calls_rejected\":%" PRIu64
 		     ",\"calls_active\":%" PRIu64 ",\"messages_too_large\":%" PRIu64
 		     ",\"replies_dropped\":%" PRIu64 ",\"cancels_seen\":%" PRIu64
 		     ",\"notify_ok\":%" PRIu64 ",\"notify_failed\":%" PRIu64 ",\"by_code\":[",
 		     s.conns_accepted, s.conns_active, s.conns_rejected, s.conns_protocol_error,
-		     s.conns_timed_out, s.calls_started, s.calls_cancelled, s.calls_rejected,
+		     s.conns_timed_out, s.conns_evicted, s.calls_started, s.calls_cancelled, s.calls_rejected,
 		     s.calls_active, s.messages_too_large, s.replies_dropped, e->cancels,
 		     e->notify_ok, e->notify_failed);
 	for (int i = 0; i <= _GRPC_STATUS_MAX; i++)
@@ -504,8 +505,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: grpc_echo --socket PATH [--reg-socket PATH] [--mode OCTAL]\n"
-		   "       [--handshake-ms N] [--idle-ms N] [--write-ms N] [--max-conns N]\n"
-		   "       [--max-message N] [--health-ms N] [-v]\n");
+		   "       [--handshake-ms N] [--first-request-ms N] [--idle-ms N] [--write-ms N]\n"
+		   "       [--max-conns N]"
+		   " [--max-message N] [--health-ms N] [-v]\n");
 }
 
 int main(int argc, char **argv)
@@ -515,6 +517,7 @@ int main(int argc, char **argv)
 		{ "reg-socket", required_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "handshake-ms", required_argument, NULL, 'H' },
+		{ "first-request-ms", required_argument, NULL, 'F' },
 		{ "idle-ms", required_argument, NULL, 'I' },
 		{ "write-ms", required_argument, NULL, 'W' },
 		{ "max-conns", required_argument, NULL, 'C' },
@@ -537,6 +540,7 @@ int main(int argc, char **argv)
 		case 'r': reg_socket = optarg; break;
 		case 'm': mode = (mode_t)strtoul(optarg, NULL, 8); break;
 		case 'H': lim.handshake_timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'F': lim.first_request_timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'I': lim.idle_timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'W': lim.write_timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'C': lim.max_connections = (uint32_t)strtoul(optarg, NULL, 10); break;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -105,6 +106,9 @@ static void pump(struct env *e)
 }
 
 static const char *allocatable = "0-15";
+/* setup_owners(): pools write owners.json to the state dir and resolve
+ * cgroups under <root>/cg (plain directories: a cgroup id is an inode). */
+static bool with_owners;
 
 static int setup(void **state)
 {
@@ -112,6 +116,7 @@ static int setup(void **state)
 	struct env *e = calloc(1, sizeof(*e));
 	struct state_opts so = { 0 };
 	struct pools_opts po = { .cgroup_root = "/nonexistent", .fetch = &read_ops };
+	char cg[128];
 
 	assert_non_null(e);
 	memset(reads, 0, sizeof(reads));
@@ -127,12 +132,29 @@ static int setup(void **state)
 	assert_int_equal(state_new(&so, &e->state), 0);
 	assert_int_equal(state_load(e->state), 0);
 	assert_int_equal(metrics_new(&e->m), 0);
+	if (with_owners) {
+		snprintf(cg, sizeof(cg), "%s/cg", e->root);
+		po.cgroup_root = cg;
+		po.state_dir = e->state_dir;
+	}
 	assert_int_equal(pools_new(e->state, NULL, &po, e->m, &e->pools), 0);
 	assert_int_equal(nri_session_new(NULL, pools_nri_handlers(), e->pools, pl_write, e, &e->s),
 			 0);
 	assert_int_equal(ttrpc_mux_new(2, 1, &ops, e, &e->rt), 0);
+	/* A write that blocks on a planted FIFO would stop the suite. */
+	alarm(20);
 	*state = e;
 	return 0;
+}
+
+static int setup_owners(void **state)
+{
+	int r;
+
+	with_owners = true;
+	r = setup(state);
+	with_owners = false;
+	return r;
 }
 
 static int teardown(void **state)
@@ -140,6 +162,7 @@ static int teardown(void **state)
 	struct env *e = *state;
 	char cmd[96];
 
+	alarm(0);
 	nri_session_free(e->s);
 	ttrpc_mux_free(e->rt);
 	pools_free(e->pools);
@@ -273,6 +296,9 @@ static struct state_consumer pod_of(const char *id)
 /* Prepares claim uid ("default/claim") on cpus, reserved for the pods of the
  * containers named (NULL-terminated); no names: consumers unknown, as a claim
  * from an older checkpoint. */
+static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
+	__attribute__((sentinel));
+
 static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
 {
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
@@ -832,6 +858,88 @@ static void test_pools_claim_reads_in_flight_are_capped(void **state)
 	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"busy\"}") == 1);
 }
 
+/* A claim holder in cgroup <root>/cg/<name>: created, then started (which
+ * resolves its cgroup and rewrites owners.json). */
+static void start_holder(struct env *e, const char *id, const char *claim, const char *name)
+{
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	Nri__LinuxContainer lc = NRI__LINUX_CONTAINER__INIT;
+	char path[160], cgpath[64];
+	struct ctr_msg m;
+
+	snprintf(path, sizeof(path), "%s/cg", e->root);
+	(void)mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/cg/%s", e->root, name);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(cgpath, sizeof(cgpath), "/%s", name);
+	ctr_msg(&m, id, claim);
+	lc.cgroups_path = cgpath;
+	m.c.linux_ = &lc;
+	req.pod = &m.pod;
+	req.container = &m.c;
+	call(e, "CreateContainer", &req.base);
+	call(e, "StartContainer", &req.base);
+}
+
+static char *read_text(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+static mode_t kind_of(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : 0;
+}
+
+/* owners.json is written for bpf-verify through whatever was planted in the
+ * state dir while running: a FIFO at the fixed temp name of earlier versions
+ * blocked the write (and so the whole loop) for good; a symlink at
+ * owners.json is replaced, its target untouched; a directory there makes
+ * the write fail without stopping the pinning. */
+static void test_pools_owners_file_never_opens_or_follows_what_was_planted(void **state)
+{
+	struct env *e = *state;
+	char owners[160], temp[160], target[160];
+	FILE *f;
+
+	snprintf(owners, sizeof(owners), "%s/owners.json", e->state_dir);
+	snprintf(temp, sizeof(temp), "%s/.owners.json.tmp", e->state_dir);
+	snprintf(target, sizeof(target), "%s/target", e->root);
+	f = fopen(target, "w");
+	assert_non_null(f);
+	fputs("precious", f);
+	fclose(f);
+	assert_int_equal(mkfifo(temp, 0600), 0);
+	assert_int_equal(symlink(target, owners), 0);
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "holder", NULL), 0);
+	start_holder(e, "holder", "DRA_CPUSET_" UID1 "=4-5", "h1");
+	assert_int_equal(kind_of(owners), S_IFREG);
+	assert_non_null(strstr(read_text(owners), "\"claimUID\":\"" UID1 "\""));
+	assert_string_equal(read_text(target), "precious");
+	assert_int_equal(kind_of(temp), S_IFIFO); /* never opened */
+
+	/* a directory at owners.json: the write fails, the container events do not */
+	assert_int_equal(unlink(owners), 0);
+	assert_int_equal(mkdir(owners, 0700), 0);
+	assert_int_equal(add_claim(e, UID2, "6-7", "holder2", NULL), 0);
+	start_holder(e, "holder2", "DRA_CPUSET_" UID2 "=6-7", "h2");
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 2);
+	ctr_event(e, "StopContainer", "holder2", NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	assert_int_equal(kind_of(owners), S_IFDIR);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -851,6 +959,9 @@ int main(void)
 		T(test_pools_refusal_lines_are_rate_limited),
 		cmocka_unit_test_setup_teardown(test_pools_claim_reads_in_flight_are_capped,
 						setup_wide, teardown_wide),
+		cmocka_unit_test_setup_teardown(
+			test_pools_owners_file_never_opens_or_follows_what_was_planted, setup_owners,
+			teardown),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

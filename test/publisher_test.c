@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <json-c/json.h>
 
@@ -529,6 +530,25 @@ static int teardown(void **st)
 	return 0;
 }
 
+/* dra_cpu_slices_in_sync as /metrics shows it (-1: absent). */
+static double in_sync_gauge(void)
+{
+	static const char name[] = "dra_cpu_slices_in_sync";
+	struct evbuffer *out = evbuffer_new();
+	const char *text, *line;
+	double v = -1;
+
+	assert_non_null(out);
+	assert_int_equal(metrics_render(fx.metrics, out), 0);
+	assert_int_equal(evbuffer_add(out, "", 1), 0);
+	text = (const char *)evbuffer_pullup(out, -1);
+	for (line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+		if (strncmp(line, name, sizeof(name) - 1) == 0 && line[sizeof(name) - 1] == ' ')
+			v = strtod(line + sizeof(name), NULL);
+	evbuffer_free(out);
+	return v;
+}
+
 /* Publishes once and returns with everything in sync. */
 static void published(void)
 {
@@ -709,7 +729,8 @@ static void test_conflict_on_update_relists_and_recovers(void **st)
 	from = n_kcalls;
 	lists = count_calls(KUBE_GET, 0);
 	serve_one(c); /* 409 */
-	assert_false(fx.in_sync);
+	assert_true(in_sync_gauge() == 0);
+	assert_true(fx.in_sync); /* still ready: the repair has 30 s */
 	assert_null(watching()); /* dropped: the state is relisted */
 	assert_null(pending());	 /* after a backoff */
 	settle(1000);
@@ -910,6 +931,124 @@ static void test_watch_failing_during_a_sync_never_runs_two_requests(void **st)
 	assert_int_equal(n_slices(), 4);
 }
 
+/* ---- readiness ------------------------------------------------------------------------------ */
+
+/* Fails every write (create, update, delete) with http until ms of virtual
+ * time have passed; lists, the node and the watch are served. */
+static void fail_writes_for(int64_t ms, long http)
+{
+	int64_t end = faketimer_now() + ms, at = 0;
+
+	while (faketimer_now() < end) {
+		struct kube_call *c = pending();
+
+		if (c) {
+			if (c->verb == KUBE_GET)
+				serve_one(c);
+			else
+				fail_call(c, http, -1);
+			continue;
+		}
+		if (!faketimer_next(&at) || at > end)
+			break;
+		faketimer_advance(at - faketimer_now());
+	}
+	if (end > faketimer_now())
+		faketimer_advance(end - faketimer_now());
+}
+
+/* The kubelet wipes the slices at its start and they come back at once:
+ * known out of sync for a moment (the gauge says so), ready throughout. */
+static void test_a_repair_within_the_bound_is_no_readiness_event(void **st)
+{
+	struct kube_call *c;
+	int changes;
+
+	published();
+	changes = fx.state_changes;
+	server_delete(meta(slice_at(0), "name"), true);
+	server_delete(meta(slice_at(3), "name"), true);
+	faketimer_advance(1000);
+	c = pending();
+	assert_non_null(c);
+	assert_true(in_sync_gauge() == 0);
+	/* the server takes its time over the repair: 29 s */
+	faketimer_advance(29000);
+	assert_true(fx.in_sync);
+	settle(0);
+	assert_true(in_sync_gauge() == 1);
+	assert_true(fx.in_sync);
+	assert_int_equal(fx.state_changes, changes);
+	assert_int_equal(n_slices(), 4);
+}
+
+/* Slices deleted on the server, and every repair refused (RBAC lost: 403)
+ * for longer than the bound: not ready from the bound on, ready again at
+ * the first sync that leaves them right. */
+static void test_repairs_failing_past_the_bound_turn_unready_until_right(void **st)
+{
+	int changes;
+
+	published();
+	changes = fx.state_changes;
+	server_delete(meta(slice_at(1), "name"), true);
+	faketimer_advance(1000); /* the resync delay: the sync plans its writes now */
+	fail_writes_for(29900, 403);
+	assert_true(fx.in_sync);
+	assert_int_equal(fx.state_changes, changes);
+	fail_writes_for(200, 403);
+	assert_false(fx.in_sync);
+	assert_int_equal(fx.state_changes, changes + 1);
+	fail_writes_for(5 * 60000, 403); /* and stays so */
+	assert_false(fx.in_sync);
+	assert_int_equal(fx.state_changes, changes + 1);
+	settle(60000); /* the server takes writes again */
+	assert_true(fx.in_sync);
+	assert_true(in_sync_gauge() == 1);
+	assert_int_equal(fx.state_changes, changes + 2);
+	assert_int_equal(n_slices(), 4);
+	assert_pool(2);
+}
+
+/* Every slice gone, creates refused as invalid (422): the same, and the
+ * bound counts from the latest break, not from an earlier repaired one. */
+static void test_all_slices_gone_and_creates_refused_turn_unready(void **st)
+{
+	int changes;
+
+	published();
+	changes = fx.state_changes;
+	server_delete(meta(slice_at(2), "name"), true);
+	/* 5 s of refusals: the backoff (jittered, 0.2 s doubling) brings the
+	 * next attempt within 14 s of the break, well inside the bound */
+	fail_writes_for(5000, 422);
+	settle(30000);
+	assert_true(fx.in_sync);
+	assert_int_equal(fx.state_changes, changes);
+	for (int i = 0; i < 4; i++)
+		server_delete(meta(slice_at(i), "name"), true);
+	fail_writes_for(20000, 422);
+	assert_true(fx.in_sync); /* 20 s into this break, not 40 s into both */
+	fail_writes_for(11000, 422);
+	assert_false(fx.in_sync);
+	settle(60000);
+	assert_true(fx.in_sync);
+	assert_int_equal(n_slices(), 4);
+}
+
+/* Before the first complete publication the node is not ready, however
+ * long that takes; the repair bound starts only after it. */
+static void test_not_ready_until_first_published(void **st)
+{
+	start_publisher();
+	fail_writes_for(10 * 60000, 403);
+	assert_false(fx.in_sync);
+	assert_int_equal(fx.state_changes, 0);
+	settle(60000);
+	assert_true(fx.in_sync);
+	assert_int_equal(fx.state_changes, 1);
+}
+
 /* ---- fields the server drops, and the end ----------------------------------------------- */
 
 static void test_fields_the_server_drops_are_adopted_not_fought(void **st)
@@ -964,6 +1103,10 @@ int main(void)
 		T(test_expired_watch_relists),
 		T(test_watch_ending_at_once_is_not_a_hot_loop),
 		T(test_watch_failing_during_a_sync_never_runs_two_requests),
+		T(test_a_repair_within_the_bound_is_no_readiness_event),
+		T(test_repairs_failing_past_the_bound_turn_unready_until_right),
+		T(test_all_slices_gone_and_creates_refused_turn_unready),
+		T(test_not_ready_until_first_published),
 		T(test_fields_the_server_drops_are_adopted_not_fought),
 		T(test_free_cancels_the_request_and_the_watch),
 	};

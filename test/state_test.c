@@ -1,3 +1,4 @@
+/* wrap: unlink */
 /* state: reservations, commit order, recovery from CDI specs and checkpoint. */
 #include <errno.h>
 #include <setjmp.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -18,6 +20,21 @@
 
 static char root[64], cdi_dir[96], state_dir[96];
 
+/* unlink() of the path named here fails with this errno (0: never). */
+static char unlink_fail_path[256];
+static int unlink_fail_errno;
+
+int __real_unlink(const char *path);
+int __wrap_unlink(const char *path);
+int __wrap_unlink(const char *path)
+{
+	if (unlink_fail_errno && strcmp(path, unlink_fail_path) == 0) {
+		errno = unlink_fail_errno;
+		return -1;
+	}
+	return __real_unlink(path);
+}
+
 static int setup(void **st)
 {
 	snprintf(root, sizeof(root), "/dev/shm/state-test.XXXXXX");
@@ -26,6 +43,9 @@ static int setup(void **st)
 	snprintf(cdi_dir, sizeof(cdi_dir), "%s/cdi", root);
 	snprintf(state_dir, sizeof(state_dir), "%s/state", root);
 	log_set_level(LOG_ERROR);
+	unlink_fail_errno = 0;
+	/* A load that blocks on a planted FIFO would stop the suite. */
+	alarm(20);
 	return 0;
 }
 
@@ -33,6 +53,7 @@ static int teardown(void **st)
 {
 	char cmd[160];
 
+	alarm(0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -170,14 +191,194 @@ static void test_state_remove_keeps_reservation_when_spec_removal_fails(void **s
 	char path[256];
 
 	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
-	/* Replace the spec file by a non-empty directory: unlink fails (EISDIR). */
+	snprintf(path, sizeof(path), "%s/dra.k8s.io-cpu_claim-u1.json", cdi_dir);
+	snprintf(unlink_fail_path, sizeof(unlink_fail_path), "%s", path);
+	unlink_fail_errno = EIO;
+	assert_int_equal(state_claim_remove(s, "u1"), -EIO);
+	assert_non_null(state_claim(s, "u1"));
+	assert_true(spec_exists("u1"));
+	assert_pool(s, "0-1,4-7");
+}
+
+/* A directory where the spec was is not a spec: a restart would not restore
+ * the claim from it, so Unprepare releases the CPUs (and leaves the directory
+ * alone) instead of failing for ever and keeping them. */
+static void test_state_remove_releases_a_claim_whose_spec_became_a_directory(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+	struct state *again;
+	char path[256];
+
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
 	snprintf(path, sizeof(path), "%s/dra.k8s.io-cpu_claim-u1.json", cdi_dir);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(mkdir(path, 0755), 0);
-	assert_int_not_equal(state_claim_remove(s, "u1"), 0);
+	assert_int_equal(state_claim_remove(s, "u1"), 0);
+	assert_null(state_claim(s, "u1"));
+	assert_pool(s, "0-7");
+	assert_int_equal(access(path, F_OK), 0);
+	state_free(s);
+	s = NULL;
+	again = open_state("0-7");
+	assert_int_equal(state_claim_count(again), 0);
+	assert_pool(again, "0-7");
+	state_free(again);
+}
+
+static mode_t kind_at(const char *dir, const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : 0;
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void mkdirs(void)
+{
+	assert_int_equal(mkdir(cdi_dir, 0755), 0);
+	assert_int_equal(mkdir(state_dir, 0700), 0);
+}
+
+/* A crash between create and rename leaves temp files; an earlier version
+ * used one fixed temp name, and whatever sits there (a FIFO blocked the
+ * first checkpoint write for good, a symlink or directory failed it and so
+ * every start) is removed at load, ours only, links not followed. */
+static void test_state_load_removes_stale_temps_never_follows_them(void **st)
+{
+	char target[160], link[200];
+	struct state *s;
+
+	mkdirs();
+	snprintf(target, sizeof(target), "%s/target", root);
+	put_file(root, "target", "precious");
+	snprintf(link, sizeof(link), "%s/.checkpoint.json.tmp", state_dir);
+	assert_int_equal(mkfifo(link, 0600), 0);
+	snprintf(link, sizeof(link), "%s/.owners.json.tmp.Zx81Qa", state_dir);
+	assert_int_equal(symlink(target, link), 0);
+	snprintf(link, sizeof(link), "%s/.dra.k8s.io-cpu_claim-u1.json.tmp", cdi_dir);
+	assert_int_equal(mkfifo(link, 0600), 0);
+	put_file(cdi_dir, ".dra.k8s.io-cpu_claim-u2.json.tmp.a1b2c3", "{");
+	put_file(cdi_dir, ".vendor.com-gpu.json.tmp", "{"); /* not ours */
+
+	s = open_state("0-7");
+	assert_int_equal(kind_at(state_dir, ".checkpoint.json.tmp"), 0);
+	assert_int_equal(kind_at(state_dir, ".owners.json.tmp.Zx81Qa"), 0);
+	assert_int_equal(kind_at(cdi_dir, ".dra.k8s.io-cpu_claim-u1.json.tmp"), 0);
+	assert_int_equal(kind_at(cdi_dir, ".dra.k8s.io-cpu_claim-u2.json.tmp.a1b2c3"), 0);
+	assert_int_equal(kind_at(cdi_dir, ".vendor.com-gpu.json.tmp"), S_IFREG);
+	assert_int_equal(kind_at(state_dir, "checkpoint.json"), S_IFREG);
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	state_free(s);
+	s = open_state("0-7");
 	assert_non_null(state_claim(s, "u1"));
-	assert_pool(s, "0-1,4-7");
-	rmdir(path);
+	state_free(s);
+	assert_int_equal(kind_at(root, "target"), S_IFREG);
+	{
+		FILE *f = fopen(target, "r");
+		char buf[32] = "";
+
+		assert_non_null(f);
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		assert_string_equal(buf, "precious");
+	}
+}
+
+/* A device node at the old temp name was opened, written and renamed into
+ * place as the checkpoint. Needs CAP_MKNOD: skipped without it. */
+static void test_state_load_never_writes_through_a_planted_device_node(void **st)
+{
+	char path[200];
+	struct state *s;
+
+	mkdirs();
+	snprintf(path, sizeof(path), "%s/.checkpoint.json.tmp", state_dir);
+	if (mknod(path, S_IFCHR | 0600, makedev(1, 3)) < 0)
+		skip();
+	s = open_state("0-7");
+	assert_int_equal(add(s, "u1", "ns", "a", "2", NULL), 0);
+	assert_int_equal(kind_at(state_dir, "checkpoint.json"), S_IFREG);
+	state_free(s);
+}
+
+/* A FIFO or symlink at the checkpoint's name is neither read (no hang) nor
+ * followed: the claims come from the CDI specs and the checkpoint is
+ * replaced by a regular file, the link's target untouched. */
+static void test_state_load_replaces_a_fifo_or_symlink_checkpoint(void **st)
+{
+	char path[200], target[160];
+	struct state *s;
+
+	s = open_state("0-7");
+	assert_int_equal(add(s, "u1", "ns", "a", "2-3", NULL), 0);
+	state_free(s);
+	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	s = open_state("0-7");
+	assert_non_null(state_claim(s, "u1"));
+	assert_int_equal(kind_at(state_dir, "checkpoint.json"), S_IFREG);
+	state_free(s);
+
+	put_file(root, "target", "precious");
+	snprintf(target, sizeof(target), "%s/target", root);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink(target, path), 0);
+	s = open_state("0-7");
+	assert_non_null(state_claim(s, "u1"));
+	assert_int_equal(kind_at(state_dir, "checkpoint.json"), S_IFREG);
+	state_free(s);
+	assert_int_equal(kind_at(root, "target"), S_IFREG);
+	{
+		FILE *f = fopen(target, "r");
+		char buf[32] = "";
+
+		assert_non_null(f);
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		assert_string_equal(buf, "precious");
+	}
+}
+
+/* An empty directory at the checkpoint's name (a hostPath mount of type
+ * DirectoryOrCreate) is removed and the start goes on; one with content is
+ * somebody's: the load fails with -EISDIR (the daemon says why and exits)
+ * rather than serving claims it could never record. */
+static void test_state_load_directory_checkpoint_removed_if_empty_else_refused(void **st)
+{
+	struct state_opts o = { .cdi_dir = cdi_dir, .state_dir = state_dir };
+	char path[200];
+	struct state *s = NULL;
+
+	mkdirs();
+	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	s = open_state("0-7");
+	assert_int_equal(kind_at(state_dir, "checkpoint.json"), S_IFREG);
+	assert_int_equal(add(s, "u1", "ns", "a", "2", NULL), 0);
+	state_free(s);
+
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	put_file(path, "keep", "x");
+	assert_int_equal(cpuset_parse("0-7", &o.allocatable, NULL), 0);
+	assert_int_equal(state_new(&o, &s), 0);
+	assert_int_equal(state_load(s), -EISDIR);
+	state_free(s);
+	assert_int_equal(kind_at(path, "keep"), S_IFREG);
 }
 
 static void test_state_restart_restores_claims_and_metadata(void **st)
@@ -620,6 +821,11 @@ int main(void)
 		T(test_state_add_rolls_back_when_the_spec_cannot_be_written),
 		T(test_state_remove_deletes_spec_then_releases),
 		T(test_state_remove_keeps_reservation_when_spec_removal_fails),
+		T(test_state_remove_releases_a_claim_whose_spec_became_a_directory),
+		T(test_state_load_removes_stale_temps_never_follows_them),
+		T(test_state_load_never_writes_through_a_planted_device_node),
+		T(test_state_load_replaces_a_fifo_or_symlink_checkpoint),
+		T(test_state_load_directory_checkpoint_removed_if_empty_else_refused),
 		T(test_state_restart_restores_claims_and_metadata),
 		T(test_state_restart_without_checkpoint_uses_cdi_specs),
 		T(test_state_restart_drops_checkpoint_entries_without_spec),

@@ -73,10 +73,20 @@ def client_start(**kv):
 
 
 def connect(path, timeout=5.0):
+    """A connected unix socket; waits (up to timeout) while the server's
+    listen backlog is full, as a blocking connect would."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
-    s.connect(path)
-    return s
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                s.close()
+                raise
+            time.sleep(0.005)
 
 
 def read_frames(sock, timeout=2.0, until=None):

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -369,6 +370,44 @@ def test_could_not_check_exits_2_with_one_line(args, reason):
     assert rc == 2
     j = json.loads(out)
     assert j["verdict"] == "error" and j["exitCode"] == 2 and reason in j["error"]
+
+
+def plant(path, kind, target=None):
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        os.mkdir(path)
+    elif kind == "symlink":
+        os.symlink(target, path)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.close()
+
+
+@pytest.mark.parametrize("kind,reason", [
+    ("fifo", "is a FIFO, not a regular file"),
+    ("directory", "is a directory, not a regular file"),
+    ("symlink", "is a symbolic link (not followed), not a regular file"),
+    ("socket", "is a socket, not a regular file"),
+])
+def test_owners_json_that_is_not_a_file_exits_2_naming_it(tmp_path, kind, reason):
+    """Never a hang on a FIFO (no writer), never a followed link: exit 2 and why."""
+    state = tmp_path / "state"
+    state.mkdir()
+    target = tmp_path / "elsewhere.json"
+    target.write_text('{"owners": []}')
+    owners = str(state / "owners.json")
+    plant(owners, kind, str(target))
+    for extra in ([], ["--json"]):
+        rc, out, err = run("--state-dir", str(state), "--duration", "1", *extra, timeout=10)
+        assert rc == 2, out + err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("bpf-verify: could not check: ")
+        assert owners + ": " + reason in lines[0], err
+        if extra:
+            assert reason in json.loads(out)["error"]
+    assert target.read_text() == '{"owners": []}'
 
 
 def test_without_privileges_exit_2(tree, tmp_path):

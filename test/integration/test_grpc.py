@@ -273,15 +273,83 @@ def test_handshake_timeout_closes_silent_connection(echo_factory):
     assert e.stats()["conns_timed_out"] == 1
 
 
-def test_idle_connection_gets_goaway(echo_factory):
-    e = echo_factory("--idle-ms", "300")
-    s = h2raw.connect(e.sock)
-    s.sendall(h2raw.client_start())
-    frames, eof = h2raw.read_frames(s, 5)
+def goaway_code(frames):
+    g = [f for f in frames if f[0] == h2raw.GOAWAY]
+    return int.from_bytes(g[0][3][4:8], "big") if g else None
+
+
+def idle_peer(path, settings=True):
+    """A peer that connects (and says its SETTINGS) and asks for nothing."""
+    s = h2raw.connect(path)
+    if settings:
+        s.sendall(h2raw.client_start())
+        h2raw.read_frames(s, 2, until=lambda f: f[0] == h2raw.SETTINGS)
+    return s
+
+
+def test_no_request_within_the_first_request_timeout_gets_goaway(echo_factory):
+    """Handshaken, then nothing but PINGs, on a crowded server (a quarter of
+    the cap of 4): closed when the first-request timeout (counted from the
+    accept) runs out, not an idle timeout later; what it sends meanwhile buys
+    no time."""
+    e = echo_factory("--max-conns", "4", "--first-request-ms", "400", "--idle-ms", "60000")
+    s = idle_peer(e.sock)
+    t = time.monotonic()
+    frames, eof = [], False
+    while not eof and time.monotonic() - t < 5:
+        try:
+            s.sendall(h2raw.frame(h2raw.PING, 0, 0, b"8 bytes!"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed between two PINGs: the read below sees the EOF
+        got, eof = h2raw.read_frames(s, 0.1)
+        frames += got
     s.close()
     assert eof
-    goaway = [f for f in frames if f[0] == h2raw.GOAWAY]
-    assert goaway and int.from_bytes(goaway[0][3][4:8], "big") == 0  # NO_ERROR
+    assert 0.3 <= time.monotonic() - t < 3
+    assert goaway_code(frames) == 0  # NO_ERROR
+    assert e.stats()["conns_timed_out"] == 1
+
+
+def test_uncrowded_a_client_ahead_of_its_first_call_is_only_idle(echo_factory):
+    """The kubelet connects ahead of its first call. Alone (below a quarter of
+    the cap of 64) such a connection is not closed at the first-request
+    timeout but after the idle timeout; once 16 or more connections are open,
+    it and every other silent one past the first-request timeout go at once."""
+    e = echo_factory("--first-request-ms", "300", "--idle-ms", "2500")
+    early = idle_peer(e.sock)
+    t = time.monotonic()
+    assert not h2raw.wait_closed(early, 1.0)  # well past 300 ms
+    crowd = [idle_peer(e.sock) for _ in range(15)]  # 16 open: crowded
+    assert h2raw.wait_closed(early, 1.0)
+    assert time.monotonic() - t < 2.0  # not the idle timeout (2.5 s)
+    early.close()
+    # 15 left, not crowded: past their 300 ms they stay, merely idle
+    assert not any(h2raw.wait_closed(s, 0.05) for s in crowd)
+    one_more = idle_peer(e.sock)  # 16 again: all those past 300 ms go at once
+    t = time.monotonic()
+    for s in crowd:
+        assert h2raw.wait_closed(s, 1.0)
+        s.close()
+    assert time.monotonic() - t < 1.0
+    one_more.close()
+    # alone again: a quiet client gets the idle timeout
+    late = idle_peer(e.sock)
+    t = time.monotonic()
+    assert h2raw.wait_closed(late, 5)
+    assert 2.0 <= time.monotonic() - t < 4.5
+    late.close()
+
+
+def test_after_a_request_the_idle_timeout_applies(echo_factory):
+    e = echo_factory("--first-request-ms", "300", "--idle-ms", "1500")
+    s = h2raw.connect(e.sock)
+    s.sendall(h2raw.client_start() + h2raw.grpc_request(1, "/echo.Echo/Unary", b"hi"))
+    t = time.monotonic()
+    frames, eof = h2raw.read_frames(s, 5)
+    s.close()
+    assert eof and goaway_code(frames) == 0
+    assert 1.3 <= time.monotonic() - t < 4  # the idle timeout, not the first-request one
+    assert any(f[0] == h2raw.DATA and f[2] == 1 for f in frames)  # answered first
 
 
 def test_active_stream_keeps_idle_connection(echo_factory):
@@ -290,22 +358,75 @@ def test_active_stream_keeps_idle_connection(echo_factory):
     assert len(list(it)) == 8  # 0.8 s, four idle periods, one quiet client
 
 
-def test_max_connections_refuses_extra(echo_factory):
+def test_idle_connections_yield_to_a_new_one_oldest_first(echo_factory):
+    """At the cap, a new connection closes the one longest idle instead of
+    being refused: a crowd of idle peers cannot keep the kubelet out."""
+    e = echo_factory("--max-conns", "4", "--first-request-ms", "60000")
+    held = []
+    for _ in range(4):
+        held.append(idle_peer(e.sock))
+        time.sleep(0.01)  # distinct input times: the first is the idlest
+    assert e.unary("Unary", b"ok") == b"ok"  # the client's connection made room
+    assert h2raw.wait_closed(held[0], 3)
+    for s in held[1:]:
+        assert not h2raw.wait_closed(s, 0.05)
+    # a peer that talks is not the idlest any more: the next to go is held[2]
+    held[1].sendall(h2raw.frame(h2raw.PING, 0, 0, b"8 bytes!"))
+    h2raw.read_frames(held[1], 1, until=lambda f: f[0] == h2raw.PING)
+    extra = idle_peer(e.sock)
+    assert h2raw.wait_closed(held[2], 3)
+    assert not h2raw.wait_closed(held[1], 0.05) and not h2raw.wait_closed(extra, 0.05)
+    for s in held + [extra]:
+        s.close()
+    st = e.stats()
+    assert st["conns_evicted"] >= 2 and st["conns_rejected"] == 0
+
+
+def test_max_connections_refuses_extra_only_when_all_are_busy(echo_factory):
     e = echo_factory("--max-conns", "3")
     held = []
-    for _ in range(3):
+    for i in range(3):  # each waits for a reply a handler holds: not idle
         s = h2raw.connect(e.sock)
-        s.sendall(h2raw.client_start())
+        s.sendall(h2raw.client_start() + h2raw.grpc_request(1, "/echo.Echo/Slow", b"3000"))
         h2raw.read_frames(s, 1, until=lambda f: f[0] == h2raw.SETTINGS)
         held.append(s)
+    time.sleep(0.2)
     extra = h2raw.connect(e.sock)
     assert h2raw.wait_closed(extra, 3)
     extra.close()
     for s in held:
+        assert not h2raw.wait_closed(s, 0.05)
         s.close()
     time.sleep(0.1)
     assert e.unary("Unary", b"ok") == b"ok"
-    assert e.stats()["conns_rejected"] >= 1
+    st = e.stats()
+    assert st["conns_rejected"] >= 1 and st["conns_evicted"] == 0
+
+
+def test_hundreds_of_idle_peers_do_not_lock_out_a_client(echo_factory):
+    """300 idle peers against the default cap of 64, while a client keeps
+    calling: every call is answered; the peers beyond the cap are closed,
+    oldest first, and the rest when the first-request timeout runs out
+    (down to the quarter of the cap below which silence is mere idleness)."""
+    e = echo_factory("--first-request-ms", "2000")
+    peers = []
+    for i in range(300):
+        peers.append(idle_peer(e.sock, settings=i % 2 == 0))  # half never handshake
+        if i % 50 == 49:
+            ch = grpc.insecure_channel("unix:" + e.sock)  # a new connection each time
+            try:
+                assert ch.unary_unary("/echo.Echo/Unary")(b"%d" % i, timeout=5) == b"%d" % i
+            finally:
+                ch.close()
+    closed = sum(h2raw.wait_closed(s, 0.01) for s in peers)
+    assert closed >= 300 - 64
+    time.sleep(3)  # the first-request timeout (2 s) of the last ones has run out
+    left = [s for s in peers if not h2raw.wait_closed(s, 0.01)]
+    assert len(left) < 64 // 4, len(left)
+    for s in peers:
+        s.close()
+    st = e.stats()
+    assert st["conns_evicted"] >= 300 - 64 and st["conns_rejected"] == 0
 
 
 def test_peer_that_stops_reading_is_bounded_and_dropped(echo_factory):

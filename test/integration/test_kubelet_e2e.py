@@ -384,3 +384,55 @@ def test_names_from_the_kubelet_are_checked(apiserver, grouped, kubelet):
     assert claim_gets(apiserver) == 0
     assert not any(line.startswith("ts=2026-01-01") or "event=forged" in line
                    for line in grouped.log().splitlines())
+
+
+def idle_peers(path, n):
+    """n peers on the socket that ask for nothing; half never even send the
+    HTTP/2 preface."""
+    import h2raw
+
+    out = []
+    for i in range(n):
+        s = h2raw.connect(path)
+        if i % 2 == 0:
+            s.sendall(h2raw.client_start())
+        out.append(s)
+    return out
+
+
+def closed_now(s):
+    import h2raw
+
+    return h2raw.wait_closed(s, 0.01)
+
+
+def test_idle_peers_cannot_lock_the_kubelet_out(apiserver, make_driver, kubelet):
+    """Hundreds of peers connect to the DRA socket and never send a request.
+    The kubelet still gets its answers: at the connection cap the idlest peer
+    yields to the kubelet's new connection, and the crowd is closed once the
+    first-request timeout runs out (1 s here), not after minutes, down to the
+    quarter of the 64 slots below which a silent peer is merely idle."""
+    import time
+
+    d = make_driver(args=["--no-nri", "--no-bpf", "--kubelet-first-request-timeout", "1"]).start()
+    c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma000", "2")]))
+    uid = c["metadata"]["uid"]
+    crowd = idle_peers(d.dra_sock, 250)
+    t0 = time.monotonic()
+    assert prepare(kubelet, d, c).error == ""
+    # the kubelet's connection is idle now too, but it has asked before: the
+    # peers that never did yield first
+    more = idle_peers(d.dra_sock, 250)
+    assert kubelet.unprepare(d.dra_sock, [ref(c)]).claims[uid].error == ""
+    # beyond the cap (64 connections), peers were closed to make room
+    early = sum(closed_now(s) for s in crowd + more)
+    assert early >= 500 - 64, early
+    # and the rest go when their first-request timeout runs out
+    time.sleep(max(0, t0 + 3 - time.monotonic()))
+    left = [s for s in crowd + more if not closed_now(s)]
+    assert len(left) < 64 // 4, "%d idle peers still connected" % len(left)
+    for s in crowd + more:
+        s.close()
+    assert "conn_evicted" in d.log()
+    # a peer that asks is served as before
+    assert prepare(kubelet, d, c).error == ""

@@ -211,3 +211,57 @@ def test_fields_dropped_by_the_server_are_logged_once_and_adopted(apiserver, mak
     assert d.log().count("slice_fields_dropped") == 1
     assert "DRAConsumableCapacity" in d.log()
     assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1
+
+
+def readyz(d):
+    return d.http("/readyz")
+
+
+def test_readyz_stays_ready_through_a_slow_repair(apiserver, make_driver):
+    """The kubelet wipes the node's slices at its start; the repair takes the
+    server 2 s. Known out of sync meanwhile (the gauge), but ready throughout:
+    a repair that works is no reason to take the node out."""
+    import time
+
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    apiserver.add_fault(action="delay", seconds=2, verb="create", resource="resourceslices")
+    apiserver.wipe_node("node-1")
+    codes, gauges = [], []
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not published(apiserver, 1)():
+        codes.append(readyz(d)[0])
+        gauges.append(d.metrics()["dra_cpu_slices_in_sync"])
+        time.sleep(0.05)
+    assert published(apiserver, 1)()
+    assert 0 in gauges  # it did know
+    assert set(codes) == {200}, codes
+    wait_for(lambda: d.metrics()["dra_cpu_slices_in_sync"] == 1, what="in sync")
+
+
+def test_readyz_unready_while_repairs_keep_failing_then_ready(apiserver, make_driver):
+    """Slices gone and every write refused (403): ready for the repair
+    timeout (3 s here), then 503 naming the check and a log line with the
+    server's answer; ready again once the writes go through and the slices
+    are back."""
+    import time
+
+    d = make_driver(args=["--no-nri", "--no-bpf", "--slice-repair-timeout", "3"]).start()
+    d.wait_ready()
+    apiserver.add_fault(action="error", code=403, verb="write", resource="resourceslices")
+    t0 = time.monotonic()
+    apiserver.wipe_node("node-1")
+    wait_for(lambda: d.metrics()["dra_cpu_slices_in_sync"] == 0, what="known out of sync")
+    assert readyz(d)[0] == 200
+    wait_for(lambda: readyz(d)[0] == 503, timeout=15, what="/readyz 503")
+    assert time.monotonic() - t0 >= 3
+    code, body = readyz(d)
+    assert code == 503 and "resourceslices" in body
+    assert d.http("/healthz")[0] == 200  # alive: not a reason to restart it
+    line = [ln for ln in d.log().splitlines() if "event=slices_unrepaired" in ln]
+    assert line and "403" in line[0], d.log()[-2000:]
+    assert ours(apiserver) == []
+    apiserver.clear_faults()
+    wait_for(lambda: readyz(d)[0] == 200, timeout=40, what="/readyz 200 again")
+    assert published(apiserver, 1)()
+    assert "event=slices_repaired" in d.log()

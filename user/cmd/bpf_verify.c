@@ -407,18 +407,19 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 		(void)snprintf(source, source_size, "--exclusive");
 	} else {
 		_cleanup_free_ char *buf = NULL;
+		struct errbuf eb = { "" };
 		size_t len = 0;
 
 		(void)snprintf(source, source_size, "%s/owners.json", a->state_dir);
-		r = fileio_read(source, VERIFY_STATE_MAX, &buf, &len, NULL);
+		r = fileio_read(source, VERIFY_STATE_MAX, &buf, &len, &eb);
 		if (r == -ENOENT)
 			return cannot_check(a,
 					    "no %s: is dra-cpu-driver running with --state-dir %s, "
 					    "and has it bound a claim yet? (or name owners with "
 					    "--exclusive CPUS=CGROUP)",
 					    source, a->state_dir);
-		if (r < 0)
-			return cannot_check(a, "cannot read %s: %s", source, strerror(-r));
+		if (r < 0) /* eb names the path and, for a FIFO or a link, what it is */
+			return cannot_check(a, "cannot read %s", errbuf_text(&eb, r));
 		r = verify_owners_add_json(o, buf, len, &why);
 		if (r == -ENOMEM)
 			return cannot_check(a, "out of memory");

@@ -75,6 +75,8 @@ static const struct file_key file_keys[] = {
 	{ "bpf", "bpf", NULL },
 	{ "pinningEnforcement", "pinning-enforcement", NULL },
 	{ "contentionHistogram", "contention-histogram", NULL },
+	{ "kubeletFirstRequestTimeout", "kubelet-first-request-timeout", NULL },
+	{ "sliceRepairTimeout", "slice-repair-timeout", NULL },
 	{ "logVerbosity", "v", NULL },
 };
 
@@ -121,6 +123,14 @@ static const struct opt opts[] = {
 	  "also refuse affinity escapes with BPF LSM where available." },
 	{ "contention-histogram", NULL, OPT_BOOL, F(contention_histogram), "true", 0, 0, NULL, 0,
 	  "Measure run-queue latency on shared CPUs with BPF." },
+	{ "kubelet-first-request-timeout", NULL, OPT_INT, F(kubelet_first_request_timeout_s), "10",
+	  1, 600, NULL, 0,
+	  "Seconds a connection to the kubelet sockets may go without a request while a quarter "
+	  "or more of its 64 connection slots are taken; then it is closed, so a crowd of idle "
+	  "peers is gone in seconds." },
+	{ "slice-repair-timeout", NULL, OPT_INT, F(slice_repair_timeout_s), "30", 1, 3600, NULL, 0,
+	  "Seconds the node's ResourceSlices may be known wrong or missing, repairs failing, "
+	  "before /readyz turns 503 (it is 200 again once they are right)." },
 	{ "bind-address", NULL, OPT_STRING, F(bind_address), ":8080", 0, 0, NULL, 0,
 	  "HTTP address for /healthz, /readyz and /metrics (host:port, :port)." },
 	{ "v", NULL, OPT_INT, F(verbosity), "0", 0, 9, NULL, 0,
@@ -610,13 +620,14 @@ void cfg_log(const struct cfg *c)
 	log_info("config",
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
-		 "pinning_enforcement=%s contention_histogram=%s bind_address=%s kubeconfig=%s "
-		 "config=%s",
+		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
+		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
 		 c->bpf ? "true" : "false", cfg_enforcement_name(c->pinning_enforcement),
-		 c->contention_histogram ? "true" : "false", c->bind_address,
+		 c->contention_histogram ? "true" : "false", c->kubelet_first_request_timeout_s,
+		 c->slice_repair_timeout_s, c->bind_address,
 		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
 		 is_set(c->config_file) ? log_quote(c->config_file) : "none");
 }

@@ -49,6 +49,9 @@ struct cfg {
 	/* kubelet */
 	char *kubelet_root_dir;
 	bool kubelet_registration;
+	int kubelet_first_request_timeout_s;
+	/* API server */
+	int slice_repair_timeout_s;
 	/* state */
 	char *cdi_dir;
 	char *state_dir;

@@ -216,11 +216,11 @@ static void on_registered(void *ud, bool ok)
 	httpd_check_set(d->httpd, d->check_registered, ok);
 }
 
-static void on_slices(void *ud, bool in_sync)
+static void on_slices(void *ud, bool ready)
 {
 	struct daemon *d = ud;
 
-	httpd_check_set(d->httpd, d->check_slices, in_sync);
+	httpd_check_set(d->httpd, d->check_slices, ready);
 }
 
 /* The BPF checks and the NRI plugin: both degrade (reported on /metrics and
@@ -400,6 +400,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return r;
 	{
 		struct publisher_opts po = { .node = d->node, .devices = d->devices,
+					     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
 					     .on_state = on_slices, .ud = d };
 
 		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
@@ -413,6 +414,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.sysfs_root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
 			.watch_online = !(cfg->topology_file && *cfg->topology_file),
 			.device_mode = cfg->device_mode,
+			.first_request_timeout_ms = cfg->kubelet_first_request_timeout_s * 1000,
 			.fetch = &fetch_ops,
 			.fetch_ud = d,
 			.on_registered = on_registered,

@@ -95,6 +95,11 @@ int cdi_spec_remove(const char *dir, const char *uid)
 	return r < 0 ? r : fileio_remove(dir, name);
 }
 
+int cdi_remove_stale_temps(const char *dir)
+{
+	return fileio_remove_stale_temps(dir, FILE_PREFIX);
+}
+
 static void json_putp(struct json_object **o)
 {
 	if (*o)

@@ -40,8 +40,15 @@ int cdi_spec_path(const char *dir, const char *uid, char *buf, size_t size);
 /* Writes (or replaces) the spec of uid. Creates dir (0755) if missing. */
 int cdi_spec_write(const char *dir, const char *uid, const struct cpuset *cpus);
 
-/* Removes the spec of uid; a missing file is success. */
+/* Removes the spec of uid; a missing file is success. Whatever else sits at
+ * the spec's name (FIFO, socket, symlink: never followed) is removed too,
+ * except a directory: -EISDIR, left alone (it is not a spec, and not ours). */
 int cdi_spec_remove(const char *dir, const char *uid);
+
+/* Removes the temp files a crash left in dir: only our names
+ * (".dra.k8s.io-cpu_claim-*.json.tmp*"), never another producer's. For the
+ * start, before the first write. Returns the count removed or -errno. */
+int cdi_remove_stale_temps(const char *dir);
 
 /* Parses a spec of ours. -EPROTO (eb filled) when it is not one: wrong kind
  * or version, not exactly one device named claim-<uid> with exactly one env
@@ -51,7 +58,9 @@ int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cp
 
 /* Calls fn for every spec of ours in dir (file name dra.k8s.io-cpu_claim-*.json).
  * Files that do not parse, or whose content names another uid than their
- * file name, are reported through bad (may be NULL) and left alone. A missing
+ * file name, or are not regular files (a FIFO is never opened for reading
+ * in a way that blocks), are reported through bad (may be NULL, why names
+ * the file type) and left alone. A missing
  * dir is empty. fn returning < 0 stops the scan with that value. */
 typedef int (*cdi_spec_fn)(void *ud, const char *uid, const struct cpuset *cpus);
 typedef void (*cdi_bad_fn)(void *ud, const char *path, const char *why);

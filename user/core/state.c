@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -624,10 +625,16 @@ int state_claim_remove(struct state *s, const char *uid)
 	e = find(s, uid);
 	if (!e) {
 		/* Not ours in memory; a quarantined or stray spec may still exist. */
-		return cdi_spec_remove(s->cdi_dir, uid);
+		r = cdi_spec_remove(s->cdi_dir, uid);
+		return r == -EISDIR ? 0 : r;
 	}
 	r = cdi_spec_remove(s->cdi_dir, uid);
-	if (r < 0)
+	if (r == -EISDIR)
+		/* Not a spec: a restart would not restore the claim from it
+		 * either, so the claim is released as if the spec were gone. */
+		log_warn("cdi_spec_not_a_file", "claim=%s dir=%s kind=directory action=left_alone",
+			 uid, s->cdi_dir);
+	else if (r < 0)
 		return r;
 	(void)hashtab_del_str(&s->claims, uid);
 	recompute_prepared(s);
@@ -853,6 +860,40 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 	return 0;
 }
 
+/* What a crash between create and rename left: ours alone (fileio.h). The
+ * state dir holds only our files; in the CDI dir, only our names. */
+static void remove_stale_temps(struct state *s)
+{
+	int n = fileio_remove_stale_temps(s->state_dir, "");
+	int k = cdi_remove_stale_temps(s->cdi_dir);
+
+	if (n > 0 || k > 0)
+		log_info("stale_temps_removed", "state_dir=%d cdi_dir=%d", n > 0 ? n : 0,
+			 k > 0 ? k : 0);
+	if (n < 0 || k < 0)
+		log_warn_errno(n < 0 ? n : k, "stale_temps_unreadable", "dir=%s action=continuing",
+			       n < 0 ? s->state_dir : s->cdi_dir);
+}
+
+/* A directory where the checkpoint belongs (a hostPath mount of type
+ * DirectoryOrCreate does that): an empty one is removed, nothing is lost;
+ * anything else is the operator's, and every commit would fail, so the
+ * start fails with a message saying what to do rather than serving claims
+ * it cannot record. */
+static int checkpoint_is_a_directory(struct state *s)
+{
+	if (rmdir(s->checkpoint) == 0) {
+		log_warn("checkpoint_not_a_file", "path=%s kind=directory action=removed_empty_directory",
+			 s->checkpoint);
+		return 0;
+	}
+	return log_error_errno(-EISDIR, "checkpoint_not_a_file",
+			       "path=%s kind=directory reason=%s hint=%s", s->checkpoint,
+			       log_quote(strerror(errno)),
+			       log_quote("the checkpoint must be a regular file: remove or move this "
+					 "directory (or the mount that puts it there)"));
+}
+
 int state_load(struct state *s)
 {
 	struct loader l = {.s = s, .ckpt = HASHTAB_INIT(STATE_MAX_CLAIMS)};
@@ -872,6 +913,7 @@ int state_load(struct state *s)
 	if ((st.st_mode & 0777) != 0700 && chmod(s->state_dir, 0700) < 0)
 		return log_error_errno(-errno, "state_dir_failed", "path=%s", s->state_dir);
 
+	remove_stale_temps(s);
 	r = fileio_read(s->checkpoint, CHECKPOINT_MAX, &buf, &len, &why);
 	if (r == 0) {
 		r = state_checkpoint_parse(buf, len, collect_ckpt, &l, &why);
@@ -880,9 +922,15 @@ int state_load(struct state *s)
 		if (r < 0)
 			log_warn("checkpoint_ignored", "path=%s reason=%s action=using_cdi_specs",
 				 s->checkpoint, log_quote(errbuf_text(&why, r)));
+	} else if (r == -EISDIR) {
+		r = checkpoint_is_a_directory(s);
+		if (r < 0)
+			goto out;
 	} else if (r != -ENOENT) {
-		log_warn("checkpoint_unreadable", "path=%s reason=%s action=using_cdi_specs",
-			 s->checkpoint, log_quote(why.s));
+		/* A FIFO, socket, device node or symlink: never read, replaced
+		 * by the write below (rename does not follow a link). */
+		log_warn("checkpoint_unreadable", "path=%s reason=%s action=using_cdi_specs_replacing",
+			 s->checkpoint, log_quote(errbuf_text(&why, r)));
 	}
 
 	r = cdi_scan(s->cdi_dir, on_spec, on_bad_spec, &l);

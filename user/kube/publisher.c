@@ -66,6 +66,7 @@ struct publisher {
 	struct kube_watch *watch;
 	char *rv; /* last resourceVersion seen (list or watch) */
 	struct event *retry_timer, *sync_timer;
+	struct event *repair_timer; /* armed while known out of sync after a publication */
 	struct backoff bo;
 	/* desired: slices are built on demand from the devices; kept are the
 	 * hashes of their devices, and of what the server kept of them when it
@@ -81,6 +82,8 @@ struct publisher {
 	int n_ops, next_op;
 	int64_t sync_gen; /* pool generation the current sync writes */
 	bool syncing, dirty, in_sync, dropped_logged;
+	bool ready, published_once;
+	char *last_error; /* of the latest failed request, for the unready log line */
 	/* metrics */
 	struct metric *writes, *errors, *published, *dropped, *in_sync_g;
 };
@@ -91,14 +94,59 @@ static void start_watch(struct publisher *p);
 static void run_sync(struct publisher *p);
 static void get_node(struct publisher *p);
 
+static void set_ready(struct publisher *p, bool v)
+{
+	if (p->ready == v)
+		return;
+	p->ready = v;
+	if (p->o.on_state)
+		p->o.on_state(p->o.ud, v);
+}
+
+/* The gauge follows what is known at once; readiness waits out the repair
+ * timeout (see publisher.h). */
 static void set_in_sync(struct publisher *p, bool v)
 {
 	if (p->in_sync == v)
 		return;
 	p->in_sync = v;
 	metric_set(p->in_sync_g, v);
-	if (p->o.on_state)
-		p->o.on_state(p->o.ud, v);
+	if (v) {
+		(void)event_del(p->repair_timer);
+		free(p->last_error);
+		p->last_error = NULL;
+		if (p->published_once && !p->ready)
+			log_info("slices_repaired", "slices=%d action=ready", p->n_desired);
+		p->published_once = true;
+		set_ready(p, true);
+	} else if (p->published_once) {
+		struct timeval tv = { .tv_sec = p->o.repair_timeout_ms / 1000,
+				      .tv_usec = (p->o.repair_timeout_ms % 1000) * 1000 };
+
+		(void)event_add(p->repair_timer, &tv);
+	}
+}
+
+static void on_repair_timeout(evutil_socket_t fd, short what, void *ud)
+{
+	struct publisher *p = ud;
+
+	if (p->in_sync)
+		return;
+	log_warn("slices_unrepaired", "seconds=%d last_error=%s action=not_ready",
+		 p->o.repair_timeout_ms / 1000,
+		 log_quote(p->last_error ? p->last_error : "none (a repair is still running)"));
+	set_ready(p, false);
+}
+
+static void note_error(struct publisher *p, const char *text)
+{
+	char *n = strdup(text ? text : "");
+
+	if (!n)
+		return;
+	free(p->last_error);
+	p->last_error = n;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -400,6 +448,7 @@ static void on_list(void *ud, const struct kube_result *r)
 	if (r->error) {
 		log_warn("slice_list_failed", "error=%s action=retrying", log_quote(r->error_text));
 		metric_add(p->errors, 1);
+		note_error(p, r->error_text);
 		retry_later(p, r->retry_after_s);
 		return;
 	}
@@ -470,11 +519,13 @@ static void on_watch_end(void *ud, const struct kube_result *r)
 		return;
 	}
 	p->phase = PH_LIST;
-	if (kube_is_expired(r))
+	if (kube_is_expired(r)) {
 		log_info("slice_watch_expired", "action=relisting");
-	else
+	} else {
 		log_warn("slice_watch_failed", "error=%s action=relisting",
 			 log_quote(r->error_text));
+		note_error(p, r->error_text);
+	}
 	retry_later(p, r->retry_after_s);
 }
 
@@ -636,6 +687,7 @@ static void on_op_done(void *ud, const struct kube_result *r)
 			 verbs[op->kind], op->old.name ? op->old.name : "(new)",
 			 log_quote(r->error_text));
 		metric_add(p->errors, 1);
+		note_error(p, r->error_text);
 		ops_clear(p);
 		p->syncing = false;
 		set_in_sync(p, false);
@@ -755,9 +807,12 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
 	if (!p->o.resync_delay_ms)
 		p->o.resync_delay_ms = 1000;
 	p->node = strdup(o->node);
+	if (!p->o.repair_timeout_ms)
+		p->o.repair_timeout_ms = 30000;
 	p->retry_timer = evtimer_new(base, on_retry, p);
 	p->sync_timer = evtimer_new(base, on_sync_timer, p);
-	if (!p->node || !p->retry_timer || !p->sync_timer)
+	p->repair_timer = evtimer_new(base, on_repair_timeout, p);
+	if (!p->node || !p->retry_timer || !p->sync_timer || !p->repair_timer)
 		return -ENOMEM;
 	backoff_init(&p->bo, 200, 30000);
 	p->writes = metrics_counter(m, "dra_cpu_slice_writes_total",
@@ -786,6 +841,8 @@ struct publisher *publisher_free(struct publisher *p)
 		event_free(p->retry_timer);
 	if (p->sync_timer)
 		event_free(p->sync_timer);
+	if (p->repair_timer)
+		event_free(p->repair_timer);
 	ops_clear(p);
 	free(p->want);
 	free(p->adopted);
@@ -794,6 +851,7 @@ struct publisher *publisher_free(struct publisher *p)
 	free(p->node);
 	free(p->node_uid);
 	free(p->rv);
+	free(p->last_error);
 	free(p);
 	return NULL;
 }

@@ -18,6 +18,16 @@
  * backoff the publisher re-lists and syncs again. Fields the server dropped
  * (a feature gate off) are detected after each write, logged once, and
  * adopted so the publisher does not fight the server.
+ *
+ * Readiness (on_state, for /readyz) is not the same as being in sync (the
+ * dra_cpu_slices_in_sync gauge): the node is ready from its first complete
+ * publication on, and stops being ready only when its slices are known wrong
+ * or missing (a sync has writes to do) and have stayed so for
+ * repair_timeout_ms, repairs failing meanwhile (403, 422, conflicts, the
+ * server down in the middle of a repair). It is ready again as soon as a sync
+ * finds them right. A repair that succeeds within the bound (the kubelet
+ * wiping the slices at its start) is not a readiness event, and an API
+ * server that is merely unreachable says nothing about the slices.
  */
 #pragma once
 
@@ -31,14 +41,16 @@ struct devices;
 struct metrics;
 struct publisher;
 
-/* Called when the node's slices become (true) or stop being (false) in sync. */
-typedef void (*publisher_state_fn)(void *ud, bool in_sync);
+/* Called when the node becomes ready (true) or stops being ready (false)
+ * as far as its slices go (see above). */
+typedef void (*publisher_state_fn)(void *ud, bool ready);
 
 struct publisher_opts {
 	const char *node;
 	const struct devices *devices; /* borrowed; immutable */
 	int max_devices;	       /* per slice; 0 = 128 */
 	int resync_delay_ms;	       /* after a watch event; 0 = 1000 */
+	int repair_timeout_ms;	       /* known wrong this long: not ready; 0 = 30000 */
 	publisher_state_fn on_state;
 	void *ud;
 };

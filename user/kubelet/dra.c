@@ -1113,6 +1113,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
 	};
 	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
+	struct grpc_limits lim;
 	char dir[4096];
 	int r;
 
@@ -1143,7 +1144,10 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	r = alloc_topo_from_topo(topo, &d->alloc);
 	if (r < 0)
 		return log_error_errno(r, "allocator_init_failed", "");
-	r = grpc_server_new(base, NULL, &d->grpc);
+	grpc_limits_default(&lim);
+	if (o->first_request_timeout_ms > 0)
+		lim.first_request_timeout_ms = (uint32_t)o->first_request_timeout_ms;
+	r = grpc_server_new(base, &lim, &d->grpc);
 	if (r < 0)
 		return r;
 	grpc_server_set_observer(d->grpc, on_grpc_observe, d);

@@ -80,6 +80,7 @@ struct dra_opts {
 	void *fetch_ud;
 	int prepare_timeout_ms;	  /* 0: DRA_PREPARE_TIMEOUT_MS; also caps a longer deadline */
 	int max_fetches;	  /* 0: DRA_MAX_FETCHES */
+	int first_request_timeout_ms; /* sockets: a connection's first request; 0: grpc's default */
 	dra_registered_fn on_registered;
 	void *registered_ud;
 };

@@ -3,11 +3,17 @@
  *
  * Connection life:
  *
- *   accept ─> OPEN ──(peer SETTINGS)──> OPEN, idle timer
- *               │  GOAWAY queued (protocol error, idle, peer GOAWAY)
+ *   accept ─> OPEN ──(peer SETTINGS)──> OPEN ──(first request)──> OPEN, idle timer
+ *               │  GOAWAY queued (protocol error, no request in time, idle,
+ *               │  peer GOAWAY)
  *               v
  *            CLOSING ──(output drained or write timeout)──> DEAD ─> freed
- *   EOF, socket error, handshake or write timeout ───────────────> DEAD
+ *   EOF, socket error, handshake or write timeout, evicted ──────> DEAD
+ *
+ * The timer holds one deadline at a time: the handshake's and the first
+ * request's (both counted from the accept) until a request arrives (the
+ * latter closes only while the server is crowded, see grpc.h), then the
+ * idle one (re-armed on input), then the close grace.
  *
  * Only socket callbacks and the connection timer free a socket connection;
  * everything else (handlers completing calls, nghttp2 callbacks) marks it DEAD
@@ -83,6 +89,7 @@ struct grpc_server {
 	struct grpc_stats stats;
 	uint64_t last_warn_ns;
 	uint64_t last_slow_ns;
+	uint64_t last_evict_ns;
 };
 
 enum conn_state { CONN_OPEN, CONN_CLOSING, CONN_DEAD };
@@ -102,7 +109,9 @@ struct grpc_conn {
 	enum conn_state state;
 	bool want_flush;
 	bool handshaken;
+	bool requested; /* a request's HEADERS arrived */
 	bool read_paused;
+	uint64_t t_accept_ns, t_input_ns; /* monotonic: accepted, last input */
 };
 
 enum { CALL_REF_STREAM = 1, CALL_REF_HANDLER = 2, CALL_REF_CANCEL = 4 };
@@ -280,6 +289,7 @@ void grpc_limits_default(struct grpc_limits *l)
 		.max_streams = 100,
 		.max_connections = 64,
 		.handshake_timeout_ms = 10000,
+		.first_request_timeout_ms = 10000,
 		.idle_timeout_ms = 120000,
 		.write_timeout_ms = 30000,
 	};
@@ -288,6 +298,7 @@ void grpc_limits_default(struct grpc_limits *l)
 /* ---- connections: output -------------------------------------------------------------------- */
 
 static void conn_flush(struct grpc_conn *c);
+static void conn_arm_timer(struct grpc_conn *c);
 
 static struct evbuffer *conn_out(struct grpc_conn *c)
 {
@@ -1012,11 +1023,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 	case NGHTTP2_SETTINGS:
 		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) && !c->handshaken) {
 			c->handshaken = true;
-			if (c->timer) {
-				struct timeval tv = clock_tv_ms(c->srv->limits.idle_timeout_ms);
-
-				(void)evtimer_add(c->timer, &tv);
-			}
+			conn_arm_timer(c);
 		}
 		break;
 	case NGHTTP2_HEADERS:
@@ -1024,8 +1031,13 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 		call = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
 		if (!call)
 			break;
-		if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+			if (!c->requested) {
+				c->requested = true;
+				conn_arm_timer(c);
+			}
 			call_headers_done(call);
+		}
 		if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
 			call_request_done(call);
 		break;
@@ -1064,6 +1076,61 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 }
 
 /* ---- connections: life ---------------------------------------------------------------------- */
+
+/* A quarter of the connection cap in use: enough peers that the ones
+ * which never asked for anything may be crowding out one that will. */
+static bool srv_crowded(const struct grpc_server *srv)
+{
+	return (uint64_t)srv->n_conns * 4 >= srv->limits.max_connections;
+}
+
+/* GOAWAY to a connection that sent no request in time. */
+static void conn_close_unasked(struct grpc_conn *c)
+{
+	c->srv->stats.conns_timed_out++;
+	log_debug("conn_no_request", "ms=%u conns=%u action=goaway",
+		  c->srv->limits.first_request_timeout_ms, c->srv->n_conns);
+	conn_goaway(c, NGHTTP2_NO_ERROR);
+}
+
+/* The server just became crowded: connections past their first-request
+ * deadline that were let be while it was not go now. They are only marked
+ * (GOAWAY queued, or DEAD for the timer to free): nothing is freed here. */
+static void srv_sweep_unasked(struct grpc_server *srv)
+{
+	uint64_t now = now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
+
+	for (struct grpc_conn *c = srv->conns; c; c = c->next)
+		if (c->bev && c->state == CONN_OPEN && c->handshaken && !c->requested &&
+		    now - c->t_accept_ns >= fr_ns)
+			conn_close_unasked(c);
+}
+
+/* (Re)arms the timer of an open socket connection for the deadline that
+ * applies now (see the top): until the first request, the earlier of the
+ * handshake's and the first request's, both counted from the accept, so
+ * nothing the peer sends in between buys it time; after it, idle. */
+static void conn_arm_timer(struct grpc_conn *c)
+{
+	const struct grpc_limits *lim = &c->srv->limits;
+	uint64_t ms, now, due;
+	struct timeval tv;
+
+	if (!c->timer || c->state != CONN_OPEN)
+		return;
+	if (c->requested) {
+		ms = lim->idle_timeout_ms;
+	} else {
+		ms = lim->first_request_timeout_ms;
+		if (!c->handshaken && lim->handshake_timeout_ms < ms)
+			ms = lim->handshake_timeout_ms;
+		now = now_ns();
+		due = c->t_accept_ns + ms * 1000000ULL;
+		ms = due > now ? (due - now + 999999) / 1000000 : 0;
+	}
+	tv = clock_tv_ms((uint32_t)ms);
+	(void)evtimer_add(c->timer, &tv);
+}
 
 static void conn_destroy(struct grpc_conn *c)
 {
@@ -1105,6 +1172,22 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 		c->srv->stats.conns_timed_out++;
 		log_debug("conn_timeout", "state=%s", c->handshaken ? "closing" : "handshake");
 		conn_destroy(c);
+		return;
+	}
+	if (!c->requested) {
+		uint64_t idle_ns = (uint64_t)c->srv->limits.idle_timeout_ms * 1000000ULL;
+		uint64_t quiet_ns = now_ns() - c->t_input_ns;
+
+		/* Without a crowd, a client that connected ahead of its
+		 * first call (the kubelet does) is merely idle. */
+		if (!srv_crowded(c->srv) && quiet_ns < idle_ns) {
+			tv = clock_tv_ms((uint32_t)((idle_ns - quiet_ns + 999999) / 1000000));
+			(void)evtimer_add(c->timer, &tv);
+			return;
+		}
+		conn_close_unasked(c);
+		if (c->state == CONN_DEAD)
+			conn_destroy(c);
 		return;
 	}
 	if (c->n_active > 0) { /* a handler is working for this peer: not idle */
@@ -1150,11 +1233,9 @@ static void conn_on_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t n;
 
-	if (c->handshaken && c->state == CONN_OPEN) {
-		struct timeval tv = clock_tv_ms(c->srv->limits.idle_timeout_ms);
-
-		(void)evtimer_add(c->timer, &tv);
-	}
+	c->t_input_ns = now_ns();
+	if (c->requested) /* before it, input buys no time: see conn_arm_timer() */
+		conn_arm_timer(c);
 	while (c->state == CONN_OPEN && !c->read_paused &&
 	       (n = evbuffer_get_contiguous_space(in)) > 0) {
 		const uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)n);
@@ -1251,6 +1332,55 @@ fail:
 	return -ENOMEM;
 }
 
+static void conn_abort(struct grpc_conn *c);
+
+/* How readily c gives up its place: 0 never (a handler works for it, or it
+ * is not a socket), 1 streams open (a request still arriving or a reply
+ * still leaving), 2 idle after requests, 3 idle without ever a request, 4
+ * already closing. A client that has asked before (the kubelet) loses its
+ * connection only to a crowd of such clients: closing it under a client
+ * about to send costs that call an UNAVAILABLE. */
+static int conn_evictable(const struct grpc_conn *c)
+{
+	if (!c->bev || c->state == CONN_DEAD || c->n_active > 0)
+		return 0;
+	if (c->state == CONN_CLOSING)
+		return 4;
+	if (!c->requested)
+		return 3;
+	return c->calls ? 1 : 2;
+}
+
+/* At the connection cap: closes the most evictable connection, the one
+ * longest without input among equals, so that an idle crowd cannot keep the
+ * kubelet out (it gets in, at worst, at its next call). False when every
+ * connection has a call in a handler. */
+static bool conn_evict_idlest(struct grpc_server *srv, const struct grpc_listener *l)
+{
+	struct grpc_conn *victim = NULL;
+	int best = 0;
+
+	for (struct grpc_conn *c = srv->conns; c; c = c->next) {
+		int e = conn_evictable(c);
+
+		if (e > best || (e > 0 && e == best && c->t_input_ns < victim->t_input_ns)) {
+			victim = c;
+			best = e;
+		}
+	}
+	if (!victim)
+		return false;
+	srv->stats.conns_evicted++;
+	if (warn_ratelimit(&srv->last_evict_ns))
+		log_warn("conn_evicted", "socket=%s max=%u idle_ms=%llu evicted_total=%llu "
+					 "action=closed_idlest",
+			 l->path, srv->limits.max_connections,
+			 (unsigned long long)((now_ns() - victim->t_input_ns) / 1000000),
+			 (unsigned long long)srv->stats.conns_evicted);
+	conn_abort(victim);
+	return true;
+}
+
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 		      int socklen, void *arg)
 {
@@ -1259,13 +1389,12 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	struct bufferevent *bev;
 	struct grpc_conn *c;
 	struct timeval wt = clock_tv_ms(srv->limits.write_timeout_ms);
-	struct timeval hs = clock_tv_ms(srv->limits.handshake_timeout_ms);
 
-	if (srv->n_conns >= srv->limits.max_connections) {
+	if (srv->n_conns >= srv->limits.max_connections && !conn_evict_idlest(srv, l)) {
 		srv->stats.conns_rejected++;
 		if (warn_ratelimit(&srv->last_warn_ns))
-			log_warn("conn_rejected", "socket=%s max=%u action=closed", l->path,
-				 srv->limits.max_connections);
+			log_warn("conn_rejected", "socket=%s max=%u reason=\"all busy\" action=closed",
+				 l->path, srv->limits.max_connections);
 		(void)close(fd);
 		return;
 	}
@@ -1276,11 +1405,15 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	}
 	if (conn_new(srv, bev, &c) < 0)
 		return;
+	if (srv->n_conns * 4 >= srv->limits.max_connections &&
+	    (srv->n_conns - 1) * 4 < srv->limits.max_connections)
+		srv_sweep_unasked(srv);
 	srv->stats.conns_accepted++;
+	c->t_accept_ns = c->t_input_ns = now_ns();
 	bufferevent_setcb(bev, conn_on_read, conn_on_write, conn_on_event, c);
 	bufferevent_setwatermark(bev, EV_READ, 0, srv->limits.max_conn_output);
 	(void)bufferevent_set_timeouts(bev, NULL, &wt);
-	(void)evtimer_add(c->timer, &hs);
+	conn_arm_timer(c);
 	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
 	conn_flush(c);
 	if (c->state == CONN_DEAD)
@@ -1366,8 +1499,8 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 	if (!lim.f)              \
 		lim.f = def.f;
 	DEF(max_message) DEF(max_conn_buffered) DEF(max_conn_queued) DEF(max_conn_output)
-	DEF(max_streams) DEF(max_connections) DEF(handshake_timeout_ms) DEF(idle_timeout_ms)
-	DEF(write_timeout_ms)
+	DEF(max_streams) DEF(max_connections) DEF(handshake_timeout_ms)
+	DEF(first_request_timeout_ms) DEF(idle_timeout_ms) DEF(write_timeout_ms)
 #undef DEF
 	if (lim.max_message > UINT32_MAX - GRPC_PREFIX_LEN)
 		return -EINVAL;

@@ -31,6 +31,20 @@
  * request bytes buffered and reply bytes queued per connection, concurrent
  * streams, connections. A peer that stops reading stops being read from
  * (output above max_conn_output), and is dropped after write_timeout_ms.
+ *
+ * Idle peers cannot lock the kubelet out. At max_connections a new
+ * connection is not refused while an idle one exists: the most evictable
+ * connection with no call in a handler is closed to make room (counted in
+ * conns_evicted; one that never sent a request goes before one that did).
+ * Only when every connection has a call in a handler is the new one refused
+ * (conns_rejected). While a quarter of the cap or more is in use, a
+ * connection that has not sent a request within first_request_timeout_ms of
+ * its accept is closed (GOAWAY), whatever else it sends meanwhile (PINGs,
+ * SETTINGS): a crowd of silent peers is gone in seconds. Below that, such a
+ * connection is only idle (idle_timeout_ms without input), because the
+ * kubelet connects ahead of its first call and, when that connection ends,
+ * reconnects at once: closing it every few seconds would be churn for
+ * nothing. After a request, idle_timeout_ms without input applies.
  * Protocol errors end the connection with GOAWAY; nothing here blocks, and
  * nothing a peer sends is fatal to the server.
  *
@@ -84,6 +98,7 @@ struct grpc_limits {
 	uint32_t max_streams;		/* SETTINGS_MAX_CONCURRENT_STREAMS (100) */
 	uint32_t max_connections;	/* open connections per server (64) */
 	uint32_t handshake_timeout_ms;	/* accept to the client's SETTINGS (10 s) */
+	uint32_t first_request_timeout_ms; /* accept to the first request, when crowded (10 s) */
 	uint32_t idle_timeout_ms;	/* no input and no call in a handler (120 s) */
 	uint32_t write_timeout_ms;	/* output pending and not moving (30 s) */
 };
@@ -92,9 +107,10 @@ struct grpc_limits {
 struct grpc_stats {
 	uint64_t conns_accepted;
 	uint64_t conns_active;
-	uint64_t conns_rejected;	/* over max_connections */
+	uint64_t conns_rejected;	/* over max_connections, none idle to close */
+	uint64_t conns_evicted;		/* idle, closed to make room for a new one */
 	uint64_t conns_protocol_error;	/* closed for bad frames or a bad preface */
-	uint64_t conns_timed_out;	/* handshake, idle or write timeout */
+	uint64_t conns_timed_out;	/* handshake, first request, idle or write timeout */
 	uint64_t calls_started;		/* handed to a handler */
 	uint64_t calls_cancelled;	/* client went away before completion */
 	uint64_t calls_rejected;	/* answered by the server: unknown path, too big, bad request */

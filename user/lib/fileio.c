@@ -1,8 +1,11 @@
 /* Bounded reads and atomic replaces. See fileio.h. */
 #include "lib/fileio.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +155,10 @@ static int fsync_dir(const char *dir)
 	return 0;
 }
 
+/* The temp name of fileio_write_atomic(): see fileio.h. */
+#define TEMP_INFIX ".tmp"
+#define TEMP_RANDOM "XXXXXX"
+
 int fileio_write_atomic(const char *dir, const char *name, const char *data, size_t len,
 			mode_t mode)
 {
@@ -160,12 +167,18 @@ int fileio_write_atomic(const char *dir, const char *name, const char *data, siz
 	int r = 0;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= (int)sizeof(tmp))
+	    snprintf(tmp, sizeof(tmp), "%s/.%s" TEMP_INFIX "." TEMP_RANDOM, dir, name) >=
+		    (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	/* A fresh name, O_EXCL: whatever sits at an older temp name (a FIFO
+	 * whose open would block, a device node, a link to elsewhere) is never
+	 * opened. glibc passes O_NOFOLLOW through with O_CREAT | O_EXCL. */
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	while (len > 0) {
+	if (fchmod(fd, mode) < 0)
+		r = -errno;
+	while (!r && len > 0) {
 		ssize_t n = write(fd, data, len);
 
 		if (n < 0 && errno == EINTR)
@@ -186,6 +199,47 @@ int fileio_write_atomic(const char *dir, const char *name, const char *data, siz
 		return r;
 	}
 	return fsync_dir(dir);
+}
+
+/* ".<prefix>...tmp" or ".<prefix>...tmp.XXXXXX" (mkostemp's letters). */
+static bool is_stale_temp(const char *n, const char *prefix)
+{
+	size_t len = strlen(n), pl = strlen(prefix), il = strlen(TEMP_INFIX);
+	size_t rl = strlen(TEMP_RANDOM);
+
+	if (n[0] != '.' || strncmp(n + 1, prefix, pl) != 0)
+		return false;
+	if (len > 1 + pl + il && strcmp(n + len - il, TEMP_INFIX) == 0)
+		return true;
+	if (len <= 1 + pl + il + 1 + rl || n[len - rl - 1] != '.' ||
+	    strncmp(n + len - rl - 1 - il, TEMP_INFIX, il) != 0)
+		return false;
+	for (size_t i = len - rl; i < len; i++)
+		if (!isalnum((unsigned char)n[i]))
+			return false;
+	return true;
+}
+
+int fileio_remove_stale_temps(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (!is_stale_temp(de->d_name, prefix))
+			continue;
+		/* unlink() removes a symlink itself; rmdir() only an empty directory. */
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0 ||
+		    (errno == EISDIR && unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == 0))
+			n++;
+	}
+	closedir(d);
+	if (n > 0)
+		(void)fsync_dir(dir);
+	return n;
 }
 
 int fileio_remove(const char *dir, const char *name)

@@ -50,12 +50,26 @@ int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struc
 int fileio_read_lines(int dfd, const char *path, unsigned flags, size_t max,
 		      int (*fn)(void *ud, char *line), void *ud, struct errbuf *eb);
 
-/* Replaces dir/name with data atomically and durably: a temp file
- * ".<name>.tmp" (mode), write, fsync, rename over name, fsync of dir. A
- * crash leaves the old content or the new one. On failure the temp file is
- * removed and the old file is untouched. */
+/* Replaces dir/name with data atomically and durably: a temp file on a fresh
+ * name ".<name>.tmp.XXXXXX" created with O_CREAT | O_EXCL | O_NOFOLLOW (so
+ * nothing planted in the directory is ever opened, followed or written
+ * through), mode, write, fsync, rename over name, fsync of dir. A crash
+ * leaves the old content or the new one, plus at most a stale temp file that
+ * fileio_remove_stale_temps() removes. rename() replaces whatever non-directory
+ * is at name (a FIFO, socket, device node or symlink is replaced, the link's
+ * target untouched); a directory there is -EISDIR. On failure the temp file
+ * is removed and the old file is untouched. */
 int fileio_write_atomic(const char *dir, const char *name, const char *data, size_t len,
 			mode_t mode);
+
+/* Removes from dir what fileio_write_atomic() leaves behind when it dies
+ * between create and rename: names ".<prefix>...tmp.XXXXXX" and the fixed
+ * ".<prefix>...tmp" of earlier versions ("" matches every name), whatever
+ * their file type (a symlink is removed, not followed; an empty directory
+ * too). Call it at start, before anything writes there. Returns the count
+ * removed; what cannot be removed is skipped; -errno only when dir cannot
+ * be read (a missing dir: 0). */
+int fileio_remove_stale_temps(const char *dir, const char *prefix);
 
 /* unlink + fsync of the directory; a missing file is success. */
 int fileio_remove(const char *dir, const char *name);
