@@ -24,11 +24,14 @@ RUN make -j"$(nproc)" VERSION="$VERSION" \
 
 FROM debian:12-slim
 # Runtime libraries only. libbpf1/libelf1/zlib1g: BPF loading; libhwloc15:
-# topology; libmbedtls14, libmbedx509-1, libmbedcrypto7: TLS to the API server;
+# topology; libcurl4 (the OpenSSL flavour, with libssl3): the API client over
+# HTTP/2 or HTTP/1.1, TLS 1.2/1.3; ca-certificates: the system bundle, the
+# trust anchor when a kubeconfig names no CA (in-cluster always has one);
 # libjson-c5, libyaml-0-2: JSON and kubeconfig; libprotobuf-c1, libnghttp2-14:
-# kubelet gRPC and NRI messages; libevent-2.1-7: the event loop, DNS, /metrics.
+# kubelet gRPC and NRI messages (and curl's HTTP/2); libevent-2.1-7: the event
+# loop, timers, /metrics.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libbpf1 libelf1 zlib1g libhwloc15 libmbedtls14 libmbedx509-1 libmbedcrypto7 libjson-c5 libyaml-0-2 libprotobuf-c1 libnghttp2-14 libevent-2.1-7 \
+    && apt-get install -y --no-install-recommends libbpf1 libelf1 zlib1g libhwloc15 libcurl4 ca-certificates libjson-c5 libyaml-0-2 libprotobuf-c1 libnghttp2-14 libevent-2.1-7 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /usr/local/bin/
 # No USER: the driver must run as root. It creates sockets and files in

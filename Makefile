@@ -22,7 +22,7 @@ else
 B := build
 endif
 
-PKGS := libbpf libelf zlib hwloc json-c yaml-0.1 libprotobuf-c libnghttp2 libevent cmocka
+PKGS := libbpf libelf zlib hwloc json-c yaml-0.1 libprotobuf-c libnghttp2 libevent libcurl cmocka
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -34,8 +34,7 @@ endif
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -MMD -MP \
 	-Iuser -Iinclude -I$(B) -I$(B)/gen $(PKG_CFLAGS)
-# mbedTLS 2.28 (Debian 12) ships no pkg-config file.
-LDLIBS := $(PKG_LIBS) -lmbedtls -lmbedx509 -lmbedcrypto -lm
+LDLIBS := $(PKG_LIBS) -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined

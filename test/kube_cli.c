@@ -11,10 +11,17 @@
  * Exit 0 when the result had error 0, 1 otherwise, 2 on bad usage or config.
  *
  *   kube_cli [--kubeconfig F | --sa-dir D] [--allow-insecure] [--timeout-ms N]
- *            [--connect-timeout-ms N] [--attempts N] [--delay-ms N] [--tick-ms N]
- *            [--max-events N] [--max-line N] [--precondition-uid U]
- *            [--precondition-rv RV] [--trace] VERB PATH [BODY]
+ *            [--connect-timeout-ms N] [--attempts N] [--deadline-ms N] [--delay-ms N]
+ *            [--tick-ms N] [--max-events N] [--max-line N] [--precondition-uid U]
+ *            [--precondition-rv RV] [--trace] [--stdin] VERB PATH [BODY]
  *   VERB: get create update patch delete watch
+ *
+ * --stdin keeps the client running after VERB's result (or alongside the
+ * watch) and takes commands, one per line, so a test can act between
+ * requests (rotate a certificate, count connections):
+ *   get PATH [N]   N (default 1) GETs of PATH at once; each prints {"result":...}
+ *   quit           (or end of input) stop the watch, wait for the GETs, exit
+ * Exit 0 then when every result had error 0.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <json-c/json.h>
 
@@ -43,6 +51,11 @@ struct cli {
 	bool finished;
 	struct kube_req_opts ro;
 	struct kube_watch_opts wo;
+	/* --stdin */
+	bool interactive, quitting;
+	int inflight, failed;
+	struct evbuffer *in;
+	struct event *in_ev;
 	/* loop health */
 	struct timespec t0, last_tick;
 	long ticks, max_gap_ms;
@@ -103,13 +116,31 @@ static void print_result(struct cli *c, const char *key, const struct kube_resul
 	printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN));
 	fflush(stdout);
 	json_object_put(top);
+	if (c->interactive) {
+		c->failed += r->error != 0;
+		return;
+	}
 	c->exit_code = r->error ? 1 : 0;
+	c->finished = true;
+}
+
+static void maybe_quit(struct cli *c)
+{
+	if (!c->quitting || c->inflight)
+		return;
+	kube_watch_stop(c->w);
+	c->w = NULL;
+	c->exit_code = c->failed ? 1 : 0;
 	c->finished = true;
 }
 
 static void on_done(void *ud, const struct kube_result *r)
 {
-	print_result(ud, "result", r);
+	struct cli *c = ud;
+
+	print_result(c, "result", r);
+	c->inflight--;
+	maybe_quit(c);
 }
 
 static void on_end(void *ud, const struct kube_result *r)
@@ -118,6 +149,51 @@ static void on_end(void *ud, const struct kube_result *r)
 
 	c->w = NULL;
 	print_result(c, "end", r);
+}
+
+/* One command line of --stdin. */
+static void command(struct cli *c, char *line)
+{
+	char *save = NULL, *verb = strtok_r(line, " ", &save), *path = strtok_r(NULL, " ", &save);
+	char *n = strtok_r(NULL, " ", &save);
+	long count = n ? strtol(n, NULL, 10) : 1;
+
+	if (verb && strcmp(verb, "quit") == 0) {
+		c->quitting = true;
+		maybe_quit(c);
+		return;
+	}
+	if (!verb || strcmp(verb, "get") != 0 || !path || count < 1) {
+		fprintf(stderr, "kube_cli: bad command (get PATH [N] | quit)\n");
+		return;
+	}
+	for (long i = 0; i < count; i++) {
+		int r = kube_request(c->k, KUBE_GET, path, NULL, &c->ro, on_done, c, NULL);
+
+		if (r < 0) {
+			fprintf(stderr, "kube_cli: cannot start: %s\n", strerror(-r));
+			c->failed++;
+			continue;
+		}
+		c->inflight++;
+	}
+}
+
+static void on_stdin(evutil_socket_t fd, short what, void *arg)
+{
+	struct cli *c = arg;
+	char *line;
+	int n = evbuffer_read(c->in, fd, 4096);
+
+	while ((line = evbuffer_readln(c->in, NULL, EVBUFFER_EOL_LF))) {
+		command(c, line);
+		free(line);
+	}
+	if (n <= 0) { /* end of input: quit */
+		event_del(c->in_ev);
+		c->quitting = true;
+		maybe_quit(c);
+	}
 }
 
 static void on_event(void *ud, const struct kube_watch_event *ev)
@@ -164,6 +240,13 @@ static void on_start(evutil_socket_t fd, short what, void *arg)
 		r = kube_watch(c->k, c->path, &c->wo, on_event, on_end, c, &c->w);
 	else
 		r = kube_request(c->k, c->verb, c->path, c->body, &c->ro, on_done, c, NULL);
+	c->inflight += !c->watch && r >= 0;
+	if (r >= 0 && c->interactive) {
+		c->in = evbuffer_new();
+		c->in_ev = event_new(c->base, 0, EV_READ | EV_PERSIST, on_stdin, c);
+		if (!c->in || !c->in_ev || event_add(c->in_ev, NULL) < 0)
+			r = -ENOMEM;
+	}
 	if (r < 0) {
 		fprintf(stderr, "kube_cli: cannot start: %s\n", strerror(-r));
 		c->exit_code = 2;
@@ -174,9 +257,9 @@ static void on_start(evutil_socket_t fd, short what, void *arg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: kube_cli [--kubeconfig F | --sa-dir D] [--allow-insecure] "
-			"[--timeout-ms N] [--connect-timeout-ms N] [--attempts N] [--delay-ms N] "
-			"[--tick-ms N] [--max-events N] [--max-line N] [--precondition-uid U] "
-			"[--precondition-rv RV] [--trace] "
+			"[--timeout-ms N] [--connect-timeout-ms N] [--attempts N] [--deadline-ms N] "
+			"[--delay-ms N] [--tick-ms N] [--max-events N] [--max-line N] "
+			"[--precondition-uid U] [--precondition-rv RV] [--trace] [--stdin] "
 			"get|create|update|patch|delete|watch PATH [BODY]\n");
 	return 2;
 }
@@ -197,6 +280,8 @@ int main(int argc, char **argv)
 		{ "precondition-uid", required_argument, NULL, 'u' },
 		{ "precondition-rv", required_argument, NULL, 'r' },
 		{ "trace", no_argument, NULL, 'v' },
+		{ "deadline-ms", required_argument, NULL, 'D' },
+		{ "stdin", no_argument, NULL, 'I' },
 		{ 0 },
 	};
 	static const char *const verbs[] = { "get", "create", "update", "patch", "delete" };
@@ -228,6 +313,8 @@ int main(int argc, char **argv)
 		case 'u': c.ro.precondition_uid = optarg; break;
 		case 'r': c.ro.precondition_rv = optarg; break;
 		case 'v': log_set_level(LOG_TRACE); break;
+		case 'D': c.ro.deadline_ms = (int)strtol(optarg, NULL, 10); break;
+		case 'I': c.interactive = true; break;
 		default: return usage();
 		}
 	}
@@ -282,13 +369,22 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		printf("{\"loop\":{\"ticks\":%ld,\"max_gap_ms\":%ld,\"elapsed_ms\":%ld},"
 		       "\"stats\":{\"attempts\":%llu,\"retries\":%llu,\"failures\":%llu,"
-		       "\"token_reloads\":%llu,\"too_big\":%llu,\"watch_events\":%llu}}\n",
+		       "\"token_reloads\":%llu,\"too_big\":%llu,\"watch_events\":%llu,"
+		       "\"connections\":%llu,\"http2\":%llu,\"cert_reloads\":%llu,"
+		       "\"cert_read_errors\":%llu,\"watch_pauses\":%llu}}\n",
 		       c.ticks, c.max_gap_ms, ms_between(&c.t0, &now),
 		       (unsigned long long)st.attempts, (unsigned long long)st.retries,
 		       (unsigned long long)st.failures, (unsigned long long)st.token_reloads,
-		       (unsigned long long)st.too_big, (unsigned long long)st.watch_events);
+		       (unsigned long long)st.too_big, (unsigned long long)st.watch_events,
+		       (unsigned long long)st.connections, (unsigned long long)st.http2,
+		       (unsigned long long)st.cert_reloads, (unsigned long long)st.cert_read_errors,
+		       (unsigned long long)st.watch_pauses);
 	}
 	kube_free(c.k);
+	if (c.in_ev)
+		event_free(c.in_ev);
+	if (c.in)
+		evbuffer_free(c.in);
 	event_free(tick);
 	event_free(start);
 	event_base_free(c.base);

@@ -155,6 +155,33 @@ static void test_kube_lines_buffer_stays_bounded(void **st)
 	kube_lines_done(&l);
 }
 
+static void test_kube_lines_gives_back_a_buffer_grown_for_a_large_line(void **st)
+{
+	struct kube_lines l;
+	size_t big = 100000;
+	char *line, *data = malloc(big + 1);
+	size_t n;
+
+	memset(data, 'x', big);
+	data[big] = '\n';
+	kube_lines_init(&l, 200000);
+	assert_int_equal(kube_lines_feed(&l, data, big + 1), 0);
+	assert_true(l.cap > big);
+	assert_int_equal(kube_lines_next(&l, &line, &n), 1);
+	assert_int_equal(n, big);
+	/* drained: the next feed starts from a small buffer again */
+	assert_int_equal(kube_lines_feed(&l, "{}\n", 3), 0);
+	assert_true(l.cap <= KUBE_LINES_KEEP);
+	expect_line(&l, "{}");
+	/* a partial large line keeps its buffer until it is complete */
+	assert_int_equal(kube_lines_feed(&l, data, big), 0);
+	assert_int_equal(kube_lines_feed(&l, "\n", 1), 0);
+	assert_int_equal(kube_lines_next(&l, &line, &n), 1);
+	assert_int_equal(n, big);
+	kube_lines_done(&l);
+	free(data);
+}
+
 static void test_kube_lines_garbage_is_just_bytes(void **st)
 {
 	struct kube_lines l;
@@ -975,9 +1002,203 @@ static void test_kube_token_refreshed_periodically(void **st)
 	assert_string_equal(f->srv.last_auth, "Bearer rotated");
 }
 
+static void write_file(const char *path, const char *text)
+{
+	char tmp[256];
+	FILE *fp;
+
+	/* replaced whole, as a rotation does (a new inode, never a half-written file) */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fp = fopen(tmp, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+#define PEM_CERT(x) "-----BEGIN CERTIFICATE-----\n" x "\n-----END CERTIFICATE-----\n"
+#define PEM_KEY(x) "-----BEGIN PRIVATE KEY-----\n" x "\n-----END PRIVATE KEY-----\n"
+
+static struct kube *client_with_cert_files(struct fix *f, char *crt, char *key, size_t n)
+{
+	char yaml[1024], err[KUBECONFIG_ERR_MAX];
+	struct kubeconfig *cfg = NULL;
+	struct kube *k = NULL;
+	int r;
+
+	snprintf(crt, n, "%s/client.crt", f->dir);
+	snprintf(key, n, "%s/client.key", f->dir);
+	snprintf(yaml, sizeof(yaml),
+		 "current-context: t\n"
+		 "contexts: [{name: t, context: {cluster: c, user: u}}]\n"
+		 "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
+		 "users: [{name: u, user: {tokenFile: '%s', client-certificate: '%s', "
+		 "client-key: '%s'}}]\n",
+		 f->srv.port, f->token_path, crt, key);
+	assert_int_equal(kubeconfig_parse(yaml, strlen(yaml), NULL, NULL, KUBECONFIG_ALLOW_INSECURE,
+					  &cfg, err),
+			 0);
+	r = kube_new(f->base, cfg, NULL, &k);
+	kubeconfig_free(cfg);
+	return r < 0 ? NULL : k;
+}
+
+static void get_ok(struct fix *f)
+{
+	int want = f->done + 1;
+
+	assert_int_equal(kube_request(f->k, KUBE_GET, "/ok", NULL, NULL, on_done, f, NULL), 0);
+	assert_true(run_until(f, &f->done, want, 5000));
+	assert_int_equal(f->res.error, 0);
+}
+
+/* Plain http here (TLS is test_kube_client.py's): what is checked is when the
+ * files are read again, and that a bad read keeps the pair that worked. */
+static void test_kube_client_cert_files_read_again_when_changed(void **st)
+{
+	struct fix *f = *st;
+	char crt[128], key[128];
+	struct kube_stats s;
+
+	/* not there yet: no client */
+	assert_null(client_with_cert_files(f, crt, key, sizeof(crt)));
+	write_file(crt, PEM_CERT("one"));
+	write_file(key, PEM_KEY("one"));
+	f->k = client_with_cert_files(f, crt, key, sizeof(crt));
+	assert_non_null(f->k);
+	get_ok(f);
+	get_ok(f);
+	kube_get_stats(f->k, &s);
+	assert_int_equal(s.cert_reloads, 0); /* unchanged files are not read again */
+
+	write_file(crt, PEM_CERT("two, longer"));
+	write_file(key, PEM_KEY("two, longer"));
+	get_ok(f);
+	kube_get_stats(f->k, &s);
+	assert_int_equal(s.cert_reloads, 1);
+	assert_int_equal(s.cert_read_errors, 0);
+
+	/* caught half-written, then gone: the old pair stays, requests go on */
+	write_file(crt, "-----END CERTIFICATE-----\n");
+	get_ok(f);
+	assert_int_equal(unlink(crt), 0);
+	get_ok(f);
+	kube_get_stats(f->k, &s);
+	assert_int_equal(s.cert_reloads, 1);
+	assert_int_equal(s.cert_read_errors, 2);
+
+	/* the rotation completes */
+	write_file(crt, PEM_CERT("three"));
+	get_ok(f);
+	kube_get_stats(f->k, &s);
+	assert_int_equal(s.cert_reloads, 2);
+	assert_int_equal(s.cert_read_errors, 2);
+}
+
+static void test_kube_proxy_select_follows_client_go(void **st)
+{
+	static const char *const vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+					    "http_proxy", "NO_PROXY", "no_proxy" };
+	static const struct {
+		const char *server, *proxy_url, *env[6]; /* values for vars[], NULL = unset */
+		const char *want_proxy, *want_noproxy;
+	} t[] = {
+		{ "https://api.example:6443", NULL, { 0 }, "", "" },
+		{ "https://api.example:6443", NULL, { "http://p:3128" }, "http://p:3128", "" },
+		{ "https://api.example:6443", NULL, { "p:3128" }, "http://p:3128", "" },
+		{ "https://api.example:6443", NULL, { "https://A", "http://b" }, "https://A", "" },
+		{ "https://api.example:6443", NULL, { "", "http://b" }, "http://b", "" },
+		{ "https://api.example:6443", NULL, { NULL, NULL, "http://h" }, "", "" },
+		{ "http://api.example", NULL, { "http://s", NULL, "http://h" }, "http://h", "" },
+		{ "http://api.example", NULL, { NULL, NULL, NULL, "http://l" }, "http://l", "" },
+		{ "https://api.example", NULL, { "http://p", NULL, NULL, NULL, "a.b,.c", "x" },
+		  "http://p", "a.b,.c" },
+		{ "https://api.example", NULL, { "http://p", NULL, NULL, NULL, NULL, "x,10.0.0.0/8" },
+		  "http://p", "x,10.0.0.0/8" },
+		{ "https://api.example", NULL, { "socks5://s:1080" }, "socks5h://s:1080", "" },
+		/* never through an environment proxy */
+		{ "https://127.0.0.1:6443", NULL, { "http://p" }, "", "" },
+		{ "https://127.9.9.9", NULL, { "http://p" }, "", "" },
+		{ "https://localhost:6443/k8s", NULL, { "http://p" }, "", "" },
+		{ "https://LOCALHOST", NULL, { "http://p" }, "", "" },
+		{ "https://[::1]:6443", NULL, { "http://p" }, "", "" },
+		{ "https://[::ffff:127.0.0.1]:6443", NULL, { "http://p" }, "", "" },
+		{ "https://128.0.0.1", NULL, { "http://p" }, "http://p", "" },
+		{ "https://[::2]:6443", NULL, { "http://p" }, "http://p", "" },
+		{ "https://localhost.example", NULL, { "http://p" }, "http://p", "" },
+		/* a kubeconfig proxy-url: always, NO_PROXY aside */
+		{ "https://api.example", "http://u:pw@q:8080", { "http://p", NULL, NULL, NULL, "*" },
+		  "http://u:pw@q:8080", "" },
+		{ "https://127.0.0.1", "https://q", { 0 }, "https://q", "" },
+		{ "https://127.0.0.1", "socks5://q:1080", { 0 }, "socks5h://q:1080", "" },
+	};
+	char *proxy = NULL, *noproxy = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		for (size_t v = 0; v < ARRAY_SIZE(vars); v++) {
+			if (t[i].env[v])
+				setenv(vars[v], t[i].env[v], 1);
+			else
+				unsetenv(vars[v]);
+		}
+		assert_int_equal(kube_proxy_select(t[i].server, t[i].proxy_url, &proxy, &noproxy),
+				 0);
+		if (strcmp(proxy, t[i].want_proxy) || strcmp(noproxy, t[i].want_noproxy))
+			fail_msg("case %zu (%s): proxy '%s' noproxy '%s'", i, t[i].server, proxy,
+				 noproxy);
+		free(proxy);
+		free(noproxy);
+	}
+	proxy = noproxy = (char *)"untouched";
+	assert_int_equal(kube_proxy_select("https://", NULL, &proxy, &noproxy), -EINVAL);
+	assert_int_equal(kube_proxy_select("not a url", NULL, &proxy, &noproxy), -EINVAL);
+	assert_int_equal(kube_proxy_select(NULL, NULL, &proxy, &noproxy), -EINVAL);
+	assert_string_equal(proxy, "untouched");
+	for (size_t v = 0; v < ARRAY_SIZE(vars); v++)
+		unsetenv(vars[v]);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	((struct fix *)arg)->ticks++;
+}
+
+static void test_kube_deadline_beats_retry_after(void **st)
+{
+	struct fix *f = *st;
+	struct kube_opts ko = { .backoff_initial_ms = 10, .backoff_max_ms = 20 };
+	struct kube_req_opts tight = { .max_attempts = 3, .deadline_ms = 400 };
+	struct kube_req_opts roomy = { .max_attempts = 3, .deadline_ms = 5000 };
+	struct kube_req_opts slow = { .timeout_ms = 5000, .deadline_ms = 300 };
+
+	f->k = client_new(f, &ko);
+	/* Retry-After: 1 cannot fit in 400 ms: the 429 comes back at once */
+	f->srv.throttle = 1;
+	assert_int_equal(kube_request(f->k, KUBE_GET, "/throttle", NULL, &tight, on_done, f, NULL),
+			 0);
+	assert_true(run_until(f, &f->done, 1, 5000));
+	assert_int_equal(f->res.error, -EAGAIN);
+	assert_int_equal(f->res.attempts, 1);
+	assert_int_equal(f->res.retry_after_s, 1);
+	assert_true(f->elapsed_ms < 400);
+	/* with room for it, the retry waits for Retry-After and succeeds */
+	f->srv.throttle = 1;
+	clock_gettime(CLOCK_MONOTONIC, &f->t0);
+	assert_int_equal(kube_request(f->k, KUBE_GET, "/throttle", NULL, &roomy, on_done, f, NULL),
+			 0);
+	assert_true(run_until(f, &f->done, 2, 5000));
+	assert_int_equal(f->res.error, 0);
+	assert_int_equal(f->res.attempts, 2);
+	assert_true(f->elapsed_ms >= 1000);
+	/* the attempt's own timeout is cut to the deadline */
+	clock_gettime(CLOCK_MONOTONIC, &f->t0);
+	assert_int_equal(kube_request(f->k, KUBE_GET, "/slow", NULL, &slow, on_done, f, NULL), 0);
+	assert_true(run_until(f, &f->done, 3, 5000));
+	assert_int_equal(f->res.error, -ETIMEDOUT);
+	assert_true(f->elapsed_ms >= 290 && f->elapsed_ms < 1500);
+	slow.deadline_ms = -1;
+	assert_int_equal(kube_request(f->k, KUBE_GET, "/ok", NULL, &slow, on_done, f, NULL),
+			 -EINVAL);
 }
 
 static void test_kube_timeout_without_blocking_the_loop(void **st)
@@ -997,7 +1218,7 @@ static void test_kube_timeout_without_blocking_the_loop(void **st)
 	assert_true(f->elapsed_ms >= 390 && f->elapsed_ms < 2000);
 	/* a 10 ms ticker kept firing the whole time: the loop was never held */
 	assert_true(f->ticks >= 25);
-	assert_non_null(strstr(f->text, "timed out after 400 ms"));
+	assert_non_null(strstr(f->text, "timed out after 4")); /* "... 40x milliseconds" */
 }
 
 static void test_kube_body_cap_and_bad_json(void **st)
@@ -1318,6 +1539,7 @@ static void test_kube_watch_backpressure_keeps_every_event(void **st)
 	struct fix *f = *st;
 	struct kube_watch_opts o = { .max_line = 256 };
 	size_t off = 0, cap = 2000 * 64;
+	struct kube_stats s;
 
 	/* 2000 events in one write: 40x max_line, so the stream pauses and resumes */
 	f->srv.big = malloc(cap);
@@ -1331,6 +1553,8 @@ static void test_kube_watch_backpressure_keeps_every_event(void **st)
 	assert_true(run_until(f, &f->ends, 1, 10000));
 	assert_int_equal(f->events, 2000);
 	assert_int_equal(f->res.error, 0);
+	kube_get_stats(f->k, &s);
+	assert_true(s.watch_pauses > 0); /* it did pause, and every event still came */
 }
 
 static void test_kube_trace_output_redacts_token(void **st)
@@ -1372,6 +1596,7 @@ int main(void)
 		cmocka_unit_test(test_kube_lines_byte_by_byte),
 		cmocka_unit_test(test_kube_lines_caps_line_length_sticky),
 		cmocka_unit_test(test_kube_lines_buffer_stays_bounded),
+		cmocka_unit_test(test_kube_lines_gives_back_a_buffer_grown_for_a_large_line),
 		cmocka_unit_test(test_kube_lines_garbage_is_just_bytes),
 		cmocka_unit_test(test_kube_json_parse_strict),
 		cmocka_unit_test(test_kube_status_parse_fixtures),
@@ -1391,6 +1616,9 @@ int main(void)
 		LOOP(test_kube_401_rereads_token_and_retries_once),
 		LOOP(test_kube_new_needs_a_readable_token_file),
 		LOOP(test_kube_token_refreshed_periodically),
+		LOOP(test_kube_deadline_beats_retry_after),
+		LOOP(test_kube_client_cert_files_read_again_when_changed),
+		cmocka_unit_test(test_kube_proxy_select_follows_client_go),
 		LOOP(test_kube_timeout_without_blocking_the_loop),
 		LOOP(test_kube_body_cap_and_bad_json),
 		LOOP(test_kube_connection_refused_is_retried),

@@ -313,6 +313,46 @@ static void test_kubeconfig_rejects_unsupported_auth(void **st)
 			-EOPNOTSUPP, "clusters[c].cluster.tls-server-name is not supported");
 }
 
+static void test_kubeconfig_proxy_url_accepted_and_checked(void **st)
+{
+	char *t = kc_text("    server: https://h\n    proxy-url: HTTP://u:pw@proxy.corp:3128\n",
+			  "    token: t\n");
+	struct kubeconfig *c = parse_ok(t, NULL, 0), *d = NULL;
+
+	assert_string_equal(c->proxy_url, "http://u:pw@proxy.corp:3128"); /* scheme lower-cased */
+	assert_int_equal(kubeconfig_dup(c, &d), 0);
+	assert_string_equal(d->proxy_url, c->proxy_url);
+	kubeconfig_free(d);
+	kubeconfig_free(c);
+	free(t);
+	t = kc_text("    server: https://h\n    proxy-url: socks5://[::1]:1080\n", "    token: t\n");
+	c = parse_ok(t, NULL, 0);
+	assert_string_equal(c->proxy_url, "socks5://[::1]:1080");
+	kubeconfig_free(c);
+	free(t);
+	t = kc_text("    server: https://h\n", "    token: t\n");
+	c = parse_ok(t, NULL, 0);
+	assert_null(c->proxy_url); /* none: the environment decides */
+	kubeconfig_free(c);
+	free(t);
+
+	/* client-go's schemes only; the URL (it may hold a password) is never echoed */
+	assert_kc_fails("    server: https://h\n    proxy-url: ftp://u:s3cret@p:21\n",
+			"    token: t\n", 0, -EINVAL,
+			"clusters[c].cluster.proxy-url: unsupported scheme, must be http, https or "
+			"socks5");
+	assert_kc_fails("    server: https://h\n    proxy-url: p.corp:3128\n", "    token: t\n", 0,
+			-EINVAL, "proxy-url: unsupported scheme");
+	assert_kc_fails("    server: https://h\n    proxy-url: http://u:s3cret@\n", "    token: t\n",
+			0, -EINVAL, "proxy-url: not a valid URL");
+	assert_kc_fails("    server: https://h\n    proxy-url: \"http://p\\r\\nX: 1\"\n",
+			"    token: t\n", 0, -EINVAL, "proxy-url: not a valid URL");
+	assert_kc_fails("    server: https://h\n    proxy-url: http://:3128\n", "    token: t\n", 0,
+			-EINVAL, "proxy-url: not a valid URL");
+	assert_kc_fails("    server: https://h\n    proxy-url: [a]\n", "    token: t\n", 0, -EINVAL,
+			"proxy-url: expected a string");
+}
+
 static void test_kubeconfig_rejects_duplicates(void **st)
 {
 	assert_kc_fails("    server: https://h\n    server: https://evil\n", "    token: t\n", 0,
@@ -422,6 +462,68 @@ static void test_kubeconfig_load_checks_named_files(void **st)
 	assert_int_equal(kubeconfig_load("/nonexistent/kubeconfig", 0, &c, err), -ENOENT);
 	assert_string_equal(err, "kubeconfig /nonexistent/kubeconfig: No such file or directory");
 	assert_int_equal(kubeconfig_load(tmpdir, 0, &c, err), -EISDIR);
+}
+
+static void test_kubeconfig_load_checks_client_cert_files(void **st)
+{
+	char path[256], err[KUBECONFIG_ERR_MAX];
+	struct kubeconfig *c = NULL;
+	char *t;
+
+	snprintf(path, sizeof(path), "%s/config", tmpdir);
+	t = kc_text("    server: https://h\n",
+		    "    client-certificate: c.pem\n    client-key: k.pem\n");
+	write_file("config", t);
+	free(t);
+	write_file("c.pem", "not a certificate\n");
+	write_file("k.pem", "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n");
+	assert_int_equal(kubeconfig_load(path, 0, &c, err), -EBADMSG);
+	assert_non_null(strstr(err, "client-certificate "));
+	assert_non_null(strstr(err, "c.pem: no PEM \"CERTIFICATE\" block"));
+	write_file("c.pem", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n");
+	assert_int_equal(kubeconfig_load(path, 0, &c, err), 0);
+	assert_non_null(strstr(c->cert_file, "/c.pem"));
+	assert_non_null(strstr(c->key_file, "/k.pem"));
+	kubeconfig_free(c);
+	write_file("k.pem", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n");
+	assert_int_equal(kubeconfig_load(path, 0, &c, err), -EBADMSG);
+	assert_non_null(strstr(err, "client-key "));
+}
+
+static void test_kubeconfig_read_pem_checks_marker_and_size(void **st)
+{
+	char path[256], link[256], *pem = NULL, *big;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s/p", tmpdir);
+	write_file("p", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+	assert_int_equal(kubeconfig_read_pem(path, "CERTIFICATE", &pem, &len), 0);
+	assert_int_equal(len, strlen(pem));
+	assert_non_null(strstr(pem, "MIIB"));
+	pem = kubeconfig_pem_free(pem, len);
+	assert_null(pem);
+	/* followed through a symlink, as the kubelet's kubelet-client-current.pem */
+	snprintf(link, sizeof(link), "%s/current.pem", tmpdir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(kubeconfig_read_pem(link, "CERTIFICATE", &pem, &len), 0);
+	assert_non_null(strstr(pem, "MIIB"));
+	pem = kubeconfig_pem_free(pem, len);
+	/* a file caught half-written: the end without the start */
+	write_file("p", "MIIB\n-----END CERTIFICATE-----\n");
+	assert_int_equal(kubeconfig_read_pem(path, "CERTIFICATE", &pem, &len), -EBADMSG);
+	assert_int_equal(kubeconfig_read_pem(path, "PRIVATE KEY", &pem, &len), -EBADMSG);
+	write_file("p", "");
+	assert_int_equal(kubeconfig_read_pem(path, "CERTIFICATE", &pem, &len), -EBADMSG);
+	big = malloc(KUBECONFIG_PEM_MAX + 2);
+	memset(big, 'A', KUBECONFIG_PEM_MAX + 1);
+	big[KUBECONFIG_PEM_MAX + 1] = 0;
+	write_file("p", big);
+	free(big);
+	assert_int_equal(kubeconfig_read_pem(path, "CERTIFICATE", &pem, &len), -E2BIG);
+	assert_int_equal(kubeconfig_read_pem("/nonexistent/p", "CERTIFICATE", &pem, &len), -ENOENT);
+	assert_int_equal(kubeconfig_read_pem(tmpdir, "CERTIFICATE", &pem, &len), -EISDIR);
+	assert_null(pem);
+	assert_null(kubeconfig_pem_free(NULL, 0));
 }
 
 static void test_kubeconfig_load_refuses_oversized_file(void **st)
@@ -561,12 +663,17 @@ int main(void)
 		cmocka_unit_test(test_kubeconfig_base64_accepts_line_breaks_and_padding),
 		cmocka_unit_test(test_kubeconfig_rejects_half_client_cert),
 		cmocka_unit_test(test_kubeconfig_rejects_unsupported_auth),
+		cmocka_unit_test(test_kubeconfig_proxy_url_accepted_and_checked),
 		cmocka_unit_test(test_kubeconfig_rejects_duplicates),
 		cmocka_unit_test(test_kubeconfig_token_control_char_rejected_without_echo),
 		cmocka_unit_test(test_kubeconfig_yaml_syntax_error_names_line),
 		cmocka_unit_test(test_kubeconfig_size_cap),
 		cmocka_unit_test_setup_teardown(test_kubeconfig_load_checks_named_files, setup_tmp,
 						teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_kubeconfig_load_checks_client_cert_files,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_kubeconfig_read_pem_checks_marker_and_size,
+						setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_kubeconfig_load_refuses_oversized_file,
 						setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_kubeconfig_read_token_trims_and_validates,

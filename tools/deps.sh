@@ -5,10 +5,10 @@
 set -eu
 
 PKGS="make gcc pkg-config libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev
-libhwloc-dev hwloc libmbedtls-dev libjson-c-dev libyaml-dev
+libhwloc-dev hwloc libcurl4-openssl-dev libjson-c-dev libyaml-dev
 libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libnghttp2-dev libevent-dev libcmocka-dev
 libclang-rt-14-dev python3 python3-pytest python3-grpcio python3-protobuf
-python3-jsonschema python3-yaml prometheus openssl curl bzip2 iproute2
+python3-jsonschema python3-yaml prometheus openssl curl nghttp2-proxy bzip2 iproute2
 valgrind"
 # kubectl renders deploy/ with kustomize; any installed kubectl will do (some images
 # ship a non-Debian one that conflicts with Debian's kubernetes-client).

@@ -93,7 +93,18 @@ def cpu_ns(pid):
 
 
 def memory(pid):
-    """{VmRSS, VmHWM, RssAnon, RssFile, Pss, Pss_Anon} in KiB."""
+    """What the process's memory costs, in KiB:
+
+    VmRSS, VmHWM, RssAnon, RssFile, RssShmem   /proc/<pid>/status
+    Rss, Pss, Pss_Anon, Pss_File,              /proc/<pid>/smaps_rollup
+    Private_Clean, Private_Dirty,
+    Shared_Clean, Shared_Dirty
+    USS = Private_Clean + Private_Dirty        what freeing the process gives back
+
+    RSS counts every resident page mapped, shared library pages that other
+    processes map too included; PSS divides each shared page among its
+    mappers; USS counts only the pages no other process maps (heap, stacks,
+    written library data, and library pages nobody else has loaded)."""
     out = {}
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -104,11 +115,34 @@ def memory(pid):
         with open("/proc/%d/smaps_rollup" % pid) as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("Pss", "Pss_Anon", "Pss_File"):
+                if k in ("Rss", "Pss", "Pss_Anon", "Pss_File", "Private_Clean", "Private_Dirty",
+                         "Shared_Clean", "Shared_Dirty"):
                     out[k] = int(v.split()[0])
     except OSError:
         pass
+    if "Private_Clean" in out and "Private_Dirty" in out:
+        out["USS"] = out["Private_Clean"] + out["Private_Dirty"]
     return out
+
+
+def memory_by_mapping(pid, top=12):
+    """The biggest private (USS) contributors: [(mapping, Private_Clean+Dirty KiB)],
+    from /proc/<pid>/smaps; anonymous mappings are named [anon]."""
+    per = {}
+    name = None
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            for line in f:
+                head = line.split()
+                if not head:
+                    continue
+                if not head[0].endswith(":") or "-" in head[0]:
+                    name = os.path.basename(head[5]) if len(head) > 5 else "[anon]"
+                elif head[0] in ("Private_Clean:", "Private_Dirty:"):
+                    per[name] = per.get(name, 0) + int(head[1])
+    except OSError:
+        return []
+    return sorted(((k, v) for k, v in per.items() if v), key=lambda kv: -kv[1])[:top]
 
 
 # ---------------------------------------------------------------- metrics

@@ -20,8 +20,8 @@ import os
 import time
 
 from benchlib import (BenchError, Env, cpu_ns, histogram, histogram_delta, histogram_quantile,
-                      http_status, log_events, measure_metrics, median, memory, quiet_gc,
-                      summary, wait_until)
+                      http_status, log_events, measure_metrics, median, memory,
+                      memory_by_mapping, quiet_gc, summary, wait_until)
 from fig_nri import NriProbe, creates_summary, start
 
 HIST = "dra_cpu_prepare_claim_duration_seconds"
@@ -76,6 +76,7 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
                            m.get("dra_cpu_bpf_loaded")) == 1
         time.sleep(0.2)
         mem = memory(pid)
+        mem_top = memory_by_mapping(pid)
         mx = measure_metrics(d.port, scrapes)
         rs = []
         for _ in range(restarts):
@@ -111,6 +112,7 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
     return {
         "claims": claims, "containers": claims, "bpf_loaded": bpf_loaded,
         "memory_kib": mem, "memory_after_restart_kib": mem_restarted,
+        "uss_top_kib": mem_top,
         "vmrss_kib": mem["VmRSS"],
         "prepare_hist_ms": {"p50": _ms(histogram_quantile(0.5, h)),
                             "p99": _ms(histogram_quantile(0.99, h)),

@@ -16,7 +16,7 @@ started (time.time()) and how long it took; from that:
 import time
 
 from benchlib import (NODE, BenchError, Env, cpu_ns, http_status, measure_metrics, median,
-                      memory, wait_until)
+                      memory, memory_by_mapping, wait_until)
 
 ARGS = ["--cpu-device-mode", "individual", "--no-nri", "--no-bpf"]
 SLICES = 8
@@ -42,6 +42,7 @@ def one_run(env, scrapes):
     wait_until(lambda: _ready(d), 10, "/readyz", proc=d.proc)
     time.sleep(0.3)  # the watch events of our own creates arrive and are processed
     mem = memory(d.proc.pid)
+    mem_top = memory_by_mapping(d.proc.pid)
     log = api.log()
     creates = [e for e in log if e["verb"] == "create"]
     end = max(e["time"] + e["duration"] for e in creates)
@@ -63,6 +64,7 @@ def one_run(env, scrapes):
         "requests": sum(counts.values()),
         "counts": counts,
         "memory_kib": mem,
+        "uss_top_kib": mem_top,
         "metrics": mx,
         "slices": len([s for s in api.slices() if s["spec"].get("nodeName") == NODE]),
     }
@@ -91,6 +93,10 @@ def run(build_dir, runs=5, scrapes=30):
         "rss_anon_kib": median(r["memory_kib"].get("RssAnon", 0) for r in res),
         "rss_file_kib": median(r["memory_kib"].get("RssFile", 0) for r in res),
         "pss_kib": median(r["memory_kib"].get("Pss", 0) for r in res),
+        "uss_kib": median(r["memory_kib"].get("USS", 0) for r in res),
+        "private_clean_kib": median(r["memory_kib"].get("Private_Clean", 0) for r in res),
+        "private_dirty_kib": median(r["memory_kib"].get("Private_Dirty", 0) for r in res),
+        "uss_top_kib": res[-1]["uss_top_kib"],
         "render_ms_p50": median(r["metrics"]["render_ms"]["p50"] for r in res),
         "render_ms_p99": median(r["metrics"]["render_ms"]["p99"] for r in res),
         "http_get_ms_p50": median(r["metrics"]["http_get_ms"]["p50"] for r in res),

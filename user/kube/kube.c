@@ -1,27 +1,42 @@
-/* Kubernetes REST client on libevent + httpc. See kube.h.
+/* Kubernetes REST client on libevent + libcurl multi-socket. See kube.h.
  *
  * Internals. A struct kube_call ("call") is one logical request or watch; each
- * HTTP attempt is one httpc transfer (httpc keeps connections alive, so a
- * retry or the next request costs no handshake).
+ * HTTP attempt gets a fresh curl easy handle. Connections (and with HTTP/2 the
+ * one connection every stream shares), DNS and TLS sessions belong to the
+ * multi handle, so a new easy handle costs nothing on the wire.
  *
- *   start ──> RUNNING (httpc transfer) ──on_done──> ready queue
- *     ^                                                  │
- *     └── retry timer <── retry (401 once / backoff) <── finish
- *                                                  └──> callback, freed
+ *   start ──> RUNNING (easy in multi) ──curl DONE──> collected ──> ready queue
+ *     ^                                                                │
+ *     └── retry timer <── retry (401 once / backoff) <── finish ───────┘
+ *                                                          └──> callback, freed
  *
- * httpc calls us back (head, body, done) from its own handlers. Those
- * callbacks never call the user: they buffer bytes, mark the call ready and
- * wake the dispatcher (an immediate event), the only place user callbacks run.
- * The dispatcher marks the call it works on busy: a user who cancels it, or
- * frees the whole client, from inside a callback only sets a flag, and the
- * dispatcher releases things once the callback has returned.
+ * libcurl calls us back (socket, timer, write, header callbacks) only from
+ * inside curl_multi_socket_action() and a few other curl calls. Those
+ * callbacks never call the user: they buffer bytes and mark the call ready.
+ * After every curl_multi_socket_action() we collect finished transfers
+ * (outside libcurl: curl_multi_remove_handle is legal here) and run
+ * kube_dispatch(), the only place user callbacks run. The dispatcher marks the
+ * call it works on busy: a user who cancels it, or frees the whole client,
+ * from inside a callback only sets a flag, and the dispatcher releases things
+ * once the callback has returned.
  *
- * Watch back-pressure: when a max_line of complete lines waits, the body
- * callback pauses the transfer; the dispatcher drains them and resumes, so
- * memory is bounded by about two lines and one read.
+ * Watch back-pressure: the write callback refuses to buffer more than one
+ * max_line of complete lines (CURL_WRITEFUNC_PAUSE); the dispatcher drains
+ * them and unpauses, so memory is bounded by about two lines. Over HTTP/2
+ * libcurl then holds the stream's data back (its window is closed and what
+ * already arrived waits in the connection's buffer) until the unpause, which
+ * comes in the same loop iteration: the other streams are held up for no
+ * longer than it takes to deliver one max_line of events.
+ *
+ * Client credentials: a certificate and key named by file are read by us and
+ * handed to curl as blobs, stat()ed before every attempt and read again when
+ * they change. curl matches a connection for reuse on the certificate bytes,
+ * so after a rotation new transfers open a connection with the new pair
+ * while the ones in flight (a watch) finish on the old one.
  */
 #include "kube/kube.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -30,20 +45,39 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include <curl/curl.h>
 #include <event2/event.h>
 #include <json-c/json.h>
 
 #include "lib/backoff.h"
 #include "lib/clock.h"
-#include "kube/httpc.h"
 #include "kube/kubeconfig.h"
 
 #define LOG_MOD "kube"
 #include "lib/log.h"
 
 #define SLOW_DISPATCH_MS 10
+#define WARNING_MAX 512
+/* TCP keep-alive probes after this idle time and between probes, as client-go's
+ * dialer (30 s): a server that vanished is noticed under a long watch. */
+#define KEEPALIVE_S 30L
+
+/* Debian's libcurl links librtmp, which links GnuTLS, whose library
+ * constructor initialises it as the process loads (crypto back-ends,
+ * p11-kit): about 0.7 MiB of memory private to this process for a library
+ * nothing here calls (curl's TLS is OpenSSL; rtmp is not among the allowed
+ * protocols). gnutls.h documents this definition (GNUTLS_SKIP_GLOBAL_INIT) as
+ * the way to skip it: GnuTLS's own is weak, and as a library in the link
+ * defines the name the linker exports ours from the executable, which the
+ * loader then prefers. */
+int _gnutls_global_init_skip(void);
+int _gnutls_global_init_skip(void)
+{
+	return 1;
+}
 
 enum call_kind { CALL_REQUEST, CALL_WATCH };
 
@@ -56,19 +90,21 @@ struct kube_call {
 	bool busy;	   /* the dispatcher is working on it: do not free */
 	bool cancelled;	   /* cancelled while busy: the dispatcher frees it */
 	bool finished;	   /* final callback delivered: the dispatcher frees it */
-	bool done;	   /* the current attempt is over (finished or never started) */
-	bool paused;	   /* watch: the body callback paused the transfer */
+	bool done;	   /* the current attempt is over (curl finished or never started) */
+	bool paused;	   /* watch: write callback returned CURL_WRITEFUNC_PAUSE */
 	bool auth_retried; /* the one 401 retry has been used */
+	bool status_seen;  /* watch: response code looked at in the write callback */
 	bool stream_ok;	   /* watch: 200, bytes go to the line splitter */
-	bool sent;	   /* request bytes reached the server */
+	bool sent;	   /* the request left this host (pretransfer happened) */
 
 	/* what to do */
 	enum kube_verb verb;
-	char *path;
+	char *url;
 	char *body;
 	size_t body_len;
 	char *content_type;
 	int timeout_ms;
+	int64_t deadline; /* clock_now_ms() after which no attempt starts; 0 = none */
 	size_t max_body;
 	int max_attempts;
 	unsigned attempts;
@@ -76,10 +112,13 @@ struct kube_call {
 	struct event *retry_ev;
 
 	/* the current attempt */
-	struct httpc_xfer *x;
-	int xfer_err;  /* the transfer's own error (transport) */
+	CURL *easy;
+	struct curl_slist *headers;
+	char errbuf[CURL_ERROR_SIZE];
+	CURLcode cres;
 	int local_err; /* set by our callbacks: -E2BIG, -ENOMEM, -EPROTO */
 	long http_status;
+	long proxy_status; /* the proxy's answer to CONNECT, 0 without a proxy */
 	long retry_after_s;
 	char *in; /* response body (non-stream) */
 	size_t in_len, in_cap;
@@ -99,19 +138,41 @@ struct kube_watch {
 	struct kube_call call;
 };
 
+struct kube_sock {
+	struct kube *k;
+	curl_socket_t fd;
+	struct event *ev;
+	LIST_ENTRY(kube_sock) link;
+};
+
+/* A client certificate or key file and what was last read from it. */
+struct cred_file {
+	const char *path; /* borrowed from k->cfg; NULL when the PEM is inline */
+	const char *label;
+	struct stat st;	  /* of the file when it was read */
+	char *pem;
+	size_t len;
+};
+
 struct kube {
 	struct event_base *base;
 	struct kubeconfig *cfg;
 	struct kube_opts o;
 	char *user_agent;
 	char *token;
-	struct httpc *http;
-	struct event *dispatch_ev; /* wakes the dispatcher after httpc callbacks */
-	struct event *token_ev;	   /* periodic token file re-read */
+	char *proxy;   /* CURLOPT_PROXY: "" = direct */
+	char *noproxy; /* CURLOPT_NOPROXY */
+	struct cred_file cert, key;
+	bool cert_failing;
+	CURLM *multi;
+	struct event *timer;	/* curl's timeout */
+	struct event *token_ev; /* periodic token file re-read */
 	TAILQ_HEAD(kube_call_list, kube_call) calls;
 	TAILQ_HEAD(kube_ready_list, kube_call) ready;
+	LIST_HEAD(kube_sock_list, kube_sock) socks;
 	bool dispatching;
 	bool dead; /* kube_free() called during dispatch: destroy on the way out */
+	bool global_init;
 	bool token_failing;
 	int64_t slow_logged_ms;
 	struct kube_stats st;
@@ -144,6 +205,13 @@ int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
 		return l->failed;
 	if (n == 0)
 		return 0;
+	/* Empty, and grown for a large event: give it back rather than keep it for a
+	 * stream of small ones (lines returned earlier are dead by now: see .h). */
+	if (l->len == 0 && l->cap > KUBE_LINES_KEEP) {
+		free(l->buf);
+		l->buf = NULL;
+		l->cap = 0;
+	}
 	/* Check every line length before taking any byte. */
 	while (rest) {
 		const char *nl = memchr(p, '\n', rest);
@@ -446,6 +514,774 @@ int kube_query_add(char **path, const char *key, const char *value)
 	return 0;
 }
 
+
+static int errno_from_curl(CURLcode c)
+{
+	switch (c) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_PROXY:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return -EKEYREJECTED;
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+		return -ENOKEY;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CIPHER:
+		return -ECONNABORTED;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return -ECONNRESET;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_BAD_FUNCTION_ARGUMENT:
+	case CURLE_UNKNOWN_OPTION:
+		return -EINVAL;
+	case CURLE_FILESIZE_EXCEEDED:
+		return -E2BIG;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+/* ---- proxy --------------------------------------------------------------------------- */
+
+static const char *getenv_any(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+
+	return v && *v ? v : getenv(b);
+}
+
+/* Go's http.ProxyFromEnvironment never proxies these. */
+static bool host_is_loopback(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	return false;
+}
+
+static void curl_urlp(CURLU **u)
+{
+	if (*u)
+		curl_url_cleanup(*u);
+}
+
+static void curl_freep(char **s)
+{
+	if (*s)
+		curl_free(*s);
+}
+
+/* The server's host without brackets, as a malloc'd string. */
+static int server_host(const char *server, char **ret)
+{
+	_cleanup_(curl_urlp) CURLU *u = curl_url();
+	_cleanup_(curl_freep) char *h = NULL;
+	size_t n;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &h, 0) != CURLUE_OK)
+		return -EINVAL;
+	n = strlen(h);
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
+		*ret = strndup(h + 1, n - 2);
+	else
+		*ret = strdup(h);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* A proxy URL as curl takes it: a scheme always (http:// when none, as Go),
+ * socks5 resolving names at the proxy (Go's SOCKS5 dialer sends names). */
+static char *proxy_for_curl(const char *p)
+{
+	char *out = NULL;
+
+	if (strncasecmp(p, "socks5://", 9) == 0)
+		return asprintf(&out, "socks5h://%s", p + 9) < 0 ? NULL : out;
+	if (!strstr(p, "://"))
+		return asprintf(&out, "http://%s", p) < 0 ? NULL : out;
+	return strdup(p);
+}
+
+int kube_proxy_select(const char *server, const char *proxy_url, char **ret_proxy,
+		      char **ret_noproxy)
+{
+	_cleanup_free_ char *proxy = NULL, *noproxy = NULL, *host = NULL;
+	const char *env, *no;
+	bool https;
+	int r;
+
+	if (!server)
+		return -EINVAL;
+	r = server_host(server, &host);
+	if (r < 0)
+		return r;
+	https = strncasecmp(server, "https://", 8) == 0;
+	if (proxy_url) {
+		/* client-go: an explicit proxy-url serves every request, NO_PROXY aside. */
+		proxy = proxy_for_curl(proxy_url);
+		noproxy = strdup("");
+	} else {
+		env = https ? getenv_any("HTTPS_PROXY", "https_proxy")
+			    : getenv_any("HTTP_PROXY", "http_proxy");
+		no = getenv_any("NO_PROXY", "no_proxy");
+		proxy = env && *env && !host_is_loopback(host) ? proxy_for_curl(env) : strdup("");
+		noproxy = strdup(no ? no : "");
+	}
+	if (!proxy || !noproxy)
+		return -ENOMEM;
+	*ret_proxy = TAKE_PTR(proxy);
+	*ret_noproxy = TAKE_PTR(noproxy);
+	return 0;
+}
+
+/* The proxy's host and port only: its URL may hold a password. */
+static void log_proxy(const char *proxy)
+{
+	_cleanup_(curl_urlp) CURLU *u = curl_url();
+	_cleanup_(curl_freep) char *scheme = NULL, *host = NULL, *port = NULL;
+
+	if (!*proxy)
+		return;
+	if (!u || curl_url_set(u, CURLUPART_URL, proxy, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+		log_info("proxy", "proxy=unparsable");
+		return;
+	}
+	log_info("proxy", "scheme=%s host=%s port=%s", scheme, host, port);
+}
+
+/* ---- client certificate ---------------------------------------------------------------- */
+
+static bool stat_same(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static void cred_file_done(struct cred_file *f)
+{
+	f->pem = kubeconfig_pem_free(f->pem, f->len);
+	f->len = 0;
+}
+
+/* Reads the certificate and key files again when either changed since the last
+ * read (or was never read). Both are read and swapped together, so a pair is
+ * never mixed; a failed read keeps the old pair (a rotation caught half-way
+ * is picked up by a later attempt), as client-go keeps its old certificate.
+ * Small bounded local reads, two stat()s when nothing changed: fine on the
+ * loop, once per attempt. Returns whether the pair is usable. */
+static bool cred_refresh(struct kube *k, bool initial)
+{
+	struct cred_file *f[2] = { &k->cert, &k->key };
+	struct stat st[2];
+	char *pem[2] = { NULL, NULL };
+	size_t len[2] = { 0, 0 };
+	bool changed = false;
+	int r = 0;
+
+	if (!k->cert.path && !k->key.path)
+		return true;
+	for (int i = 0; i < 2; i++) {
+		if (!f[i]->path)
+			continue;
+		if (stat(f[i]->path, &st[i]) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		changed |= !f[i]->pem || !stat_same(&st[i], &f[i]->st);
+	}
+	if (!changed)
+		return true;
+	for (int i = 0; i < 2; i++) {
+		if (!f[i]->path)
+			continue;
+		r = kubeconfig_read_pem(f[i]->path, f[i]->label, &pem[i], &len[i]);
+		if (r < 0)
+			goto fail;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!f[i]->path)
+			continue;
+		cred_file_done(f[i]);
+		f[i]->pem = pem[i];
+		f[i]->len = len[i];
+		f[i]->st = st[i];
+	}
+	if (!initial) {
+		k->st.cert_reloads++;
+		log_info("client_cert_reloaded", "cert=%s key=%s",
+			 k->cert.path ? k->cert.path : "inline", k->key.path ? k->key.path : "inline");
+	}
+	k->cert_failing = false;
+	return true;
+fail:
+	for (int i = 0; i < 2; i++)
+		(void)kubeconfig_pem_free(pem[i], len[i]);
+	k->st.cert_read_errors++;
+	if (!k->cert_failing)
+		log_warn_errno(r, "client_cert_read_failed", "cert=%s key=%s action=%s",
+			       k->cert.path ? k->cert.path : "inline",
+			       k->key.path ? k->key.path : "inline",
+			       k->cert.pem || !k->cert.path ? "keeping_old" : "none");
+	k->cert_failing = true;
+	return (!k->cert.path || k->cert.pem) && (!k->key.path || k->key.pem);
+}
+
+/* ---- curl <-> libevent --------------------------------------------------------------- */
+
+static void kube_after_curl(struct kube *k);
+static void kube_dispatch(struct kube *k);
+
+static void sock_free(struct kube_sock *ks)
+{
+	if (ks->ev)
+		event_free(ks->ev);
+	LIST_REMOVE(ks, link);
+	free(ks);
+}
+
+static void on_sock_event(evutil_socket_t fd, short what, void *arg)
+{
+	/* ks may be freed inside socket_action (CURL_POLL_REMOVE): read k first. */
+	struct kube *k = ((struct kube_sock *)arg)->k;
+	int action = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
+	int running = 0;
+
+	(void)curl_multi_socket_action(k->multi, fd, action, &running);
+	kube_after_curl(k);
+}
+
+static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct kube *k = userp;
+	struct kube_sock *ks = socketp;
+	short flags = EV_PERSIST;
+
+	if (what == CURL_POLL_REMOVE) {
+		if (ks)
+			sock_free(ks);
+		return 0;
+	}
+	if (!ks) {
+		ks = calloc(1, sizeof(*ks));
+		if (!ks)
+			return -1;
+		ks->k = k;
+		ks->fd = s;
+		LIST_INSERT_HEAD(&k->socks, ks, link);
+		if (curl_multi_assign(k->multi, s, ks) != CURLM_OK) {
+			sock_free(ks);
+			return -1;
+		}
+	}
+	if (ks->ev) {
+		event_free(ks->ev);
+		ks->ev = NULL;
+	}
+	if (what & CURL_POLL_IN)
+		flags |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		flags |= EV_WRITE;
+	ks->ev = event_new(k->base, s, flags, on_sock_event, ks);
+	if (!ks->ev || event_add(ks->ev, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct kube *k = arg;
+	int running = 0;
+
+	(void)curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	kube_after_curl(k);
+}
+
+static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
+{
+	struct kube *k = userp;
+	struct timeval tv;
+
+	if (timeout_ms < 0)
+		return evtimer_del(k->timer) < 0 ? -1 : 0;
+	tv = clock_tv_ms(timeout_ms);
+	return evtimer_add(k->timer, &tv) < 0 ? -1 : 0;
+}
+
+/* ---- calls: one attempt -------------------------------------------------------------- */
+
+static void slist_wipe_free(struct curl_slist *l)
+{
+	for (struct curl_slist *i = l; i; i = i->next)
+		explicit_bzero(i->data, strlen(i->data));
+	curl_slist_free_all(l);
+}
+
+/* Also while busy: the dispatcher took c off the queue before working on it,
+ * so bytes that arrive meanwhile (curl_easy_pause) get another round. */
+static void call_mark_ready(struct kube_call *c)
+{
+	if (c->in_ready)
+		return;
+	TAILQ_INSERT_TAIL(&c->k->ready, c, ready);
+	c->in_ready = true;
+}
+
+static void call_unready(struct kube_call *c)
+{
+	if (!c->in_ready)
+		return;
+	TAILQ_REMOVE(&c->k->ready, c, ready);
+	c->in_ready = false;
+}
+
+/* Removes the attempt's easy handle from the multi. Never from inside libcurl. */
+static void call_stop_easy(struct kube_call *c)
+{
+	long n = 0;
+
+	if (c->easy) {
+		/* Here, not on completion: a watch that is stopped may be the one
+		 * that opened the connection everything else shares. */
+		if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n > 0)
+			c->k->st.connections += (uint64_t)n;
+		(void)curl_multi_remove_handle(c->k->multi, c->easy);
+		curl_easy_cleanup(c->easy);
+		c->easy = NULL;
+	}
+	slist_wipe_free(c->headers);
+	c->headers = NULL;
+	c->paused = false;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct kube_call *c = arg;
+	size_t n = size * nmemb;
+	int r;
+
+	if (c->kind == CALL_WATCH && !c->status_seen) {
+		long code = 0;
+
+		(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
+		c->status_seen = true;
+		c->stream_ok = code == 200;
+	}
+	if (c->stream_ok) {
+		/* Back-pressure: complete lines waiting and a max_line of them already. */
+		if (kube_lines_pending(&c->lines) - c->lines.cur > 0 &&
+		    kube_lines_pending(&c->lines) >= c->lines.max_line) {
+			c->paused = true;
+			c->k->st.watch_pauses++;
+			call_mark_ready(c);
+			return CURL_WRITEFUNC_PAUSE;
+		}
+		r = kube_lines_feed(&c->lines, data, n);
+		if (r < 0) {
+			c->local_err = r;
+			return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+		}
+		c->k->st.bytes_received += n;
+		call_mark_ready(c);
+		return n;
+	}
+	if (n > c->max_body - c->in_len) {
+		c->local_err = -E2BIG;
+		return 0;
+	}
+	if (n > c->in_cap - c->in_len) {
+		size_t cap = c->in_cap ? c->in_cap : 16384;
+		char *nb;
+
+		while (cap < c->in_len + n)
+			cap *= 2;
+		if (cap > c->max_body)
+			cap = c->max_body;
+		nb = realloc(c->in, cap);
+		if (!nb) {
+			c->local_err = -ENOMEM;
+			return 0;
+		}
+		c->in = nb;
+		c->in_cap = cap;
+	}
+	memcpy(c->in + c->in_len, data, n);
+	c->in_len += n;
+	c->k->st.bytes_received += n;
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct kube_call *c = arg;
+	size_t n = size * nmemb, v = 8;
+
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (proxy, 100, retry) */
+		free(c->warning);
+		c->warning = NULL;
+	} else if (!c->warning && n > 8 && strncasecmp(data, "Warning:", 8) == 0) {
+		while (v < n && (data[v] == ' ' || data[v] == '\t'))
+			v++;
+		while (n > v && (data[n - 1] == '\r' || data[n - 1] == '\n' || data[n - 1] == ' '))
+			n--;
+		c->warning = strndup(data + v, n - v > WARNING_MAX ? WARNING_MAX : n - v);
+		for (char *p = c->warning; p && *p; p++)
+			if ((unsigned char)*p < 0x20)
+				*p = ' ';
+	}
+	return size * nmemb;
+}
+
+/* Trace output (log level trace only): headers and curl's notes, with every
+ * credential redacted. curl prints HTTP/2 request headers as text lines
+ * ("[authorization: Bearer ...]"), so all kinds are filtered, not just
+ * HEADER_OUT; "authorization" also catches Proxy-Authorization. */
+static int on_curl_debug(CURL *e, curl_infotype type, char *data, size_t size, void *userp)
+{
+	const char *dir = type == CURLINFO_HEADER_OUT  ? "out"
+			  : type == CURLINFO_HEADER_IN ? "in"
+			  : type == CURLINFO_TEXT      ? "info"
+						       : NULL;
+	const char *p = data, *end = data + size;
+
+	if (!dir)
+		return 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl ? nl : end) - p);
+		char line[256];
+		char *hit;
+
+		if (n && p[n - 1] == '\r')
+			n--;
+		if (n) {
+			(void)snprintf(line, sizeof(line), "%.*s", (int)n, p);
+			hit = strcasestr(line, "authorization");
+			if (!hit)
+				hit = strcasestr(line, "bearer");
+			if (hit)
+				(void)snprintf(hit, sizeof(line) - (size_t)(hit - line),
+					       "%s", "<redacted>");
+			log_emit(LOG_TRACE, LOG_MOD, "curl", "dir=%s line=%s", dir, log_quote(line));
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static void curl_easy_cleanupp(CURL **e)
+{
+	if (*e)
+		curl_easy_cleanup(*e);
+}
+
+static void slist_wipe_freep(struct curl_slist **l)
+{
+	slist_wipe_free(*l);
+}
+
+static int header_add(struct curl_slist **l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int header_add(struct curl_slist **l, const char *fmt, ...)
+{
+	_cleanup_free_ char *h = NULL;
+	struct curl_slist *n;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&h, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		h = NULL;
+		return -ENOMEM;
+	}
+	n = curl_slist_append(*l, h);
+	explicit_bzero(h, (size_t)r);
+	if (!n)
+		return -ENOMEM;
+	*l = n;
+	return 0;
+}
+
+static const char *const verb_method[] = {
+	[KUBE_GET] = "GET",	   [KUBE_CREATE] = "POST",   [KUBE_UPDATE] = "PUT",
+	[KUBE_PATCH] = "PATCH",	   [KUBE_DELETE] = "DELETE",
+};
+
+/* Starts one attempt of c with the current token and client certificate.
+ * Outside libcurl only. */
+static int call_start(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	const struct kubeconfig *cfg = k->cfg;
+	_cleanup_(curl_easy_cleanupp) CURL *e = NULL;
+	_cleanup_(slist_wipe_freep) struct curl_slist *h = NULL;
+	const char *cert = cfg->cert_pem, *key = cfg->key_pem;
+	size_t cert_len = cfg->cert_pem_len, key_len = cfg->key_pem_len;
+	long timeout = c->timeout_ms;
+	CURLcode cc = CURLE_OK;
+	CURLMcode mc;
+	int r;
+
+#define SET(opt, val)                                            \
+	do {                                                     \
+		if (cc == CURLE_OK)                              \
+			cc = curl_easy_setopt(e, opt, val);      \
+	} while (0)
+
+	/* Fresh per-attempt state. */
+	c->done = false;
+	c->cres = CURLE_OK;
+	c->local_err = 0;
+	c->http_status = c->proxy_status = 0;
+	c->retry_after_s = 0;
+	c->status_seen = c->stream_ok = c->sent = false;
+	c->in_len = 0;
+	c->errbuf[0] = c->errtext[0] = 0;
+	free(c->warning);
+	c->warning = NULL;
+	kube_lines_done(&c->lines);
+
+	if (c->deadline) {
+		int64_t left = c->deadline - clock_now_ms();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (left < timeout)
+			timeout = (long)left;
+	}
+	(void)cred_refresh(k, false);
+	if (k->cert.path) {
+		cert = k->cert.pem;
+		cert_len = k->cert.len;
+	}
+	if (k->key.path) {
+		key = k->key.pem;
+		key_len = k->key.len;
+	}
+
+	e = curl_easy_init();
+	if (!e)
+		return -ENOMEM;
+	r = header_add(&h, "Accept: application/json");
+	if (r >= 0 && c->body)
+		r = header_add(&h, "Content-Type: %s", c->content_type);
+	if (r >= 0 && k->token)
+		r = header_add(&h, "Authorization: Bearer %s", k->token);
+	if (r >= 0) /* no "Expect: 100-continue" round trip */
+		r = header_add(&h, "Expect:");
+	if (r < 0)
+		return r;
+
+	SET(CURLOPT_URL, c->url);
+	SET(CURLOPT_PRIVATE, c);
+	SET(CURLOPT_ERRORBUFFER, c->errbuf);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PROTOCOLS_STR, cfg->insecure ? "http,https" : "https");
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)k->o.connect_timeout_ms);
+	SET(CURLOPT_TIMEOUT_MS, timeout);
+	/* HTTP/2 over TLS when the server offers it in ALPN, else HTTP/1.1. PIPEWAIT:
+	 * a transfer started while the first connection is in its TLS handshake
+	 * waits for ALPN to say whether it can be a stream of that one. Not for
+	 * plain http, never HTTP/2 here: curl would learn that only from the
+	 * first response, and a slow one would hold every other transfer. */
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	SET(CURLOPT_PIPEWAIT, strncmp(c->url, "https://", 8) == 0 ? 1L : 0L);
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2); /* minimum; 1.3 when offered */
+	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
+	if (cfg->ca_pem) {
+		struct curl_blob b = { .data = cfg->ca_pem, .len = cfg->ca_pem_len,
+				       .flags = CURL_BLOB_COPY };
+
+		SET(CURLOPT_CAINFO_BLOB, &b);
+		SET(CURLOPT_CAPATH, NULL); /* only the cluster's CA, not the system's too */
+	} else if (cfg->ca_file) {
+		SET(CURLOPT_CAINFO, cfg->ca_file);
+		SET(CURLOPT_CAPATH, NULL);
+	}
+	if (cert) {
+		struct curl_blob b = { .data = (void *)cert, .len = cert_len,
+				       .flags = CURL_BLOB_COPY };
+
+		SET(CURLOPT_SSLCERT_BLOB, &b);
+	}
+	if (key) {
+		struct curl_blob b = { .data = (void *)key, .len = key_len,
+				       .flags = CURL_BLOB_COPY };
+
+		SET(CURLOPT_SSLKEY_BLOB, &b);
+	}
+	SET(CURLOPT_PROXY, k->proxy);
+	SET(CURLOPT_NOPROXY, k->noproxy);
+	SET(CURLOPT_HTTPHEADER, h);
+	SET(CURLOPT_USERAGENT, k->user_agent);
+	SET(CURLOPT_ACCEPT_ENCODING, "gzip"); /* as Go's transport; caps apply after decoding */
+	/* HTTP/1.1 over TLS copies each request into this buffer (64 KiB by default)
+	 * for as long as the transfer lives: a watch holds one. */
+	SET(CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_TCP_KEEPIDLE, KEEPALIVE_S);
+	SET(CURLOPT_TCP_KEEPINTVL, KEEPALIVE_S);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, c);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, c);
+	if (c->verb == KUBE_GET)
+		SET(CURLOPT_HTTPGET, 1L);
+	else if (c->verb != KUBE_CREATE)
+		SET(CURLOPT_CUSTOMREQUEST, verb_method[c->verb]);
+	if (c->body) {
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+		SET(CURLOPT_POSTFIELDS, c->body); /* c->body outlives the easy handle */
+	}
+	if (log_enabled(LOG_TRACE)) {
+		SET(CURLOPT_DEBUGFUNCTION, on_curl_debug);
+		SET(CURLOPT_VERBOSE, 1L);
+	}
+#undef SET
+	if (cc != CURLE_OK)
+		return errno_from_curl(cc);
+	mc = curl_multi_add_handle(k->multi, e);
+	if (mc != CURLM_OK)
+		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
+	c->easy = TAKE_PTR(e);
+	c->headers = TAKE_PTR(h);
+	c->attempts++;
+	k->st.attempts++;
+	if (c->attempts > 1)
+		k->st.retries++;
+	return 0;
+}
+
+static void call_free(struct kube_call *c)
+{
+	struct kube *k = c->k;
+
+	call_stop_easy(c);
+	call_unready(c);
+	TAILQ_REMOVE(&k->calls, c, link);
+	if (c->retry_ev)
+		event_free(c->retry_ev);
+	free(c->url);
+	if (c->body)
+		explicit_bzero(c->body, c->body_len);
+	free(c->body);
+	free(c->content_type);
+	free(c->in);
+	free(c->warning);
+	kube_lines_done(&c->lines);
+	if (c->end_status)
+		(void)json_object_put(c->end_status);
+	free(c);
+}
+
+/* After curl reported the attempt done: keep what the result needs, drop the easy. */
+static void call_collect(struct kube_call *c, CURLcode res)
+{
+	struct kube *k = c->k;
+	curl_off_t ra = 0, pre = 0;
+	long ver = 0;
+
+	c->cres = res;
+	(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->http_status);
+	(void)curl_easy_getinfo(c->easy, CURLINFO_HTTP_CONNECTCODE, &c->proxy_status);
+	if (curl_easy_getinfo(c->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+		c->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (long)ra;
+	if (curl_easy_getinfo(c->easy, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK)
+		c->sent = pre > 0;
+	if (c->http_status > 0)
+		c->sent = true;
+	if (c->http_status > 0 &&
+	    curl_easy_getinfo(c->easy, CURLINFO_HTTP_VERSION, &ver) == CURLE_OK &&
+	    ver == CURL_HTTP_VERSION_2_0)
+		k->st.http2++;
+	call_stop_easy(c);
+	c->done = true;
+	call_mark_ready(c);
+}
+
+static void kube_after_curl(struct kube *k)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(k->multi, &left))) {
+		struct kube_call *c = NULL;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
+		if (c)
+			call_collect(c, m->data.result);
+	}
+	kube_dispatch(k);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct kube_call *c = arg;
+	struct kube *k = c->k;
+	int r;
+
+	r = call_start(c);
+	if (r < 0) {
+		c->local_err = r;
+		(void)snprintf(c->errtext, sizeof(c->errtext), "could not start request: %s",
+			       strerror(-r));
+		c->done = true;
+		call_mark_ready(c);
+	}
+	kube_dispatch(k);
+}
+
+static int call_schedule(struct kube_call *c, uint32_t delay_ms)
+{
+	struct timeval tv = clock_tv_ms(delay_ms);
+
+	if (!c->retry_ev) {
+		c->retry_ev = evtimer_new(c->k->base, on_retry, c);
+		if (!c->retry_ev)
+			return -ENOMEM;
+	}
+	return evtimer_add(c->retry_ev, &tv) < 0 ? -ENOMEM : 0;
+}
+
 /* ---- token --------------------------------------------------------------------------- */
 
 /* A small bounded local read (KUBECONFIG_TOKEN_MAX, regular file): fine on the loop.
@@ -482,223 +1318,6 @@ static void kube_token_reload(struct kube *k, const char *why)
 static void on_token_timer(evutil_socket_t fd, short what, void *arg)
 {
 	kube_token_reload(arg, "periodic");
-}
-
-/* ---- calls: one attempt -------------------------------------------------------------- */
-
-static void kube_dispatch(struct kube *k);
-
-static void on_dispatch(evutil_socket_t fd, short what, void *arg)
-{
-	kube_dispatch(arg);
-}
-
-/* Also while busy: the dispatcher took c off the queue before working on it,
- * so bytes that arrive meanwhile get another round. */
-static void call_mark_ready(struct kube_call *c)
-{
-	if (c->in_ready)
-		return;
-	TAILQ_INSERT_TAIL(&c->k->ready, c, ready);
-	c->in_ready = true;
-	if (!c->k->dispatching)
-		event_active(c->k->dispatch_ev, EV_TIMEOUT, 0);
-}
-
-static void call_unready(struct kube_call *c)
-{
-	if (!c->in_ready)
-		return;
-	TAILQ_REMOVE(&c->k->ready, c, ready);
-	c->in_ready = false;
-}
-
-/* Ends the attempt's transfer, if one runs (no callback from it after this). */
-static void call_stop_xfer(struct kube_call *c)
-{
-	httpc_xfer_cancel(c->x);
-	c->x = NULL;
-	c->paused = false;
-}
-
-static int on_head(void *arg, const struct httpc_head *h)
-{
-	struct kube_call *c = arg;
-
-	c->http_status = h->status;
-	if (h->retry_after_s > 0)
-		c->retry_after_s = h->retry_after_s > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S
-									     : h->retry_after_s;
-	if (h->warning && !(c->warning = strdup(h->warning)))
-		return -ENOMEM;
-	c->stream_ok = c->kind == CALL_WATCH && h->status == 200;
-	return 0;
-}
-
-static int on_body(void *arg, const char *data, size_t n)
-{
-	struct kube_call *c = arg;
-	int r;
-
-	c->k->st.bytes_received += n;
-	if (c->stream_ok) {
-		r = kube_lines_feed(&c->lines, data, n);
-		if (r < 0)
-			return c->local_err = r;
-		call_mark_ready(c);
-		/* Back-pressure: a max_line of complete lines waits for the dispatcher. */
-		if (kube_lines_pending(&c->lines) - c->lines.cur >= c->lines.max_line) {
-			c->paused = true;
-			return HTTPC_PAUSE;
-		}
-		return 0;
-	}
-	if (n > c->max_body - c->in_len)
-		return c->local_err = -E2BIG;
-	if (n > c->in_cap - c->in_len) {
-		size_t cap = c->in_cap ? c->in_cap : 16384;
-		char *nb;
-
-		while (cap < c->in_len + n)
-			cap *= 2;
-		if (cap > c->max_body)
-			cap = c->max_body;
-		nb = realloc(c->in, cap);
-		if (!nb)
-			return c->local_err = -ENOMEM;
-		c->in = nb;
-		c->in_cap = cap;
-	}
-	memcpy(c->in + c->in_len, data, n);
-	c->in_len += n;
-	return 0;
-}
-
-static void on_xfer_done(void *arg, int err, const char *text, bool sent)
-{
-	struct kube_call *c = arg;
-
-	c->x = NULL; /* httpc frees it after this returns */
-	c->xfer_err = err;
-	c->sent = sent || c->http_status > 0;
-	if (err && !c->local_err)
-		(void)snprintf(c->errtext, sizeof(c->errtext), "%s", text);
-	c->done = true;
-	call_mark_ready(c);
-}
-
-static const struct httpc_handlers call_handlers = {
-	.on_head = on_head,
-	.on_body = on_body,
-	.on_done = on_xfer_done,
-};
-
-static const char *const verb_method[] = {
-	[KUBE_GET] = "GET",	   [KUBE_CREATE] = "POST",   [KUBE_UPDATE] = "PUT",
-	[KUBE_PATCH] = "PATCH",	   [KUBE_DELETE] = "DELETE",
-};
-
-/* Starts one attempt of c with the current token. */
-static int call_start(struct kube_call *c)
-{
-	struct kube *k = c->k;
-	_cleanup_free_ char *ua = NULL, *ct = NULL, *auth = NULL;
-	const char *hdr[4];
-	struct httpc_req rq;
-	size_t n = 0;
-	int r;
-
-	/* Fresh per-attempt state. */
-	c->done = false;
-	c->xfer_err = 0;
-	c->local_err = 0;
-	c->http_status = 0;
-	c->retry_after_s = 0;
-	c->stream_ok = c->sent = false;
-	c->in_len = 0;
-	c->errtext[0] = 0;
-	free(c->warning);
-	c->warning = NULL;
-	kube_lines_done(&c->lines);
-
-	hdr[n++] = "Accept: application/json";
-	if (asprintf(&ua, "User-Agent: %s", k->user_agent) < 0)
-		return ua = NULL, -ENOMEM;
-	hdr[n++] = ua;
-	if (c->body) {
-		if (asprintf(&ct, "Content-Type: %s", c->content_type) < 0)
-			return ct = NULL, -ENOMEM;
-		hdr[n++] = ct;
-	}
-	if (k->token) {
-		if (asprintf(&auth, "Authorization: Bearer %s", k->token) < 0)
-			return auth = NULL, -ENOMEM;
-		hdr[n++] = auth;
-	}
-	rq = (struct httpc_req){ .method = verb_method[c->verb], .path = c->path,
-				 .headers = hdr, .n_headers = n, .body = c->body,
-				 .body_len = c->body_len, .timeout_ms = c->timeout_ms };
-	r = httpc_start(k->http, &rq, &call_handlers, c, &c->x);
-	if (auth)
-		explicit_bzero(auth, strlen(auth));
-	if (r < 0)
-		return r;
-	c->attempts++;
-	k->st.attempts++;
-	if (c->attempts > 1)
-		k->st.retries++;
-	return 0;
-}
-
-static void call_free(struct kube_call *c)
-{
-	struct kube *k = c->k;
-
-	call_stop_xfer(c);
-	call_unready(c);
-	TAILQ_REMOVE(&k->calls, c, link);
-	if (c->retry_ev)
-		event_free(c->retry_ev);
-	free(c->path);
-	if (c->body)
-		explicit_bzero(c->body, c->body_len);
-	free(c->body);
-	free(c->content_type);
-	free(c->in);
-	free(c->warning);
-	kube_lines_done(&c->lines);
-	if (c->end_status)
-		(void)json_object_put(c->end_status);
-	free(c);
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-	struct kube_call *c = arg;
-	struct kube *k = c->k;
-	int r;
-
-	r = call_start(c);
-	if (r < 0) {
-		c->local_err = r;
-		(void)snprintf(c->errtext, sizeof(c->errtext), "could not start request: %s",
-			       strerror(-r));
-		c->done = true;
-		call_mark_ready(c);
-	}
-	kube_dispatch(k);
-}
-
-static int call_schedule(struct kube_call *c, uint32_t delay_ms)
-{
-	struct timeval tv = clock_tv_ms(delay_ms);
-
-	if (!c->retry_ev) {
-		c->retry_ev = evtimer_new(c->k->base, on_retry, c);
-		if (!c->retry_ev)
-			return -ENOMEM;
-	}
-	return evtimer_add(c->retry_ev, &tv) < 0 ? -ENOMEM : 0;
 }
 
 /* ---- finishing: result, retry, callback ---------------------------------------------- */
@@ -764,8 +1383,17 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 			(void)snprintf(c->errtext, sizeof(c->errtext), "%s", strerror(-c->local_err));
 		return;
 	}
-	if (c->xfer_err) {
-		res->error = c->xfer_err;
+	if (c->cres != CURLE_OK) {
+		res->error = errno_from_curl(c->cres);
+		/* A proxy that answered CONNECT with an error refused the tunnel (curl
+		 * reports it as a receive error). */
+		if (c->proxy_status >= 300)
+			res->error = -ECONNREFUSED;
+		/* curl's own text for this code also speaks of SSH keys. */
+		(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
+			       res->error == -EKEYREJECTED ? "server certificate rejected"
+							   : curl_easy_strerror(c->cres),
+			       c->errbuf[0] ? ": " : "", c->errbuf);
 		return;
 	}
 	if (c->stream_ok) { /* the server ended a watch normally */
@@ -821,10 +1449,18 @@ static void call_finish(struct kube_call *c)
 	if (call_should_retry(c, &res)) {
 		delay = backoff_next_at_least(
 			&c->bo, res.retry_after_s > 0 ? (uint32_t)res.retry_after_s * 1000u : 0);
-		log_debug("request_retry", "path=%s attempt=%u error=%s delay_ms=%u",
-			  log_quote(c->path), c->attempts, log_quote(res.error_text), delay);
-		if (call_schedule(c, delay) == 0)
-			return;
+		/* The caller's deadline wins over the server's Retry-After: better the
+		 * last answer now than a retry that could only end after it. */
+		if (c->deadline && clock_now_ms() + delay >= c->deadline) {
+			log_debug("request_retry_past_deadline", "url=%s attempt=%u delay_ms=%u",
+				  log_quote(c->url), c->attempts, delay);
+		} else {
+			log_debug("request_retry", "url=%s attempt=%u error=%s delay_ms=%u",
+				  log_quote(c->url), c->attempts, log_quote(res.error_text),
+				  delay);
+			if (call_schedule(c, delay) == 0)
+				return;
+		}
 	}
 	if (res.error)
 		k->st.failures++;
@@ -882,13 +1518,14 @@ static void call_process(struct kube_call *c)
 		if (k->dead || c->cancelled)
 			return;
 		if (r < 0) {
-			call_stop_xfer(c);
+			call_stop_easy(c);
 			if (r != -ECANCELED)
 				c->local_err = r;
 			c->done = true;
-		} else if (c->paused && c->x) {
+		} else if (c->paused && c->easy) {
+			/* May call on_body right away, which marks c ready again. */
 			c->paused = false;
-			httpc_xfer_resume(c->x);
+			(void)curl_easy_pause(c->easy, CURLPAUSE_CONT);
 		}
 	}
 	if (c->done)
@@ -953,8 +1590,8 @@ static int call_new(struct kube *k, enum call_kind kind, const char *path, struc
 	c->kind = kind;
 	TAILQ_INSERT_TAIL(&k->calls, c, link);
 	backoff_init(&c->bo, k->o.backoff_initial_ms, k->o.backoff_max_ms);
-	c->path = strdup(path);
-	if (!c->path) {
+	if (asprintf(&c->url, "%s%s", k->cfg->server, path) < 0) {
+		c->url = NULL;
 		call_free(c);
 		return -ENOMEM;
 	}
@@ -1021,7 +1658,7 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 	if (!o)
 		o = &none;
 	if (!k || !cb || !path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
-	    o->max_attempts < 0)
+	    o->max_attempts < 0 || o->deadline_ms < 0)
 		return -EINVAL;
 	if (k->dead) /* kube_free() was called in this callback round */
 		return -ESHUTDOWN;
@@ -1036,6 +1673,7 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : k->o.timeout_ms;
 	c->max_body = o->max_body && o->max_body < k->o.max_body ? o->max_body : k->o.max_body;
 	c->max_attempts = o->max_attempts ? o->max_attempts : 1;
+	c->deadline = o->deadline_ms ? clock_now_ms() + o->deadline_ms : 0;
 	c->lines.max_line = k->o.max_line;
 	r = call_set_body(c, verb, body_json, o);
 	if (r >= 0)
@@ -1055,7 +1693,7 @@ void kube_call_cancel(struct kube_call *c)
 		return;
 	if (c->busy) {
 		c->cancelled = true;
-		call_stop_xfer(c);
+		call_stop_easy(c);
 		return;
 	}
 	call_free(c);
@@ -1110,17 +1748,30 @@ void kube_get_stats(const struct kube *k, struct kube_stats *ret)
 static void kube_destroy(struct kube *k)
 {
 	struct kube_call *c;
+	struct kube_sock *ks;
 
 	while ((c = TAILQ_FIRST(&k->calls)))
 		call_free(c);
-	k->http = httpc_free(k->http);
-	if (k->dispatch_ev)
-		event_free(k->dispatch_ev);
+	/* May call on_curl_socket(CURL_POLL_REMOVE) and on_curl_timer(-1): k is intact. */
+	if (k->multi)
+		(void)curl_multi_cleanup(k->multi);
+	while ((ks = LIST_FIRST(&k->socks)))
+		sock_free(ks);
+	if (k->timer)
+		event_free(k->timer);
 	if (k->token_ev)
 		event_free(k->token_ev);
 	(void)kubeconfig_token_free(k->token);
+	cred_file_done(&k->cert);
+	cred_file_done(&k->key);
+	if (k->proxy) /* may hold proxy credentials */
+		explicit_bzero(k->proxy, strlen(k->proxy));
+	free(k->proxy);
+	free(k->noproxy);
 	kubeconfig_free(k->cfg);
 	free(k->user_agent);
+	if (k->global_init)
+		curl_global_cleanup();
 	free(k);
 }
 
@@ -1143,8 +1794,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 {
 	static const struct kube_opts none;
 	_cleanup_(kube_freep) struct kube *k = NULL;
-	struct httpc_tls tls;
-	struct httpc_opts ho;
+	const curl_version_info_data *vi;
 	struct timeval tv;
 	int r;
 
@@ -1157,6 +1807,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 		return -ENOMEM;
 	TAILQ_INIT(&k->calls);
 	TAILQ_INIT(&k->ready);
+	LIST_INIT(&k->socks);
 	k->base = base;
 	k->o = *opts;
 	k->o.user_agent = NULL;
@@ -1192,20 +1843,38 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	} else if (k->cfg->token && !(k->token = strdup(k->cfg->token))) {
 		return -ENOMEM;
 	}
-	tls = (struct httpc_tls){
-		.ca_pem = k->cfg->ca_pem, .ca_pem_len = k->cfg->ca_pem_len, .ca_file = k->cfg->ca_file,
-		.cert_pem = k->cfg->cert_pem, .cert_pem_len = k->cfg->cert_pem_len,
-		.cert_file = k->cfg->cert_file, .key_pem = k->cfg->key_pem,
-		.key_pem_len = k->cfg->key_pem_len, .key_file = k->cfg->key_file,
-		.insecure = k->cfg->insecure,
-	};
-	ho = (struct httpc_opts){ .connect_timeout_ms = k->o.connect_timeout_ms };
-	r = httpc_new(base, k->cfg->server, &tls, &ho, &k->http);
+	k->cert = (struct cred_file){ .path = k->cfg->cert_file, .label = "CERTIFICATE" };
+	k->key = (struct cred_file){ .path = k->cfg->key_file, .label = "PRIVATE KEY" };
+	if (!cred_refresh(k, true))
+		return -ENOKEY;
+	r = kube_proxy_select(k->cfg->server, k->cfg->proxy_url, &k->proxy, &k->noproxy);
 	if (r < 0)
 		return r;
-	k->dispatch_ev = event_new(base, -1, 0, on_dispatch, k);
-	if (!k->dispatch_ev)
+	log_proxy(k->proxy);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return -ENOMEM;
+	k->global_init = true;
+	vi = curl_version_info(CURLVERSION_NOW);
+	if (!(vi->features & CURL_VERSION_ASYNCHDNS))
+		log_warn("curl_sync_dns", "version=%s action=dns_may_block_loop", vi->version);
+	if (!(vi->features & CURL_VERSION_HTTP2))
+		log_warn("curl_no_http2", "version=%s action=http1_only", vi->version);
+	k->multi = curl_multi_init();
+	k->timer = evtimer_new(base, on_timer, k);
+	if (!k->multi || !k->timer)
+		return -ENOMEM;
+	if (curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			      (long)KUBE_MAX_CONNECTIONS) != CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, (long)KUBE_MAX_CONNECTIONS) !=
+		    CURLM_OK ||
+	    curl_multi_setopt(k->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+			      (long)KUBE_MAX_STREAMS) != CURLM_OK)
+		return -EINVAL;
 	if (k->cfg->token_file) {
 		k->token_ev = event_new(base, -1, EV_PERSIST, on_token_timer, k);
 		tv = clock_tv_ms(k->o.token_refresh_ms);

@@ -1,36 +1,56 @@
 /* kube: an asynchronous Kubernetes REST client on the process's libevent loop.
  *
- * Transfers run on httpc (HTTP/1.1 keep-alive, mbedTLS, evdns): nothing
- * blocks. Every user callback runs from kube's own dispatcher, never from
- * inside httpc, so a callback may start requests, cancel calls, stop watches
- * or free the client; after kube_free() no callback runs.
+ * Transfers run on libcurl's multi-socket interface, driven by the loop:
+ * curl's sockets and its timer are libevent events, so nothing blocks. HTTP/2
+ * when the server offers it (ALPN), with every request and every watch
+ * multiplexed as streams of one connection; HTTP/1.1 with keep-alive
+ * otherwise. At most KUBE_MAX_CONNECTIONS connections to the server, and
+ * KUBE_MAX_STREAMS streams on each: transfers beyond that wait in curl for a
+ * free one. Every user callback runs from kube's own dispatcher, never from
+ * inside libcurl, so a callback may start requests, cancel calls, stop
+ * watches or free the client; after kube_free() no callback runs.
  *
- *   kube_request() -> call -> attempt (one httpc transfer) -> done ------+-> cb(result), once
+ *   kube_request() -> call -> attempt (one curl transfer) -> done -------+-> cb(result), once
  *                      ^   401 + token file: re-read token, once       |
  *                      +-- backoff timer <- 429/503 (any verb), 5xx and|
- *                          transport errors (GET only), max_attempts --+
+ *                          transport errors (GET only), max_attempts,  |
+ *                          never past the call's deadline -------------+
  *
  *   kube_watch() -> stream -> line splitter -> JSON -> on_event()* -> on_end(result), once
  *
- * Ownership: struct kube owns the httpc client, every libevent event and buffer.
- * A struct kube_call is valid from kube_request() until its callback returns
- * or kube_call_cancel(); a struct kube_watch until on_end returns or
+ * Ownership: struct kube owns the curl handles, every libevent event and
+ * buffer. A struct kube_call is valid from kube_request() until its callback
+ * returns or kube_call_cancel(); a struct kube_watch until on_end returns or
  * kube_watch_stop(). Everything a callback receives (result, body, event
  * object, strings) is borrowed for the duration of the callback: take a
  * json_object_get() reference to keep an object.
  *
  * Limits (hard caps a peer cannot raise): response body 16 MiB, watch line
- * 4 MiB (both -E2BIG), JSON depth 64 (-EPROTO), per-attempt total timeout and
- * connect timeout on every transfer. TLS verification is always on unless the
- * kubeconfig was explicitly allowed to be insecure. The bearer token is sent
- * from the current value of the token file, re-read every minute and after
- * any 401, and is never logged (the HTTP trace redacts it).
+ * 4 MiB (both -E2BIG), JSON depth 64 (-EPROTO), strict UTF-8, per-attempt
+ * total timeout and connect timeout (TCP, proxy and TLS) on every transfer.
+ * A watch whose consumer lags is paused (curl stops reading that stream), so
+ * a fast server cannot make us buffer more than about two lines of it.
+ *
+ * Trust and identity: TLS 1.2 or 1.3 (OpenSSL), peer and host name always
+ * verified unless the kubeconfig was explicitly allowed to be insecure; the
+ * trust anchor is the kubeconfig's CA when it names one, else the system
+ * bundle; only https:// unless allowed insecure; redirects are never
+ * followed. Client certificate and key come from the kubeconfig (inline or
+ * files); files are read again when they change on disk (the kubelet rotates
+ * them), and the next connection presents the new pair. The bearer token is
+ * sent from the current value of the token file, re-read every minute and
+ * after any 401, and is never logged (the HTTP trace redacts it).
+ *
+ * Proxies, as client-go: the kubeconfig's proxy-url for every request if set;
+ * else HTTPS_PROXY (HTTP_PROXY for an http:// server) and NO_PROXY from the
+ * environment at kube_new(), never for localhost or a loopback address.
  *
  * Errors: functions return -errno. A result's error is 0 for a 2xx reply, else:
  *   400/422 -EINVAL  401 -EACCES  403 -EPERM  404 -ENOENT  405 -EOPNOTSUPP
  *   409 AlreadyExists -EEXIST, other 409 (Conflict) -EBUSY  410 -ESTALE
  *   413 -E2BIG  429/503 -EAGAIN  504 -ETIMEDOUT  other 4xx -EPROTO  5xx -EIO
- *   transport: -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH (DNS), -ECONNRESET,
+ *   transport: -ETIMEDOUT, -ECONNREFUSED (also a proxy that refused the
+ *   tunnel), -EHOSTUNREACH (DNS, of the server or the proxy), -ECONNRESET,
  *   -EKEYREJECTED (TLS peer verification failed), -ENOKEY (bad local cert/key/CA
  *   file), -ECONNABORTED (TLS handshake), -E2BIG (cap), -EPROTO (bad JSON).
  * http_status and status.reason carry the detail; error_text one readable line.
@@ -55,6 +75,10 @@ struct kube_watch;
 #define KUBE_JSON_MAX_DEPTH 64
 /* A server's Retry-After above this is clamped (a bad proxy must not park us). */
 #define KUBE_RETRY_AFTER_MAX_S 600
+/* Connections to the server: HTTP/2 needs one; HTTP/1.1 one per transfer in flight. */
+#define KUBE_MAX_CONNECTIONS 4
+/* Concurrent HTTP/2 streams per connection (the server may allow fewer). */
+#define KUBE_MAX_STREAMS 100
 
 /* Client-wide settings; zero fields take the default shown. */
 struct kube_opts {
@@ -91,6 +115,10 @@ enum kube_verb {
 /* Per-request settings; a zeroed struct (or NULL) takes the client defaults. */
 struct kube_req_opts {
 	int timeout_ms;	  /* total time of each attempt; 0 = client default */
+	int deadline_ms;  /* total time of the call, retries included; 0 = none. No
+			   * retry starts after it (whatever Retry-After says: the
+			   * caller gets the last answer instead) and the last
+			   * attempt's timeout is cut to what is left of it. */
 	int max_attempts; /* 0 or 1 = no retry (the 401 token retry is extra) */
 	size_t max_body;  /* 0 = client default; never above it */
 	const char *content_type;     /* PATCH only: default application/merge-patch+json */
@@ -201,8 +229,13 @@ struct kube_stats {
 	uint64_t token_read_errors;  /* token file reads that failed (kept the old one) */
 	uint64_t too_big;	     /* bodies or watch lines over the cap */
 	uint64_t watch_events;	     /* events delivered to on_event */
+	uint64_t watch_pauses;	     /* watch streams held back for the consumer to catch up */
 	uint64_t bytes_received;     /* response body bytes */
 	uint64_t slow_dispatches;    /* callback rounds that held the loop > 10 ms */
+	uint64_t connections;	     /* connections opened to the server (or through the proxy) */
+	uint64_t http2;		     /* attempts answered over HTTP/2 */
+	uint64_t cert_reloads;	     /* client certificate/key files read again after a change */
+	uint64_t cert_read_errors;   /* reads of them that failed (kept the old pair) */
 };
 void kube_get_stats(const struct kube *k, struct kube_stats *ret);
 
@@ -229,9 +262,24 @@ int kube_errno_from_http(long http_status, const char *reason);
 int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ret);
 void kube_watch_event_done(struct kube_watch_event *ev);
 
+/* The proxy for server by client-go's rules. proxy_url (the kubeconfig's):
+ * used for every request, NO_PROXY does not apply. Else HTTPS_PROXY or
+ * https_proxy (HTTP_PROXY or http_proxy for an http:// server; a value
+ * without a scheme means http://), none for localhost and loopback
+ * addresses, and NO_PROXY or no_proxy as the exceptions (matched by
+ * libcurl: names and their subdomains, addresses, CIDR ranges, "*").
+ * socks5:// becomes socks5h:// (the proxy resolves names, as in Go).
+ * Returns 0, *ret_proxy ("" = connect directly) and *ret_noproxy ("" =
+ * none), both malloc'd; -EINVAL for a server URL libcurl cannot parse,
+ * -ENOMEM. Reads the environment: call it once, at start. */
+int kube_proxy_select(const char *server, const char *proxy_url, char **ret_proxy,
+		      char **ret_noproxy);
+
 /* Splits a byte stream into lines ('\n', optional '\r' before it dropped,
  * empty lines skipped), holding at most one partial line of max_line bytes:
- * a longer line fails the splitter with -E2BIG for good. */
+ * a longer line fails the splitter with -E2BIG for good. A buffer grown past
+ * KUBE_LINES_KEEP for a large line is freed once it is empty again. */
+#define KUBE_LINES_KEEP (16u << 10)
 struct kube_lines {
 	char *buf;
 	size_t off;	  /* start of unconsumed bytes */

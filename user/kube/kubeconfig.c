@@ -19,6 +19,9 @@
 
 #include <yaml.h>
 
+#include "lib/buf.h"
+#include "lib/fileio.h"
+
 #define LOG_MOD "kubeconfig"
 #include "lib/log.h"
 
@@ -63,6 +66,8 @@ struct kubeconfig *kubeconfig_free(struct kubeconfig *c)
 	wipe_free(c->key_pem, c->key_pem_len);
 	(void)kubeconfig_token_free(c->token);
 	free(c->token_file);
+	if (c->proxy_url) /* may hold proxy credentials */
+		wipe_free(c->proxy_url, strlen(c->proxy_url));
 	free(c->namespace);
 	free(c->source);
 	free(c);
@@ -71,61 +76,24 @@ struct kubeconfig *kubeconfig_free(struct kubeconfig *c)
 
 /* ---- files --------------------------------------------------------------------------- */
 
-/* Reads a regular file of at most max bytes, NUL-terminated. O_NONBLOCK so a
- * FIFO planted where a token should be cannot stall the loop; S_ISREG refuses it. */
+/* Reads a regular file of at most max bytes, NUL-terminated, through lib/fileio.
+ * Symlinks are followed: kubeconfig files point at them (the service account
+ * token is ..data/token, the kubelet's client certificate
+ * kubelet-client-current.pem). A FIFO planted where a token should be is
+ * refused without a read, never waited on. */
 static int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	size_t len = 0, cap;
+	_cleanup_(buf_done) struct buf b = BUF_INIT(max);
+	char *p;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -E2BIG;
-	cap = (size_t)st.st_size + 256;
-	if (cap > max + 1)
-		cap = max + 1;
-	buf = malloc(cap + 1); /* +1: room for the NUL */
-	if (!buf)
+	r = fileio_read_at(AT_FDCWD, path, FILEIO_FOLLOW, &b, NULL);
+	if (r < 0)
+		return r;
+	p = buf_take(&b, ret_len);
+	if (!p)
 		return -ENOMEM;
-	/* The size can change under us (a kubelet rewriting the token): read to EOF. */
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (len > max)
-				return -E2BIG;
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max)
-		return -E2BIG;
-	buf[len] = 0;
-	*ret_len = len;
-	*ret = TAKE_PTR(buf);
+	*ret = p;
 	return 0;
 }
 
@@ -157,6 +125,33 @@ int kubeconfig_read_token(const char *path, char **ret)
 	if (!tok)
 		return -ENOMEM;
 	*ret = tok;
+	return 0;
+}
+
+char *kubeconfig_pem_free(char *pem, size_t len)
+{
+	wipe_free(pem, len);
+	return NULL;
+}
+
+int kubeconfig_read_pem(const char *path, const char *pem_label, char **ret, size_t *ret_len)
+{
+	char *raw = NULL, marker[64];
+	size_t len = 0;
+	int r;
+
+	if (snprintf(marker, sizeof(marker), "%s-----", pem_label) >= (int)sizeof(marker))
+		return -EINVAL;
+	r = read_file_capped(path, KUBECONFIG_PEM_MAX, &raw, &len);
+	if (r < 0)
+		return r;
+	/* "-----BEGIN ": a file being rewritten may have its end but not its start. */
+	if (!memmem(raw, len, "-----BEGIN ", 11) || !memmem(raw, len, marker, strlen(marker))) {
+		wipe_free(raw, len);
+		return -EBADMSG;
+	}
+	*ret = raw;
+	*ret_len = len;
 	return 0;
 }
 
@@ -478,6 +473,33 @@ static int check_server(char *s, bool *ret_http)
 	return 0;
 }
 
+/* proxy-url as client-go accepts it: http, https or socks5 (scheme lower-cased
+ * here), a non-empty host, nothing that could split a header or a log line. */
+static int check_proxy(char *s)
+{
+	static const char *const schemes[] = { "http://", "https://", "socks5://" };
+	const char *host = NULL, *at, *end;
+
+	for (size_t i = 0; i < ARRAY_SIZE(schemes) && !host; i++)
+		if (strncasecmp(s, schemes[i], strlen(schemes[i])) == 0) {
+			for (size_t j = 0; j < strlen(schemes[i]) - 3; j++)
+				s[j] = (char)tolower((unsigned char)s[j]);
+			host = s + strlen(schemes[i]);
+		}
+	if (!host)
+		return -EPROTONOSUPPORT;
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c <= 0x20 || *c == 0x7f)
+			return -EINVAL;
+	end = host + strcspn(host, "/?#");
+	at = memrchr(host, '@', (size_t)(end - host));
+	if (at)
+		host = at + 1;
+	if (host == end || *host == ':')
+		return -EINVAL;
+	return 0;
+}
+
 static int kc_cluster(struct kcp *p, yaml_node_t *cl, const char *what, unsigned flags,
 		      struct kubeconfig *c)
 {
@@ -515,9 +537,18 @@ static int kc_cluster(struct kcp *p, yaml_node_t *cl, const char *what, unsigned
 	r = refuse_key(p, cl, what, "tls-server-name");
 	if (r < 0)
 		return r;
-	r = refuse_key(p, cl, what, "proxy-url");
+	r = get_str(p, cl, what, "proxy-url", &c->proxy_url);
 	if (r < 0)
 		return r;
+	/* The URL may hold a password: the messages never quote it. */
+	r = c->proxy_url ? check_proxy(c->proxy_url) : 0;
+	if (r == -EPROTONOSUPPORT)
+		return kc_errf(p->err, -EINVAL,
+			       "%s.proxy-url: unsupported scheme, must be http, https or socks5",
+			       what);
+	if (r < 0)
+		return kc_errf(p->err, r, "%s.proxy-url: not a valid URL (want scheme://host[:port])",
+			       what);
 	if (insecure && !(flags & KUBECONFIG_ALLOW_INSECURE))
 		return kc_errf(p->err, -EPERM,
 			       "%s.insecure-skip-tls-verify is true: refused without "
@@ -690,6 +721,27 @@ static int check_readable(const char *key, const char *path, char *err)
 	return 0;
 }
 
+/* The client certificate and key are read again whenever they change (kube.c):
+ * what is there at start must already be usable. */
+static int check_pem(const char *key, const char *path, const char *label, char *err)
+{
+	char *pem = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!path)
+		return 0;
+	r = kubeconfig_read_pem(path, label, &pem, &len);
+	(void)kubeconfig_pem_free(pem, len);
+	if (r == -EBADMSG)
+		return kc_errf(err, r, "%s %s: no PEM \"%s\" block", key, path, label);
+	if (r == -E2BIG)
+		return kc_errf(err, r, "%s %s: larger than %u bytes", key, path, KUBECONFIG_PEM_MAX);
+	if (r < 0)
+		return kc_errf(err, r, "%s %s: %s", key, path, strerror(-r));
+	return 0;
+}
+
 static int check_token_file(const char *key, const char *path, char *err)
 {
 	char *tok = NULL;
@@ -738,10 +790,10 @@ int kubeconfig_load(const char *path, unsigned flags, struct kubeconfig **ret,
 	r = check_readable("certificate-authority", c->ca_file, err);
 	if (r < 0)
 		return r;
-	r = check_readable("client-certificate", c->cert_file, err);
+	r = check_pem("client-certificate", c->cert_file, "CERTIFICATE", err);
 	if (r < 0)
 		return r;
-	r = check_readable("client-key", c->key_file, err);
+	r = check_pem("client-key", c->key_file, "PRIVATE KEY", err);
 	if (r < 0)
 		return r;
 	r = check_token_file("tokenFile", c->token_file, err);
@@ -871,6 +923,7 @@ int kubeconfig_dup(const struct kubeconfig *c, struct kubeconfig **ret)
 	    dup_str(c->key_file, &d->key_file) < 0 ||
 	    dup_blob(c->key_pem, c->key_pem_len, &d->key_pem) < 0 ||
 	    dup_str(c->token, &d->token) < 0 || dup_str(c->token_file, &d->token_file) < 0 ||
+	    dup_str(c->proxy_url, &d->proxy_url) < 0 ||
 	    dup_str(c->namespace, &d->namespace) < 0 || dup_str(c->source, &d->source) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(d);

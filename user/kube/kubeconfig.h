@@ -14,6 +14,8 @@
  *   - a CA together with insecure-skip-tls-verify is refused (client-go rule).
  *   - auth methods we cannot honour (exec, auth-provider, basic auth) are
  *     errors, never silently dropped.
+ *   - proxy-url: http, https or socks5 only (client-go's rule); it may carry
+ *     credentials, so it is never logged either.
  *   - a token is never logged, and never in an error message.
  *
  * Errors: -errno plus one line of text in err[KUBECONFIG_ERR_MAX] naming the
@@ -31,6 +33,8 @@
 #define KUBECONFIG_MAX_SIZE (4u << 20)
 /* A token file larger than this is refused; real tokens are about 1 KiB. */
 #define KUBECONFIG_TOKEN_MAX (64u << 10)
+/* A certificate or key file larger than this is refused; a chain is a few KiB. */
+#define KUBECONFIG_PEM_MAX (1u << 20)
 #define KUBECONFIG_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 enum {
@@ -50,6 +54,8 @@ struct kubeconfig {
 	size_t key_pem_len;
 	char *token;	  /* static bearer token, or NULL; wiped on free */
 	char *token_file; /* re-read by kube every minute and after a 401; wins over token */
+	char *proxy_url;  /* proxy-url: "http(s)://..." or "socks5://...", or NULL (then
+			   * HTTPS_PROXY / NO_PROXY from the environment apply) */
 	char *namespace;  /* the context's namespace, or the pod's; never NULL */
 	bool insecure;	  /* skip TLS verification: only ever true when allowed */
 	char *source;	  /* the kubeconfig path or "in-cluster", for messages */
@@ -85,6 +91,18 @@ int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig 
 int kubeconfig_read_token(const char *path, char **ret);
 /* Wipes and frees a token; NULL-safe. Returns NULL. */
 char *kubeconfig_token_free(char *token);
+
+/* Reads a PEM file the kubeconfig names (client certificate or key, which the
+ * kubelet rotates in place): a regular file (symlinks followed) of at most
+ * KUBECONFIG_PEM_MAX bytes that holds a PEM block whose label ends in
+ * pem_label ("CERTIFICATE", "PRIVATE KEY"). Returns 0 and the bytes in *ret
+ * (NUL-terminated, *ret_len without it; caller frees with
+ * kubeconfig_pem_free()), -EBADMSG when the PEM marker is missing (a file
+ * caught half-written), -E2BIG or the open/read -errno. A small bounded
+ * local read: fine on the loop. */
+int kubeconfig_read_pem(const char *path, const char *pem_label, char **ret, size_t *ret_len);
+/* Wipes len bytes and frees; NULL-safe. Returns NULL. */
+char *kubeconfig_pem_free(char *pem, size_t len);
 
 /* A deep copy. Returns 0 or -ENOMEM. */
 int kubeconfig_dup(const struct kubeconfig *c, struct kubeconfig **ret);
