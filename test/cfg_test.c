@@ -50,6 +50,7 @@ static void expect_error(const char *want, ...)
 static int setup(void **st)
 {
 	unsetenv("DRA_CPU_RESERVED_CPUS");
+	unsetenv("DRA_CPU_RT_CPUS");
 	unsetenv("DRA_CPU_CPU_DEVICE_MODE");
 	unsetenv("DRA_CPU_NRI");
 	unsetenv("NODE_NAME");
@@ -116,6 +117,7 @@ static void test_cfg_env_below_flags(void **st)
 	cfg_done(&c);
 	unsetenv("DRA_CPU_CPU_DEVICE_MODE");
 	unsetenv("DRA_CPU_RESERVED_CPUS");
+	unsetenv("DRA_CPU_RT_CPUS");
 }
 
 static void test_cfg_rejects_bad_values_with_the_flag_named(void **st)
@@ -184,6 +186,54 @@ static void test_cfg_check_topology_reserved_cpus(void **st)
 	cfg_done(&c);
 }
 
+static void test_cfg_rt_cpus_parse_apart_from_reserved(void **st)
+{
+	struct errbuf err = { "" };
+	struct cfg c;
+
+	assert_int_equal(parse(&c, &err, NULL), 0);
+	assert_true(cpuset_is_empty(&c.rt_cpus)); /* off by default */
+	cfg_done(&c);
+	assert_int_equal(parse(&c, &err, "--reserved-cpus", "0", "--rt-cpus=2-3", NULL), 0);
+	assert_int_equal(cpuset_count(&c.rt_cpus), 2);
+	assert_true(cpuset_has(&c.rt_cpus, 3));
+	assert_int_equal(cpuset_count(&c.reserved), 1);
+	assert_string_equal(c.rt_cpus_str, "2-3");
+	cfg_done(&c);
+	setenv("DRA_CPU_RT_CPUS", "5", 1);
+	assert_int_equal(parse(&c, &err, NULL), 0);
+	assert_true(cpuset_has(&c.rt_cpus, 5));
+	assert_true(cpuset_is_empty(&c.reserved));
+	cfg_done(&c);
+	unsetenv("DRA_CPU_RT_CPUS");
+	expect_error("rt-cpus: invalid CPU list '3-1': reversed range 3-1", "--rt-cpus", "3-1",
+		     NULL);
+	expect_error("rt-cpus: invalid CPU list 'x'", "--rt-cpus=x", NULL);
+}
+
+static void test_cfg_check_topology_rt_cpus(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 4, 1); /* CPUs 0-3 */
+	struct errbuf err = { "" };
+	struct cfg c;
+
+	assert_int_equal(parse(&c, &err, "--reserved-cpus=0", "--rt-cpus=2-3", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), 0);
+	cfg_done(&c);
+	assert_int_equal(parse(&c, &err, "--rt-cpus=3-4", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "rt-cpus: CPUs 4 are not online"));
+	cfg_done(&c);
+	assert_int_equal(parse(&c, &err, "--reserved-cpus=1", "--rt-cpus=1-2", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "rt-cpus and reserved-cpus both name CPUs 1"));
+	cfg_done(&c);
+	assert_int_equal(parse(&c, &err, "--reserved-cpus=0", "--rt-cpus=1-3", NULL), 0);
+	assert_int_equal(cfg_check_topology(&c, t, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "shared pool needs at least one"));
+	cfg_done(&c);
+}
+
 static void test_cfg_node_name_precedence_and_normalisation(void **st)
 {
 	struct errbuf err = { "" };
@@ -218,7 +268,8 @@ static void test_cfg_usage_lists_every_flag(void **st)
 	const char *want[] = { "--cpu-device-mode grouped|individual", "--group-by",
 			       "--cpu-device-group-by", "--reserved-cpus CPULIST",
 			       "DRA_CPU_RESERVED_CPUS", "--nri-push-updates", "--no-nri-push-updates",
-			       "--print-topology", "--dry-run", "--version", "--kubelet-root-dir" };
+			       "--print-topology", "--dry-run", "--version", "--kubelet-root-dir",
+			       "--rt-cpus CPULIST", "DRA_CPU_RT_CPUS", "file: rtCPUs" };
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		if (!strstr(buf, want[i]))
 			fail_msg("usage lacks %s", want[i]);
@@ -234,6 +285,8 @@ int main(void)
 		cmocka_unit_test_setup(test_cfg_rejects_bad_values_with_the_flag_named, setup),
 		cmocka_unit_test_setup(test_cfg_rejects_kubelet_root_too_long_for_a_socket, setup),
 		cmocka_unit_test_setup(test_cfg_check_topology_reserved_cpus, setup),
+		cmocka_unit_test_setup(test_cfg_rt_cpus_parse_apart_from_reserved, setup),
+		cmocka_unit_test_setup(test_cfg_check_topology_rt_cpus, setup),
 		cmocka_unit_test_setup(test_cfg_node_name_precedence_and_normalisation, setup),
 		cmocka_unit_test_setup(test_cfg_usage_lists_every_flag, setup),
 	};

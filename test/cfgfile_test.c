@@ -238,6 +238,9 @@ static void test_bad_file_errors_name_file_line_and_key(void **state)
 		{ "nri: \"false\"\n", "line 1: nri: must be a boolean, not a string" },
 		{ "reservedCPUs: 0\n", "line 1: reservedCPUs: must be a string, not an integer (quote it)" },
 		{ "reservedCPUs: \"3-1\"\n", "line 1: reservedCPUs: invalid CPU list '3-1'" },
+		{ "rtCPUs: \"3-1\"\n", "line 1: rtCPUs: invalid CPU list '3-1'" },
+		{ "rtCPUs: 3\n", "line 1: rtCPUs: must be a string, not an integer (quote it)" },
+		{ "rtCpus: \"3\"\n", "key rtCpus is spelled differently from the schema; use rtCPUs" },
 		{ "logVerbosity: 12\n", "line 1: logVerbosity: '12' is not an integer in 0..9" },
 		{ "nri: [true]\n", "line 1: key nri: the value must be a plain value, not a list" },
 	};
@@ -255,6 +258,22 @@ static void test_bad_file_errors_name_file_line_and_key(void **state)
 			fail_msg("case %zu: r=%d '%s', want '%s'", i, r, err.s, cases[i].want);
 		cfg_done(&c);
 	}
+}
+
+static void test_file_sets_rt_cpus(void **state)
+{
+	const char *path = write_file("rt.yaml", "apiVersion: v1alpha1\nrtCPUs: \"2-3\"\n");
+	struct errbuf err = { "" };
+	struct cfg c;
+
+	assert_int_equal(parse_argv(&c, &err, "--config", path, NULL), 0);
+	assert_string_equal(c.rt_cpus_str, "2-3");
+	assert_int_equal(cpuset_count(&c.rt_cpus), 2);
+	assert_true(cpuset_is_empty(&c.reserved));
+	cfg_done(&c);
+	assert_int_equal(parse_argv(&c, &err, "--config", path, "--rt-cpus", "", NULL), 0);
+	assert_true(cpuset_is_empty(&c.rt_cpus)); /* the flag wins: off */
+	cfg_done(&c);
 }
 
 /* A FIFO where the file belongs is an error, never a hang. */
@@ -298,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_file_sets_values_and_flags_and_env_win),
 		cmocka_unit_test(test_bad_file_errors_name_file_line_and_key),
 		cmocka_unit_test(test_missing_or_special_file_is_a_clear_error),
+		cmocka_unit_test(test_file_sets_rt_cpus),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

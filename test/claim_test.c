@@ -153,6 +153,17 @@ static void test_claim_errors(void **st)
 		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
 		  "\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"alignL3\":\"yes\"}}}]}}",
 		  "alignL3 must be true or false" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpurt003")
+		  ",\"consumedCapacity\":{\"dra.cpu/rtBandwidth\":[1]}}]}}",
+		  "consumedCapacity[\"dra.cpu/rtBandwidth\"] is not a quantity" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpurt003")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"realtime\":{\"policy\":\"fifo\"}}}}]}}",
+		  "CPUConfig.realtime: fifo needs priority" },
+		{ "{\"devices\":{\"results\":[" RES("c", "dra.cpu", "node-1", "cpurt003")
+		  "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":"
+		  "\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"realtime\":true}}}]}}",
+		  "CPUConfig.realtime must be an object" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -339,6 +350,32 @@ static void test_claim_consumers_of_another_claim_are_refused(void **st)
 	json_object_put(o);
 }
 
+static void test_claim_realtime_config_and_bandwidth(void **st)
+{
+	struct claim_alloc a;
+	struct errbuf err = { "" };
+
+	assert_int_equal(
+		parse("{\"devices\":{\"results\":[" RES("rt", "dra.cpu", "node-1", "cpurt003")
+		      ",\"shareID\":\"s1\",\"consumedCapacity\":{\"dra.cpu/rtBandwidth\":\"300m\"}},"
+		      RES("other", "dra.cpu", "node-1", "cpudev000") "}],\"config\":["
+		      "{\"requests\":[\"rt\"],\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{"
+		      "\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",\"realtime\":{"
+		      "\"policy\":\"deadline\",\"runtimeNs\":2000000,\"deadlineNs\":5000000,"
+		      "\"periodNs\":10000000,\"onFailure\":\"warn\"}}}}]}}",
+		      &a, &err),
+		0);
+	assert_int_equal(a.n, 2);
+	assert_string_equal(a.results[0].rt_consumed, "300m");
+	assert_string_equal(a.results[0].consumed, "");
+	assert_true(a.results[0].config.rt_set);
+	assert_int_equal(a.results[0].config.rt.policy, RT_POLICY_DEADLINE);
+	assert_int_equal(a.results[0].config.rt.deadline_ns, 5000000);
+	assert_int_equal(a.results[0].config.rt.on_failure, RT_ON_FAILURE_WARN);
+	assert_false(a.results[1].config.rt_set);
+	assert_string_equal(a.results[1].rt_consumed, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_claim_consumers_are_the_pods_it_is_reserved_for),
 		cmocka_unit_test(test_claim_consumers_bad_input),
 		cmocka_unit_test(test_claim_consumers_of_another_claim_are_refused),
+		cmocka_unit_test(test_claim_realtime_config_and_bandwidth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

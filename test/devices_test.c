@@ -163,6 +163,62 @@ static void test_devices_socket_ids_beyond_the_cpu_limit(void **st)
 	assert_ptr_equal(devices_find(d, "cpudevsocket8442"), &d->v[1]);
 }
 
+static void test_devices_rt_cpus_are_named_by_cpu_id_after_the_others(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 4, 2); /* 16 CPUs, sibling N+8 */
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset rt = cs("5,12"), off = cs("0,5,12");
+
+	assert_int_equal(devices_build(t, &off, DEVICES_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_add_rt(d, t, &rt, 900), 0);
+	assert_int_equal(d->n, 15);
+	assert_int_equal(d->n_rt, 2);
+	assert_string_equal(d->v[13].name, "cpurt005");
+	assert_string_equal(d->v[14].name, "cpurt012");
+	assert_int_equal(d->v[14].kind, DEVICE_RT);
+	assert_int_equal(d->v[14].id, 12);
+	assert_int_equal(d->v[14].core_id, topo_cpu(t, 12)->core_id);
+	assert_int_equal(d->v[14].numa, topo_cpu(t, 12)->numa);
+	assert_int_equal(d->v[14].rt_capacity_milli, 900);
+	/* the ordinary devices skip them */
+	for (int i = 0; i < 13; i++) {
+		assert_int_equal(d->v[i].kind, DEVICE_CPU);
+		assert_false(cpuset_has(&rt, d->v[i].id));
+	}
+	assert_false(cpuset_has(&d->allocatable, 5));
+	assert_ptr_equal(devices_find(d, "cpurt005"), &d->v[13]);
+	assert_ptr_equal(devices_find(d, "cpurt012"), &d->v[14]);
+	assert_string_equal(devices_find(d, "cpudev012")->name, "cpudev012");
+	assert_null(devices_find(d, "cpudev013"));
+	assert_null(devices_find(d, "cpurt5"));
+	assert_null(devices_find(d, "cpurt0005"));
+	assert_null(devices_find(d, "cpurt006"));
+	assert_null(devices_find(d, "cpurt-05"));
+	assert_null(devices_find(d, "cpurt005x"));
+	assert_null(devices_find(d, "cpurt"));
+	/* once only */
+	assert_int_equal(devices_add_rt(d, t, &rt, 900), -EINVAL);
+}
+
+static void test_devices_rt_in_grouped_mode_and_bad_sets(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 4, 1);
+	_cleanup_(devices_freep) struct devices *d = NULL, *e = NULL;
+	struct cpuset rt = cs("3"), off = cs("3"), offline = cs("9");
+
+	assert_int_equal(devices_build(t, &off, DEVICES_GROUPED, DEVICES_BY_MACHINE, &d), 0);
+	assert_int_equal(devices_add_rt(d, t, &offline, 900), -EINVAL);
+	assert_int_equal(devices_add_rt(d, t, &rt, 0), -EINVAL);
+	assert_int_equal(devices_add_rt(d, t, &rt, 950), 0);
+	assert_int_equal(d->n, 2);
+	assert_string_equal(d->v[0].name, "cpudevmachine");
+	assert_int_equal(d->v[0].n_cpus, 3);
+	assert_ptr_equal(devices_find(d, "cpurt003"), &d->v[1]);
+	/* a real-time CPU that is still allocatable is refused */
+	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_MACHINE, &e), 0);
+	assert_int_equal(devices_add_rt(e, t, &rt, 950), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +230,8 @@ int main(void)
 		cmocka_unit_test(test_devices_group_with_everything_reserved_is_skipped),
 		cmocka_unit_test(test_devices_cpus_without_numa_or_socket_count_as_zero),
 		cmocka_unit_test(test_devices_socket_ids_beyond_the_cpu_limit),
+		cmocka_unit_test(test_devices_rt_cpus_are_named_by_cpu_id_after_the_others),
+		cmocka_unit_test(test_devices_rt_in_grouped_mode_and_bad_sets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

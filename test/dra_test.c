@@ -26,6 +26,7 @@
 
 #include "core/cdi.h"
 #include "core/devices.h"
+#include "core/rt.h"
 #include "core/state.h"
 #include "faketimer.h"
 #include "kubelet/dra.h"
@@ -1248,6 +1249,172 @@ static void test_empty_prepare_replies_at_once(void **st)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+/* ---- real-time claims --------------------------------------------------------------------- */
+
+#define UID_C "6f0c1c4e-0000-4000-8000-00000000000c"
+#define UID_D "6f0c1c4e-0000-4000-8000-00000000000d"
+#define DL_3MS "{\"policy\":\"deadline\",\"runtimeNs\":3000000,\"periodNs\":10000000}"
+
+static const struct rt_limits rt_limits = { .capacity_milli = 900,
+					    .period_min_ns = 100000,
+					    .period_max_ns = 4194304000ull };
+
+/* The 16-CPU node with CPUs 14-15 real-time (cpurt014, cpurt015, 900m each). */
+static void start_rt(int mode)
+{
+	struct cpuset rt = cs("14-15");
+	struct state_opts so = { 0 };
+	struct dra_opts o = { .node = "node-1", .device_mode = mode, .fetch = &fetch_ops,
+			      .rt = &rt_limits };
+
+	assert_int_equal(devices_build(fx.topo, &rt, mode, DEVICES_BY_NUMANODE, &fx.devices), 0);
+	assert_int_equal(devices_add_rt(fx.devices, fx.topo, &rt, 900), 0);
+	so.cdi_dir = fx.cdi;
+	so.state_dir = fx.st;
+	so.allocatable = fx.devices->allocatable;
+	so.rt_cpus = rt;
+	assert_int_equal(state_new(&so, &fx.state), 0);
+	assert_int_equal(state_load(fx.state), 0);
+	o.kubelet_root = fx.root;
+	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
+			 0);
+}
+
+/* A claim with results (JSON objects without braces' driver and pool) and
+ * one CPUConfig carrying realtime (NULL: none). */
+static char *rt_claim(const char *name, const char *uid, const char *results,
+		      const char *realtime)
+{
+	char *s = NULL, *config = NULL;
+
+	if (realtime)
+		assert_true(asprintf(&config,
+				     ",\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":"
+				     "{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+				     "\"realtime\":%s}}}]",
+				     realtime) > 0);
+	assert_true(asprintf(&s,
+			     "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+			     "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"%s\"},"
+			     "\"status\":{\"allocation\":{\"devices\":{\"results\":[%s]%s}}}}",
+			     name, uid, results, config ? config : "") > 0);
+	free(config);
+	return s;
+}
+
+#define RT_RES(req, dev, q)                                                                    \
+	"{\"request\":\"" req "\",\"driver\":\"dra.cpu\",\"pool\":\"node-1\",\"device\":\"" dev \
+	"\",\"shareID\":\"s-" dev "\",\"consumedCapacity\":{\"dra.cpu/rtBandwidth\":\"" q "\"}}"
+
+/* Prepares a claim and returns its error ("" when prepared). */
+static const char *prepare_rt(const char *name, const char *uid, const char *results,
+			      const char *realtime)
+{
+	struct grpc_call *c = prepare(name, uid);
+
+	turn();
+	complete(&fetches[n_fetches - 1], rt_claim(name, uid, results, realtime), NULL);
+	return error_of(c, uid);
+}
+
+static void test_rt_three_300m_claims_fit_a_900m_cpu_and_a_fourth_is_refused(void **st)
+{
+	const char *e;
+	struct cpuset pool, cpus;
+
+	start_rt(DEVICES_INDIVIDUAL);
+	assert_string_equal(prepare_rt("a", UID_A, RT_RES("rt", "cpurt014", "300m"), DL_3MS), "");
+	assert_string_equal(prepare_rt("b", UID_B, RT_RES("rt", "cpurt014", "300m"), DL_3MS), "");
+	assert_string_equal(prepare_rt("c", UID_C, RT_RES("rt", "cpurt014", "0.3"), DL_3MS), "");
+	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 900);
+	e = prepare_rt("d", UID_D, RT_RES("rt", "cpurt014", "300m"), DL_3MS);
+	if (!strstr(e, "dra.cpu/rtBandwidth 300m does not fit on cpurt014: the real-time claims "
+		       "prepared on it hold 900m of 900m"))
+		fail_msg("%s", e);
+	assert_false(has_spec(UID_D));
+	assert_null(state_claim(fx.state, UID_D));
+	/* each claim's CDI spec names its CPU; the shared pool never had it */
+	cpus = claim_cpus(UID_B);
+	assert_true(cpuset_equal(&cpus, &(struct cpuset){ 0 }) == false);
+	assert_true(cpuset_has(&cpus, 14) && cpuset_count(&cpus) == 1);
+	state_shared_pool(fx.state, &pool);
+	assert_int_equal(cpuset_count(&pool), 14);
+	/* the other CPU is free; and a claim going away makes room */
+	assert_string_equal(prepare_rt("d", UID_D, RT_RES("rt", "cpurt015", "300m"), DL_3MS), "");
+	assert_string_equal(unprepare_error(unprepare(UID_B), UID_B), "");
+	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 600);
+	assert_int_equal(rt_cpu_used_milli(fx.state, 15, &rt_limits), 300);
+}
+
+static void test_rt_bad_claims_are_refused_with_the_reason(void **st)
+{
+	static const struct {
+		const char *results, *realtime, *want;
+	} cases[] = {
+		{ RT_RES("rt", "cpurt014", "300m"), NULL, "the claim needs a CPUConfig with \"realtime\"" },
+		{ RT_RES("rt", "cpurt014", "300m"),
+		  "{\"policy\":\"deadline\",\"runtimeNs\":4000000,\"periodNs\":10000000}",
+		  "needs 400m of dra.cpu/rtBandwidth, the claim consumes only 300m" },
+		{ RT_RES("rt", "cpurt014", "300m"), "{\"policy\":\"fifo\",\"priority\":10}",
+		  "a fifo claim must consume the CPU's whole dra.cpu/rtBandwidth (900m), not 300m" },
+		{ RT_RES("rt", "cpurt014", "300m"),
+		  "{\"policy\":\"deadline\",\"runtimeNs\":3000,\"periodNs\":10000}",
+		  "outside this node's sched_deadline_period range" },
+		{ RT_RES("rt", "cpurt014", "950m"), DL_3MS, "\"950m\" is more than device cpurt014 has" },
+		{ RT_RES("rt", "cpurt014", "300500u"), DL_3MS, "finer than 1m" },
+		{ "{\"request\":\"rt\",\"driver\":\"dra.cpu\",\"pool\":\"node-1\",\"device\":"
+		  "\"cpurt014\"}",
+		  DL_3MS, "has no consumedCapacity[\"dra.cpu/rtBandwidth\"]" },
+		{ RT_RES("rt", "cpurt014", "300m") ",{\"request\":\"x\",\"driver\":\"dra.cpu\","
+		  "\"pool\":\"node-1\",\"device\":\"cpudev000\"}",
+		  DL_3MS, "device cpudev000 is not a real-time CPU: a claim's devices must all be" },
+		{ RT_RES("rt", "cpurt014", "300m") "," RT_RES("rt2", "cpurt014", "300m"), DL_3MS,
+		  "device cpurt014 is allocated twice in the claim" },
+		{ RT_RES("rt", "cpurt016", "300m"), DL_3MS, "device cpurt016 (request rt) is not a device" },
+	};
+
+	start_rt(DEVICES_INDIVIDUAL);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *e = prepare_rt("bad", UID_A, cases[i].results, cases[i].realtime);
+
+		if (!strstr(e, cases[i].want))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, e, cases[i].want);
+		assert_int_equal(state_claim_count(fx.state), 0);
+		assert_false(has_spec(UID_A));
+	}
+}
+
+static void test_rt_reprepare_and_restart_charge_once(void **st)
+{
+	start_rt(DEVICES_GROUPED);
+	assert_string_equal(prepare_rt("a", UID_A, RT_RES("rt", "cpurt014", "300m"), DL_3MS), "");
+	assert_string_equal(prepare_rt("a", UID_A, RT_RES("rt", "cpurt014", "300m"), DL_3MS), "");
+	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 300);
+	/* the driver restarts: state comes back from the CDI spec and checkpoint */
+	dra_free(fx.dra);
+	state_free(fx.state);
+	devices_free(fx.devices);
+	fx.dra = NULL;
+	n_methods = 0; /* the new plugin's handlers */
+	start_rt(DEVICES_GROUPED);
+	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 300);
+	assert_string_equal(prepare_rt("a", UID_A, RT_RES("rt", "cpurt014", "300m"), DL_3MS), "");
+	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 300);
+	assert_int_equal(state_claim_count(fx.state), 1);
+	/* another budget or device for the same claim is another allocation */
+	assert_non_null(strstr(prepare_rt("a", UID_A, RT_RES("rt", "cpurt014", "450m"), DL_3MS),
+			       "already prepared with"));
+	assert_non_null(strstr(prepare_rt("a", UID_A, RT_RES("rt", "cpurt015", "300m"), DL_3MS),
+			       "already prepared with"));
+	assert_non_null(strstr(prepare_rt("a", UID_A, "{\"request\":\"c\",\"driver\":\"dra.cpu\","
+						      "\"pool\":\"node-1\",\"device\":"
+						      "\"cpudevnuma000\",\"consumedCapacity\":"
+						      "{\"dra.cpu/cpu\":\"1\"}}",
+					  NULL),
+			       "already prepared as a real-time claim"));
+	assert_int_equal(rt_cpu_used_milli(fx.state, 14, &rt_limits), 300);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1284,6 +1451,9 @@ int main(void)
 		T(test_bad_names_and_uids_never_reach_a_fetch),
 		T(test_undecodable_and_oversized_requests_fail_the_call),
 		T(test_empty_prepare_replies_at_once),
+		T(test_rt_three_300m_claims_fit_a_900m_cpu_and_a_fourth_is_refused),
+		T(test_rt_bad_claims_are_refused_with_the_reason),
+		T(test_rt_reprepare_and_restart_charge_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

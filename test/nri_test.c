@@ -37,6 +37,9 @@ struct pol {
 	char create_id[64], create_pod_uid[64], create_pin[32];
 	char update_cpus[32];
 	const char *adjust_cpus;	/* what create sets */
+	const struct nri_scheduler *adjust_sched; /* ... and this scheduler */
+	int configured;
+	char runtime[64];		/* "name version nri_version" from Configure */
 	const char *update_id;		/* an update to return from every event */
 	const struct nri_update *out;	/* or these (Synchronize too) */
 	size_t n_out;
@@ -137,6 +140,8 @@ static int p_create(void *ud, const struct nri_pod *pod, const struct nri_contai
 		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->adjust_cpus)
 		assert_int_equal(nri_adjust_set_cpus(adj, p->adjust_cpus), 0);
+	if (p->adjust_sched)
+		assert_int_equal(nri_adjust_set_scheduler(adj, p->adjust_sched), 0);
 	return add_update(p, upd);
 }
 
@@ -187,9 +192,18 @@ static void p_push_done(void *ud, int r, const char *const *ids, size_t n)
 		snprintf(p->push_failed_id, sizeof(p->push_failed_id), "%s", ids[0]);
 }
 
+static void p_configured(void *ud, const char *name, const char *version, const char *nri_version)
+{
+	struct pol *p = ud;
+
+	p->configured++;
+	snprintf(p->runtime, sizeof(p->runtime), "%s %s %s", name, version, nri_version);
+}
+
 /* create + stop + remove: what the reference driver subscribes (0x608). */
 static const struct nri_handlers handlers = {
 	.connected = p_connected,
+	.configured = p_configured,
 	.disconnected = p_disconnected,
 	.synchronize = p_sync,
 	.create_container = p_create,
@@ -214,6 +228,8 @@ struct rt {
 	int n_update_calls;
 	size_t last_update_n;
 	char last_update_id[64], last_update_cpus[32];
+	size_t last_evict_n;
+	char last_evict_id[64], last_evict_reason[128];
 	/* The bytes of every UpdateContainers request, concatenated: being repeated
 	 * fields, their updates pack as one request with all of them. */
 	struct buf pushed;
@@ -264,6 +280,13 @@ static int rt_request(void *ud, const struct ttrpc_request *rq)
 		assert_non_null(r);
 		rt->n_update_calls++;
 		rt->last_update_n = r->n_update;
+		rt->last_evict_n = r->n_evict;
+		if (r->n_evict) {
+			snprintf(rt->last_evict_id, sizeof(rt->last_evict_id), "%s",
+				 r->evict[0]->container_id);
+			snprintf(rt->last_evict_reason, sizeof(rt->last_evict_reason), "%s",
+				 r->evict[0]->reason);
+		}
 		if (rq->len)
 			pipe_buf_add(&rt->pushed, rq->payload, rq->len);
 		if (r->n_update) {
@@ -719,6 +742,84 @@ static void test_nri_create_container_returns_adjustment_and_updates(void **stat
 	assert_string_equal(resp->update[0]->container_id, "other");
 	assert_string_equal(resp->update[0]->linux_->resources->cpu->cpus, "0-1");
 	nri__create_container_response__free_unpacked(resp, NULL);
+}
+
+static void test_nri_create_container_returns_the_scheduler_adjustment(void **state)
+{
+	struct rt *rt = *state;
+	const struct nri_scheduler dl = { .policy = NRI_SCHED_DEADLINE,
+					  .flags = 1u << NRI_SCHED_FLAG_RESET_ON_FORK,
+					  .runtime = 2000000,
+					  .deadline = 5000000,
+					  .period = 10000000 };
+	Nri__CreateContainerResponse *resp;
+	Nri__LinuxScheduler *s;
+	struct reply x;
+
+	start(rt);
+	rt->pol.adjust_cpus = "3";
+	rt->pol.adjust_sched = &dl;
+	create(rt, "c7", "3", &x);
+	assert_int_equal(x.code, TTRPC_OK);
+	resp = nri__create_container_response__unpack(NULL, x.len, x.payload);
+	assert_non_null(resp);
+	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, "3");
+	s = resp->adjust->linux_->scheduler;
+	assert_non_null(s);
+	assert_int_equal(s->policy, NRI__LINUX_SCHEDULER_POLICY__SCHED_DEADLINE);
+	assert_int_equal(s->policy, 7); /* upstream's number */
+	assert_int_equal(s->n_flags, 1);
+	assert_int_equal(s->flags[0], NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_RESET_ON_FORK);
+	assert_int_equal(s->runtime, 2000000);
+	assert_int_equal(s->deadline, 5000000);
+	assert_int_equal(s->period, 10000000);
+	assert_int_equal(s->priority, 0);
+	nri__create_container_response__free_unpacked(resp, NULL);
+}
+
+static void test_nri_scheduler_adjustment_rejects_unknown_values(void **state)
+{
+	struct nri_adjust *adj = NULL;
+	struct nri_scheduler bad = { .policy = 5 }, flags = { .policy = NRI_SCHED_FIFO,
+							       .flags = 1u << 9 };
+
+	/* the checks come before any use of the adjustment */
+	assert_int_equal(nri_adjust_set_scheduler(adj, &bad), -EINVAL);
+	assert_int_equal(nri_adjust_set_scheduler(adj, &flags), -EINVAL);
+}
+
+static void test_nri_configure_tells_who_the_runtime_is(void **state)
+{
+	struct rt *rt = *state;
+	Nri__ConfigureRequest req = NRI__CONFIGURE_REQUEST__INIT;
+	struct reply x;
+
+	start(rt);
+	req.runtime_name = "containerd";
+	req.runtime_version = "2.2.1";
+	req.nri_version = "v0.11.0";
+	rt_call(rt, "Configure", &req.base, &x);
+	assert_int_equal(x.code, TTRPC_OK);
+	assert_int_equal(rt->pol.configured, 1);
+	assert_string_equal(rt->pol.runtime, "containerd 2.2.1 v0.11.0");
+}
+
+static void test_nri_push_evict_asks_the_runtime(void **state)
+{
+	struct rt *rt = *state;
+
+	assert_int_equal(nri_session_push_evict(rt->s, "c1", "no bandwidth"), -ENOTCONN);
+	start(rt);
+	assert_int_equal(nri_session_push_evict(rt->s, "", "x"), -EINVAL);
+	assert_int_equal(nri_session_push_evict(rt->s, "c1", "kernel said EBUSY"), 0);
+	pump(rt);
+	assert_int_equal(rt->n_update_calls, 1);
+	assert_int_equal(rt->last_update_n, 0);
+	assert_int_equal(rt->last_evict_n, 1);
+	assert_string_equal(rt->last_evict_id, "c1");
+	assert_string_equal(rt->last_evict_reason, "kernel said EBUSY");
+	assert_int_equal(rt->pol.pushes, 1);
+	assert_int_equal(rt->pol.push_r, 0);
 }
 
 static void test_nri_create_container_without_adjustment_is_empty(void **state)
@@ -1691,6 +1792,10 @@ int main(void)
 		T(test_nri_synchronize_error_is_reported),
 		T(test_nri_create_container_returns_adjustment_and_updates),
 		T(test_nri_create_container_without_adjustment_is_empty),
+		T(test_nri_create_container_returns_the_scheduler_adjustment),
+		cmocka_unit_test(test_nri_scheduler_adjustment_rejects_unknown_values),
+		T(test_nri_configure_tells_who_the_runtime_is),
+		T(test_nri_push_evict_asks_the_runtime),
 		T(test_nri_create_container_error_fails_creation),
 		T(test_nri_create_waits_then_answers_from_the_next_run),
 		T(test_nri_create_wait_ends_with_a_final_run),

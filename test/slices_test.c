@@ -193,6 +193,73 @@ static void test_slices_1000_cpu_group_capacity_is_canonical(void **st)
 	json_object_put(arr);
 }
 
+/* Attribute keys hold dots: looked up whole, not as a path. */
+static int64_t attr_int(struct json_object *attrs, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(attrs, key, &v))
+		fail_msg("missing %s", key);
+	return num(v, "int");
+}
+
+static void test_slices_rt_device_attributes_and_bandwidth(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 2, 2);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct slices_opts o = { .node = "worker-1", .generation = 1 };
+	struct json_object *arr = NULL, *dev, *attrs, *cap = NULL, *v;
+	struct cpuset off, rt;
+
+	assert_int_equal(cpuset_parse("0,3", &off, NULL), 0);
+	assert_int_equal(cpuset_parse("3", &rt, NULL), 0);
+	assert_int_equal(devices_build(t, &off, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d), 0);
+	assert_int_equal(devices_add_rt(d, t, &rt, 900), 0);
+	assert_int_equal(slices_build(d, &o, &arr), 0);
+	/* after the two NUMA groups */
+	dev = get(arr, "0.spec.devices.2");
+	assert_string_equal(str(dev, "name"), "cpurt003");
+	attrs = get(dev, "attributes");
+	assert_int_equal(attr_int(attrs, "dra.cpu/cpuID"), 3);
+	assert_int_equal(attr_int(attrs, "dra.cpu/coreID"), topo_cpu(t, 3)->core_id);
+	assert_int_equal(attr_int(attrs, "dra.cpu/socketID"), topo_cpu(t, 3)->socket);
+	assert_int_equal(attr_int(attrs, "dra.cpu/cacheL3ID"), topo_cpu(t, 3)->l3);
+	assert_int_equal(attr_int(attrs, "resource.kubernetes.io/numaNode"), topo_cpu(t, 3)->numa);
+	assert_true(json_object_object_get_ex(attrs, "dra.cpu/coreType", &v));
+	assert_string_equal(json_object_get_string(get(v, "string")), "standard");
+	assert_true(json_object_object_get_ex(attrs, "dra.cpu/realtime", &v));
+	assert_true(json_object_get_boolean(get(v, "bool")));
+	/* the individual set (9) plus realtime */
+	assert_int_equal(json_object_object_length(attrs), 10);
+	assert_true(json_object_object_get_ex(get(dev, "capacity"), "dra.cpu/rtBandwidth", &cap));
+	assert_int_equal(json_object_object_length(get(dev, "capacity")), 1);
+	assert_string_equal(str(cap, "value"), "900m");
+	assert_string_equal(str(cap, "requestPolicy.default"), "900m");
+	assert_string_equal(str(cap, "requestPolicy.validRange.min"), "1m");
+	assert_string_equal(str(cap, "requestPolicy.validRange.step"), "1m");
+	assert_null(get(cap, "requestPolicy.validRange.max"));
+	assert_true(json_object_get_boolean(get(dev, "allowMultipleAllocations")));
+	json_object_put(arr);
+}
+
+static void test_slices_rt_whole_cpu_capacity_is_canonical(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 2, 1);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct slices_opts o = { .node = "worker-1", .generation = 1 };
+	struct json_object *arr = NULL, *cap = NULL;
+	struct cpuset rt;
+
+	assert_int_equal(cpuset_parse("1", &rt, NULL), 0);
+	assert_int_equal(devices_build(t, &rt, DEVICES_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_add_rt(d, t, &rt, 1000), 0);
+	assert_int_equal(slices_build(d, &o, &arr), 0);
+	assert_true(json_object_object_get_ex(get(arr, "0.spec.devices.1.capacity"),
+					      "dra.cpu/rtBandwidth", &cap));
+	assert_string_equal(str(cap, "value"), "1");
+	json_object_put(arr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +269,8 @@ int main(void)
 		cmocka_unit_test(test_slices_one_cpu_group_has_no_step),
 		cmocka_unit_test(test_slices_socket_and_machine_attribute_sets),
 		cmocka_unit_test(test_slices_1000_cpu_group_capacity_is_canonical),
+		cmocka_unit_test(test_slices_rt_device_attributes_and_bandwidth),
+		cmocka_unit_test(test_slices_rt_whole_cpu_capacity_is_canonical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -169,6 +169,22 @@ def rows_bpf(t, r):
              _s(r.get("raw_histogram_stats_per_switch_ns"))))
 
 
+    # The real-time monitor (bpf/rt.bpf.c): its early exit on every CPU that is
+    # not a real-time one, and its path on a real-time CPU (claim's tasks).
+    for name, label, what in (
+            ("real-time monitor, other CPUs, over empty", "BPF real-time monitor, other CPUs",
+             "the early exit every non-real-time CPU takes"),
+            ("real-time monitor, real-time CPU, over empty", "BPF real-time monitor, RT CPU",
+             "owner lookup and accounting on a real-time CPU")):
+        x = r["targets"].get(name)
+        if x is None:
+            t.special(f, label, "skip", "bpf_bench printed no real-time monitor figures")
+            continue
+        t.add(f, label + ", bpf_stats", "%+.1f ns/run" % x["value"],
+              "< %.0f ns/run" % x["limit"], x["pass"],
+              "kernel-accounted run time per run over the empty program: %s" % what)
+
+
 def _s(x):
     return "-" if x is None else "%+.0f" % x
 

@@ -24,6 +24,12 @@
  *
  *      target <name>: <value> <unit> < <limit>: ratio <value/limit> PASS|FAIL
  *
+ * 3. The real-time monitor (bpf/rt.bpf.c), the same way: its run time per
+ *    run next to the empty program's while the CPU is not a real-time one
+ *    (the early exit every other CPU of a node takes), while it is one and
+ *    the ping-pong threads belong to no claim (the foreign path), and while
+ *    their cgroup owns it (the owner lookup on every switch).
+ *
  * Needs root (CAP_BPF, cgroup v2 writes); prints "skipped: needs CAP_BPF"
  * and exits 0 otherwise. Build without make (after `make`, which generates
  * the skeletons and build/libdracpu.a): test/bench/bpf_bench.sh, or
@@ -58,7 +64,9 @@
 #include "baseline.skel.h"
 #include "host/cgroup.h"
 #include "pinning/bpfmon.h"
+#include "pinning/rtmon.h"
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 
 enum mode { M_BASELINE, M_PIN_UNOWNED, M_PIN_OWNER, M_PIN_FOREIGN, M_PIN_RUNQ, M_COUNT };
@@ -410,6 +418,89 @@ static int cgroups_make(struct bench *b)
 	}
 }
 
+/* ---- the real-time monitor ------------------------------------------------------------ */
+
+enum rt_phase { RP_OFF, RP_FOREIGN, RP_OWNED, RP_COUNT };
+static const char *const rt_phase_names[RP_COUNT] = {
+	[RP_OFF] = "CPU not real-time",
+	[RP_FOREIGN] = "foreign tasks",
+	[RP_OWNED] = "claim's tasks",
+};
+
+struct rt_run {
+	uint64_t runs[RP_COUNT][2], ns[RP_COUNT][2]; /* [phase][0: empty, 1: rt monitor] */
+};
+
+static int rt_read(struct baseline_bpf *base, struct rtmon *mon, uint64_t *runs, uint64_t *ns)
+{
+	int r = prog_read(base, NULL, "empty", &runs[0], &ns[0]);
+
+	return r ?: rtmon_prog_stats(mon, &ns[1], &runs[1]);
+}
+
+static int rt_measure(const struct bench *b, struct rt_run *rr)
+{
+	struct rtmon_opts o = { 0 };
+	struct baseline_bpf *base = NULL;
+	struct rtmon *mon = NULL;
+	struct errbuf eb = { "" };
+	struct bench pb = *b;
+	int stats_fd, r;
+
+	pb.round_trips = b->stats_round_trips;
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0)
+		return -errno;
+	base = baseline_bpf__open_and_load();
+	r = base ? baseline_bpf__attach(base) : -errno;
+	if (r == 0) {
+		r = rtmon_new(&o, &mon, &eb);
+		if (r < 0)
+			fprintf(stderr, "bpf_bench: real-time monitor: %s\n", eb.s);
+	}
+	for (int p = 0; r == 0 && p < RP_COUNT; p++) {
+		uint64_t runs0[2], ns0[2];
+
+		if (p == RP_FOREIGN)
+			r = rtmon_watch(mon, b->cpu, true);
+		else if (p == RP_OWNED)
+			r = rtmon_own(mon, b->id_mine, b->cpu, true);
+		if (r == 0)
+			r = rt_read(base, mon, runs0, ns0);
+		if (r == 0 && ping_pong(&pb) <= 0)
+			r = -EIO;
+		if (r == 0)
+			r = rt_read(base, mon, rr->runs[p], rr->ns[p]);
+		for (int i = 0; r == 0 && i < 2; i++) {
+			rr->runs[p][i] -= runs0[i];
+			rr->ns[p][i] -= ns0[i];
+		}
+	}
+	rtmon_free(mon);
+	baseline_bpf__destroy(base);
+	close(stats_fd);
+	return r;
+}
+
+static double rt_per_run(const struct rt_run *rr, int p, int i)
+{
+	return rr->runs[p][i] ? (double)rr->ns[p][i] / (double)rr->runs[p][i] : 0;
+}
+
+static void rt_print(const struct bench *b, const struct rt_run *rr)
+{
+	printf("\nbpf_stats real-time monitor (bpf/rt.bpf.c), %ld round trips per phase on CPU %d\n",
+	       b->stats_round_trips, b->cpu);
+	printf("%-18s %-30s %10s %8s %11s\n", "phase", "program", "runs", "ns/run", "over empty");
+	for (int p = 0; p < RP_COUNT; p++) {
+		printf("%-18s %-30s %10" PRIu64 " %8.1f\n", rt_phase_names[p], "empty (baseline.bpf.c)",
+		       rr->runs[p][0], rt_per_run(rr, p, 0));
+		printf("%-18s %-30s %10" PRIu64 " %8.1f %+11.1f\n", rt_phase_names[p],
+		       "handle_rt_switch", rr->runs[p][1], rt_per_run(rr, p, 1),
+		       rt_per_run(rr, p, 1) - rt_per_run(rr, p, 0));
+	}
+}
+
 static void cgroups_remove(const struct bench *b)
 {
 	char self[32];
@@ -524,6 +615,25 @@ int main(int argc, char **argv)
 	       "ns/run", 15);
 	target("contention histogram over empty", runq_per_switch(&sr[0], P_SHARED, true),
 	       "ns/switch", 60);
+	{
+		struct rt_run rr = { 0 };
+
+		r = rt_measure(&b, &rr);
+		if (r < 0) {
+			fprintf(stderr, "bpf_bench: real-time monitor: %s\n", strerror(-r));
+		} else {
+			rt_print(&b, &rr);
+			/* Every CPU but the real-time ones takes the early exit: it
+			 * must cost what the pinning check's does. The real-time
+			 * path runs only there, at a few switches per period. */
+			putchar('\n');
+			target("real-time monitor, other CPUs, over empty",
+			       rt_per_run(&rr, RP_OFF, 1) - rt_per_run(&rr, RP_OFF, 0), "ns/run", 15);
+			target("real-time monitor, real-time CPU, over empty",
+			       rt_per_run(&rr, RP_OWNED, 1) - rt_per_run(&rr, RP_OWNED, 0), "ns/run",
+			       200);
+		}
+	}
 	cgroups_remove(&b);
 	return 0;
 }

@@ -144,6 +144,12 @@ def run_driver(*args, env=None):
     return subprocess.run([DRIVER, *args], capture_output=True, text=True, env=e, timeout=60)
 
 
+def quantity_milli(q):
+    """A CPU quantity ("300m", "2", 2) in milli-CPU."""
+    s = str(q)
+    return int(s[:-1]) if s.endswith("m") else int(s) * 1000
+
+
 def quantity_int(q):
     """A whole-number quantity ("10", 10, "10000m") as int; anything else fails."""
     s = str(q)
@@ -421,7 +427,12 @@ def test_clusterrole_is_least_privilege():
 def test_deviceclass_selects_the_driver():
     dc = find(base_docs(), "DeviceClass", DRIVER_NAME)
     assert dc["spec"]["selectors"] == [{"cel": {"expression":
-                                                'device.driver == "%s"' % DRIVER_NAME}}]
+                                                'device.driver == "%s" && '
+                                                '!("realtime" in device.attributes["%s"])'
+                                                % (DRIVER_NAME, DRIVER_NAME)}}]
+    rt = find(base_docs(), "DeviceClass", DRIVER_NAME + ".realtime")
+    expr = rt["spec"]["selectors"][0]["cel"]["expression"]
+    assert 'device.driver == "dra.cpu"' in expr and ".realtime" in expr
 
 
 # ----------------------------------------------------------------- CEL check
@@ -802,7 +813,7 @@ def published():
     attrs, caps, modes = {}, set(), {}
     for mode in ("grouped", "individual"):
         p = run_driver("--dry-run", "--topology-file", TOPO_1024, "--cpu-device-mode", mode,
-                       "--hostname-override", "node-x")
+                       "--hostname-override", "node-x", "--rt-cpus", "1000-1001")
         assert p.returncode == 0, p.stderr
         for s in json.loads(p.stdout)["items"]:
             for dev in s["spec"].get("devices", []):
@@ -812,7 +823,8 @@ def published():
                     modes.setdefault(k, set()).add(mode)
                 caps |= set(dev.get("capacity", {}))
     assert "resource.kubernetes.io/numaNode" in attrs and "dra.cpu/coreType" in attrs
-    assert caps == {"dra.cpu/cpu"}
+    assert caps == {"dra.cpu/cpu", "dra.cpu/rtBandwidth"}
+    assert attrs["dra.cpu/realtime"] == "bool"
     return Published(attrs, caps, modes)
 
 
@@ -899,6 +911,22 @@ def test_examples_are_there():
     assert len(example_files()) >= 5
 
 
+def claim_milli(claim, request=None):
+    """Milli-CPU a claim (or one of its requests) holds: its CPUs, or the
+    real-time bandwidth it consumes."""
+    total = 0
+    for r in claim["spec"]["devices"]["requests"]:
+        if request and r["name"] != request:
+            continue
+        ex = r["exactly"]
+        caps = ex.get("capacity", {}).get("requests", {})
+        if "dra.cpu/rtBandwidth" in caps:
+            total += quantity_milli(caps["dra.cpu/rtBandwidth"]) * int(ex.get("count", 1))
+        else:
+            total += claim_cpus(claim, r["name"]) * 1000
+    return total
+
+
 def claim_cpus(claim, request=None):
     """CPUs a claim (or one of its requests) asks for."""
     total = 0
@@ -942,9 +970,10 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
                     assert cc["name"] in refs, "%s: claim %s not in the pod" % (rel(f), cc["name"])
                     claim = claims.get(refs[cc["name"]])
                     assert claim, "%s: claim %s not in this file" % (rel(f), refs[cc["name"]])
-                    want += claim_cpus(claim, cc.get("request"))
+                    want += claim_milli(claim, cc.get("request"))
                 assert want, "%s: container %s uses no claim" % (rel(f), c["name"])
-                got = (quantity_int(res["requests"]["cpu"]), quantity_int(res["limits"]["cpu"]))
+                got = (quantity_milli(res["requests"]["cpu"]),
+                       quantity_milli(res["limits"]["cpu"]))
                 assert got == (want, want), "%s: container %s cpu %s, claims hold %d" % (
                     rel(f), c["name"], got, want)
     assert pods == len(example_files())
@@ -952,7 +981,10 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
 
 # What user/core/claim.c accepts in CPUConfig parameters.
 CPUCONFIG_FIELDS = {"apiVersion": str, "kind": str, "policy": str, "fullCores": bool,
-                    "alignL3": bool}
+                    "alignL3": bool, "realtime": dict}
+# ... and in CPUConfig.realtime (user/core/rt.c).
+REALTIME_FIELDS = {"policy": str, "runtimeNs": int, "deadlineNs": int, "periodNs": int,
+                   "priority": int, "onFailure": str}
 CPUCONFIG_POLICIES = {"packed": "packed", "spread-cores": "spread-cores",
                       "distributed": "distributed"}
 
@@ -978,6 +1010,10 @@ def test_cpuconfig_parameters_are_valid():
             assert k in CPUCONFIG_FIELDS, "%s: unknown CPUConfig field %s" % (label, k)
             assert isinstance(v, CPUCONFIG_FIELDS[k]), "%s: %s has the wrong type" % (label, k)
         assert p.get("policy", "packed") in CPUCONFIG_POLICIES, label
+        for k, v in p.get("realtime", {}).items():
+            assert k in REALTIME_FIELDS, "%s: unknown CPUConfig.realtime field %s" % (label, k)
+            assert isinstance(v, REALTIME_FIELDS[k]), "%s: realtime.%s has the wrong type" % (
+                label, k)
         names = {r["name"] for r in claim["spec"]["devices"]["requests"]}
         assert set(c.get("requests", [])) <= names, "%s: config names unknown requests" % label
 
@@ -989,6 +1025,8 @@ def test_cpuconfig_policy_combinations_are_accepted_by_the_allocator():
     the claim's CPU count on a 384-CPU node."""
     for label, claim, c in opaque_configs():
         p = c["opaque"]["parameters"]
+        if "realtime" in p:
+            continue  # real-time CPUs are not allocated, they are shared by bandwidth
         policy = p.get("policy", "packed")
         args = ["--topology", TOPO_384, "--available", "0-383", "--policy", policy]
         if p.get("fullCores"):

@@ -19,6 +19,16 @@ invalid event masks, split-Synchronize answers other than `more`, an error
 from Configure or Synchronize, any request that goes unanswered past the
 request timeout.
 
+The scheduler adjustment (LinuxScheduler, NRI v0.11): a Runtime that calls
+itself a runtime with NRI v0.11 (runtime_name/runtime_version, e.g.
+"containerd" "2.2.1") takes it from CreateContainer responses (one plugin at
+most may set it), shows it in the container's LinuxContainer.scheduler, and
+with real processes applies it the way crun does: sched_setattr(2) on the
+container's process from the parent, once it joined its cgroup; if the kernel
+refuses, the start fails. An older one ignores the field, as real ones do.
+Evictions in UpdateContainers stop the container (its process is killed,
+plugins see StopContainer) and are listed in Runtime.evicted.
+
 Messages come from the project's own proto/nri_api.proto and nri_ttrpc.proto,
 compiled with protoc --python_out into a temporary directory at import.
 
@@ -114,6 +124,32 @@ class PluginError(Exception):
 
 class CreateContainerError(Exception):
     """Container creation failed (a plugin refused it or its adjustment)."""
+
+
+# ---- sched_setattr(2) for the scheduler adjustment -----------------------------------------------
+
+SCHED_POLICY = {0: None, 1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5, 7: 6}  # NRI enum -> Linux
+SCHED_FLAG_BITS = {0: 0x01, 1: 0x02, 2: 0x04, 3: 0x08, 4: 0x10, 5: 0x20, 6: 0x40}
+SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(os.uname().machine)
+
+
+def sched_setattr(pid, sched):
+    """Apply an NRI LinuxScheduler to pid; OSError with the kernel's errno."""
+    import ctypes
+    policy = SCHED_POLICY.get(sched.policy)
+    if policy is None:
+        return
+    flags = 0
+    for f in sched.flags:
+        flags |= SCHED_FLAG_BITS.get(f, 0)
+    # struct sched_attr, SCHED_ATTR_SIZE_VER1
+    attr = struct.pack("=IIQiIQQQII", 56, policy, flags, sched.nice, sched.priority,
+                       sched.runtime, sched.deadline, sched.period, 0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    if libc.syscall(SYS_SCHED_SETATTR, ctypes.c_int(pid), buf, ctypes.c_uint(0)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
 
 
 # ---- cgroups ------------------------------------------------------------------------------------
@@ -509,7 +545,7 @@ class Conn:
             if not self.rt.configure_before_register_reply:
                 self._reply(reg_stream, api.Empty())
             cfg = api.ConfigureRequest(
-                runtime_name="nrisim", runtime_version="0.1",
+                runtime_name=self.rt.runtime_name, runtime_version=self.rt.runtime_version,
                 registration_timeout=int(self.rt.registration_timeout * 1000),
                 request_timeout=int(self.rt.request_timeout * 1000))
             resp = self.call("Configure", cfg, api.ConfigureResponse)
@@ -554,6 +590,8 @@ class Conn:
             raise ProtocolError(f"undecodable UpdateContainersRequest: {e}") from e
         failed = self.rt._apply_updates(req.update, self.label, unsolicited=True)
         self._reply(stream, api.UpdateContainersResponse(failed=failed))
+        for ev in req.evict:
+            self.rt._evict(ev.container_id, ev.reason, self.label)
 
 
 # ---- the runtime ---------------------------------------------------------------------------------
@@ -566,6 +604,8 @@ class Container:
         self.msg = msg
         self.proc = None
         self.cgroup = None
+        self.scheduler = None       # the LinuxScheduler a plugin asked for, if any
+        self.scheduler_error = None  # why applying it failed
 
     @property
     def id(self):
@@ -592,7 +632,8 @@ class Runtime:
 
     def __init__(self, socket_path, *, request_timeout=2.0, registration_timeout=5.0,
                  configure_before_register_reply=False, sync_parts=None, write_mode="go",
-                 cgroups=False, cgroup_root=None, command=("sleep", "3600"), verbose=False):
+                 cgroups=False, cgroup_root=None, command=("sleep", "3600"), verbose=False,
+                 runtime_name="nrisim", runtime_version="0.1"):
         self.socket_path = socket_path
         self.request_timeout = request_timeout
         self.registration_timeout = registration_timeout
@@ -601,6 +642,8 @@ class Runtime:
         self.write_mode = write_mode
         self.command = list(command)
         self.verbose = verbose
+        self.runtime_name, self.runtime_version = runtime_name, runtime_version
+        self.evicted = []          # (container id, reason, who)
         self.cg = Cgroups(cgroup_root or f"nrisim-{os.getpid()}") if cgroups else None
         self.log = []
         self.applied = []          # (container id, cpus, who) in order
@@ -841,6 +884,7 @@ class Runtime:
             self._log(f"CreateContainer {name} failed: {e}")
             raise CreateContainerError(str(e)) from e
         adjust, owner, updates = "", None, []
+        sched, sched_owner = None, None
         for conn, resp in results:
             want = resp.adjust.linux_.resources.cpu.cpus
             if want:
@@ -848,8 +892,19 @@ class Runtime:
                     raise CreateContainerError(
                         f"plugins {owner} and {conn.label} both tried to set cpus")
                 adjust, owner = want, conn.label
+            if resp.adjust.linux_.HasField("scheduler"):
+                if sched_owner:
+                    raise CreateContainerError(
+                        f"plugins {sched_owner} and {conn.label} both tried to set the "
+                        "scheduler")
+                sched, sched_owner = resp.adjust.linux_.scheduler, conn.label
             updates.extend((conn.label, u) for u in resp.update)
         ctr = Container(pod, msg)
+        if sched is not None and self.applies_scheduler:
+            ctr.scheduler = sched
+            msg.linux_.scheduler.CopyFrom(sched)
+            self._log(f"{sched_owner}: {name} scheduler policy={sched.policy} "
+                      f"runtime={sched.runtime} deadline={sched.deadline} period={sched.period}")
         with self._lock:
             self.containers[cid] = ctr
         if adjust:
@@ -870,6 +925,25 @@ class Runtime:
         if self.cg:
             ctr.proc = self.cg.start(ctr.id, list(ctr.msg.args))
             ctr.msg.pid = ctr.proc.pid
+            if ctr.scheduler is not None:
+                try:  # like crun: from the parent, the child in its cgroup
+                    sched_setattr(ctr.proc.pid, ctr.scheduler)
+                except OSError as e:
+                    ctr.scheduler_error = e
+                    self._log(f"{ctr.name}: scheduler refused: {e}")
+                    self._kill(ctr)
+                    ctr.msg.state = api.CONTAINER_STOPPED
+                    raise CreateContainerError(f"applying the scheduler: {e}") from e
+        ctr.msg.state = api.CONTAINER_RUNNING
+        req = api.ContainerRequest(pod=ctr.pod, container=ctr.msg)
+        self._event("StartContainer", EV_START, req, api.Empty, (ctr.pod, ctr.msg))
+        self._event("PostStartContainer", EV_POST_START, req, api.Empty, (ctr.pod, ctr.msg))
+
+    def start_container_with(self, ctr, proc):
+        """Start ctr with a process the caller made (it joins the cgroup
+        itself, when it likes): the runtime's Start events name its pid."""
+        ctr.proc = proc
+        ctr.msg.pid = proc.pid
         ctr.msg.state = api.CONTAINER_RUNNING
         req = api.ContainerRequest(pod=ctr.pod, container=ctr.msg)
         self._event("StartContainer", EV_START, req, api.Empty, (ctr.pod, ctr.msg))
@@ -901,6 +975,26 @@ class Runtime:
             self.cg.remove(ctr.id)
         with self._lock:
             self.containers.pop(ctr.id, None)
+
+    @property
+    def applies_scheduler(self):
+        """NRI v0.11 runtimes (containerd 2.2.1, CRI-O 1.35.0) apply LinuxScheduler."""
+        def ver(v):
+            return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+        return ((self.runtime_name == "containerd" and ver(self.runtime_version) >= (2, 2, 1))
+                or (self.runtime_name in ("cri-o", "crio")
+                    and ver(self.runtime_version) >= (1, 35, 0)))
+
+    def _evict(self, cid, reason, who):
+        """An eviction: the container stops (outside the plugin's call)."""
+        with self._lock:
+            ctr = self.containers.get(cid)
+            self.evicted.append((cid, reason, who))
+            self._cond.notify_all()
+        self._log(f"{who}: evict {cid[:12]}: {reason}")
+        if ctr is not None:
+            threading.Thread(target=self.stop_container, args=(ctr,), daemon=True,
+                             name="nrisim-evict").start()
 
     def _kill(self, ctr):
         if ctr.proc and ctr.proc.poll() is None:

@@ -3,6 +3,7 @@
  *
  *   bpf-verify [--duration S] [--state-dir DIR | --exclusive CPUS=CGROUP...] [--json]
  *   bpf-verify --probe [--json]
+ *   bpf-verify --realtime [--duration S] [--state-dir DIR | --rt-cpus LIST] [--json]
  *
  * The check attaches the daemon's BPF object through its own bpfmon (own
  * maps: it works beside a running daemon and without one), marks each
@@ -10,6 +11,10 @@
  * task's allowed CPUs; pinning/owners, report, scan and report_{text,json}
  * decide and render. The probe loads
  * every BPF object of the project and says which kernel features exist.
+ * --realtime watches the real-time CPUs with the real-time monitor
+ * (pinning/rtmon, its own maps) and judges each deadline task against its
+ * budget (pinning/rtreport): over budget, past its deadline, or a task no
+ * claim owns on a real-time CPU is a violation.
  *
  * Exit status: 0 clean, 1 violations found, 2 could not check (the reason in
  * one line on stderr; with --json also as {"verdict":"error",...} on stdout)
@@ -48,6 +53,8 @@
 #include "pinning/report.h"
 #include "pinning/report_json.h"
 #include "pinning/report_text.h"
+#include "pinning/rtmon.h"
+#include "pinning/rtreport.h"
 #include "pinning/scan.h"
 
 #ifndef DRA_CPU_VERSION
@@ -81,6 +88,8 @@ enum opt_id {
 	OPT_JSON,
 	OPT_STRICT_KTHREADS,
 	OPT_PROBE,
+	OPT_REALTIME,
+	OPT_RT_CPUS,
 	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_VERSION,
@@ -104,6 +113,13 @@ static const struct cfg_cli_opt opts[] = {
 	  "kernel threads on exclusive CPUs are violations too (default: listed apart)" },
 	{ OPT_PROBE, "probe", NULL,
 	  "load every BPF object of the project against this kernel and list its features" },
+	{ OPT_REALTIME, "realtime", NULL,
+	  "watch the real-time CPUs instead: each deadline task with its budget and the CPU "
+	  "time it used per period (p50, p99, max), overruns, deadline misses, and tasks no "
+	  "claim owns; owners come from DIR/rt-owners.json" },
+	{ OPT_RT_CPUS, "rt-cpus", "LIST",
+	  "with --realtime, instead of the driver's state: watch these CPUs; every task on "
+	  "them is then unowned" },
 	{ OPT_VERBOSE, "verbose", NULL, "log what happens (logfmt on stderr)" },
 	{ OPT_HELP, "help", NULL, "print this help" },
 	{ OPT_VERSION, "version", NULL, "print the version" },
@@ -116,6 +132,7 @@ struct args {
 	const char **exclusive; /* borrowed from argv */
 	int nexclusive;
 	const char *scope; /* NULL: every task */
+	const char *rt_cpus; /* --realtime --rt-cpus */
 	bool json, strict_kthreads, verbose;
 	enum opt_id verb; /* OPT_PROBE, OPT_HELP, OPT_VERSION, or 0: check */
 };
@@ -123,6 +140,7 @@ struct args {
 /* The verbs: the flag that selects one (0: the default) and what it does. */
 static int verb_check(const struct args *a);
 static int verb_probe(const struct args *a);
+static int verb_realtime(const struct args *a);
 static int verb_help(const struct args *a);
 static int verb_version(const struct args *a);
 
@@ -133,6 +151,7 @@ static const struct verb {
 } verbs[] = {
 	{ 0, "check", verb_check },
 	{ OPT_PROBE, "probe", verb_probe },
+	{ OPT_REALTIME, "realtime", verb_realtime },
 	{ OPT_HELP, "help", verb_help },
 	{ OPT_VERSION, "version", verb_version },
 };
@@ -184,7 +203,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: " PROG " [--duration SECONDS] [--state-dir DIR | --exclusive CPUS=CGROUP]...\n"
 		"                  [--scope CGROUP] [--json] [--strict-kthreads]\n"
-		"       " PROG " --probe [--json]\n\n"
+		"       " PROG " --probe [--json]\n"
+		"       " PROG " --realtime [--duration SECONDS] [--state-dir DIR | --rt-cpus LIST]\n"
+		"                  [--json]\n\n"
 		"Proves that exclusive CPUs run only their owners, right now. Watches each\n"
 		"exclusive CPU with the driver's BPF check for the duration: any task outside the\n"
 		"owner's cgroup (descendants count as the owner) that runs there is a violation.\n"
@@ -261,7 +282,11 @@ static int parse_args(int argc, char **argv, struct args *a, char *err, size_t s
 		case OPT_VERBOSE:
 			a->verbose = true;
 			break;
+		case OPT_RT_CPUS:
+			a->rt_cpus = optarg;
+			break;
 		case OPT_PROBE:
+		case OPT_REALTIME:
 		case OPT_HELP:
 		case OPT_VERSION:
 			/* --help wins over anything; otherwise one verb. */
@@ -804,6 +829,134 @@ static int verb_probe(const struct args *a)
 		return EXIT_CANNOT;
 	}
 	return 0;
+}
+
+/* ---- realtime ------------------------------------------------------------------------- */
+
+/* The real-time CPUs and their owners: the driver's rt-owners.json, or
+ * --rt-cpus alone. */
+static int rt_load_owners(const struct args *a, struct rt_owners *o)
+{
+	struct errbuf why = { "" };
+	_cleanup_free_ char *buf = NULL;
+	char path[PATH_MAX];
+	size_t len = 0;
+	int r;
+
+	if (a->rt_cpus) {
+		*o = (struct rt_owners){ 0 };
+		if (cpuset_parse(a->rt_cpus, &o->cpus, &why) < 0)
+			return cannot_check(a, "--rt-cpus: %s", why.s);
+		return 0;
+	}
+	(void)snprintf(path, sizeof(path), "%s/%s", a->state_dir, RTREPORT_OWNERS_FILE);
+	r = fileio_read(path, 16 << 20, &buf, &len, NULL);
+	if (r == -ENOENT)
+		return cannot_check(a,
+				    "no %s: is dra-cpu-driver running with --rt-cpus and --state-dir "
+				    "%s? (or name the CPUs with --rt-cpus)",
+				    path, a->state_dir);
+	if (r < 0)
+		return cannot_check(a, "cannot read %s: %s", path, strerror(-r));
+	r = rt_owners_parse(buf, len, o, &why);
+	if (r < 0)
+		return cannot_check(a, "%s: %s", path, why.s);
+	return 0;
+}
+
+static int verb_realtime(const struct args *a)
+{
+	_cleanup_(rtmon_freep) struct rtmon *m = NULL;
+	struct rtmon_opts mo = { 0 };
+	struct rt_owners own = { 0 };
+	struct rtmon_task *tasks = NULL;
+	struct rtreport_cpu *cpus = NULL;
+	struct rtreport rep = { 0 };
+	struct cgroup_mounts mounts = { 0 };
+	bool have_mounts = false;
+	enum cgroup_hier hier = CGROUP_V2;
+	struct errbuf eb = { "" };
+	struct timespec ts;
+	int n_tasks = 0, n_cpus = 0, ret, r;
+
+	ret = rt_load_owners(a, &own);
+	if (ret)
+		return ret;
+	if (cpuset_is_empty(&own.cpus)) {
+		rt_owners_done(&own);
+		return cannot_check(a, "no real-time CPU in use (%s)",
+				    a->rt_cpus ? "--rt-cpus is empty" : "no real-time claim bound");
+	}
+	if (cgroup_mounts_read(&mounts) == 0) {
+		(void)cgroup_mounts_pinning(&mounts, &hier);
+		have_mounts = true;
+	}
+	mo.cgroup_v1 = hier == CGROUP_V1;
+	r = rtmon_new(&mo, &m, &eb);
+	if (r < 0) {
+		rt_owners_done(&own);
+		return cannot_check(a, "%s", eb.s);
+	}
+	cpus = calloc((size_t)cpuset_count(&own.cpus), sizeof(*cpus));
+	if (!cpus) {
+		ret = cannot_check(a, "out of memory");
+		goto out;
+	}
+	CPUSET_FOREACH(cpu, &own.cpus)
+	{
+		r = rtmon_watch(m, cpu, true);
+		if (r < 0) {
+			ret = cannot_check(a, "cannot watch CPU %d: %s", cpu, strerror(-r));
+			goto out;
+		}
+	}
+	for (int i = 0; i < own.n; i++)
+		(void)rtmon_own(m, own.v[i].cgroup_id, own.v[i].cpu, true);
+	log_info("rt_window_started", "cpus=%d owners=%d duration_s=%.3f",
+		 cpuset_count(&own.cpus), own.n, a->duration);
+	ts.tv_sec = (time_t)a->duration;
+	ts.tv_nsec = (long)((a->duration - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	r = rtmon_tasks(m, &tasks, &n_tasks);
+	if (r < 0) {
+		ret = cannot_check(a, "cannot read the monitor: %s", strerror(-r));
+		goto out;
+	}
+	CPUSET_FOREACH(cpu, &own.cpus)
+	{
+		cpus[n_cpus].cpu = cpu;
+		if (rtmon_cpu(m, cpu, &cpus[n_cpus].c) == 0)
+			n_cpus++;
+	}
+	if (rtreport_build(&own, tasks, n_tasks, cpus, n_cpus, a->duration, &rep) < 0 ||
+	    rtreport_scan_pinned(&rep, &own, "/proc", hier,
+				 have_mounts ? &mounts.h[hier] : NULL) == -ENOMEM) {
+		ret = cannot_check(a, "out of memory");
+		goto out;
+	}
+	if (a->json) {
+		struct json_object *j = NULL;
+
+		if (rtreport_to_json(&rep, &j) < 0) {
+			ret = cannot_check(a, "out of memory");
+			goto out;
+		}
+		json_object_object_add(j, "version", json_object_new_string(DRA_CPU_VERSION));
+		(void)print_json(j);
+		json_object_put(j);
+	} else {
+		rtreport_print(&rep, stdout);
+	}
+	ret = rtreport_exit_code(&rep);
+out:
+	rtreport_done(&rep);
+	free(tasks);
+	free(cpus);
+	rt_owners_done(&own);
+	if (have_mounts)
+		cgroup_mounts_done(&mounts);
+	return ret;
 }
 
 /* ---- main ----------------------------------------------------------------------------- */

@@ -77,6 +77,7 @@ static const struct file_key file_keys[] = {
 	{ "contentionHistogram", "contention-histogram", NULL },
 	{ "kubeletFirstRequestTimeout", "kubelet-first-request-timeout", NULL },
 	{ "sliceRepairTimeout", "slice-repair-timeout", NULL },
+	{ "rtCPUs", "rt-cpus", NULL },
 	{ "logVerbosity", "v", NULL },
 };
 
@@ -87,6 +88,10 @@ static const struct opt opts[] = {
 	  "Grouped mode: one device per NUMA node, per socket, or one for the machine." },
 	{ "reserved-cpus", NULL, OPT_CPUSET, F(reserved_cpus_str), "", 0, 0, NULL, 0,
 	  "CPUs never published, allocated or shared (list format, e.g. 0,32)." },
+	{ "rt-cpus", NULL, OPT_CPUSET, F(rt_cpus_str), "", 0, 0, NULL, 0,
+	  "Real-time CPUs (list format; empty: off): each is published as its own device "
+	  "cpurtNNN whose deadline bandwidth claims share (docs/realtime.md); they leave the "
+	  "shared pool and ordinary allocation." },
 	{ "hostname-override", NULL, OPT_STRING, F(hostname_override), "", 0, 0, NULL, 0,
 	  "Node name (default: $NODE_NAME, else the hostname)." },
 	{ "sysfs-root", NULL, OPT_STRING, F(sysfs_root), "", 0, 0, NULL, 0,
@@ -179,6 +184,12 @@ static void enum_list(const struct opt *o, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "|" : "", o->values[i]);
 }
 
+/* The set an OPT_CPUSET option fills, next to its text. */
+static struct cpuset *cpuset_of(struct cfg *c, const struct opt *o)
+{
+	return o->off == F(rt_cpus_str) ? &c->rt_cpus : &c->reserved;
+}
+
 /* Stores text value v for option o; src and name say where it came from in
  * errors ("flag" and the flag's name, or the file, line and key). */
 static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const char *src,
@@ -197,7 +208,7 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 		free(*dst);
 		*dst = s;
 		if (o->type == OPT_CPUSET) {
-			if (cpuset_parse(v, &c->reserved, err) < 0)
+			if (cpuset_parse(v, cpuset_of(c, o), err) < 0)
 				return errbuf_wrap(err, -EINVAL, "%s %s: invalid CPU list '%s'",
 						   src, name, v);
 		}
@@ -500,6 +511,22 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf 
 		return errbuf_fail(err, -EINVAL,
 				   "flag reserved-cpus: reserves every online CPU; nothing is left "
 				   "to publish");
+	cpuset_andnot(&bad, &c->rt_cpus, &t->online);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return errbuf_fail(err, -EINVAL, "flag rt-cpus: CPUs %s are not online", list);
+	}
+	cpuset_and(&bad, &c->rt_cpus, &c->reserved);
+	if (!cpuset_is_empty(&bad)) {
+		(void)cpuset_format(&bad, list, sizeof(list));
+		return errbuf_fail(err, -EINVAL, "flags rt-cpus and reserved-cpus both name CPUs %s",
+				   list);
+	}
+	cpuset_andnot(&left, &left, &c->rt_cpus);
+	if (cpuset_is_empty(&left))
+		return errbuf_fail(err, -EINVAL,
+				   "flag rt-cpus: with the reserved CPUs, takes every online CPU; the "
+				   "shared pool needs at least one");
 	return 0;
 }
 
@@ -621,7 +648,7 @@ void cfg_log(const struct cfg *c)
 		 "cpu_device_mode=%s group_by=%s reserved_cpus=%s kubelet_root_dir=%s cdi_dir=%s "
 		 "state_dir=%s nri=%s nri_socket=%s nri_push_updates=%s bpf=%s "
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
-		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s",
+		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -629,7 +656,8 @@ void cfg_log(const struct cfg *c)
 		 c->contention_histogram ? "true" : "false", c->kubelet_first_request_timeout_s,
 		 c->slice_repair_timeout_s, c->bind_address,
 		 is_set(c->kubeconfig) ? c->kubeconfig : "in-cluster",
-		 is_set(c->config_file) ? log_quote(c->config_file) : "none");
+		 is_set(c->config_file) ? log_quote(c->config_file) : "none",
+		 log_quote(c->rt_cpus_str));
 }
 
 const char *cfg_device_mode_name(int mode)

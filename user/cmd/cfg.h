@@ -39,6 +39,8 @@ struct cfg {
 	int group_by;	 /* enum devices_group_by */
 	char *reserved_cpus_str;
 	struct cpuset reserved;
+	char *rt_cpus_str; /* --rt-cpus: real-time CPUs (docs/realtime.md) */
+	struct cpuset rt_cpus;
 	char *hostname_override;
 	/* topology source */
 	char *sysfs_root;
@@ -75,8 +77,8 @@ struct cfg {
 int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err);
 void cfg_done(struct cfg *c);
 
-/* --reserved-cpus against the discovered CPUs: every reserved CPU online, at
- * least one CPU left. */
+/* --reserved-cpus and --rt-cpus against the discovered CPUs: every CPU they
+ * name online, none in both, at least one CPU left for the shared pool. */
 int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf *err);
 
 /* Node name: --hostname-override, else $NODE_NAME, else the OS hostname,

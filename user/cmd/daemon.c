@@ -22,14 +22,19 @@
 #include "kube/kubeconfig.h"
 #include "lib/log.h"
 #include "pinning/bpfmon.h"
+#include "pinning/rtmon.h"
 #include "lib/caps.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/pools.h"
+#include "nri/rtctl.h"
 #include "kube/publisher.h"
+#include "core/rt.h"
 #include "core/state.h"
 #include "host/cgroup.h"
+#include "host/sched.h"
 #include "host/topo.h"
+#include "lib/errbuf.h"
 
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
@@ -49,10 +54,14 @@ struct daemon {
 	struct dra *dra;
 	struct bpfmon *bpf;
 	struct pools *pools;
+	struct rtctl *rtctl; /* --rt-cpus */
+	struct rtmon *rtmon; /* its BPF monitor, NULL without */
 	struct nri *nri;
 	int check_serving, check_registered, check_slices;
 	struct metric *g_allocated, *g_available, *g_claims;
 	bool stopping;
+	bool rt_on; /* --rt-cpus names CPUs */
+	struct rt_limits rt;
 };
 
 /* A claim fetch in flight: the kube call and where its answer goes. */
@@ -61,6 +70,43 @@ struct fetch {
 	dra_claim_cb cb;
 	void *cb_ud;
 };
+
+/* ---- real-time CPUs ------------------------------------------------------------------ */
+
+int daemon_rt_limits(struct rt_limits *ret, struct errbuf *eb)
+{
+	struct sched_limits sl;
+	int r = sched_limits_read("", NULL, &sl, eb);
+
+	if (r < 0)
+		return r;
+	*ret = (struct rt_limits){ .capacity_milli = sl.capacity_milli,
+				   .period_min_ns = sl.period_min_ns,
+				   .period_max_ns = sl.period_max_ns };
+	log_debug("rt_limits", "capacity_milli=%lld fair_milli=%lld fair_source=%s",
+		  (long long)sl.capacity_milli, (long long)sl.fair_milli, sl.fair_source);
+	return 0;
+}
+
+int daemon_devices(const struct cfg *c, const struct topo *t, const struct rt_limits *rt,
+		   struct devices **ret)
+{
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset off;
+	int r;
+
+	cpuset_or(&off, &c->reserved, &c->rt_cpus);
+	r = devices_build(t, &off, c->device_mode, c->group_by, &d);
+	if (r < 0)
+		return r;
+	if (rt && !cpuset_is_empty(&c->rt_cpus)) {
+		r = devices_add_rt(d, t, &c->rt_cpus, rt->capacity_milli);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(d);
+	return 0;
+}
 
 static void daemon_free(struct daemon *d)
 {
@@ -75,6 +121,8 @@ static void daemon_free(struct daemon *d)
 	dra_free(d->dra);
 	pools_free(d->pools);
 	kube_free(d->kube);
+	rtctl_free(d->rtctl);
+	rtmon_free(d->rtmon);
 	bpfmon_free(d->bpf);
 	state_free(d->state);
 	httpd_free(d->httpd);
@@ -260,6 +308,27 @@ static int start_node_agents(struct daemon *d)
 		      d->metrics, &d->pools);
 	if (r < 0)
 		return log_error_errno(r, "pools_init_failed", "");
+	if (d->rt_on && cfg->bpf) {
+		struct rtmon_opts mo = { .cgroup_v1 = cgroup_pinning_hier() == CGROUP_V1 };
+		struct errbuf eb = {};
+
+		/* Degrades like the pinning check: the claims work without it. */
+		r = rtmon_new(&mo, &d->rtmon, &eb);
+		if (r < 0)
+			log_warn("rt_monitor_not_loaded", "reason=%s action=serving_without_it",
+				 log_quote(eb.s));
+		else
+			log_info("rt_monitor_loaded", "");
+	}
+	if (d->rt_on) {
+		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir,
+					 .mon = d->rtmon };
+
+		r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
+		if (r < 0)
+			return log_error_errno(r, "rt_init_failed", "");
+		pools_set_rt(d->pools, d->rtctl);
+	}
 	if (!cfg->nri)
 		return 0;
 	{
@@ -269,6 +338,8 @@ static int start_node_agents(struct daemon *d)
 		if (r < 0)
 			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
 		pools_set_nri(d->pools, d->nri);
+		if (d->rtctl)
+			rtctl_set_nri(d->rtctl, d->nri);
 		r = nri_start(d->nri);
 		if (r < 0)
 			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);
@@ -360,7 +431,16 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	r = metrics_new(&d->metrics);
 	if (r < 0)
 		return r;
-	r = devices_build(topo, &cfg->reserved, cfg->device_mode, cfg->group_by, &d->devices);
+	d->rt_on = !cpuset_is_empty(&cfg->rt_cpus);
+	if (d->rt_on) {
+		struct errbuf eb = {};
+
+		r = daemon_rt_limits(&d->rt, &eb);
+		if (r < 0)
+			return log_error_errno(r, "rt_limits_failed", "error=%s",
+					       log_quote(errbuf_text(&eb, r)));
+	}
+	r = daemon_devices(cfg, topo, d->rt_on ? &d->rt : NULL, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
 	register_gauges(d);
@@ -378,7 +458,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	/* Every prepared claim is reserved again before any socket opens. */
 	{
 		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
-					 .allocatable = d->devices->allocatable };
+					 .allocatable = d->devices->allocatable,
+					 .rt_cpus = cfg->rt_cpus };
 
 		r = state_new(&so, &d->state);
 		if (r < 0)
@@ -419,6 +500,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.fetch_ud = d,
 			.on_registered = on_registered,
 			.registered_ud = d,
+			.rt = d->rt_on ? &d->rt : NULL,
 		};
 
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
@@ -434,13 +516,13 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return log_error_errno(-ENOMEM, "signal_setup_failed", "");
 
 	/* Everything that needs privilege is set up: keep only what the loop uses. */
-	r = caps_drop_except(CAPS_KEEP_DAEMON);
+	r = caps_drop_except(CAPS_KEEP_DAEMON | (d->rt_on ? CAPS_KEEP_RT : 0));
 	if (r < 0)
 		log_warn_errno(r, "capability_drop_failed", "action=continuing");
 	else if (r > 0)
 		log_info("capabilities_dropped", "dropped=%d kept=\"dac_override dac_read_search "
-						 "fowner sys_nice\"",
-			 r);
+						 "fowner%s sys_nice\"",
+			 r, d->rt_on ? " kill" : "");
 
 	log_info("started", "node=%s devices=%d mode=%s http_port=%d cpus=%d", d->node,
 		 d->devices->n, cfg_device_mode_name(cfg->device_mode), httpd_port(d->httpd),

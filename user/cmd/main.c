@@ -13,6 +13,7 @@
 #include "lib/cleanup.h"
 #include "cmd/daemon.h"
 #include "core/devices.h"
+#include "core/rt.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
 #include "kube/slices.h"
@@ -45,6 +46,8 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	_cleanup_(devices_freep) struct devices *d = NULL;
 	struct json_object *list, *items = NULL;
 	struct slices_opts o = { .generation = 1 };
+	struct rt_limits rt;
+	struct errbuf eb = {};
 	char node[256];
 	int r;
 
@@ -52,7 +55,14 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	if (r < 0)
 		return r;
 	o.node = node;
-	r = devices_build(t, &c->reserved, c->device_mode, c->group_by, &d);
+	if (!cpuset_is_empty(&c->rt_cpus)) {
+		r = daemon_rt_limits(&rt, &eb);
+		if (r < 0) {
+			fprintf(stderr, "dra-cpu-driver: flag rt-cpus: %s\n", errbuf_text(&eb, r));
+			return r;
+		}
+	}
+	r = daemon_devices(c, t, cpuset_is_empty(&c->rt_cpus) ? NULL : &rt, &d);
 	if (r < 0)
 		return r;
 	r = slices_build(d, &o, &items);

@@ -67,6 +67,7 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 {
 	struct claim_config c = *cfg;
 	const char *s;
+	int r;
 
 	if (!json_object_is_type(params, json_type_object))
 		return errbuf_fail(eb, -EINVAL,
@@ -101,6 +102,11 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 					eb, -EINVAL,
 					"CPUConfig: policy must be packed, spread-cores or "
 					"distributed");
+		} else if (!strcmp(key, "realtime")) {
+			r = rt_budget_parse(val, &c.rt, eb);
+			if (r < 0)
+				return r;
+			c.rt_set = true;
 		} else if (!strcmp(key, "fullCores") || !strcmp(key, "alignL3")) {
 			if (!json_object_is_type(val, json_type_boolean))
 				return errbuf_fail(eb, -EINVAL,
@@ -144,6 +150,23 @@ static int copy(char *dst, size_t size, const char *src, const char *what, struc
 	if (strlen(src) >= size)
 		return errbuf_fail(eb, -EINVAL, "allocation result %s is too long", what);
 	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+/* consumedCapacity[key] as text into buf ("" when absent). */
+static int consumed(struct json_object *cap, const char *key, char *buf, size_t size,
+		    struct errbuf *eb)
+{
+	struct json_object *q = member(cap, key);
+
+	if (q && json_object_is_type(q, json_type_string))
+		return copy(buf, size, json_object_get_string(q), "consumedCapacity", eb);
+	if (q && json_object_is_type(q, json_type_int)) {
+		(void)snprintf(buf, size, "%lld", (long long)json_object_get_int64(q));
+		return 0;
+	}
+	if (q)
+		return errbuf_fail(eb, -EINVAL, "consumedCapacity[\"%s\"] is not a quantity", key);
 	return 0;
 }
 
@@ -198,18 +221,9 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 			return -EINVAL;
 		cap = path(res, "consumedCapacity");
 		if (cap) {
-			struct json_object *q = member(cap, CAPACITY_KEY);
-
-			if (q && json_object_is_type(q, json_type_string))
-				r = copy(out->consumed, sizeof(out->consumed),
-					 json_object_get_string(q), "consumedCapacity", eb);
-			else if (q && json_object_is_type(q, json_type_int))
-				(void)snprintf(out->consumed, sizeof(out->consumed), "%lld",
-					       (long long)json_object_get_int64(q));
-			else if (q)
-				r = errbuf_fail(eb, -EINVAL,
-						"consumedCapacity[\"%s\"] is not a quantity",
-						CAPACITY_KEY);
+			r = consumed(cap, CAPACITY_KEY, out->consumed, sizeof(out->consumed), eb);
+			r = r ?: consumed(cap, RT_CAPACITY_KEY, out->rt_consumed,
+					  sizeof(out->rt_consumed), eb);
 			if (r < 0)
 				return r;
 		}

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/rt.h"
+
 struct errbuf;
 struct json_object;
 
@@ -30,6 +32,8 @@ struct claim_config {
 	bool full_cores;	  /* default false */
 	bool align_l3;		  /* default: true with packed (kubelet refuses it with the others) */
 	bool align_l3_set;	  /* alignL3 was given explicitly */
+	bool rt_set;		  /* "realtime" was given: rt holds the budget */
+	struct rt_budget rt;	  /* real-time devices only (core/rt.h) */
 };
 
 struct claim_result {
@@ -37,6 +41,7 @@ struct claim_result {
 	char device[CLAIM_STR_MAX];
 	char share_id[64]; /* "" when absent */
 	char consumed[64]; /* consumedCapacity["dra.cpu/cpu"], "" when absent */
+	char rt_consumed[64]; /* consumedCapacity["dra.cpu/rtBandwidth"], "" when absent */
 	struct claim_config config;
 };
 

@@ -161,8 +161,67 @@ int devices_build(const struct topo *t, const struct cpuset *reserved, int mode,
 	return 0;
 }
 
+int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset *rt,
+		   int64_t capacity_milli)
+{
+	int n = cpuset_count(rt);
+	struct device *v;
+
+	if (d->n_rt || !cpuset_is_subset(rt, &t->online) || cpuset_intersects(rt, &d->allocatable) ||
+	    capacity_milli <= 0)
+		return -EINVAL;
+	CPUSET_FOREACH(cpu, rt)
+	if (!topo_cpu(t, cpu))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	v = realloc(d->v, sizeof(*v) * (size_t)(d->n + n));
+	if (!v)
+		return -ENOMEM;
+	d->v = v;
+	CPUSET_FOREACH(cpu, rt)
+	{
+		const struct topo_cpu *s = topo_cpu(t, cpu);
+		struct device *dev = &d->v[d->n++];
+
+		memset(dev, 0, sizeof(*dev));
+		(void)snprintf(dev->name, sizeof(dev->name), "cpurt%03d", cpu);
+		dev->kind = DEVICE_RT;
+		dev->id = cpu;
+		dev->n_cpus = 1;
+		dev->numa = s->numa;
+		dev->socket = s->socket;
+		dev->core_id = s->core_id;
+		dev->l3 = s->l3;
+		dev->type = s->type;
+		dev->rt_capacity_milli = capacity_milli;
+	}
+	d->n_rt = n;
+	d->rt = *rt;
+	return 0;
+}
+
+/* cpurtNNN: the CPU id, at least 3 digits, no sign, no leading junk. */
+static const struct device *find_rt(const struct devices *d, const char *name)
+{
+	char *end;
+	long cpu;
+
+	if (strlen(name) < 8 || name[5] < '0' || name[5] > '9')
+		return NULL;
+	cpu = strtol(name + 5, &end, 10);
+	if (*end || cpu < 0 || cpu >= CPUSET_MAX || !cpuset_has(&d->rt, (int)cpu))
+		return NULL;
+	for (int i = d->n - d->n_rt; i < d->n; i++)
+		if (d->v[i].id == cpu && !strcmp(d->v[i].name, name))
+			return &d->v[i];
+	return NULL;
+}
+
 const struct device *devices_find(const struct devices *d, const char *name)
 {
+	if (!strncmp(name, "cpurt", 5))
+		return find_rt(d, name);
 	if (d->kind == DEVICE_CPU) {
 		char *end;
 		long i;
@@ -172,7 +231,7 @@ const struct device *devices_find(const struct devices *d, const char *name)
 		    name[6] > '9')
 			return NULL;
 		i = strtol(name + 6, &end, 10);
-		if (*end || i < 0 || i >= d->n || strcmp(d->v[i].name, name) != 0)
+		if (*end || i < 0 || i >= d->n - d->n_rt || strcmp(d->v[i].name, name) != 0)
 			return NULL;
 		return &d->v[i];
 	}

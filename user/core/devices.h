@@ -13,11 +13,19 @@
  *   (the machine device always exists: cfg refuses reserving every CPU).
  *   A CPU with numa or socket -1 (the machine reports none) counts as group 0.
  *
- * Allocatable = online minus --reserved-cpus. Immutable after build.
+ * real-time: with --rt-cpus, devices_add_rt() appends one device per
+ *   real-time CPU after the devices above, in both modes: cpurt%03d by CPU
+ *   id (cpurt005 is CPU 5), with the individual-mode attributes and the
+ *   consumable capacity dra.cpu/rtBandwidth (core/rt.h). Those CPUs are not
+ *   allocatable: the caller reserves them for devices_build().
+ *
+ * Allocatable = online minus --reserved-cpus (minus --rt-cpus). Immutable
+ * after build.
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
@@ -25,18 +33,19 @@
 
 #define DEVICE_NAME_MAX 32
 
-enum device_kind { DEVICE_CPU, DEVICE_NUMA, DEVICE_SOCKET, DEVICE_MACHINE };
+enum device_kind { DEVICE_CPU, DEVICE_NUMA, DEVICE_SOCKET, DEVICE_MACHINE, DEVICE_RT };
 
 struct device {
 	char name[DEVICE_NAME_MAX];
 	enum device_kind kind;
 	int id;	      /* CPU id, NUMA node id, socket id; 0 for the machine */
 	int n_cpus;   /* allocatable CPUs it stands for (1 for a CPU) */
-	int numa;     /* individual, numa group: the node; else -1 */
-	int socket;   /* individual, numa/socket group: the socket (of the first CPU); else -1 */
-	int core_id;  /* individual only */
-	int l3;	      /* individual only, -1 when none */
-	enum topo_core_type type; /* individual only */
+	int numa;     /* individual, rt, numa group: the node; else -1 */
+	int socket;   /* individual, rt, numa/socket group: the socket (of the first CPU); else -1 */
+	int core_id;  /* individual and rt only */
+	int l3;	      /* individual and rt only, -1 when none */
+	enum topo_core_type type; /* individual and rt only */
+	int64_t rt_capacity_milli; /* rt only: dra.cpu/rtBandwidth */
 	struct cpuset *cpus; /* groups: their CPUs (owned); NULL for a CPU */
 };
 
@@ -47,15 +56,23 @@ enum devices_group_by { DEVICES_BY_NUMANODE = 0, DEVICES_BY_SOCKET, DEVICES_BY_M
 struct devices {
 	int n;
 	struct device *v;
-	enum device_kind kind; /* of every device */
+	enum device_kind kind; /* of every device but the real-time ones */
 	bool smt;	       /* node-wide dra.cpu/smtEnabled */
 	struct cpuset allocatable;
+	int n_rt;	       /* the last n_rt devices are DEVICE_RT */
+	struct cpuset rt;      /* their CPUs */
 };
 
 /* mode: enum devices_mode; group_by: enum devices_group_by. reserved may be
  * NULL. -EINVAL when nothing is allocatable. */
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret);
+
+/* Appends a DEVICE_RT per CPU of rt (ascending), each of capacity_milli.
+ * Once, after devices_build() with rt among the reserved CPUs: -EINVAL when
+ * a CPU of rt is offline or allocatable, or when called twice. */
+int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset *rt,
+		   int64_t capacity_milli);
 
 /* The device of that name, or NULL. */
 const struct device *devices_find(const struct devices *d, const char *name);

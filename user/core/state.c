@@ -42,7 +42,8 @@ struct observer {
 struct state {
 	char *cdi_dir, *state_dir, *checkpoint;
 	struct cpuset allocatable;
-	struct cpuset prepared;	  /* union of claims */
+	struct cpuset rt_cpus;	  /* where real-time claims live */
+	struct cpuset prepared;	  /* union of claims (real-time ones aside) */
 	struct cpuset quarantine; /* CPUs of specs we could not honour */
 	struct hashtab claims;	  /* uid -> struct entry */
 	struct observer observers[8];
@@ -138,7 +139,8 @@ static void recompute_prepared(struct state *s)
 
 	cpuset_zero(&s->prepared);
 	HASHTAB_FOREACH(e, &s->claims)
-		cpuset_or(&s->prepared, &s->prepared, &e->c.cpus);
+		if (!e->c.rt)
+			cpuset_or(&s->prepared, &s->prepared, &e->c.cpus);
 }
 
 static void notify(struct state *s, enum state_event ev, const struct state_claim *c)
@@ -161,6 +163,7 @@ int state_new(const struct state_opts *o, struct state **ret)
 		return -ENOMEM;
 	}
 	s->allocatable = o->allocatable;
+	s->rt_cpus = o->rt_cpus;
 	hashtab_init(&s->claims, STATE_MAX_CLAIMS);
 	*ret = TAKE_PTR(s);
 	return 0;
@@ -227,6 +230,11 @@ const struct cpuset *state_allocatable(const struct state *s)
 	return &s->allocatable;
 }
 
+const struct cpuset *state_rt_cpus(const struct state *s)
+{
+	return &s->rt_cpus;
+}
+
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),
 			void *ud)
 {
@@ -260,6 +268,70 @@ static int add_cpus(struct json_object *o, const char *k, const struct cpuset *c
 	_cleanup_free_ char *list = cpuset_to_string(c);
 
 	return list ? add_str(o, k, list) : -ENOMEM;
+}
+
+/* Real-time claims: "realtime" holds the budget (absent when unknown) and
+ * "rt": true marks them; each result says what it consumes ("rtMilli"). */
+static int add_rt(struct json_object *o, const struct state_claim *c)
+{
+	struct json_object *b, *t = json_object_new_boolean(true);
+	int r;
+
+	if (!t || json_object_object_add(o, "rt", t) < 0) {
+		json_object_put(t);
+		return -ENOMEM;
+	}
+	if (c->budget.policy == RT_POLICY_NONE)
+		return 0;
+	r = rt_budget_to_json(&c->budget, &b);
+	if (r < 0)
+		return r;
+	if (json_object_object_add(o, "realtime", b) < 0) {
+		json_object_put(b);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_rt_milli(struct json_object *o, int64_t milli)
+{
+	struct json_object *v = json_object_new_int64(milli);
+
+	if (!v || json_object_object_add(o, "rtMilli", v) < 0) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The optional real-time part of checkpoint entry e into c: 0, or -EPROTO. */
+static int get_rt(struct json_object *e, struct state_claim *c)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(e, "rt", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean))
+		return -EPROTO;
+	c->rt = json_object_get_boolean(v);
+	if (c->rt && json_object_object_get_ex(e, "realtime", &v) &&
+	    rt_budget_parse(v, &c->budget, NULL) < 0)
+		return -EPROTO;
+	return 0;
+}
+
+static int get_rt_milli(struct json_object *re, bool rt, struct state_result *res)
+{
+	struct json_object *v;
+
+	res->rt_milli = 0;
+	if (!rt)
+		return 0;
+	if (!json_object_object_get_ex(re, "rtMilli", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 1 || json_object_get_int64(v) > 1000000)
+		return -EPROTO;
+	res->rt_milli = json_object_get_int64(v);
+	return 0;
 }
 
 static int claim_json(const struct state_claim *c, struct json_object **ret)
@@ -309,7 +381,11 @@ static int claim_json(const struct state_claim *c, struct json_object **ret)
 		r = add_str(e, "request", c->results[i].request);
 		r = r ?: add_str(e, "device", c->results[i].device);
 		r = r ?: add_cpus(e, "cpus", &c->results[i].cpus);
+		if (!r && c->rt)
+			r = add_rt_milli(e, c->results[i].rt_milli);
 	}
+	if (!r && c->rt)
+		r = add_rt(o, c);
 	if (r < 0) {
 		json_object_put(o);
 		return r;
@@ -460,7 +536,7 @@ int state_checkpoint_parse(const char *buf, size_t len,
 		    get_cpus(e, "cpus", &c.cpus) < 0 ||
 		    get_str(e, "ownerPod", c.owner_pod, sizeof(c.owner_pod)) < 0 ||
 		    get_str(e, "ownerContainer", c.owner_container, sizeof(c.owner_container)) < 0 ||
-		    !json_object_object_get_ex(e, "results", &rs) ||
+		    get_rt(e, &c) < 0 || !json_object_object_get_ex(e, "results", &rs) ||
 		    !json_object_is_type(rs, json_type_array) ||
 		    json_object_array_length(rs) > STATE_MAX_RESULTS) {
 			r = errbuf_fail(eb, -EPROTO, "claim entry %zu is malformed", i);
@@ -478,7 +554,8 @@ int state_checkpoint_parse(const char *buf, size_t len,
 			if (!json_object_is_type(re, json_type_object) ||
 			    get_str(re, "request", results[k].request, STATE_REQUEST_MAX) < 0 ||
 			    get_str(re, "device", results[k].device, STATE_DEVICE_MAX) < 0 ||
-			    get_cpus(re, "cpus", &results[k].cpus) < 0) {
+			    get_cpus(re, "cpus", &results[k].cpus) < 0 ||
+			    get_rt_milli(re, c.rt, &results[k]) < 0) {
 				r = errbuf_fail(eb, -EPROTO,
 						"claim entry %zu result %d is malformed", i, k);
 				goto out;
@@ -542,13 +619,21 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 						   "claim %s: results %d and %d overlap", c->uid, k,
 						   i);
 			}
-	if (!cpuset_is_subset(&n->cpus, &s->allocatable)) {
+	if (n->rt) {
+		/* Shared with other real-time claims: the ledger (core/rt.h) has
+		 * checked the bandwidth; here only where they may live. */
+		if (cpuset_is_empty(&n->cpus) || !cpuset_is_subset(&n->cpus, &s->rt_cpus)) {
+			claim_free(n);
+			return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the real-time CPUs",
+					   c->uid);
+		}
+	} else if (!cpuset_is_subset(&n->cpus, &s->allocatable)) {
 		claim_free(n);
 		return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the allocatable set",
 				   c->uid);
 	}
 	cpuset_or(&busy, &s->prepared, &s->quarantine);
-	if (cpuset_intersects(&n->cpus, &busy)) {
+	if (!n->rt && cpuset_intersects(&n->cpus, &busy)) {
 		char list[128];
 		struct cpuset both;
 
@@ -559,7 +644,7 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 				   c->uid, list);
 	}
 
-	if (s->guard) {
+	if (s->guard && !n->rt) {
 		struct cpuset after;
 
 		state_shared_pool(s, &after);
@@ -590,7 +675,8 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 		entry_free(e);
 		return r;
 	}
-	cpuset_or(&s->prepared, &s->prepared, &n->cpus);
+	if (!n->rt)
+		cpuset_or(&s->prepared, &s->prepared, &n->cpus);
 	r = cdi_spec_write(s->cdi_dir, n->uid, &n->cpus);
 	if (r < 0) {
 		(void)errbuf_fail(eb, r, "writing the CDI spec of claim %s in %s: %s", n->uid,
@@ -823,8 +909,21 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 		memcpy(c->uid, uid, strlen(uid) + 1);
 	}
 	c->cpus = *cpus;
+	/* All real-time CPUs: a real-time claim, whatever the checkpoint says
+	 * (without its record it holds the whole bandwidth of its CPUs). */
+	if (!cpuset_is_empty(cpus) && cpuset_is_subset(cpus, &s->rt_cpus)) {
+		if (!c->rt) {
+			c->budget = (struct rt_budget){ .policy = RT_POLICY_NONE };
+			free(c->results);
+			c->results = NULL;
+			c->n_results = 0;
+		}
+		c->rt = true;
+	} else {
+		c->rt = false;
+	}
 	cpuset_or(&busy, &s->prepared, &s->quarantine);
-	if (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy) ||
+	if ((!c->rt && (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy))) ||
 	    hashtab_count(&s->claims) >= STATE_MAX_CLAIMS) {
 		(void)cpuset_format(cpus, list, sizeof(list));
 		log_error("claim_quarantined", "claim=%s cpus=%s reason=%s", uid, list,
@@ -852,7 +951,8 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 			return -ENOMEM;
 		}
 	}
-	cpuset_or(&s->prepared, &s->prepared, cpus);
+	if (!c->rt)
+		cpuset_or(&s->prepared, &s->prepared, cpus);
 	l->restored++;
 	(void)cpuset_format(cpus, list, sizeof(list));
 	log_info("claim_restored", "claim=%s ns=%s name=%s cpus=%s", uid, c->ns[0] ? c->ns : "?",

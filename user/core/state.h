@@ -16,6 +16,12 @@
  * another's, or fall outside the allocatable CPUs, is reported and its CPUs
  * are kept out of the shared pool and of new claims until it goes away.
  *
+ * Real-time claims follow the same commit rules but share their CPUs: their
+ * CPUs must be real-time CPUs (state_opts.rt_cpus), they may overlap other
+ * real-time claims (the bandwidth ledger in core/rt.h decides how many fit)
+ * and never enter the prepared set. A spec whose CPUs are all real-time CPUs
+ * is restored as a real-time claim, with its budget from the checkpoint.
+ *
  * Observers are told after every committed change (metrics, BPF owner maps,
  * NRI shared-pool updates).
  */
@@ -26,6 +32,7 @@
 #include <stdint.h>
 
 #include "core/cdi.h"
+#include "core/rt.h"
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 
@@ -41,6 +48,7 @@ struct state_result {
 	char request[STATE_REQUEST_MAX];
 	char device[STATE_DEVICE_MAX];
 	struct cpuset cpus;
+	int64_t rt_milli; /* real-time claims: dra.cpu/rtBandwidth consumed on its CPU */
 };
 
 /* A pod the claim is reserved for; its namespace is the claim's. */
@@ -67,6 +75,12 @@ struct state_claim {
 	bool consumers_known;
 	int n_consumers;
 	struct state_consumer *consumers; /* owned */
+	/* A real-time claim (core/rt.h): its CPUs are real-time CPUs, shared with
+	 * other real-time claims within each CPU's bandwidth, never in the
+	 * prepared set or the shared pool. budget.policy is NONE when it was
+	 * restored from its CDI spec alone (it then holds the whole capacity). */
+	bool rt;
+	struct rt_budget budget;
 };
 
 struct errbuf;
@@ -79,6 +93,7 @@ struct state_opts {
 	const char *cdi_dir;
 	const char *state_dir; /* the checkpoint lives here; created 0700 */
 	struct cpuset allocatable;
+	struct cpuset rt_cpus; /* --rt-cpus: where real-time claims live (disjoint) */
 };
 
 int state_new(const struct state_opts *o, struct state **ret);
@@ -147,6 +162,7 @@ void state_shared_pool(const struct state *s, struct cpuset *ret);
 void state_prepared(const struct state *s, struct cpuset *ret);
 int state_claim_count(const struct state *s);
 const struct cpuset *state_allocatable(const struct state *s);
+const struct cpuset *state_rt_cpus(const struct state *s);
 
 /* Iterates claims in no particular order; fn returning < 0 stops. */
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),

@@ -10,6 +10,7 @@
 
 #include "lib/cleanup.h"
 #include "core/devices.h"
+#include "core/rt.h"
 #include "lib/quantity.h"
 
 static void json_putp(struct json_object **o)
@@ -129,6 +130,28 @@ static int capacity(struct json_object *dev, int n_cpus)
 	return r ?: add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
 }
 
+/* dra.cpu/rtBandwidth: the CPU's deadline bandwidth, shared by claims
+ * (allowMultipleAllocations) in steps of 1m. A request that names no amount
+ * gets the whole CPU: the safe default, and what FIFO/RR need. */
+static int rt_capacity(struct json_object *dev, int64_t milli)
+{
+	struct json_object *cap, *bw, *policy, *range;
+	char value[32];
+	int r;
+
+	if (!(cap = child(dev, "capacity", false)) || !(bw = child(cap, RT_CAPACITY_KEY, false)) ||
+	    !(policy = child(bw, "requestPolicy", false)) ||
+	    !(range = child(policy, "validRange", false)))
+		return -ENOMEM;
+	rt_milli_format(milli, value, sizeof(value));
+	r = add(bw, "value", json_object_new_string(value));
+	r = r ?: add(policy, "default", json_object_new_string(value));
+	r = r ?: add(range, "min", json_object_new_string("1m"));
+	if (!r && milli >= 2)
+		r = add(range, "step", json_object_new_string("1m"));
+	return r ?: add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
+}
+
 static int device_json(const struct devices *d, const struct device *dev, struct json_object **ret)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -143,6 +166,7 @@ static int device_json(const struct devices *d, const struct device *dev, struct
 	if (!(attrs = child(o, "attributes", false)))
 		return -ENOMEM;
 	switch (dev->kind) {
+	case DEVICE_RT:
 	case DEVICE_CPU:
 		r = numa_attrs(attrs, dev->numa);
 		r = r ?: add_attr_int(attrs, "dra.cpu/socketID", dev->socket < 0 ? 0 : dev->socket);
@@ -151,6 +175,10 @@ static int device_json(const struct devices *d, const struct device *dev, struct
 		r = r ?: add_attr_int(attrs, "dra.cpu/coreID", dev->core_id);
 		r = r ?: add_attr_string(attrs, "dra.cpu/coreType", topo_core_type_name(dev->type));
 		r = r ?: add_attr_int(attrs, "dra.cpu/cacheL3ID", dev->l3);
+		if (dev->kind == DEVICE_RT) {
+			r = r ?: add_attr_bool(attrs, "dra.cpu/realtime", true);
+			r = r ?: rt_capacity(o, dev->rt_capacity_milli);
+		}
 		break;
 	case DEVICE_NUMA:
 		r = numa_attrs(attrs, dev->numa);

@@ -33,6 +33,7 @@
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "core/devices.h"
+#include "core/rt.h"
 #include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
@@ -284,6 +285,187 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 	return 0;
 }
 
+/* ---- real-time claims ---------------------------------------------------------------- */
+
+/* Does the claim name a real-time device? Then all of it must be real-time. */
+static bool is_rt_claim(const struct dra *d, const struct prep_claim *pc)
+{
+	for (int i = 0; i < pc->alloc.n; i++) {
+		const struct device *dev = devices_find(d->devices, pc->alloc.results[i].device);
+
+		if (dev && dev->kind == DEVICE_RT)
+			return true;
+	}
+	return false;
+}
+
+/* The results of a real-time claim as state records them, each checked:
+ * a real-time device, the claim's one budget, within the kernel's limits
+ * and within what the result consumes. */
+static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result *res,
+		      struct rt_budget *ret_budget)
+{
+	const struct rt_limits *l = d->o.rt;
+	const struct rt_budget *b = NULL;
+	struct cpuset taken;
+	struct errbuf why = { "" };
+
+	cpuset_zero(&taken);
+	for (int i = 0; i < pc->alloc.n; i++) {
+		const struct claim_result *cr = &pc->alloc.results[i];
+		const struct device *dev = devices_find(d->devices, cr->device);
+		struct state_result *sr = &res[i];
+		int64_t milli;
+
+		if (!dev)
+			return perr(pc->err, "device %s (request %s) is not a device of this node",
+				    cr->device, cr->request);
+		if (dev->kind != DEVICE_RT || !l)
+			return perr(pc->err,
+				    "request %s: device %s is not a real-time CPU: a claim's devices "
+				    "must all be real-time CPUs or none",
+				    cr->request, cr->device);
+		if (!cr->config.rt_set)
+			return perr(pc->err,
+				    "request %s: device %s is a real-time CPU: the claim needs a "
+				    "CPUConfig with \"realtime\" (docs/realtime.md)",
+				    cr->request, cr->device);
+		if (b && !rt_budget_equal(b, &cr->config.rt))
+			return perr(pc->err, "request %s: every request of a real-time claim must "
+					     "carry the same CPUConfig.realtime",
+				    cr->request);
+		b = &cr->config.rt;
+		if (rt_budget_check(b, l, &why) < 0)
+			return perr(pc->err, "request %s: %s", cr->request, why.s);
+		if (!cr->rt_consumed[0])
+			return perr(pc->err,
+				    "result for request %s has no consumedCapacity[\"%s\"]: the "
+				    "cluster needs the DRAConsumableCapacity feature",
+				    cr->request, RT_CAPACITY_KEY);
+		if (rt_milli_parse(cr->rt_consumed, &milli, &why) < 0)
+			return perr(pc->err, "request %s: %s %s", cr->request, RT_CAPACITY_KEY, why.s);
+		if (milli > dev->rt_capacity_milli)
+			return perr(pc->err, "request %s: %s \"%s\" is more than device %s has",
+				    cr->request, RT_CAPACITY_KEY, cr->rt_consumed, cr->device);
+		if (rt_budget_fits(b, milli, l, cr->device, &why) < 0)
+			return perr(pc->err, "request %s: %s", cr->request, why.s);
+		if (cpuset_has(&taken, dev->id))
+			return perr(pc->err, "device %s is allocated twice in the claim", cr->device);
+		cpuset_set(&taken, dev->id);
+		memset(sr, 0, sizeof(*sr));
+		if (strlen(cr->request) >= sizeof(sr->request) ||
+		    strlen(cr->device) >= sizeof(sr->device))
+			return perr(pc->err, "request or device name too long");
+		memcpy(sr->request, cr->request, strlen(cr->request) + 1);
+		memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+		cpuset_set(&sr->cpus, dev->id);
+		sr->rt_milli = milli;
+	}
+	if (!b) /* claim_parse() never yields an empty allocation */
+		return perr(pc->err, "the allocation has no results");
+	*ret_budget = *b;
+	return 0;
+}
+
+/* A real-time claim prepared again: the same devices, bandwidth and budget
+ * (or, restored from its CDI spec alone, the same CPUs). */
+static int check_same_rt(struct dra *d, struct prep_claim *pc, const struct state_claim *have,
+			 const struct state_result *res, const struct rt_budget *b)
+{
+	struct cpuset cpus;
+
+	cpuset_zero(&cpus);
+	for (int i = 0; i < pc->alloc.n; i++)
+		cpuset_or(&cpus, &cpus, &res[i].cpus);
+	if (!have->rt)
+		return perr(pc->err, "claim is already prepared as an ordinary claim: unprepare it "
+				     "before preparing it again");
+	if (have->n_results == 0)
+		return cpuset_equal(&have->cpus, &cpus)
+			       ? 0
+			       : perr(pc->err, "claim is already prepared on other real-time CPUs: "
+					       "unprepare it before preparing it again");
+	if (have->n_results != pc->alloc.n || !rt_budget_equal(&have->budget, b))
+		return perr(pc->err, "claim is already prepared with another real-time budget or "
+				     "devices: unprepare it before preparing it again");
+	for (int i = 0; i < pc->alloc.n; i++)
+		if (strcmp(have->results[i].device, res[i].device) != 0 ||
+		    strcmp(have->results[i].request, res[i].request) != 0 ||
+		    have->results[i].rt_milli != res[i].rt_milli)
+			return perr(pc->err,
+				    "claim is already prepared with %s of %s, now %s: unprepare it "
+				    "before preparing it again",
+				    have->results[i].device, have->results[i].request, res[i].device);
+	return 0;
+}
+
+/* A claim prepared again (another pod of a shared claim, or a claim restored
+ * without its consumers): this read of its consumers is newer. */
+static void record_consumers(struct dra *d, struct prep_claim *pc)
+{
+	int r = state_claim_set_consumers(d->state, pc->uid, pc->ns, pc->name, pc->consumers,
+					  pc->n_consumers);
+
+	if (r < 0)
+		log_warn_errno(r, "claim_consumers_not_recorded",
+			       "claim=%s/%s uid=%s action=next_read_retries", pc->ns, pc->name,
+			       pc->uid);
+}
+
+static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_claim *have)
+{
+	const struct rt_limits *l = d->o.rt;
+	struct state_result res[CLAIM_MAX_RESULTS];
+	struct state_claim c;
+	struct errbuf why = { "" };
+	char list[256], have_q[32], cap_q[32], want_q[32];
+	int r;
+
+	memset(&c, 0, sizeof(c));
+	r = rt_results(d, pc, res, &c.budget);
+	if (r < 0)
+		return r;
+	if (have) {
+		r = check_same_rt(d, pc, have, res, &c.budget);
+		if (r == 0)
+			record_consumers(d, pc);
+		return r;
+	}
+	/* The scheduler admitted it against the published capacity; the claims
+	 * prepared here are what the kernel will be asked for. */
+	for (int i = 0; i < pc->alloc.n; i++) {
+		int cpu = cpuset_first(&res[i].cpus);
+		int64_t used = rt_cpu_used_milli(d->state, cpu, l);
+
+		if (used + res[i].rt_milli > l->capacity_milli) {
+			rt_milli_format(used, have_q, sizeof(have_q));
+			rt_milli_format(l->capacity_milli, cap_q, sizeof(cap_q));
+			rt_milli_format(res[i].rt_milli, want_q, sizeof(want_q));
+			return perr(pc->err,
+				    "request %s: %s %s does not fit on %s: the real-time claims "
+				    "prepared on it hold %s of %s",
+				    res[i].request, RT_CAPACITY_KEY, want_q, res[i].device, have_q,
+				    cap_q);
+		}
+	}
+	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
+	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
+	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
+	c.rt = true;
+	c.n_results = pc->alloc.n;
+	c.results = res;
+	c.consumers_known = true;
+	c.consumers = pc->consumers;
+	c.n_consumers = pc->n_consumers;
+	r = state_claim_add(d->state, &c, &why);
+	if (r < 0)
+		return perr(pc->err, "%s", why.s);
+	(void)cpuset_format(&state_claim(d->state, pc->uid)->cpus, list, sizeof(list));
+	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d realtime=%s",
+		 pc->ns, pc->name, pc->uid, list, pc->alloc.n, rt_policy_name(c.budget.policy));
+	return 0;
+}
+
 /* Decides and commits a claim, or says in pc->err why not. */
 static int decide(struct dra *d, struct prep_claim *pc)
 {
@@ -295,19 +477,16 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	char list[256];
 	int r;
 
+	if (is_rt_claim(d, pc))
+		return decide_rt(d, pc, have);
+	if (have && have->rt)
+		return perr(pc->err, "claim is already prepared as a real-time claim: unprepare it "
+				     "before preparing it again");
 	if (have) {
 		r = check_same_allocation(d, pc, have);
-		if (r < 0)
-			return r;
-		/* Another pod of a shared claim, or the record of a claim
-		 * restored without its consumers: this read is newer. */
-		r = state_claim_set_consumers(d->state, pc->uid, pc->ns, pc->name, pc->consumers,
-					      pc->n_consumers);
-		if (r < 0)
-			log_warn_errno(r, "claim_consumers_not_recorded",
-				       "claim=%s/%s uid=%s action=next_read_retries", pc->ns,
-				       pc->name, pc->uid);
-		return 0;
+		if (r == 0)
+			record_consumers(d, pc);
+		return r;
 	}
 	memset(&c, 0, sizeof(c));
 	cpuset_zero(&taken);

@@ -14,6 +14,12 @@
  * call itself succeeds. v1 and v1beta1 share field numbers, so one set of
  * messages serves both (v1beta1 replies just never carry share_id).
  *
+ * Real-time claims (devices cpurtNNN, core/rt.h) are decided apart: every
+ * result a real-time device, one CPUConfig.realtime budget for all of them,
+ * checked against the kernel's limits and against the dra.cpu/rtBandwidth
+ * each result consumes, then against the ledger of claims already prepared
+ * on each CPU (the scheduler admitted them; this is the second line).
+ *
  * Timing rules (the kubelet gives up after 45 s, or sooner, and retries):
  *   - nothing outlives the call: at its deadline every fetch of the call is
  *     cancelled and the claims still waiting fail with a reason; when the
@@ -83,6 +89,9 @@ struct dra_opts {
 	int first_request_timeout_ms; /* sockets: a connection's first request; 0: grpc's default */
 	dra_registered_fn on_registered;
 	void *registered_ud;
+	/* Real-time CPUs (--rt-cpus): the kernel's limits their budgets are
+	 * checked against; NULL when there are none (core/rt.h). */
+	const struct rt_limits *rt;
 };
 
 /* Everything is borrowed and must outlive the plugin. Creates the sockets

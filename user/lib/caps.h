@@ -19,6 +19,10 @@
 	 (UINT64_C(1) << 3) /* FOWNER: chmod of our state dir */ |                         \
 	 (UINT64_C(1) << 23) /* SYS_NICE: remediate moves host tasks' affinity */)
 
+/* ... and with real-time CPUs (--rt-cpus): end the tasks of an unprepared
+ * real-time claim (SYS_NICE, kept anyway, sets their policy). */
+#define CAPS_KEEP_RT (UINT64_C(1) << 5) /* KILL */
+
 /* Keeps exactly the capabilities in keep (a bit mask by capability number)
  * and drops the rest from every set, bounding set included. Returns the
  * number of capabilities dropped, 0 when there was nothing to drop (not

@@ -117,6 +117,8 @@ struct create_call;
 
 struct nri_adjust {
 	char *cpus;
+	bool has_sched;
+	struct nri_scheduler sched;
 	struct nri_session *s;
 	struct create_call *call;
 	bool final;
@@ -239,6 +241,25 @@ int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
 		return -ENOMEM;
 	free(a->cpus);
 	a->cpus = dup;
+	return 0;
+}
+
+int nri_adjust_set_scheduler(struct nri_adjust *a, const struct nri_scheduler *sched)
+{
+	switch (sched->policy) {
+	case NRI_SCHED_NONE:
+	case NRI_SCHED_OTHER:
+	case NRI_SCHED_FIFO:
+	case NRI_SCHED_RR:
+	case NRI_SCHED_DEADLINE:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (sched->flags >> (NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1))
+		return -EINVAL;
+	a->sched = *sched;
+	a->has_sched = true;
 	return 0;
 }
 
@@ -722,6 +743,30 @@ int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, 
 	return 0;
 }
 
+int nri_session_push_evict(struct nri_session *s, const char *container_id, const char *reason)
+{
+	Nri__UpdateContainersRequest req = NRI__UPDATE_CONTAINERS_REQUEST__INIT;
+	Nri__ContainerEviction ev = NRI__CONTAINER_EVICTION__INIT, *evp = &ev;
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+
+	if (!s->registered)
+		return -ENOTCONN;
+	if (!is_valid_id(container_id) || !reason || strlen(reason) >= ERRBUF_MAX)
+		return -EINVAL;
+	ev.container_id = (char *)container_id;
+	ev.reason = (char *)reason;
+	req.n_evict = 1;
+	req.evict = &evp;
+	len = nri__update_containers_request__get_packed_size(&req);
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	(void)nri__update_containers_request__pack(&req, buf);
+	return ttrpc_mux_call(s->mux, SVC_RUNTIME, "UpdateContainers", buf, len,
+			      s->cfg.call_timeout_ms, on_pushed, s, NULL);
+}
+
 /* ---- Plugin service ----------------------------------------------------------------------- */
 
 static int reply_error(struct nri_session *s, uint32_t sid, int code, const char *msg)
@@ -828,6 +873,9 @@ static int do_configure(struct nri_session *s, const struct ttrpc_request *rq)
 	log_info("nri_configured", "runtime=%s version=%s nri_version=%s events=0x%x",
 		 log_quote(req->runtime_name), log_quote(req->runtime_version),
 		 log_quote(req->nri_version), s->events);
+	if (s->h.configured)
+		s->h.configured(s->ud, str(req->runtime_name), str(req->runtime_version),
+				str(req->nri_version));
 	resp.events = (int32_t)s->events;
 	r = reply_msg(s, rq->stream_id, &resp.base, NULL);
 	nri__configure_request__free_unpacked(req, &a.base);
@@ -997,6 +1045,8 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 	Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
 	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
 	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
+	Nri__LinuxScheduler sched = NRI__LINUX_SCHEDULER__INIT;
+	Nri__LinuxSchedulerFlag flags[NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1];
 	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
 	struct errbuf err = { "" };
@@ -1040,6 +1090,21 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 		cpu.cpus = adj.cpus;
 		res.cpu = &cpu;
 		ladj.resources = &res;
+		adjust.linux_ = &ladj;
+		resp.adjust = &adjust;
+	}
+	if (r >= 0 && adj.has_sched) {
+		sched.policy = (Nri__LinuxSchedulerPolicy)adj.sched.policy;
+		sched.nice = adj.sched.nice;
+		sched.priority = adj.sched.priority;
+		for (int f = 0; f < (int)ARRAY_SIZE(flags); f++)
+			if (adj.sched.flags & (1u << f))
+				flags[sched.n_flags++] = (Nri__LinuxSchedulerFlag)f;
+		sched.flags = flags;
+		sched.runtime = adj.sched.runtime;
+		sched.deadline = adj.sched.deadline;
+		sched.period = adj.sched.period;
+		ladj.scheduler = &sched;
 		adjust.linux_ = &ladj;
 		resp.adjust = &adjust;
 	}
@@ -1722,6 +1787,20 @@ int nri_start(struct nri *n)
 		return -EALREADY;
 	n->started = true;
 	return evtimer_add(n->retry, &now) < 0 ? -ENOMEM : 0;
+}
+
+int nri_push_evict(struct nri *n, const char *container_id, const char *reason)
+{
+	int r;
+
+	if (!n->s || !nri_session_is_registered(n->s))
+		return -ENOTCONN;
+	r = nri_session_push_evict(n->s, container_id, reason);
+	if (ttrpc_mux_is_dead(n->s->mux))
+		event_active(n->deadline, EV_TIMEOUT, 0);
+	else
+		arm_deadline(n);
+	return r;
 }
 
 int nri_push_updates(struct nri *n, const struct nri_update *u, size_t count)

@@ -118,6 +118,29 @@ struct nri_updates;
  * non-empty valid CPU list ("" would mean "no change" to the runtime):
  * -EINVAL otherwise, -E2BIG over NRI_CPUS_MAX. */
 int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus);
+/* The OCI process.scheduler (runtime-spec v1.1.0) as the LinuxScheduler
+ * adjustment of NRI v0.11.0 carries it: times in nanoseconds, deadline
+ * relative. Runtimes with an older NRI drop the field without a word, so a
+ * plugin must check in the kernel that it took effect. */
+enum {
+	NRI_SCHED_NONE = 0,
+	NRI_SCHED_OTHER = 1,
+	NRI_SCHED_FIFO = 2,
+	NRI_SCHED_RR = 3,
+	NRI_SCHED_DEADLINE = 7,
+};
+/* nri_scheduler.flags: bit (1 << NRI_SCHED_FLAG_*) per LinuxSchedulerFlag. */
+enum { NRI_SCHED_FLAG_RESET_ON_FORK = 0, NRI_SCHED_FLAG_DL_OVERRUN = 2 };
+struct nri_scheduler {
+	int policy; /* NRI_SCHED_* */
+	int32_t nice, priority;
+	uint32_t flags;
+	uint64_t runtime, deadline, period;
+};
+/* Sets the scheduler adjustment of the container being created (copied).
+ * -EINVAL for an unknown policy. */
+int nri_adjust_set_scheduler(struct nri_adjust *a, const struct nri_scheduler *sched);
+
 /* Ask the runtime to set another existing container's cpuset (copied, same
  * rules as above; container_id non-empty and at most 1024 bytes, -EINVAL
  * otherwise). -E2BIG after NRI_UPDATES_MAX updates. */
@@ -167,6 +190,10 @@ struct nri_handlers {
 	/* The runtime accepted our registration; disconnected() follows once for
 	 * each connected(), with why the connection ended. */
 	void (*connected)(void *ud);
+	/* Configure: who the runtime is ("containerd", "2.2.1"; nri_version ""
+	 * when it does not say). Before Synchronize. */
+	void (*configured)(void *ud, const char *runtime_name, const char *runtime_version,
+			   const char *nri_version);
 	void (*disconnected)(void *ud, int r);
 	/* The whole runtime state after (re)connecting: every part of a split
 	 * Synchronize together. Updates go into upd. NULL: nothing to do. */
@@ -257,6 +284,8 @@ int nri_session_expire(struct nri_session *s, int64_t now_ms);
  * push_done() runs once per call. -ENOTCONN before registration; each update
  * is checked as by nri_updates_add() before any call goes out. */
 int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, size_t n);
+/* UpdateContainers evicting one container (see nri_push_evict()). */
+int nri_session_push_evict(struct nri_session *s, const char *container_id, const char *reason);
 
 /* A waiting CreateContainer's handler runs again (what nri_resume_run() does
  * for a session not on a loop). -ENOENT when token is not waiting here. */
@@ -289,5 +318,9 @@ int nri_start(struct nri *n);
  * date anyway. Results arrive in push_done(). */
 int nri_push_updates(struct nri *n, const struct nri_update *u, size_t count);
 bool nri_is_synchronized(const struct nri *n);
+/* Asks the runtime to evict a container (UpdateContainers with an eviction:
+ * the runtime stops it), with reason for its events. -ENOTCONN when not
+ * registered. The outcome arrives in push_done(). */
+int nri_push_evict(struct nri *n, const char *container_id, const char *reason);
 /* Totals over all connections so far. */
 struct nri_stats nri_get_stats(const struct nri *n);

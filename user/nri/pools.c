@@ -39,6 +39,7 @@
 #include "lib/log.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
+#include "nri/rtctl.h"
 #include "core/state.h"
 
 #define MAX_CLAIMS_PER_CONTAINER 32
@@ -55,6 +56,7 @@ struct ctr {
 	 * its pod: it is shared (n_claims 0) while they are read again. */
 	int n_want;
 	char (*want)[CDI_UID_MAX];
+	uint32_t pid; /* as the runtime last told it (Synchronize, events) */
 };
 
 /* One read of a claim for the pods missing from its consumers. */
@@ -78,6 +80,7 @@ struct pools {
 	struct state *state;
 	struct bpfmon *bpf;
 	struct nri *nri;
+	struct rtctl *rt; /* real-time claims, NULL when none */
 	struct pools_opts o;
 	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
 	char *state_dir;
@@ -204,6 +207,7 @@ static struct ctr *ctr_new(const struct nri_container *c)
 	n->pod_name = strdup(c->pod ? c->pod->name : "");
 	n->name = strdup(c->name);
 	n->cgroups_path = strdup(c->cgroups_path);
+	n->pid = c->pid;
 	if (!n->id || !n->pod_uid || !n->pod_ns || !n->pod_name || !n->name || !n->cgroups_path) {
 		ctr_free(n);
 		return NULL;
@@ -323,6 +327,19 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 	}
 }
 
+/* The CPUs the container holds alone: its claims' less the real-time ones,
+ * which containers share by bandwidth. */
+static void exclusive_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+
+		if (cl && !cl->rt)
+			cpuset_or(ret, ret, &cl->cpus);
+	}
+}
+
 /* Every shared container to the pool, into upd (an event's reply). */
 static int shared_updates(struct pools *p, struct nri_updates *upd)
 {
@@ -380,7 +397,7 @@ static void own_cpus(struct pools *p, struct ctr *c)
 	}
 	if (!p->bpf)
 		return;
-	claims_union(p, c, &cpus);
+	exclusive_union(p, c, &cpus);
 	CPUSET_FOREACH(cpu, &cpus)
 	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
 }
@@ -417,6 +434,10 @@ static void write_owners(struct pools *p)
 			_cleanup_free_ char *list = cl ? cpuset_to_string(&cl->cpus) : NULL;
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
 
+			if (cl && cl->rt) { /* shared by bandwidth: no owner */
+				json_object_put(o);
+				continue;
+			}
 			if (!o || !list) {
 				json_object_put(o);
 				continue;
@@ -726,6 +747,15 @@ static void verify_running(struct pools *p, struct ctr *x)
 	own_cpus(p, x);
 	write_owners(p);
 	update_gauges(p);
+	if (p->rt) { /* what Synchronize does for a trusted real-time holder */
+		struct nri_pod pv = { .id = "", .uid = x->pod_uid, .name = x->pod_name,
+				      .namespace = x->pod_ns, .cgroup_parent = "" };
+		struct nri_container cv = { .id = x->id, .name = x->name,
+					    .cgroups_path = x->cgroups_path, .pid = x->pid,
+					    .pod = &pv };
+
+		rtctl_started(p->rt, &cv, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
+	}
 	if (list && p->nri && p->o.push_updates &&
 	    nri_push_updates(p->nri, &(struct nri_update){ x->id, list }, 1) == 0)
 		log_info("container_verified", "pod=%s container=%s cpus=%s action=pushed",
@@ -824,10 +854,17 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		metric_series_add(metric_with(p->rejects, r == -EACCES ? "binding" : "claim"), 1);
 		return r;
 	}
+	if (k > 0 && p->rt) {
+		r = rtctl_create(p->rt, c, (const char(*)[CDI_UID_MAX])uids, k, adj, eb);
+		if (r < 0) {
+			metric_series_add(metric_with(p->rejects, "realtime"), 1);
+			return r;
+		}
+	}
 	n = ctr_new(c);
 	if (!n)
 		return -ENOMEM;
-	if (k == 0) {
+	if (k <= 0) { /* parse_env() never gives fewer than none */
 		state_shared_pool(p->state, &cpus);
 		if (cpuset_is_empty(&cpus)) {
 			ctr_free(n);
@@ -919,6 +956,8 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	/* The claim stays reserved and bound: a restart gets the same CPUs. */
 	if (!x)
 		return 0;
+	if (p->rt && x->n_claims)
+		rtctl_stopped(p->rt, x->id);
 	if (x->n_claims) {
 		claims_union(p, x, &cpus);
 		disown_cpus(p, &cpus);
@@ -945,6 +984,8 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 
 	if (x)
 		own_cpus(p, x);
+	if (x && p->rt && x->n_claims)
+		rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
 	return 0;
 }
 
@@ -1009,6 +1050,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		}
 		if (put(p, n) < 0)
 			return -ENOMEM;
+		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
+			rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])n->claims, n->n_claims);
 		rebuilt++;
 	}
 	/* The untrusted run in the shared pool while their claims are read. */
@@ -1062,6 +1105,15 @@ static void on_connected(void *ud)
 	log_info("nri_connected", "");
 }
 
+static void on_configured(void *ud, const char *name, const char *version,
+			  const char *nri_version)
+{
+	struct pools *p = ud;
+
+	if (p->rt)
+		rtctl_configured(p->rt, name, version, nri_version);
+}
+
 static void on_disconnected(void *ud, int r)
 {
 	log_warn("nri_disconnected", "reason=%s action=reconnecting", log_quote(strerror(r < 0 ? -r : r)));
@@ -1081,6 +1133,7 @@ static void on_push_done(void *ud, int r, const char *const *failed, size_t n_fa
 
 static const struct nri_handlers handlers = {
 	.connected = on_connected,
+	.configured = on_configured,
 	.disconnected = on_disconnected,
 	.synchronize = on_sync,
 	.create_container = on_create,
@@ -1291,4 +1344,9 @@ struct pools *pools_free(struct pools *p)
 void pools_set_nri(struct pools *p, struct nri *n)
 {
 	p->nri = n;
+}
+
+void pools_set_rt(struct pools *p, struct rtctl *rt)
+{
+	p->rt = rt;
 }

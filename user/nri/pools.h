@@ -47,6 +47,7 @@ struct metrics;
 struct nri;
 struct nri_handlers;
 struct pools;
+struct rtctl;
 
 /* A claim read's answer: claim borrowed for the callback; NULL on failure,
  * err saying why. */
@@ -95,4 +96,8 @@ DEFINE_FREEP(pools, pools_free)
 const struct nri_handlers *pools_nri_handlers(void);
 /* The connection pushes go through (NULL: none). */
 void pools_set_nri(struct pools *p, struct nri *n);
+/* Real-time claims (--rt-cpus): containers holding one are handed to rt
+ * (borrowed; NULL: none) at create, start, stop and Synchronize. Their CPUs
+ * are shared by bandwidth, so they are no BPF owners and not in owners.json. */
+void pools_set_rt(struct pools *p, struct rtctl *rt);
 

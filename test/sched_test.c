@@ -1,0 +1,160 @@
+/* sched: deadline limits from the kernel's files (fixtures under
+ * test/data/sched/), /proc/<pid>/stat, and the syscalls on this process. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "host/sched.h"
+#include "lib/cpuset.h"
+#include "lib/errbuf.h"
+
+#define DATA "test/data/sched/"
+
+static void test_sched_limits_assume_the_default_fair_server_from_6_12(void **st)
+{
+	struct sched_limits l;
+	struct errbuf eb = {};
+
+	assert_int_equal(sched_limits_read(DATA "base", "6.18.4-test", &l, &eb), 0);
+	assert_int_equal(l.capacity_milli, 900);
+	assert_int_equal(l.fair_milli, 50);
+	assert_string_equal(l.fair_source, "default");
+	assert_int_equal(l.period_min_ns, 100000);
+	assert_int_equal(l.period_max_ns, 4194304000ull);
+	assert_int_equal(l.rt_runtime_us, 950000);
+	assert_int_equal(sched_limits_read(DATA "base", "6.12.0", &l, &eb), 0);
+	assert_int_equal(l.capacity_milli, 900);
+}
+
+static void test_sched_limits_without_a_fair_server_before_6_12(void **st)
+{
+	struct sched_limits l;
+
+	assert_int_equal(sched_limits_read(DATA "base", "6.11.9", &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 950);
+	assert_int_equal(l.fair_milli, 0);
+	assert_string_equal(l.fair_source, "none");
+	assert_int_equal(sched_limits_read(DATA "base", "5.15.0-91-generic", &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 950);
+}
+
+static void test_sched_limits_read_the_fair_server_from_debugfs(void **st)
+{
+	struct sched_limits l;
+
+	/* cpu1 reserves 100m: the worst CPU sets everyone's capacity */
+	assert_int_equal(sched_limits_read(DATA "debugfs", "6.18.0", &l, NULL), 0);
+	assert_string_equal(l.fair_source, "debugfs");
+	assert_int_equal(l.fair_milli, 100);
+	assert_int_equal(l.capacity_milli, 850);
+}
+
+static void test_sched_limits_unlimited_rt_runtime(void **st)
+{
+	struct sched_limits l;
+
+	assert_int_equal(sched_limits_read(DATA "unlimited", "6.18.0", &l, NULL), 0);
+	assert_int_equal(l.rt_runtime_us, -1);
+	assert_int_equal(l.capacity_milli, 950);
+}
+
+static void test_sched_limits_bad_or_missing_files_are_errors(void **st)
+{
+	struct sched_limits l = { .capacity_milli = 7 };
+	struct errbuf eb = {};
+
+	assert_int_equal(sched_limits_read(DATA "bad", "6.18.0", &l, &eb), -EINVAL);
+	assert_non_null(strstr(eb.s, "sched_rt_runtime_us: not an integer"));
+	assert_int_equal(sched_limits_read(DATA "nonexistent", "6.18.0", &l, &eb), -ENOENT);
+	assert_non_null(strstr(eb.s, "sched_rt_runtime_us"));
+	assert_int_equal(l.capacity_milli, 7); /* untouched */
+}
+
+static void test_sched_release_comparison(void **st)
+{
+	assert_true(sched_release_at_least("6.12.0", 6, 12));
+	assert_true(sched_release_at_least("7.0", 6, 12));
+	assert_true(sched_release_at_least("6.18.44-fc-v669", 6, 12));
+	assert_false(sched_release_at_least("6.11.99", 6, 12));
+	assert_false(sched_release_at_least("5.19", 6, 12));
+	assert_false(sched_release_at_least("garbage", 6, 12));
+	assert_false(sched_release_at_least(NULL, 6, 12));
+}
+
+static void test_sched_task_cpu_reads_field_39_past_odd_names(void **st)
+{
+	assert_int_equal(sched_task_cpu(DATA "base", 4242), 3);
+	assert_int_equal(sched_task_cpu(DATA "base", 4343), -EPROTO);
+	assert_int_equal(sched_task_cpu(DATA "base", 4444), -ESRCH);
+	/* this process, for real */
+	assert_true(sched_task_cpu("", getpid()) >= 0);
+}
+
+static void test_sched_task_start_names_a_task(void **st)
+{
+	uint64_t start = 0, again = 1;
+
+	assert_int_equal(sched_task_start(DATA "base", 4242, &start), 0);
+	assert_int_equal(start, 100);
+	assert_int_equal(sched_task_start(DATA "base", 4343, &start), -EPROTO);
+	assert_int_equal(sched_task_start(DATA "base", 4444, &start), -ESRCH);
+	assert_int_equal(sched_task_start("", getpid(), &start), 0);
+	assert_int_equal(sched_task_start("", getpid(), &again), 0);
+	assert_true(start > 0 && start == again);
+}
+
+static void test_sched_get_and_set_on_this_process(void **st)
+{
+	struct sched_params p, want = { .policy = SCHED_POLICY_OTHER };
+
+	assert_int_equal(sched_get(0, &p), 0);
+	assert_int_equal(p.policy, SCHED_POLICY_OTHER);
+	assert_true(sched_params_match(&p, &want));
+	assert_int_equal(sched_set(0, &want), 0);
+	/* the kernel's own checks come back as -errno */
+	want = (struct sched_params){ .policy = SCHED_POLICY_DEADLINE, .runtime_ns = 10,
+				      .deadline_ns = 100, .period_ns = 100 };
+	assert_int_equal(sched_set(0, &want), -EINVAL);
+	assert_false(sched_params_match(&p, &want));
+	assert_int_equal(sched_get(-1, &p), -EINVAL);
+	assert_string_equal(sched_policy_name(SCHED_POLICY_DEADLINE), "deadline");
+	assert_string_equal(sched_policy_name(42), "unknown");
+}
+
+static void test_sched_affinity_on_this_process(void **st)
+{
+	struct cpuset one;
+	int cpu = sched_task_cpu("", getpid());
+
+	assert_true(cpu >= 0);
+	cpuset_zero(&one);
+	cpuset_set(&one, cpu);
+	assert_int_equal(sched_set_affinity(0, &one), 0);
+	cpuset_zero(&one);
+	assert_int_equal(sched_set_affinity(0, &one), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sched_limits_assume_the_default_fair_server_from_6_12),
+		cmocka_unit_test(test_sched_limits_without_a_fair_server_before_6_12),
+		cmocka_unit_test(test_sched_limits_read_the_fair_server_from_debugfs),
+		cmocka_unit_test(test_sched_limits_unlimited_rt_runtime),
+		cmocka_unit_test(test_sched_limits_bad_or_missing_files_are_errors),
+		cmocka_unit_test(test_sched_release_comparison),
+		cmocka_unit_test(test_sched_task_cpu_reads_field_39_past_odd_names),
+		cmocka_unit_test(test_sched_task_start_names_a_task),
+		cmocka_unit_test(test_sched_get_and_set_on_this_process),
+		cmocka_unit_test(test_sched_affinity_on_this_process),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

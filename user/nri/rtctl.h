@@ -1,0 +1,109 @@
+/* rtctl: real-time claims in the kernel. Each real-time CPU with a prepared
+ * claim is its own root domain (host/rtdomain.h); the container holding a
+ * real-time claim gets its main task under the claim's policy; a claim that
+ * goes ends its tasks.
+ *
+ *   claim prepared (state) ──> v1: CPU isolated (counted per claim)
+ *   CreateContainer ─────────> runtime with NRI >= 0.11 on a v1 node: the
+ *                              LinuxScheduler adjustment (reset on fork)
+ *   Start / Synchronize ─────> v2: the container's cgroup a partition; then,
+ *                              whoever was to apply it, check the main task
+ *                              in the kernel (sched_getattr) and else
+ *                              sched_setattr it here: pinned to the claim's
+ *                              first CPU, retried every retry_ms while the
+ *                              kernel answers EPERM for a task still counted
+ *                              on its old CPU, up to retry_max_ms
+ *   failure (EBUSY, EPERM, vanished, unknown budget)
+ *                           ──> onFailure evict: the runtime evicts it (NRI
+ *                              UpdateContainers); warn: it runs on without
+ *                              guarantees; both logged and counted
+ *   StopContainer ───────────> v2: partition undone
+ *   claim unprepared ────────> tasks still in its container are killed, never
+ *                              switched back to SCHED_OTHER (a blocked
+ *                              deadline task's bandwidth would stay charged);
+ *                              the CPU's last claim: isolation undone
+ *
+ * A container holds at most one real-time claim and no other dra.cpu claim
+ * (its main task takes one policy, on one CPU). After a restart the claims
+ * come back from state and Synchronize names the containers: tasks already
+ * under their policy are left as they are (the kernel charged them once).
+ *
+ * Metrics (per scrape, from the monitor, by claim and CPU): dra_cpu_rt_tasks,
+ * dra_cpu_rt_runtime_seconds (CPU time per period), dra_cpu_rt_throttled_total,
+ * dra_cpu_rt_overruns_total, dra_cpu_rt_deadline_misses_total,
+ * dra_cpu_rt_bandwidth_used; per CPU dra_cpu_rt_foreign_switches_total.
+ *
+ * Single-threaded, on the loop.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "core/cdi.h"
+#include "lib/cleanup.h"
+
+struct errbuf;
+struct event_base;
+struct metrics;
+struct nri;
+struct nri_adjust;
+struct nri_container;
+struct rt_limits;
+struct rtctl;
+struct rtmon;
+struct state;
+
+struct rtctl_opts {
+	const struct rt_limits *limits;
+	int cgroup_version;	 /* 1 or 2; 0: probe */
+	const char *cgroup_root; /* v1 cpuset mount or v2 root; NULL: probed */
+	const char *state_dir;	 /* record of the node changes (rtdomain.h) */
+	const char *proc_root;	 /* NULL: "" (this machine) */
+	unsigned retry_ms;	 /* 0: 10 */
+	unsigned retry_max_ms;	 /* 0: 2000 */
+	unsigned refresh_ms;	 /* 0: 5000: v1 isolation walked again */
+	/* The real-time monitor (borrowed; NULL: none): told which CPUs to
+	 * watch and which cgroups own them; its counts become dra_cpu_rt_*
+	 * metrics by claim and CPU, and <state_dir>/rt-owners.json tells
+	 * bpf-verify --realtime the same. */
+	struct rtmon *mon;
+};
+
+/* state, metrics and base are borrowed. Isolates the CPUs of the real-time
+ * claims state already holds, and puts back what a previous run left when
+ * it holds none. */
+int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
+	      const struct rtctl_opts *o, struct rtctl **ret);
+struct rtctl *rtctl_free(struct rtctl *rt);
+DEFINE_FREEP(rtctl, rtctl_free)
+
+/* The connection evictions go through (NULL: none). */
+void rtctl_set_nri(struct rtctl *rt, struct nri *n);
+
+/* Who the runtime is (NRI Configure): decides whether it applies the
+ * scheduler adjustment itself. */
+void rtctl_configured(struct rtctl *rt, const char *name, const char *version,
+		      const char *nri_version);
+/* True when a runtime so named applies NRI's LinuxScheduler (NRI v0.11:
+ * containerd 2.2.1, CRI-O 1.35.0, or nri_version v0.11.0 and later). */
+bool rtctl_runtime_applies_scheduler(const char *name, const char *version,
+				     const char *nri_version);
+
+/* The container being created with these claims (uids). Refuses (-EINVAL
+ * with eb) a container mixing a real-time claim with other claims; may set
+ * the scheduler adjustment. 0 when nothing real-time is involved. */
+int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*uids)[CDI_UID_MAX],
+		 int n, struct nri_adjust *adj, struct errbuf *eb);
+/* The container runs (Start, PostCreate, Synchronize): its pid is known. */
+void rtctl_started(struct rtctl *rt, const struct nri_container *c,
+		   const char (*uids)[CDI_UID_MAX], int n);
+/* The container stopped or was removed. */
+void rtctl_stopped(struct rtctl *rt, const char *container_id);
+
+/* Counters for tests and /metrics. */
+struct rtctl_stats {
+	uint64_t applied_runtime, applied_plugin, applied_already;
+	uint64_t retries, failures, evictions;
+	uint64_t killed; /* tasks ended at teardown */
+};
+void rtctl_get_stats(const struct rtctl *rt, struct rtctl_stats *ret);
