@@ -11,6 +11,7 @@
 
 #include <json-c/json.h>
 
+#include "lib/jsonc.h"
 #include "lib/buf.h"
 #include "lib/cleanup.h"
 #include "lib/errbuf.h"
@@ -100,12 +101,6 @@ int cdi_remove_stale_temps(const char *dir)
 	return fileio_remove_stale_temps(dir, FILE_PREFIX);
 }
 
-static void json_putp(struct json_object **o)
-{
-	if (*o)
-		(void)json_object_put(*o);
-}
-
 /* The member key of obj as a string, or NULL when absent or not a string. */
 static const char *get_str(struct json_object *obj, const char *key)
 {
@@ -119,7 +114,7 @@ static const char *get_str(struct json_object *obj, const char *key)
 int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cpus,
 		   struct errbuf *eb)
 {
-	_cleanup_(json_putp) struct json_object *root = NULL;
+	_cleanup_(json_object_putp) struct json_object *root = NULL;
 	struct json_tokener *tok;
 	struct json_object *devs, *dev, *edits, *env, *e;
 	const char *s, *name, *uid, *eq;

@@ -19,6 +19,7 @@
 
 #include <json-c/json.h>
 
+#include "lib/jsonc.h"
 #include "lib/buf.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
@@ -29,18 +30,6 @@
 /* Caps on what a topology file can make us allocate (8192 CPUs print as ~1 MiB). */
 #define TOPO_JSON_MAX_BYTES (16u << 20)
 #define TOPO_JSON_MAX_DEPTH 4 /* {"cpus": [{...}]} is 3; one more gives type errors, not depth ones */
-
-static void json_object_putp(struct json_object **o)
-{
-	if (*o)
-		(void)json_object_put(*o);
-}
-
-static void json_tokener_freep(struct json_tokener **t)
-{
-	if (*t)
-		json_tokener_free(*t);
-}
 
 static bool key_in(const char *key, const char *const *keys, size_t n)
 {

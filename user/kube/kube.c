@@ -52,6 +52,7 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
+#include "lib/jsonc.h"
 #include "lib/backoff.h"
 #include "lib/clock.h"
 #include "kube/kubeconfig.h"
@@ -285,18 +286,6 @@ int kube_lines_next(struct kube_lines *l, char **ret_line, size_t *ret_len)
 		*ret_len = n;
 		return 1;
 	}
-}
-
-static void json_object_putp(struct json_object **o)
-{
-	if (*o)
-		(void)json_object_put(*o);
-}
-
-static void json_tokener_freep(struct json_tokener **t)
-{
-	if (*t)
-		json_tokener_free(*t);
 }
 
 static bool is_json_ws(char c)

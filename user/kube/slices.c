@@ -8,17 +8,11 @@
 
 #include <json-c/json.h>
 
+#include "lib/jsonc.h"
 #include "lib/cleanup.h"
 #include "core/devices.h"
 #include "core/rt.h"
 #include "lib/quantity.h"
-
-static void json_putp(struct json_object **o)
-{
-	if (*o)
-		(void)json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(json_putp)
 
 static int max_per_slice(const struct slices_opts *o)
 {
