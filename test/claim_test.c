@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -221,6 +222,134 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 	assert_false(a.results[1].config.align_l3);
 }
 
+/* claim_consumers_parse() over a claim whose status.reservedFor is the given
+ * JSON text (NULL: absent). */
+static int consumers(const char *reserved, struct claim_consumer **ret, struct errbuf *err)
+{
+	char buf[65536];
+	struct json_object *o;
+	int r;
+
+	snprintf(buf, sizeof(buf),
+		 "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"" UID "\"},"
+		 "\"status\":{\"allocation\":{}%s%s}}",
+		 reserved ? ",\"reservedFor\":" : "", reserved ? reserved : "");
+	o = json_tokener_parse(buf);
+	assert_non_null(o);
+	r = claim_consumers_parse(o, UID, ret, err);
+	json_object_put(o);
+	return r;
+}
+
+#define POD(uid, name) "{\"resource\":\"pods\",\"name\":\"" name "\",\"uid\":\"" uid "\"}"
+
+static void test_claim_consumers_are_the_pods_it_is_reserved_for(void **st)
+{
+	struct claim_consumer *v = NULL;
+	struct errbuf err = { "" };
+
+	assert_int_equal(consumers("[" POD("aaaa-1", "web-0") ","
+				   "{\"apiGroup\":\"example.com\",\"resource\":\"pods\","
+				   "\"name\":\"x\",\"uid\":\"bbbb-2\"},"
+				   "{\"apiGroup\":\"apps\",\"resource\":\"statefulsets\","
+				   "\"name\":\"db\",\"uid\":\"cccc-3\"},"
+				   "{\"apiGroup\":\"\",\"resource\":\"pods\",\"name\":\"db.x-1\","
+				   "\"uid\":\"dddd-4\"}]",
+				   &v, &err),
+			 2);
+	assert_non_null(v);
+	assert_string_equal(v[0].uid, "aaaa-1");
+	assert_string_equal(v[0].name, "web-0");
+	assert_string_equal(v[1].uid, "dddd-4");
+	assert_string_equal(v[1].name, "db.x-1");
+	free(v);
+
+	/* none: no list, an empty one, only other resources */
+	v = (void *)1;
+	assert_int_equal(consumers(NULL, &v, &err), 0);
+	assert_null(v);
+	v = (void *)1;
+	assert_int_equal(consumers("[]", &v, &err), 0);
+	assert_null(v);
+	v = (void *)1;
+	assert_int_equal(consumers("[{\"apiGroup\":\"apps\",\"resource\":\"replicasets\","
+				   "\"name\":\"r\",\"uid\":\"u-1\"}]",
+				   &v, &err),
+			 0);
+	assert_null(v);
+}
+
+static void test_claim_consumers_bad_input(void **st)
+{
+	static const struct {
+		const char *json, *msg;
+	} bad[] = {
+		{ "{}", "is not a list" },
+		{ "\"pods\"", "is not a list" },
+		{ "[1]", "reservedFor[0] is not" },
+		{ "[" POD("u-1", "a") ",{\"resource\":\"pods\",\"name\":\"b\"}]",
+		  "reservedFor[1] is not" },
+		{ "[{\"resource\":\"pods\",\"uid\":\"u-1\"}]", "reservedFor[0] is not" },
+		{ "[{\"name\":\"a\",\"uid\":\"u-1\"}]", "reservedFor[0] is not" },
+		{ "[{\"resource\":7,\"name\":\"a\",\"uid\":\"u-1\"}]", "reservedFor[0] is not" },
+		{ "[{\"apiGroup\":5,\"resource\":\"pods\",\"name\":\"a\",\"uid\":\"u-1\"}]",
+		  "reservedFor[0] is not" },
+		{ "[" POD("u-1", "Upper") "]", "not a pod's uid and name" },
+		{ "[" POD("u-1", "a\\nlevel=error") "]", "not a pod's uid and name" },
+		{ "[" POD("u 1", "a") "]", "not a pod's uid and name" },
+		{ "[" POD("-u1", "a") "]", "not a pod's uid and name" },
+		{ "[" POD("", "a") "]", "not a pod's uid and name" },
+		{ "[" POD("u-1", "") "]", "not a pod's uid and name" },
+		{ "[" POD("u/../1", "a") "]", "not a pod's uid and name" },
+		{ "[" POD("0123456789012345678901234567890123456789012345678901234567890123",
+			  "a") "]",
+		  "not a pod's uid and name" },
+	};
+	struct claim_consumer *v = NULL;
+	struct errbuf err;
+	char many[CLAIM_MAX_CONSUMERS * 64 + 256];
+	size_t o = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errbuf_clear(&err);
+		v = (void *)1;
+		assert_int_equal(consumers(bad[i].json, &v, &err), -EINVAL);
+		assert_null(v);
+		if (!strstr(err.s, bad[i].msg))
+			fail_msg("%s: \"%s\" does not say \"%s\"", bad[i].json, err.s, bad[i].msg);
+	}
+	/* the API's cap, and one over */
+	o += (size_t)snprintf(many + o, sizeof(many) - o, "[");
+	for (int i = 0; i < CLAIM_MAX_CONSUMERS; i++)
+		o += (size_t)snprintf(many + o, sizeof(many) - o, "%s" POD("u-%d", "p%d"),
+				      i ? "," : "", i, i);
+	assert_true(o + 2 < sizeof(many));
+	many[o] = ']';
+	many[o + 1] = 0;
+	assert_int_equal(consumers(many, &v, &err), CLAIM_MAX_CONSUMERS);
+	assert_string_equal(v[CLAIM_MAX_CONSUMERS - 1].name, "p255");
+	free(v);
+	(void)snprintf(many + o, sizeof(many) - o, "," POD("u-x", "x") "]");
+	assert_int_equal(consumers(many, &v, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "more than the 256 allowed"));
+}
+
+static void test_claim_consumers_of_another_claim_are_refused(void **st)
+{
+	struct json_object *o = json_tokener_parse(
+		"{\"metadata\":{\"uid\":\"other\"},\"status\":{\"reservedFor\":[" POD("u-1", "a") "]}}");
+	struct claim_consumer *v = NULL;
+	struct errbuf err = { "" };
+
+	assert_non_null(o);
+	assert_int_equal(claim_consumers_parse(o, UID, &v, &err), -EINVAL);
+	assert_null(v);
+	assert_non_null(strstr(err.s, "deleted and recreated"));
+	assert_int_equal(claim_consumers_parse(o, NULL, &v, &err), 1);
+	free(v);
+	json_object_put(o);
+}
+
 static void test_claim_realtime_config_and_bandwidth(void **st)
 {
 	struct claim_alloc a;
@@ -356,6 +485,9 @@ int main(void)
 		cmocka_unit_test(test_claim_errors),
 		cmocka_unit_test(test_claim_uid_mismatch_and_unallocated),
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),
+		cmocka_unit_test(test_claim_consumers_are_the_pods_it_is_reserved_for),
+		cmocka_unit_test(test_claim_consumers_bad_input),
+		cmocka_unit_test(test_claim_consumers_of_another_claim_are_refused),
 		cmocka_unit_test(test_claim_realtime_config_and_bandwidth),
 		cmocka_unit_test(test_claim_cpuset_override_per_request),
 		cmocka_unit_test(test_claim_cpuset_override_errors),

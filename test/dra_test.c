@@ -819,6 +819,78 @@ static void test_reprepare_of_a_claim_restored_from_its_cdi_spec(void **st)
 	assert_error_has(c, UID_A, "already prepared with CPUs 0-1,8-9");
 }
 
+/* claim_json() with status.reservedFor set to the JSON list given. */
+static char *reserved(char *json, const char *list)
+{
+	char *at = strstr(json, "\"status\":{"), *s = NULL;
+
+	assert_non_null(at);
+	at += strlen("\"status\":{");
+	assert_true(asprintf(&s, "%.*s\"reservedFor\":%s,%s", (int)(at - json), json, list, at) > 0);
+	free(json);
+	return s;
+}
+
+#define POD_A "{\"resource\":\"pods\",\"name\":\"web-0\",\"uid\":\"pod-a\"}"
+#define POD_B "{\"resource\":\"pods\",\"name\":\"web-1\",\"uid\":\"pod-b\"}"
+
+static void test_prepare_records_the_pods_the_claim_is_reserved_for(void **st)
+{
+	struct grpc_call *c;
+
+	start(DEVICES_GROUPED, 0);
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[0],
+		 reserved(claim_json("db", UID_A, "cpu", "cpudevnuma000", "2", NULL), "[" POD_A "]"),
+		 NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	assert_true(state_claim_has_consumer(state_claim(fx.state, UID_A), "pod-a", "default",
+					     "web-0"));
+	assert_false(state_claim_has_consumer(state_claim(fx.state, UID_A), "pod-b", "default",
+					      "web-1"));
+	/* a second pod of a shared claim: its Prepare records it too */
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[1],
+		 reserved(claim_json("db", UID_A, "cpu", "cpudevnuma000", "2", NULL),
+			  "[" POD_A "," POD_B "]"),
+		 NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	assert_true(state_claim_has_consumer(state_claim(fx.state, UID_A), "pod-b", "default",
+					     "web-1"));
+	/* a claim reserved for nobody yet is prepared, for nobody */
+	c = prepare("other", UID_B);
+	turn();
+	complete(&fetches[2], claim_json("other", UID_B, "cpu", "cpudevnuma001", "2", NULL), NULL);
+	assert_string_equal(error_of(c, UID_B), "");
+	assert_true(state_claim(fx.state, UID_B)->consumers_known);
+	assert_int_equal(state_claim(fx.state, UID_B)->n_consumers, 0);
+}
+
+static void test_prepare_refuses_a_malformed_reserved_for(void **st)
+{
+	struct grpc_call *c;
+
+	start(DEVICES_GROUPED, 0);
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[0],
+		 reserved(claim_json("db", UID_A, "cpu", "cpudevnuma000", "2", NULL),
+			  "[{\"resource\":\"pods\",\"name\":\"x\\nlevel=error\",\"uid\":\"p\"}]"),
+		 NULL);
+	assert_error_has(c, UID_A, "status.reservedFor[0] is not a pod's uid and name");
+	assert_nothing_reserved();
+	/* an already prepared claim keeps what it recorded */
+	(void)prepare_ok("db", UID_A, "cpudevnuma000", "2");
+	c = prepare("db", UID_A);
+	turn();
+	complete(&fetches[2],
+		 reserved(claim_json("db", UID_A, "cpu", "cpudevnuma000", "2", NULL), "{}"), NULL);
+	assert_error_has(c, UID_A, "status.reservedFor is not a list");
+	assert_true(state_claim(fx.state, UID_A)->consumers_known);
+}
+
 static void test_individual_reprepare_must_name_the_same_cpus(void **st)
 {
 	struct grpc_call *c;
@@ -1814,6 +1886,8 @@ int main(void)
 		T(test_grouped_reprepare_with_another_allocation_is_refused),
 		T(test_reprepare_of_a_claim_restored_from_its_cdi_spec),
 		T(test_individual_reprepare_must_name_the_same_cpus),
+		T(test_prepare_records_the_pods_the_claim_is_reserved_for),
+		T(test_prepare_refuses_a_malformed_reserved_for),
 		T(test_kubelet_cancel_stops_the_fetch_and_commits_nothing),
 		T(test_cancel_of_a_queued_claim_never_fetches),
 		T(test_reset_flood_costs_no_fetch),

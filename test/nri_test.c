@@ -47,6 +47,11 @@ struct pol {
 	int pushes, push_r;
 	size_t push_failed;
 	char push_failed_id[64];
+	/* waiting creates: the first wait_runs runs of each wait */
+	int wait_runs, defer_r, final_r;
+	struct nri_resume resumes[NRI_WAITING_MAX + 8];
+	int n_resumes, last_attempt, finals;
+	int64_t wait_left;
 };
 
 static void p_connected(void *ud)
@@ -111,6 +116,26 @@ static int p_create(void *ud, const struct nri_pod *pod, const struct nri_contai
 	snprintf(p->create_pod_uid, sizeof(p->create_pod_uid), "%s", pod->uid);
 	snprintf(p->create_pin, sizeof(p->create_pin), "%s", pin ? pin : "");
 	assert_ptr_equal(c->pod, pod);
+	p->last_attempt = nri_adjust_attempt(adj);
+	p->wait_left = nri_adjust_wait_left_ms(adj);
+	if (nri_adjust_is_final(adj)) {
+		struct nri_resume r;
+
+		p->finals++;
+		assert_int_equal(nri_adjust_defer(adj, &r), -ETIMEDOUT);
+		assert_int_equal(p->wait_left, 0);
+		if (p->final_r && p->final_r != -EINPROGRESS)
+			errbuf_set(err, "claim not read in time");
+		return p->final_r;
+	}
+	if (nri_adjust_attempt(adj) < p->wait_runs) {
+		assert_true(p->n_resumes < (int)ARRAY_SIZE(p->resumes));
+		p->defer_r = nri_adjust_defer(adj, &p->resumes[p->n_resumes]);
+		if (p->defer_r < 0)
+			return errbuf_fail(err, p->defer_r, "too many waiting");
+		p->n_resumes++;
+		return -EINPROGRESS;
+	}
 	if (p->fail)
 		return errbuf_fail(err, p->fail, "policy says no");
 	if (p->adjust_cpus)
@@ -823,6 +848,107 @@ static void test_nri_create_container_error_fails_creation(void **state)
 	assert_int_equal(rt->pl_err, 0); /* the connection lives on */
 }
 
+/* A CreateContainer as create() sends it, with the runtime's timeout given. */
+static void create_timeout(struct rt *rt, const char *cid, unsigned timeout_ms, struct reply *x)
+{
+	static uint8_t buf[4096];
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	struct ctr_fixture f;
+	size_t n;
+
+	ctr_fixture(&f, "sb1", "uid-1", cid, "1");
+	req.pod = &f.pod;
+	req.container = &f.c;
+	n = nri__container_request__pack(&req, buf);
+	*x = (struct reply){ 0 };
+	assert_int_equal(ttrpc_mux_call(rt->m, SVC_PLUGIN, "CreateContainer", buf, n, timeout_ms,
+					on_reply, x, NULL),
+			 0);
+	pump(rt);
+}
+
+static void test_nri_create_waits_then_answers_from_the_next_run(void **state)
+{
+	struct rt *rt = *state;
+	Nri__CreateContainerResponse *resp;
+	struct reply x, y;
+
+	start(rt);
+	rt->pol.wait_runs = 2; /* waits twice: a container with two claims to read */
+	rt->pol.adjust_cpus = "2-3";
+	create(rt, "c7", "2-3", &x);
+	assert_int_equal(x.n, 0); /* no answer yet */
+	assert_int_equal(rt->pol.creates, 1);
+	assert_int_equal(rt->pol.n_resumes, 1);
+	assert_true(rt->pol.wait_left > 1000 && rt->pol.wait_left <= NRI_CREATE_WAIT_MS);
+	/* the connection is not blocked meanwhile */
+	rt->pol.wait_runs = 0;
+	create(rt, "c8", "1", &y);
+	assert_int_equal(y.n, 1);
+	assert_int_equal(y.code, TTRPC_OK);
+	rt->pol.wait_runs = 2;
+	assert_int_equal(nri_resume_run(&rt->pol.resumes[0]), 0);
+	pump(rt);
+	assert_int_equal(x.n, 0);
+	assert_int_equal(rt->pol.last_attempt, 1);
+	assert_int_equal(rt->pol.n_resumes, 2);
+	assert_int_equal(rt->pol.resumes[1].token, rt->pol.resumes[0].token);
+	assert_int_equal(nri_resume_run(&rt->pol.resumes[1]), 0);
+	pump(rt);
+	assert_int_equal(x.n, 1);
+	assert_int_equal(rt->pol.last_attempt, 2);
+	assert_int_equal(x.code, TTRPC_OK);
+	resp = nri__create_container_response__unpack(NULL, x.len, x.payload);
+	assert_non_null(resp);
+	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, "2-3");
+	nri__create_container_response__free_unpacked(resp, NULL);
+	assert_string_equal(rt->pol.create_id, "c7"); /* the same request, run again */
+	/* answered: a late wake does nothing */
+	assert_int_equal(nri_resume_run(&rt->pol.resumes[0]), -ENOENT);
+	assert_int_equal(nri_session_next_deadline(rt->s), -1);
+	assert_int_equal(nri_session_stats(rt->s)->create_waits, 1);
+	assert_int_equal(nri_session_stats(rt->s)->create_wait_timeouts, 0);
+	assert_int_equal(rt->pl_err, 0);
+}
+
+static void test_nri_create_wait_ends_with_a_final_run(void **state)
+{
+	struct rt *rt = *state;
+	struct reply x, y;
+	int64_t d, now = ttrpc_now_ms();
+
+	start(rt);
+	rt->pol.wait_runs = 1;
+	/* the runtime gives 400 ms: the wait ends at 3/4 of that */
+	create_timeout(rt, "c7", 400, &x);
+	assert_true(rt->pol.wait_left <= 300 && rt->pol.wait_left > 200);
+	d = nri_session_next_deadline(rt->s);
+	assert_true(d >= now + 200 && d <= now + 300 + 50);
+	assert_int_equal(nri_session_expire(rt->s, d - 1), 0);
+	assert_int_equal(rt->pol.finals, 0);
+	/* the policy refuses on its final run: that is the answer */
+	rt->pol.final_r = -EPERM;
+	assert_int_equal(nri_session_expire(rt->s, d), 0);
+	pump(rt);
+	assert_int_equal(rt->pol.finals, 1);
+	assert_int_equal(x.n, 1);
+	assert_int_equal(x.code, TTRPC_UNKNOWN);
+	assert_string_equal(x.msg, "claim not read in time");
+	assert_int_equal(nri_resume_run(&rt->pol.resumes[0]), -ENOENT);
+	/* a policy that still cannot decide: answered as a timeout */
+	rt->pol.final_r = -EINPROGRESS;
+	create(rt, "c8", "1", &y);
+	assert_int_equal(y.n, 0);
+	assert_int_equal(nri_session_expire(rt->s, nri_session_next_deadline(rt->s)), 0);
+	pump(rt);
+	assert_int_equal(y.n, 1);
+	assert_int_equal(y.code, TTRPC_UNKNOWN);
+	assert_non_null(strstr(y.msg, "no decision within the 1500 ms"));
+	assert_int_equal(nri_session_stats(rt->s)->create_waits, 2);
+	assert_int_equal(nri_session_stats(rt->s)->create_wait_timeouts, 1);
+	assert_int_equal(rt->pl_err, 0);
+}
+
 static void test_nri_update_and_stop_reach_their_handlers(void **state)
 {
 	struct rt *rt = *state;
@@ -986,7 +1112,7 @@ static void take_plugin_reply(struct rt *rt, uint32_t *sid, int *code, char *msg
 	const uint8_t *p = pipe_bytes(b);
 	Ttrpc__Response *resp;
 
-	assert_true(b->len > 18);
+	assert_true(b->len >= 18);
 	assert_int_equal(p[3], 1);
 	assert_int_equal(p[16], 2); /* response */
 	*sid = (uint32_t)p[12] << 24 | (uint32_t)p[13] << 16 | (uint32_t)p[14] << 8 | p[15];
@@ -996,6 +1122,78 @@ static void take_plugin_reply(struct rt *rt, uint32_t *sid, int *code, char *msg
 	snprintf(msg, msz, "%s", resp->status ? resp->status->message : "");
 	ttrpc__response__free_unpacked(resp, NULL);
 	buf_reset(b);
+}
+
+/* A CreateContainer for container cid as raw bytes on stream sid. */
+static size_t raw_create(uint8_t *out, size_t cap, uint32_t sid, const char *cid)
+{
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	Ttrpc__Request rq = TTRPC__REQUEST__INIT;
+	struct ctr_fixture f;
+	uint8_t payload[1024];
+	size_t bl;
+
+	ctr_fixture(&f, "sb1", "uid-1", cid, "1");
+	req.pod = &f.pod;
+	req.container = &f.c;
+	assert_true(nri__container_request__get_packed_size(&req) <= sizeof(payload));
+	rq.service = SVC_PLUGIN;
+	rq.method = "CreateContainer";
+	rq.payload.data = payload;
+	rq.payload.len = nri__container_request__pack(&req, payload);
+	bl = ttrpc__request__get_packed_size(&rq);
+	assert_true(18 + bl <= cap);
+	ttrpc__request__pack(&rq, out + 18);
+	for (int i = 0; i < 4; i++) {
+		out[i] = (uint8_t)(1u >> (24 - 8 * i));
+		out[4 + i] = (uint8_t)((10 + bl) >> (24 - 8 * i));
+		out[8 + i] = (uint8_t)(bl >> (24 - 8 * i));
+		out[12 + i] = (uint8_t)(sid >> (24 - 8 * i));
+	}
+	out[16] = 1;
+	out[17] = 0;
+	return 18 + bl;
+}
+
+/* More waiting creates than a runtime mux of ours may have calls pending: fed
+ * as raw requests, as containerd's many workers would send them. */
+static void test_nri_waiting_creates_are_capped_and_go_with_the_session(void **state)
+{
+	struct rt *rt = *state;
+	uint8_t frame[2048];
+	char id[16], msg[ERRBUF_MAX];
+	uint32_t sid;
+	int code;
+
+	start(rt);
+	rt->pol.wait_runs = 1;
+	for (unsigned i = 0; i <= NRI_WAITING_MAX; i++) {
+		snprintf(id, sizeof(id), "c%u", i);
+		assert_int_equal(nri_session_feed(rt->s, frame,
+						  raw_create(frame, sizeof(frame), 101 + 2 * i, id)),
+				 0);
+		if (i < NRI_WAITING_MAX)
+			assert_int_equal(rt->pipe.to_rt.len, 0); /* waiting: no answer */
+	}
+	/* one over: refused at once, with the policy's reason */
+	assert_int_equal(rt->pol.defer_r, -EBUSY);
+	take_plugin_reply(rt, &sid, &code, msg, sizeof(msg));
+	assert_int_equal(sid, 101 + 2 * NRI_WAITING_MAX);
+	assert_int_equal(code, TTRPC_UNKNOWN);
+	assert_string_equal(msg, "too many waiting");
+	/* the first one decides: room for one more */
+	rt->pol.wait_runs = 0;
+	assert_int_equal(nri_resume_run(&rt->pol.resumes[0]), 0);
+	take_plugin_reply(rt, &sid, &code, msg, sizeof(msg));
+	assert_int_equal(sid, 101);
+	assert_int_equal(code, TTRPC_OK);
+	rt->pol.wait_runs = 1;
+	assert_int_equal(nri_session_feed(rt->s, frame,
+					  raw_create(frame, sizeof(frame), 1001, "late")),
+			 0);
+	assert_int_equal(rt->pol.defer_r, 0);
+	assert_int_equal(rt->pipe.to_rt.len, 0);
+	/* the teardown frees the session with 256 requests waiting (ASan: no leak) */
 }
 
 /* A request on an even stream id, or reusing one: INVALID_ARGUMENT on that id
@@ -1599,6 +1797,9 @@ int main(void)
 		T(test_nri_configure_tells_who_the_runtime_is),
 		T(test_nri_push_evict_asks_the_runtime),
 		T(test_nri_create_container_error_fails_creation),
+		T(test_nri_create_waits_then_answers_from_the_next_run),
+		T(test_nri_create_wait_ends_with_a_final_run),
+		T(test_nri_waiting_creates_are_capped_and_go_with_the_session),
 		T(test_nri_update_and_stop_reach_their_handlers),
 		T(test_nri_unserved_methods_answer_unimplemented),
 		T(test_nri_state_change_reaches_notification_handlers),

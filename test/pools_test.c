@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <event2/buffer.h>
+#include <json-c/json.h>
 
 #include "lib/log.h"
 #include "obs/metrics.h"
@@ -32,6 +34,47 @@
 #define UID2 "66666666-7777-8888-9999-000000000000"
 #define N_SHARED 300 /* every third is removed again */
 
+/* ---- the API server: claim reads the test answers by hand ------------------------------- */
+
+static struct read {
+	char ns[64], name[254];
+	int64_t timeout_ms;
+	pools_claim_cb cb;
+	void *cb_ud;
+	bool live, cancelled;
+} reads[64];
+static int n_reads, read_start_error;
+
+static int read_start(void *ud, const char *ns, const char *name, int64_t timeout_ms,
+		      pools_claim_cb cb, void *cb_ud, void **ret)
+{
+	struct read *f;
+
+	if (read_start_error)
+		return read_start_error;
+	assert_true(n_reads < (int)(sizeof(reads) / sizeof(reads[0])));
+	f = &reads[n_reads++];
+	snprintf(f->ns, sizeof(f->ns), "%s", ns);
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->timeout_ms = timeout_ms;
+	f->cb = cb;
+	f->cb_ud = cb_ud;
+	f->live = true;
+	*ret = f;
+	return 0;
+}
+
+static void read_cancel(void *ud, void *handle)
+{
+	struct read *f = handle;
+
+	assert_true(f->live);
+	f->live = false;
+	f->cancelled = true;
+}
+
+static const struct pools_fetch_ops read_ops = { .start = read_start, .cancel = read_cancel };
+
 struct env {
 	char root[64], cdi_dir[96], state_dir[96];
 	struct state *state;
@@ -42,6 +85,7 @@ struct env {
 	struct nri_pipe pipe;
 	int replies, code;
 	struct buf reply; /* the last reply's payload */
+	char msg[ERRBUF_MAX]; /* the last reply's error */
 };
 
 static int rt_write(void *ud, const void *buf, size_t len)
@@ -61,6 +105,7 @@ static void pump(struct env *e)
 	assert_int_equal(nri_pipe_pump(&e->pipe, e->rt, e->s), 0);
 }
 
+static const char *allocatable = "0-15";
 /* setup_owners(): pools write owners.json to the state dir and resolve
  * cgroups under <root>/cg (plain directories: a cgroup id is an inode). */
 static bool with_owners;
@@ -70,10 +115,12 @@ static int setup(void **state)
 	static const struct ttrpc_mux_ops ops = { .write = rt_write };
 	struct env *e = calloc(1, sizeof(*e));
 	struct state_opts so = { 0 };
-	struct pools_opts po = { .cgroup_root = "/nonexistent" };
+	struct pools_opts po = { .cgroup_root = "/nonexistent", .fetch = &read_ops };
 	char cg[128];
 
 	assert_non_null(e);
+	memset(reads, 0, sizeof(reads));
+	n_reads = read_start_error = 0;
 	log_set_level(LOG_ERROR);
 	snprintf(e->root, sizeof(e->root), "/dev/shm/pools-test.XXXXXX");
 	assert_non_null(mkdtemp(e->root));
@@ -81,7 +128,7 @@ static int setup(void **state)
 	snprintf(e->state_dir, sizeof(e->state_dir), "%s/state", e->root);
 	so.cdi_dir = e->cdi_dir;
 	so.state_dir = e->state_dir;
-	assert_int_equal(cpuset_parse("0-15", &so.allocatable, NULL), 0);
+	assert_int_equal(cpuset_parse(allocatable, &so.allocatable, NULL), 0);
 	assert_int_equal(state_new(&so, &e->state), 0);
 	assert_int_equal(state_load(e->state), 0);
 	assert_int_equal(metrics_new(&e->m), 0);
@@ -135,13 +182,15 @@ static void on_reply(void *ud, int r, int code, const char *msg, const uint8_t *
 
 	e->replies++;
 	e->code = r < 0 ? r : code;
+	snprintf(e->msg, sizeof(e->msg), "%s", msg ? msg : "");
 	buf_reset(&e->reply);
 	if (len)
 		pipe_buf_add(&e->reply, p, len);
 }
 
-/* The runtime calls method; its reply's payload lands in e->reply. */
-static void call(struct env *e, const char *method, const ProtobufCMessage *msg)
+/* The runtime calls method; its reply, if it comes now, lands in e->reply.
+ * Returns how many replies came. */
+static int call_nowait(struct env *e, const char *method, const ProtobufCMessage *msg)
 {
 	size_t n = protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf = malloc(n ? n : 1);
@@ -153,7 +202,13 @@ static void call(struct env *e, const char *method, const ProtobufCMessage *msg)
 			 0);
 	free(buf);
 	pump(e);
-	assert_int_equal(e->replies, replies + 1);
+	return e->replies - replies;
+}
+
+/* ... and it must come at once, ok. */
+static void call(struct env *e, const char *method, const ProtobufCMessage *msg)
+{
+	assert_int_equal(call_nowait(e, method, msg), 1);
 	assert_int_equal(e->code, TTRPC_OK);
 }
 
@@ -227,15 +282,43 @@ static size_t update_ctr(struct env *e, const char *id, const char *cpus, char *
 	return n;
 }
 
-static int add_claim(struct env *e, const char *uid, const char *cpus)
+/* The consumer a container of ctr_msg(id) is: its pod. */
+static struct state_consumer pod_of(const char *id)
+{
+	struct state_consumer c;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.uid, sizeof(c.uid), "pod-%s", id);
+	snprintf(c.name, sizeof(c.name), "sb-%s", id);
+	return c;
+}
+
+/* Prepares claim uid ("default/claim") on cpus, reserved for the pods of the
+ * containers named (NULL-terminated); no names: consumers unknown, as a claim
+ * from an older checkpoint. */
+static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
+	__attribute__((sentinel));
+
+static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
 {
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c = { .ns = "default", .name = "claim", .results = &res,
 				 .n_results = 1 };
+	struct state_consumer v[8];
 	struct errbuf why = { "" };
+	const char *id;
+	va_list ap;
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
 	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
+	va_start(ap, cpus);
+	while ((id = va_arg(ap, const char *))) {
+		assert_true(c.n_consumers < 8);
+		v[c.n_consumers++] = pod_of(id);
+	}
+	va_end(ap);
+	c.consumers_known = c.n_consumers > 0;
+	c.consumers = v;
 	return state_claim_add(e->state, &c, &why);
 }
 
@@ -276,7 +359,7 @@ static void test_pools_claim_holder_updates_exactly_the_live_shared_containers(v
 
 	create_shared(e, ids);
 	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == N_SHARED - N_SHARED / 3);
-	assert_int_equal(add_claim(e, UID1, "4-5"), 0);
+	assert_int_equal(add_claim(e, UID1, "4-5", "holder", NULL), 0);
 	ctr_event(e, "CreateContainer", "holder", "DRA_CPUSET_" UID1 "=4-5");
 	resp = nri__create_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
 	assert_non_null(resp);
@@ -330,7 +413,7 @@ static void test_pools_synchronize_rebuilds_the_table(void **state)
 	char cpus[64] = "";
 
 	create_shared(e, ids);
-	assert_int_equal(add_claim(e, UID1, "4-5"), 0);
+	assert_int_equal(add_claim(e, UID1, "4-5", "n0500", NULL), 0);
 	for (int i = 0; i < 1000; i++) {
 		snprintf(names[i], sizeof(names[i]), "n%04d", i);
 		ctr_msg(&m[i], names[i], i == 500 ? "DRA_CPUSET_" UID1 "=4-5" : NULL);
@@ -374,21 +457,405 @@ static void test_pools_guard_counts_shared_containers(void **state)
 	ctr_event(e, "CreateContainer", "a", NULL); /* the same container again */
 	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 2);
 	/* a claim that would empty the pool under them is refused */
-	assert_int_equal(add_claim(e, UID1, "0-15"), -ENOSPC);
+	assert_int_equal(add_claim(e, UID1, "0-15", NULL), -ENOSPC);
 	ctr_event(e, "RemoveContainer", "a", NULL);
 	ctr_event(e, "StopContainer", "b", NULL);
 	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 0);
-	assert_int_equal(add_claim(e, UID1, "0-15"), 0);
+	assert_int_equal(add_claim(e, UID1, "0-15", NULL), 0);
 	assert_int_equal(state_claim_remove(e->state, UID1), 0);
 
 	/* a claim holder whose claim is unprepared runs in the pool from then on */
-	assert_int_equal(add_claim(e, UID2, "4-5"), 0);
+	assert_int_equal(add_claim(e, UID2, "4-5", "holder", NULL), 0);
 	ctr_event(e, "CreateContainer", "holder", "DRA_CPUSET_" UID2 "=4-5");
 	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
 	assert_int_equal(state_claim_remove(e->state, UID2), 0);
 	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 1);
 	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 0);
-	assert_int_equal(add_claim(e, UID1, "0-15"), -ENOSPC);
+	assert_int_equal(add_claim(e, UID1, "0-15", NULL), -ENOSPC);
+}
+
+/* ---- consumers -------------------------------------------------------------------------- */
+
+#define RF(id) "{\"resource\":\"pods\",\"name\":\"sb-" id "\",\"uid\":\"pod-" id "\"}"
+
+/* The API server answers read i with claim uid ("default/claim") reserved
+ * for the pods in list (JSON), or with an error when list is NULL. */
+static void answer(struct env *e, int i, const char *uid, const char *list, const char *err)
+{
+	struct read *f = &reads[i];
+	struct json_object *o = NULL;
+	char json[4096];
+
+	assert_true(i < n_reads && f->live);
+	f->live = false;
+	if (list) {
+		snprintf(json, sizeof(json),
+			 "{\"metadata\":{\"name\":\"claim\",\"namespace\":\"default\","
+			 "\"uid\":\"%s\"},\"status\":{\"allocation\":{},\"reservedFor\":%s}}",
+			 uid, list);
+		o = json_tokener_parse(json);
+		assert_non_null(o);
+	}
+	f->cb(f->cb_ud, o, err);
+	json_object_put(o);
+	pump(e);
+}
+
+static int create_nowait(struct env *e, const char *id, const char *claim)
+{
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	struct ctr_msg m;
+
+	ctr_msg(&m, id, claim);
+	req.pod = &m.pod;
+	req.container = &m.c;
+	return call_nowait(e, "CreateContainer", &req.base);
+}
+
+/* The cpuset the last reply (a CreateContainerResponse) gave. */
+static void assert_created_on(struct env *e, const char *cpus)
+{
+	Nri__CreateContainerResponse *resp;
+
+	assert_int_equal(e->code, TTRPC_OK);
+	resp = nri__create_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
+	assert_non_null(resp);
+	assert_non_null(resp->adjust);
+	assert_string_equal(resp->adjust->linux_->resources->cpu->cpus, cpus);
+	nri__create_container_response__free_unpacked(resp, NULL);
+}
+
+static void assert_refused(struct env *e, const char *why)
+{
+	assert_int_equal(e->code, TTRPC_UNKNOWN);
+	if (!strstr(e->msg, why))
+		fail_msg("\"%s\" does not say \"%s\"", e->msg, why);
+}
+
+#define ENV1 "DRA_CPUSET_" UID1 "=4-5"
+
+static void test_pools_a_pod_not_among_the_consumers_is_refused_the_owner_is_not(void **state)
+{
+	struct env *e = *state;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "owner", NULL), 0);
+	/* the impostor comes first: one read of the claim, then refused */
+	assert_int_equal(create_nowait(e, "thief", ENV1), 0);
+	assert_int_equal(n_reads, 1);
+	assert_string_equal(reads[0].ns, "default");
+	assert_string_equal(reads[0].name, "claim");
+	assert_true(reads[0].timeout_ms > 1000 && reads[0].timeout_ms <= NRI_CREATE_WAIT_MS);
+	answer(e, 0, UID1, "[" RF("owner") "]", NULL);
+	assert_int_equal(e->replies, 1);
+	assert_refused(e, "pod default/sb-thief (uid pod-thief) is not a consumer of claim "
+			  "default/claim (status.reservedFor)");
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"not_consumer\"}") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_rejected_containers_total{reason=\"binding\"}") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_claim_reads_total{result=\"ok\"}") == 1);
+	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "");
+	/* the owner gets its CPUs, without a read */
+	ctr_event(e, "CreateContainer", "owner", ENV1);
+	assert_created_on(e, "4-5");
+	assert_int_equal(n_reads, 1);
+	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "pod-owner");
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	/* an impostor now learns nothing of who holds it */
+	assert_int_equal(create_nowait(e, "thief2", ENV1), 0);
+	answer(e, 1, UID1, "[" RF("owner") "]", NULL);
+	assert_refused(e, "pod default/sb-thief2 (uid pod-thief2) is not a consumer");
+	assert_null(strstr(e->msg, "pod-owner"));
+	/* the same pod in another namespace, or under another name, is not it */
+	assert_int_equal(state_claim_unbind(e->state, UID1), 0);
+	{
+		Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+		struct ctr_msg m;
+
+		ctr_msg(&m, "owner", ENV1);
+		m.pod.namespace_ = "other";
+		m.c.id = "owner-2";
+		req.pod = &m.pod;
+		req.container = &m.c;
+		assert_int_equal(call_nowait(e, "CreateContainer", &req.base), 0);
+		answer(e, 2, UID1, "[" RF("owner") "]", NULL);
+		assert_refused(e, "pod other/sb-owner");
+	}
+}
+
+static void test_pools_a_late_consumer_binds_after_one_read(void **state)
+{
+	struct env *e = *state;
+	char path[160], text[8192] = "";
+	FILE *f;
+
+	/* shared claim: reserved for one pod at Prepare, another one since */
+	assert_int_equal(add_claim(e, UID1, "4-5", "first", NULL), 0);
+	assert_int_equal(create_nowait(e, "late", ENV1), 0);
+	assert_int_equal(n_reads, 1);
+	/* a second container waiting on the same claim shares the read */
+	assert_int_equal(create_nowait(e, "later", ENV1), 0);
+	assert_int_equal(n_reads, 1);
+	answer(e, 0, UID1, "[" RF("first") "," RF("late") "]", NULL);
+	assert_int_equal(e->replies, 2);
+	/* "late" got the claim; "later" is not a consumer even after the read */
+	assert_refused(e, "pod default/sb-later (uid pod-later) is not a consumer");
+	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "pod-late");
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	/* the newer consumers are on disk already */
+	assert_true(state_claim_has_consumer(state_claim(e->state, UID1), "pod-late", "default",
+					     "sb-late"));
+	snprintf(path, sizeof(path), "%s/checkpoint.json", e->state_dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_true(fread(text, 1, sizeof(text) - 1, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(text, "{\"uid\":\"pod-late\",\"name\":\"sb-late\"}"));
+}
+
+static void test_pools_a_failed_or_slow_read_refuses(void **state)
+{
+	struct env *e = *state;
+	int64_t d;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "owner", NULL), 0);
+	assert_int_equal(create_nowait(e, "a", ENV1), 0);
+	answer(e, 0, UID1, NULL, "GET default/claim: HTTP 403 Forbidden");
+	assert_refused(e, "reading the claim again failed: GET default/claim: HTTP 403");
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"read_failed\"}") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_claim_reads_total{result=\"error\"}") == 1);
+	/* a claim deleted and created again under the name is another claim */
+	assert_int_equal(create_nowait(e, "b", ENV1), 0);
+	answer(e, 1, UID2, "[" RF("b") "]", NULL);
+	assert_refused(e, "deleted and recreated");
+	/* no answer within the wait: refused on the final run */
+	assert_int_equal(create_nowait(e, "c", ENV1), 0);
+	assert_int_equal(n_reads, 3);
+	d = nri_session_next_deadline(e->s);
+	assert_true(d > 0);
+	assert_int_equal(nri_session_expire(e->s, d), 0);
+	pump(e);
+	assert_refused(e, "could not be read again in time");
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"read_timeout\"}") == 1);
+	/* its answer still counts: the pod is a consumer from now on */
+	answer(e, 2, UID1, "[" RF("owner") "," RF("c") "]", NULL);
+	assert_int_equal(e->replies, 3);
+	ctr_event(e, "CreateContainer", "c", ENV1);
+	assert_created_on(e, "4-5");
+	assert_int_equal(n_reads, 3);
+	/* no read possible: refused at once */
+	assert_int_equal(state_claim_unbind(e->state, UID1), 0);
+	read_start_error = -ENOTCONN;
+	assert_int_equal(create_nowait(e, "d", ENV1), 1);
+	assert_refused(e, "which cannot be read again");
+}
+
+static void test_pools_unprepare_answers_creates_waiting_on_a_read(void **state)
+{
+	struct env *e = *state;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "owner", NULL), 0);
+	assert_int_equal(create_nowait(e, "x", ENV1), 0);
+	assert_int_equal(state_claim_remove(e->state, UID1), 0);
+	assert_true(reads[0].cancelled);
+	pump(e);
+	assert_int_equal(e->replies, 1);
+	assert_refused(e, "is not prepared on this node");
+}
+
+static void test_pools_claims_restored_without_a_name_bind_nobody(void **state)
+{
+	struct env *e = *state;
+	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
+	struct state_claim c = { .uid = UID1, .results = &res, .n_results = 1 };
+	struct errbuf why = { "" };
+
+	assert_int_equal(cpuset_parse("4-5", &res.cpus, NULL), 0);
+	assert_int_equal(state_claim_add(e->state, &c, &why), 0);
+	assert_int_equal(create_nowait(e, "x", ENV1), 1);
+	assert_refused(e, "restored from its CDI spec alone");
+	assert_int_equal(n_reads, 0);
+}
+
+static void test_pools_a_binding_of_a_pod_not_among_the_consumers_is_dropped(void **state)
+{
+	struct env *e = *state;
+
+	/* bound by an older driver to a pod the claim was never reserved for */
+	assert_int_equal(add_claim(e, UID1, "4-5", "owner", NULL), 0);
+	assert_int_equal(state_claim_bind(e->state, UID1, "pod-thief", "app"), 0);
+	ctr_event(e, "CreateContainer", "owner", ENV1);
+	assert_created_on(e, "4-5");
+	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "pod-owner");
+}
+
+/* Synchronize with the given containers (NULL-terminated id, env pairs). */
+static Nri__SynchronizeResponse *synchronize(struct env *e, ...)
+{
+	Nri__SynchronizeRequest req = NRI__SYNCHRONIZE_REQUEST__INIT;
+	static struct ctr_msg m[8];
+	Nri__Container *ctrs[8];
+	Nri__PodSandbox *pods[8];
+	const char *id;
+	va_list ap;
+	size_t n = 0;
+
+	va_start(ap, e);
+	while ((id = va_arg(ap, const char *))) {
+		assert_true(n < 8);
+		ctr_msg(&m[n], id, va_arg(ap, const char *));
+		ctrs[n] = &m[n].c;
+		pods[n] = &m[n].pod;
+		n++;
+	}
+	va_end(ap);
+	req.pods = pods;
+	req.n_pods = n;
+	req.containers = ctrs;
+	req.n_containers = n;
+	call(e, "Synchronize", &req.base);
+	return nri__synchronize_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
+}
+
+static const char *cpus_of(const Nri__SynchronizeResponse *r, const char *id)
+{
+	for (size_t i = 0; i < r->n_update; i++)
+		if (strcmp(r->update[i]->container_id, id) == 0)
+			return r->update[i]->linux_->resources->cpu->cpus;
+	return "";
+}
+
+static void test_pools_synchronize_confines_an_impostor(void **state)
+{
+	struct env *e = *state;
+	Nri__SynchronizeResponse *r;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "owner", NULL), 0);
+	/* started while the plugin was away, with the owner's variable */
+	r = synchronize(e, "thief", ENV1, "web", NULL, NULL);
+	assert_non_null(r);
+	assert_string_equal(cpus_of(r, "thief"), "0-3,6-15");
+	assert_string_equal(cpus_of(r, "web"), "0-3,6-15");
+	nri__synchronize_response__free_unpacked(r, NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 0);
+	assert_int_equal(n_reads, 1); /* once more, in case it is a late consumer */
+	answer(e, 0, UID1, "[" RF("owner") "]", NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 0);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 2);
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"synchronize\"}") == 1);
+	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "");
+	/* the owner starts and gets its CPUs */
+	ctr_event(e, "CreateContainer", "owner", ENV1);
+	assert_created_on(e, "4-5");
+	/* the impostor stays in the pool when the runtime asks otherwise */
+	{
+		char cpus[64] = "";
+
+		assert_int_equal(update_ctr(e, "thief", "4-5", cpus), 1);
+		assert_string_equal(cpus, "0-3,6-15");
+	}
+}
+
+static void test_pools_synchronize_trusts_a_consumer_after_a_read(void **state)
+{
+	struct env *e = *state;
+	Nri__SynchronizeResponse *r;
+
+	/* a claim from a checkpoint without consumers: no pod is vouched for */
+	assert_int_equal(add_claim(e, UID1, "4-5", NULL), 0);
+	r = synchronize(e, "owner", ENV1, "web", NULL, NULL);
+	assert_non_null(r);
+	assert_string_equal(cpus_of(r, "owner"), "0-3,6-15"); /* not trusted yet */
+	nri__synchronize_response__free_unpacked(r, NULL);
+	assert_int_equal(n_reads, 1);
+	answer(e, 0, UID1, "[" RF("owner") "]", NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 1);
+	assert_string_equal(state_claim(e->state, UID1)->owner_pod, "pod-owner");
+	assert_true(state_claim(e->state, UID1)->consumers_known);
+	/* a consumer on record is trusted at once by the next Synchronize */
+	r = synchronize(e, "owner", ENV1, NULL, NULL);
+	assert_string_equal(cpus_of(r, "owner"), "4-5");
+	nri__synchronize_response__free_unpacked(r, NULL);
+	assert_int_equal(n_reads, 1);
+}
+
+/* Lines of stderr with the given event while fn runs. */
+static int log_lines(struct env *e, const char *event, void (*fn)(struct env *e))
+{
+	char path[160], line[2048], want[96];
+	int saved = dup(2), fd, n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stderr", e->root);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	close(fd);
+	log_set_level(LOG_WARN);
+	fn(e);
+	log_set_level(LOG_ERROR);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	snprintf(want, sizeof(want), "event=%s ", event);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, want) != NULL;
+	fclose(f);
+	return n;
+}
+
+static void refuse_50(struct env *e)
+{
+	for (int i = 0; i < 50; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "t%d", i);
+		assert_int_equal(create_nowait(e, id, ENV1), 1);
+	}
+}
+
+static void test_pools_refusal_lines_are_rate_limited(void **state)
+{
+	struct env *e = *state;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "owner", NULL), 0);
+	read_start_error = -ENOTCONN;
+	/* a pod created in a loop: every refusal counted, ten lines logged, by
+	 * the policy and by nri */
+	assert_int_equal(log_lines(e, "container_binding_refused", refuse_50), 10);
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"read_failed\"}") == 50);
+	assert_int_equal(log_lines(e, "nri_handler_failed", refuse_50), 0); /* same window */
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"read_failed\"}") == 100);
+}
+
+static int setup_wide(void **state)
+{
+	allocatable = "0-63";
+	return setup(state);
+}
+
+static int teardown_wide(void **state)
+{
+	allocatable = "0-15";
+	return teardown(state);
+}
+
+static void test_pools_claim_reads_in_flight_are_capped(void **state)
+{
+	struct env *e = *state;
+	char uid[64], env[128], id[16], cpu[8];
+
+	for (int i = 0; i <= POOLS_MAX_READS; i++) {
+		snprintf(uid, sizeof(uid), "6f0c1c4e-0000-4000-8000-0000000000%02d", i);
+		snprintf(cpu, sizeof(cpu), "%d", i);
+		snprintf(env, sizeof(env), "DRA_CPUSET_%s=%d", uid, i);
+		snprintf(id, sizeof(id), "t%d", i);
+		assert_int_equal(add_claim(e, uid, cpu, "owner", NULL), 0);
+		assert_int_equal(create_nowait(e, id, env), i == POOLS_MAX_READS);
+	}
+	assert_int_equal(n_reads, POOLS_MAX_READS);
+	assert_refused(e, "16 claim reads are already under way");
+	assert_true(gauge(e, "dra_cpu_nri_binding_refused_total{reason=\"busy\"}") == 1);
 }
 
 /* A claim holder in cgroup <root>/cg/<name>: created, then started (which
@@ -455,7 +922,7 @@ static void test_pools_owners_file_never_opens_or_follows_what_was_planted(void 
 	assert_int_equal(mkfifo(temp, 0600), 0);
 	assert_int_equal(symlink(target, owners), 0);
 
-	assert_int_equal(add_claim(e, UID1, "4-5"), 0);
+	assert_int_equal(add_claim(e, UID1, "4-5", "holder", NULL), 0);
 	start_holder(e, "holder", "DRA_CPUSET_" UID1 "=4-5", "h1");
 	assert_int_equal(kind_of(owners), S_IFREG);
 	assert_non_null(strstr(read_text(owners), "\"claimUID\":\"" UID1 "\""));
@@ -465,7 +932,7 @@ static void test_pools_owners_file_never_opens_or_follows_what_was_planted(void 
 	/* a directory at owners.json: the write fails, the container events do not */
 	assert_int_equal(unlink(owners), 0);
 	assert_int_equal(mkdir(owners, 0700), 0);
-	assert_int_equal(add_claim(e, UID2, "6-7"), 0);
+	assert_int_equal(add_claim(e, UID2, "6-7", "holder2", NULL), 0);
 	start_holder(e, "holder2", "DRA_CPUSET_" UID2 "=6-7", "h2");
 	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 2);
 	ctr_event(e, "StopContainer", "holder2", NULL);
@@ -481,6 +948,17 @@ int main(void)
 		T(test_pools_update_container_finds_it_among_many),
 		T(test_pools_synchronize_rebuilds_the_table),
 		T(test_pools_guard_counts_shared_containers),
+		T(test_pools_a_pod_not_among_the_consumers_is_refused_the_owner_is_not),
+		T(test_pools_a_late_consumer_binds_after_one_read),
+		T(test_pools_a_failed_or_slow_read_refuses),
+		T(test_pools_unprepare_answers_creates_waiting_on_a_read),
+		T(test_pools_claims_restored_without_a_name_bind_nobody),
+		T(test_pools_a_binding_of_a_pod_not_among_the_consumers_is_dropped),
+		T(test_pools_synchronize_confines_an_impostor),
+		T(test_pools_synchronize_trusts_a_consumer_after_a_read),
+		T(test_pools_refusal_lines_are_rate_limited),
+		cmocka_unit_test_setup_teardown(test_pools_claim_reads_in_flight_are_capped,
+						setup_wide, teardown_wide),
 		cmocka_unit_test_setup_teardown(
 			test_pools_owners_file_never_opens_or_follows_what_was_planted, setup_owners,
 			teardown),

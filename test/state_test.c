@@ -484,6 +484,12 @@ static void test_state_bind_one_owner_per_claim(void **st)
 	assert_int_equal(state_claim_bind(s, "u1", "pod-1", "c2"), -EBUSY);
 	assert_int_equal(state_claim_bind(s, "u1", "pod-2", "c1"), -EBUSY);
 	assert_int_equal(state_claim_bind(s, "nope", "pod-1", "c1"), -ENOENT);
+	/* an untrusted binding is forgotten; another container may then bind */
+	assert_int_equal(state_claim_unbind(s, "u1"), 0);
+	assert_string_equal(state_claim(s, "u1")->owner_pod, "");
+	assert_int_equal(state_claim_unbind(s, "u1"), 0);
+	assert_int_equal(state_claim_bind(s, "u1", "pod-2", "c1"), 0);
+	assert_int_equal(state_claim_unbind(s, "nope"), -ENOENT);
 }
 
 struct counts {
@@ -639,6 +645,214 @@ static void test_state_checkpoint_keeps_claim_flags(void **st)
 	state_free(s);
 }
 
+static struct state_consumer pod(const char *uid, const char *name)
+{
+	struct state_consumer c;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.uid, sizeof(c.uid), "%s", uid);
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	return c;
+}
+
+/* A claim of one result on cpus, reserved for the n pods in v. */
+static int add_reserved(struct state *s, const char *uid, const char *cpus,
+			const struct state_consumer *v, int n)
+{
+	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
+	struct state_claim c;
+	struct errbuf why = { "" };
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.uid, sizeof(c.uid), "%s", uid);
+	snprintf(c.ns, sizeof(c.ns), "team-a");
+	snprintf(c.name, sizeof(c.name), "db");
+	res.cpus = cs(cpus);
+	c.results = &res;
+	c.n_results = 1;
+	c.consumers_known = true;
+	c.consumers = (struct state_consumer *)v;
+	c.n_consumers = n;
+	return state_claim_add(s, &c, &why);
+}
+
+static char *read_checkpoint(void)
+{
+	char path[256], *buf;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+static void write_checkpoint_text(const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/checkpoint.json", state_dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_state_consumers_are_matched_by_uid_namespace_and_name(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+	struct state_consumer v[2] = { pod("pod-a", "web-0"), pod("pod-b", "web-1") };
+	const struct state_claim *c;
+
+	assert_int_equal(add_reserved(s, "u1", "2", v, 2), 0);
+	c = state_claim(s, "u1");
+	assert_true(c->consumers_known);
+	assert_true(state_claim_has_consumer(c, "pod-a", "team-a", "web-0"));
+	assert_true(state_claim_has_consumer(c, "pod-b", "team-a", "web-1"));
+	assert_false(state_claim_has_consumer(c, "pod-a", "team-b", "web-0")); /* namespace */
+	assert_false(state_claim_has_consumer(c, "pod-a", "team-a", "web-1")); /* name */
+	assert_false(state_claim_has_consumer(c, "pod-c", "team-a", "web-0")); /* uid */
+	assert_false(state_claim_has_consumer(c, "", "", ""));
+	/* consumers are copied: the caller's array is not kept */
+	v[0] = pod("pod-x", "x");
+	assert_true(state_claim_has_consumer(state_claim(s, "u1"), "pod-a", "team-a", "web-0"));
+}
+
+static void test_state_consumers_survive_a_restart(void **st)
+{
+	struct state_consumer v[1] = { pod("pod-a", "web-0") };
+	struct state *s = open_state("0-7");
+	const struct state_claim *c;
+
+	assert_int_equal(add_reserved(s, "u1", "2", v, 1), 0);
+	assert_int_equal(add_reserved(s, "u2", "3", NULL, 0), 0); /* read: nobody */
+	state_free(s);
+	s = open_state("0-7");
+	c = state_claim(s, "u1");
+	assert_non_null(c);
+	assert_true(c->consumers_known);
+	assert_int_equal(c->n_consumers, 1);
+	assert_true(state_claim_has_consumer(c, "pod-a", "team-a", "web-0"));
+	c = state_claim(s, "u2");
+	assert_true(c->consumers_known);
+	assert_int_equal(c->n_consumers, 0);
+	state_free(s);
+}
+
+static void test_state_old_checkpoint_without_consumers_loads_unverified(void **st)
+{
+	struct state *s = open_state("0-7");
+	struct state_consumer v[1] = { pod("pod-a", "web-0") };
+	struct cpuset two = cs("2");
+	_cleanup_free_ char *text = NULL;
+
+	state_free(s);
+	/* what the driver wrote before consumers were recorded */
+	assert_int_equal(cdi_spec_write(cdi_dir, "u1", &two), 0);
+	write_checkpoint_text("{\"version\":1,\"claims\":[{\"uid\":\"u1\",\"namespace\":"
+			      "\"team-a\",\"name\":\"db\",\"cpus\":\"2\",\"ownerPod\":\"pod-a\","
+			      "\"ownerContainer\":\"app\",\"results\":[{\"request\":\"r\","
+			      "\"device\":\"cpudevnuma000\",\"cpus\":\"2\"}]}]}\n");
+	s = open_state("0-7");
+	assert_non_null(state_claim(s, "u1"));
+	assert_string_equal(state_claim(s, "u1")->name, "db");
+	assert_false(state_claim(s, "u1")->consumers_known);
+	assert_false(state_claim_has_consumer(state_claim(s, "u1"), "pod-a", "team-a", "web-0"));
+	/* the rewritten checkpoint still says nothing of consumers */
+	text = read_checkpoint();
+	assert_null(strstr(text, "consumers"));
+	/* a read of the claim vouches for the pod, on disk at once */
+	assert_int_equal(state_claim_set_consumers(s, "u1", "team-a", "db", v, 1), 0);
+	assert_true(state_claim_has_consumer(state_claim(s, "u1"), "pod-a", "team-a", "web-0"));
+	free(text);
+	text = read_checkpoint();
+	assert_non_null(strstr(text, "\"consumers\":[{\"uid\":\"pod-a\",\"name\":\"web-0\"}]"));
+	state_free(s);
+}
+
+static void test_state_set_consumers_checks_its_input(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("0-7");
+	static struct state_consumer many[STATE_MAX_CONSUMERS + 1];
+	struct state_consumer bad[] = { pod("a/b", "x"), pod("ok", "Not-A-Name"), pod("ok", ""),
+					pod("ok", "a\nb") };
+	struct state_consumer v[1] = { pod("pod-a", "web-0") };
+	struct cpuset three = cs("3");
+
+	assert_int_equal(add_reserved(s, "u1", "2", v, 1), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(state_claim_set_consumers(s, "u1", "team-a", "db", &bad[i], 1),
+				 -EINVAL);
+	for (int i = 0; i <= STATE_MAX_CONSUMERS; i++)
+		many[i] = pod("p", "p");
+	assert_int_equal(state_claim_set_consumers(s, "u1", "team-a", "db", many,
+						   STATE_MAX_CONSUMERS + 1),
+			 -E2BIG);
+	assert_int_equal(state_claim_set_consumers(s, "u1", "team-a", "db", many,
+						   STATE_MAX_CONSUMERS),
+			 0);
+	assert_int_equal(state_claim_set_consumers(s, "nope", "team-a", "db", v, 1), -ENOENT);
+	/* a claim's namespace and name do not change */
+	assert_int_equal(state_claim_set_consumers(s, "u1", "team-b", "db", v, 1), -EINVAL);
+	assert_int_equal(state_claim_set_consumers(s, "u1", "team-a", "other", v, 1), -EINVAL);
+	assert_false(state_claim_has_consumer(state_claim(s, "u1"), "pod-a", "team-a", "web-0"));
+	assert_int_equal(state_claim_add(s, &(struct state_claim){ .uid = "u2", .n_consumers = 1,
+								    .consumers = bad },
+					 NULL),
+			 -EINVAL);
+	/* restored from its spec alone: a read names it */
+	assert_int_equal(cdi_spec_write(cdi_dir, "u3", &three), 0);
+	state_free(s);
+	s = open_state("0-7");
+	assert_string_equal(state_claim(s, "u3")->ns, "");
+	assert_int_equal(state_claim_set_consumers(s, "u3", "Bad_NS", "db", v, 1), -EINVAL);
+	assert_int_equal(state_claim_set_consumers(s, "u3", "team-c", "c3", v, 1), 0);
+	assert_string_equal(state_claim(s, "u3")->ns, "team-c");
+	assert_string_equal(state_claim(s, "u3")->name, "c3");
+	assert_true(state_claim_has_consumer(state_claim(s, "u3"), "pod-a", "team-c", "web-0"));
+}
+
+static void test_state_checkpoint_parse_rejects_malformed_consumers(void **st)
+{
+#define ENTRY(consumers)                                                                 \
+	"{\"version\":1,\"claims\":[{\"uid\":\"a\",\"namespace\":\"n\",\"name\":\"c\","     \
+	"\"cpus\":\"1\",\"ownerPod\":\"\",\"ownerContainer\":\"\",\"results\":[],"          \
+	"\"consumers\":" consumers "}]}"
+	const char *bad[] = {
+		ENTRY("{}"),
+		ENTRY("null"),
+		ENTRY("[7]"),
+		ENTRY("[{\"uid\":\"p\"}]"),
+		ENTRY("[{\"name\":\"p\"}]"),
+		ENTRY("[{\"uid\":\"p/1\",\"name\":\"p\"}]"),
+		ENTRY("[{\"uid\":\"p\",\"name\":\"P Q\"}]"),
+		ENTRY("[{\"uid\":\"p\",\"name\":7}]"),
+	};
+	const char *good = ENTRY("[{\"uid\":\"p\",\"name\":\"q\"}]");
+#undef ENTRY
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct errbuf why = { "" };
+
+		if (state_checkpoint_parse(bad[i], strlen(bad[i]), count_cb, &n, &why) != -EPROTO)
+			fail_msg("case %zu accepted", i);
+		assert_non_null(strstr(why.s, "consumers"));
+	}
+	assert_int_equal(n, 0);
+	assert_int_equal(state_checkpoint_parse(good, strlen(good), count_cb, &n, NULL), 0);
+	assert_int_equal(n, 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -664,6 +878,11 @@ int main(void)
 		T(test_state_checkpoint_parse_rejects_malformed),
 		T(test_state_checkpoint_keeps_claim_flags),
 		T(test_state_guard_can_refuse_a_claim),
+		T(test_state_consumers_are_matched_by_uid_namespace_and_name),
+		T(test_state_consumers_survive_a_restart),
+		T(test_state_old_checkpoint_without_consumers_loads_unverified),
+		T(test_state_set_consumers_checks_its_input),
+		T(test_state_checkpoint_parse_rejects_malformed_consumers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,6 +260,7 @@ def main():
         show("registered", "%s at %s (%s)" % (reg.name, reg.endpoint, reg.api))
         wait(lambda: http(port, "/healthz")[0] == 200, what="/healthz")
         show("/healthz", http(port, "/healthz"))
+        db = rt.add_pod("db")
         claim = {"metadata": {"name": "db-cpus", "namespace": "default"},
                  "spec": {"devices": {"requests": [{"name": "cpu", "exactly": {
                      "deviceClassName": "dra.cpu",
@@ -269,7 +270,9 @@ def main():
                      "device": "cpudevnuma000", "consumedCapacity": {"dra.cpu/cpu": "1"},
                      "shareID": "9a6a4bd4-5b1c-4a8e-9b5e-2f2d3e4a5b6c"}]},
                      "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                         {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}}}}
+                         {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}},
+                     # the scheduler reserved it for the pod: only its containers get it
+                     "reservedFor": [{"resource": "pods", "name": "db", "uid": db.uid}]}}
         c = api.put_claim(claim)
         uid = c["metadata"]["uid"]
         r = k.prepare(reg.endpoint, [("default", "db-cpus", uid)])
@@ -288,7 +291,7 @@ def main():
         step("3. The runtime creates the pod's containers")
         key, val = env.split("=", 1)
         shared = rt.create_container(rt.add_pod("web"), "best-effort")
-        pinned = rt.create_container(rt.add_pod("db"), "postgres", env={key: val})
+        pinned = rt.create_container(db, "postgres", env={key: val})
         show("postgres (claim holder)", "cpuset %s" % pinned.cpus)
         show("best-effort (shared)", "cpuset %s" % shared.cpus)
         if real:

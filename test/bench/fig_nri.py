@@ -73,9 +73,9 @@ def start(env, args, plugin_timeout=10):
     return rt, d
 
 
-def prepare(env, d, name, dev):
+def prepare(env, d, name, dev, pod):
     from claims import claim
-    c = env.api.put_claim(claim(name, [("cpu", dev, "1")]))
+    c = env.api.put_claim(claim(name, [("cpu", dev, "1")], reserved_for=[pod]))
     m = c["metadata"]
     r = env.kubelet_client().prepare(d.dra_sock, [(m["namespace"], m["name"], m["uid"])])
     if r.claims[m["uid"]].error:
@@ -110,9 +110,10 @@ def run(build_dir, shared=500, shared_creates=200, claim_creates=60):
         # B: a claim holder starts (pool shrinks), goes, its claim is unprepared (pool widens)
         push, applied, unprep = [], [], []
         for i in range(claim_creates):
-            c, envv = prepare(env, d, "n%d" % i, "cpudevnuma%03d" % (1 + i % 7))
+            pod = rt.add_pod("e%d" % i)
+            c, envv = prepare(env, d, "n%d" % i, "cpudevnuma%03d" % (1 + i % 7), pod)
             with quiet_gc():
-                ctr = rt.create_container(rt.add_pod("e%d" % i), "app", env=envv)
+                ctr = rt.create_container(pod, "app", env=envv)
                 rt.stop_container(ctr)
                 rt.remove_container(ctr)
                 probe.arrivals.clear()

@@ -42,7 +42,9 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
         probe = NriProbe(lambda: d.proc.pid)
         k = env.kubelet_client()
         api = env.api
-        objs = [api.put_claim(claim("s%d" % i, [("cpu", "cpudevnuma%03d" % (i % 8), "1")]))
+        pods = [rt.add_pod("p%d" % i) for i in range(claims)]
+        objs = [api.put_claim(claim("s%d" % i, [("cpu", "cpudevnuma%03d" % (i % 8), "1")],
+                                    reserved_for=[pods[i]]))
                 for i in range(claims)]
         refs = [(c["metadata"]["namespace"], c["metadata"]["name"], c["metadata"]["uid"])
                 for c in objs]
@@ -62,7 +64,7 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
         with quiet_gc():
             for i, ref in enumerate(refs):
                 kk, v = claim_env_line(d.cdi_dir, ref[2]).split("=", 1)
-                rt.create_container(rt.add_pod("p%d" % i), "app", env={kk: v})
+                rt.create_container(pods[i], "app", env={kk: v})
         nri = creates_summary(probe.creates)
         m = d.metrics()
         if m.get("dra_cpu_resource_claims_active") != claims or \

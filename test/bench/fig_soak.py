@@ -87,15 +87,16 @@ def run(build_dir, pods=20000, live=32, scrape_every=25):
 
         with quiet_gc():
             for i in range(1, pods + 1):
+                pod = rt.add_pod("soak%d" % i)
                 c = env.api.put_claim(claim("soak%d" % i,
-                                            [("cpu", "cpudevnuma%03d" % (i % 8), "2")]))
+                                            [("cpu", "cpudevnuma%03d" % (i % 8), "2")],
+                                            reserved_for=[pod]))
                 m = c["metadata"]
                 ref = (m["namespace"], m["name"], m["uid"])
                 r = k.prepare(d.dra_sock, [ref])
                 if r.claims[ref[2]].error:
                     raise BenchError("prepare %s: %s" % (ref[1], r.claims[ref[2]].error))
                 key, val = claim_env_line(d.cdi_dir, ref[2]).split("=", 1)
-                pod = rt.add_pod("soak%d" % i)
                 ctr = rt.create_container(pod, "app", env={key: val})
                 alive.append((ref, pod, ctr))
                 if len(alive) > live:

@@ -3,8 +3,11 @@
 import uuid
 
 
-def claim(name, results, node="node-1", ns="default", configs=None, uid=None):
-    """results: [(request, device, consumed or None)]"""
+def claim(name, results, node="node-1", ns="default", configs=None, uid=None,
+          reserved_for=()):
+    """results: [(request, device, consumed or None)]; reserved_for: the pods
+    the scheduler reserved it for, (name, uid) pairs or objects with .name and
+    .uid (an NRI simulator PodSandbox)."""
     reqs = []
     for r, _, consumed in results:
         base = r.split("/")[0]
@@ -30,6 +33,10 @@ def claim(name, results, node="node-1", ns="default", configs=None, uid=None):
                  {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
     if configs:
         c["status"]["allocation"]["devices"]["config"] = configs
+    if reserved_for:
+        c["status"]["reservedFor"] = [
+            {"resource": "pods", "name": p[0] if isinstance(p, tuple) else p.name,
+             "uid": p[1] if isinstance(p, tuple) else p.uid} for p in reserved_for]
     return c
 
 

@@ -527,6 +527,29 @@ def test_nodes_and_claims_can_be_read(apiserver, kube):
     assert_status(kube.get("/apis/resource.k8s.io/v1/namespaces/ns2/resourceclaims/c1"), 404, "NotFound")
 
 
+def test_claims_keep_the_api_rules_for_reserved_for(apiserver, kube):
+    import pytest
+    from claims import claim as make_claim
+    c = apiserver.put_claim(make_claim("c1", [("cpu", "cpudevnuma000", "1")],
+                                       reserved_for=[("web-0", "u-1")]))
+    c2 = apiserver.reserve_claim("default", "c1", [("web-1", "u-2")])
+    assert [r["uid"] for r in c2["status"]["reservedFor"]] == ["u-1", "u-2"]
+    assert int(c2["metadata"]["resourceVersion"]) > int(c["metadata"]["resourceVersion"])
+    r = kube.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1")
+    assert r.json["status"]["reservedFor"][1] == {"resource": "pods", "name": "web-1", "uid": "u-2"}
+    with pytest.raises(ValueError, match="Duplicate value"):
+        apiserver.reserve_claim("default", "c1", [("web-2", "u-1")])
+    with pytest.raises(ValueError, match="at most 256"):
+        apiserver.reserve_claim("default", "c1", [("p%d" % i, "x-%d" % i) for i in range(255)])
+    bad = make_claim("c2", [("cpu", "cpudevnuma000", "1")], reserved_for=[("web-0", "u-1")])
+    del bad["status"]["allocation"]
+    with pytest.raises(ValueError, match="allocation is not"):
+        apiserver.put_claim(bad)
+    bad = make_claim("c3", [("cpu", "cpudevnuma000", "1")], reserved_for=[("", "u-1")])
+    with pytest.raises(ValueError, match="Required value"):
+        apiserver.put_claim(bad)
+
+
 def test_owned_slices_are_garbage_collected_with_their_node(apiserver, kube):
     node = apiserver.put_node("n1")
     obj = make_slice(node="n1", name="s1")

@@ -93,15 +93,15 @@ def test_chaos_churn(apiserver, make_driver, kubelet, driver_dir):
         if i in runtime_restart_at:
             rt.restart()
             stats["runtime_restarts"] += 1
+        pod = rt.add_pod("p%d" % i)
         c = apiserver.put_claim(claim("c%d" % i, [("cpu", "cpudevnuma%03d" % (i % 2),
-                                                   str(rng.randint(1, 4)))]))
+                                                   str(rng.randint(1, 4)))], reserved_for=[pod]))
         maybe_chaos()
         call(lambda: kubelet.prepare(d.dra_sock, [ref(c)]))
         stats["prepared"] += 1
         assert_disjoint(d, stats)
         cpus = specs(d)[c["metadata"]["uid"]]
         maybe_chaos()
-        pod = rt.add_pod("p%d" % i)
         env = {"DRA_CPUSET_" + c["metadata"]["uid"]: ",".join(map(str, sorted(cpus)))}
         ex = sh = None
         for _ in range(50):  # kubelet retries CreateContainerError

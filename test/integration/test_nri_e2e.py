@@ -26,9 +26,11 @@ def nri_env(apiserver, make_driver, kubelet, driver_dir):
     rt.close()
 
 
-def prep(env, name, dev="cpudevnuma000", n="4"):
+def prep(env, name, dev="cpudevnuma000", n="4", pods=()):
+    """Prepares a claim reserved for pods (NRI simulator pods); returns it and
+    the DRA_CPUSET_ line of its CDI spec."""
     apiserver, d, kubelet, rt = env
-    c = apiserver.put_claim(claim(name, [("cpu", dev, n)]))
+    c = apiserver.put_claim(claim(name, [("cpu", dev, n)], reserved_for=pods))
     r = kubelet.prepare(d.dra_sock, [ref(c)])
     assert r.claims[c["metadata"]["uid"]].error == ""
     with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json" % c["metadata"]["uid"])) as f:
@@ -54,8 +56,9 @@ def test_pinned_and_shared_containers(nri_env):
     pod = rt.add_pod("web")
     shared = rt.create_container(pod, "sidecar")
     assert cpus(shared) == ALL
-    c, line = prep(nri_env, "db")
-    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+    db = rt.add_pod("db")
+    c, line = prep(nri_env, "db", pods=[db])
+    app = rt.create_container(db, "app", env=envd(line))
     mine = parse_list(line.split("=", 1)[1])
     assert cpus(app) == mine
     # the shared container shrank when the claim's container started
@@ -69,9 +72,10 @@ def test_pinned_and_shared_containers(nri_env):
 
 def test_multi_claim_container_gets_the_union(nri_env):
     apiserver, d, kubelet, rt = nri_env
-    _, l1 = prep(nri_env, "a", n="2")
-    _, l2 = prep(nri_env, "b", dev="cpudevnuma001", n="2")
-    ctr = rt.create_container(rt.add_pod("p"), "app", env={**envd(l1), **envd(l2)})
+    p = rt.add_pod("p")
+    _, l1 = prep(nri_env, "a", n="2", pods=[p])
+    _, l2 = prep(nri_env, "b", dev="cpudevnuma001", n="2", pods=[p])
+    ctr = rt.create_container(p, "app", env={**envd(l1), **envd(l2)})
     assert cpus(ctr) == parse_list(l1.split("=")[1]) | parse_list(l2.split("=")[1])
 
 
@@ -101,12 +105,17 @@ def test_forged_and_stale_env_fail(nri_env):
 def test_claim_reused_by_another_pod_and_restart(nri_env):
     from nri.nrisim import CreateContainerError
     apiserver, d, kubelet, rt = nri_env
-    c, line = prep(nri_env, "db")
-    pod = rt.add_pod("db")
+    pod, other = rt.add_pod("db"), rt.add_pod("other")
+    # shared by two pods: still one container holds it
+    c, line = prep(nri_env, "db", pods=[pod, other])
     first = rt.create_container(pod, "app", env=envd(line))
     with pytest.raises(CreateContainerError) as e:
-        rt.create_container(rt.add_pod("thief"), "app", env=envd(line))
+        rt.create_container(other, "app", env=envd(line))
     assert "serves one container" in str(e.value)
+    # a pod it is not reserved for learns nothing of who holds it
+    with pytest.raises(CreateContainerError) as e:
+        rt.create_container(rt.add_pod("thief"), "app", env=envd(line))
+    assert "is not a consumer" in str(e.value) and pod.uid not in str(e.value)
     with pytest.raises(CreateContainerError):
         rt.create_container(pod, "other", env=envd(line))
     # the same container restarting keeps its CPUs
@@ -119,8 +128,9 @@ def test_claim_reused_by_another_pod_and_restart(nri_env):
 def test_unprepare_widens_the_pool(nri_env):
     apiserver, d, kubelet, rt = nri_env
     shared = rt.create_container(rt.add_pod("web"), "sidecar")
-    c, line = prep(nri_env, "db")
-    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+    db = rt.add_pod("db")
+    c, line = prep(nri_env, "db", pods=[db])
+    app = rt.create_container(db, "app", env=envd(line))
     assert len(cpus(shared)) == 383 - 4
     rt.stop_container(app)
     rt.remove_container(app)
@@ -155,10 +165,11 @@ def test_empty_pool_refusal(apiserver, make_driver, kubelet, driver_dir):
 
 def test_synchronize_after_kill9_with_50_live_containers(nri_env):
     apiserver, d, kubelet, rt = nri_env
-    claims = [prep(nri_env, "c%d" % i, n="2") for i in range(10)]
+    pods = [rt.add_pod("p%d" % i) for i in range(10)]
+    claims = [prep(nri_env, "c%d" % i, n="2", pods=[pods[i]]) for i in range(10)]
     ctrs = []
     for i, (c, line) in enumerate(claims):
-        ctrs.append((rt.create_container(rt.add_pod("p%d" % i), "app", env=envd(line)), line))
+        ctrs.append((rt.create_container(pods[i], "app", env=envd(line)), line))
     shared = [rt.create_container(rt.add_pod("s%d" % i), "s") for i in range(40)]
     d.kill9()
     # meanwhile a container is created without the plugin: unrestricted
@@ -229,12 +240,13 @@ def test_real_cgroups_owners_file_and_bpf_owner(apiserver, make_driver, kubelet,
     try:
         d = make_driver(topology=None, args=["--nri-socket", sock, "--reserved-cpus", "0"]).start()
         rt.wait_plugin(timeout=5)
-        c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma000", "1")]))
+        db = rt.add_pod("db")
+        c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma000", "1")], reserved_for=[db]))
         assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
         with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json"
                                % c["metadata"]["uid"])) as f:
             line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
-        ctr = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+        ctr = rt.create_container(db, "app", env=envd(line))
         assert ctr.cpus == "1"
         owners = os.path.join(d.state_dir, "owners.json")
         wait_for(lambda: os.path.exists(owners) and json.load(open(owners))["owners"],

@@ -60,7 +60,8 @@ def test_scenario_under_valgrind_is_clean(apiserver, make_driver, kubelet, drive
         d.start(wait=None)
         wait_for(lambda: d.http("/readyz")[0] == 200, timeout=60, what="driver under valgrind")
         rt.wait_plugin(timeout=30)
-        a = apiserver.put_claim(claim("a", [("cpu", "cpudevnuma000", "4")]))
+        db = rt.add_pod("db")
+        a = apiserver.put_claim(claim("a", [("cpu", "cpudevnuma000", "4")], reserved_for=[db]))
         b = apiserver.put_claim(claim("b", [("cpu", "cpudevnuma001", "0.5")]))
         r = kubelet.prepare(d.dra_sock, [ref(a), ref(b)])
         assert r.claims[a["metadata"]["uid"]].error == ""
@@ -69,7 +70,7 @@ def test_scenario_under_valgrind_is_clean(apiserver, make_driver, kubelet, drive
         import json
         with open(os.path.join(d.cdi_dir, d.cdi_specs()[0])) as f:
             k, v = json.load(f)["devices"][0]["containerEdits"]["env"][0].split("=", 1)
-        ex = rt.create_container(rt.add_pod("db"), "app", env={k: v})
+        ex = rt.create_container(db, "app", env={k: v})
         assert ex.cpus
         rt.remove_container(ex)
         kubelet.unprepare(d.dra_sock, [ref(a)])

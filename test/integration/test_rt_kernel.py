@@ -67,9 +67,9 @@ def busy_on_rt_cpu():
     return p
 
 
-def rt_claim(apiserver, name, q="300m", budget=DL_3MS, dev=None):
+def rt_claim(apiserver, name, q="300m", budget=DL_3MS, dev=None, pods=()):
     dev = dev or "cpurt%03d" % RT_CPU
-    c = claim(name, [("rt", dev, None)])
+    c = claim(name, [("rt", dev, None)], reserved_for=pods)
     c["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
         "dra.cpu/rtBandwidth": q}
     c["status"]["allocation"]["devices"]["config"] = [{
@@ -128,11 +128,21 @@ def rt_env(apiserver, make_driver, kubelet, driver_dir, request):
     restore_node()
 
 
+PODS = {}  # claim uid -> the pod it is reserved for
+
+
 def prepare(env, name, **kw):
+    """Prepares a claim reserved for a pod of the same name (pod_of())."""
     apiserver, d, kubelet, rt, _ = env
-    c = rt_claim(apiserver, name, **kw)
+    pod = rt.add_pod(name)
+    c = rt_claim(apiserver, name, pods=[pod], **kw)
+    PODS[c["metadata"]["uid"]] = pod
     r = kubelet.prepare(d.dra_sock, [ref(c)])
     return c, r.claims[c["metadata"]["uid"]].error
+
+
+def pod_of(c):
+    return PODS[c["metadata"]["uid"]]
 
 
 def unprepare(env, c):
@@ -155,7 +165,7 @@ def test_three_300m_claims_fit_a_900m_cpu_and_a_fourth_is_refused(rt_env):
     for i in range(3):
         c, err = prepare(rt_env, "rt%d" % i)
         assert err == ""
-        ctrs.append(rt.create_container(rt.add_pod("rt%d" % i), "loop", env=cdi_env(d, c)))
+        ctrs.append(rt.create_container(pod_of(c), "loop", env=cdi_env(d, c)))
     _, err = prepare(rt_env, "rt3")
     assert "does not fit on cpurt%03d" % RT_CPU in err and "hold 900m of 900m" in err
     # the kernel runs them under SCHED_DEADLINE, on the real-time CPU alone
@@ -184,14 +194,14 @@ def test_kernel_ebusy_is_the_second_line(rt_env):
     assert wait_for(lambda: sched_setattr(hog.pid, 7000000, 10000000) == 0, what="hog admitted")
     evict, err = prepare(rt_env, "evicted")
     assert err == ""  # the driver's ledger has room: the kernel has not
-    ctr = rt.create_container(rt.add_pod("ev"), "loop", env=cdi_env(d, evict))
+    ctr = rt.create_container(pod_of(evict), "loop", env=cdi_env(d, evict))
     wait_for(lambda: rt.evicted, what="eviction")
     cid, reason, _ = rt.evicted[0]
     assert cid == ctr.id and "EBUSY" in reason
     wait_for(lambda: ctr.proc.poll() is not None, what="evicted container stopped")
     warn, err = prepare(rt_env, "warned", budget={**DL_3MS, "onFailure": "warn"})
     assert err == ""
-    kept = rt.create_container(rt.add_pod("warn"), "loop", env=cdi_env(d, warn))
+    kept = rt.create_container(pod_of(warn), "loop", env=cdi_env(d, warn))
     wait_for(lambda: 'dra_cpu_rt_policy_failures_total{reason="ebusy",action="warn"}'
              in d.metrics(), what="warn counted")
     assert kept.proc.poll() is None and policy(kept.pid) == os.SCHED_OTHER
@@ -210,7 +220,7 @@ def test_a_deadline_task_spawns_children_reset_on_fork(rt_env):
               "    time.sleep(100)\n"
               "open('/dev/shm/rt-fork-%d','w').write(str(pid))\n"
               "while 1: time.sleep(0.005)\n" % os.getpid())
-    ctr = rt.create_container(rt.add_pod("f"), "loop", env=cdi_env(d, c),
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
                               argv=[sys.executable, "-c", script])
     out = "/dev/shm/rt-fork-%d" % os.getpid()
     child = None
@@ -232,7 +242,7 @@ def test_transient_eperm_is_retried(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     c, err = prepare(rt_env, "sleeper")
     assert err == ""
-    ctr = rt.create_container(rt.add_pod("s"), "loop", env=cdi_env(d, c), start=False)
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c), start=False)
     p = subprocess.Popen([sys.executable, "-c",
                           "import os,time\nos.sched_setaffinity(0,{0})\ntime.sleep(0.6)\n"
                           "while 1: time.sleep(0.005)"])
@@ -254,7 +264,7 @@ def test_teardown_ends_tasks_and_leaves_no_bandwidth_charged(rt_env):
         c, err = prepare(rt_env, "t%d" % i)
         assert err == ""
         claims.append(c)
-        ctrs.append(rt.create_container(rt.add_pod("t%d" % i), "loop", env=cdi_env(d, c)))
+        ctrs.append(rt.create_container(pod_of(c), "loop", env=cdi_env(d, c)))
     for ctr in ctrs:
         wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
     rt.stop_container(ctrs[0])  # a normal end: the runtime stops it
@@ -285,7 +295,7 @@ def test_kill9_and_restart_charges_nothing_twice(rt_env):
     for i in range(2):
         c, err = prepare(rt_env, "k%d" % i)
         assert err == ""
-        ctrs.append(rt.create_container(rt.add_pod("k%d" % i), "loop", env=cdi_env(d, c)))
+        ctrs.append(rt.create_container(pod_of(c), "loop", env=cdi_env(d, c)))
     for ctr in ctrs:
         wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
     before = rt.plugins()[-1].serial
@@ -315,7 +325,7 @@ def test_a_runtime_with_nri_0_11_applies_the_adjustment(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     c, err = prepare(rt_env, "adj")
     assert err == ""
-    ctr = rt.create_container(rt.add_pod("adj"), "loop", env=cdi_env(d, c))
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c))
     s = ctr.scheduler
     assert s is not None
     assert (s.policy, s.runtime, s.deadline, s.period) == (7, 3000000, 10000000, 10000000)
@@ -329,7 +339,7 @@ def test_an_older_runtime_gets_it_from_the_plugin(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     c, err = prepare(rt_env, "old")
     assert err == ""
-    ctr = rt.create_container(rt.add_pod("old"), "loop", env=cdi_env(d, c))
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c))
     assert ctr.scheduler is None
     wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
     assert 'dra_cpu_rt_policy_applied_total{by="plugin"}' in d.metrics()
@@ -341,7 +351,7 @@ def test_fifo_takes_the_whole_cpu(rt_env):
     assert "must consume the CPU's whole dra.cpu/rtBandwidth" in err
     c, err = prepare(rt_env, "fifo", q="900m", budget={"policy": "fifo", "priority": 10})
     assert err == ""
-    ctr = rt.create_container(rt.add_pod("fifo"), "loop", env=cdi_env(d, c))
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c))
     wait_for(lambda: policy(ctr.pid) == os.SCHED_FIFO, what="fifo")
     assert os.sched_getparam(ctr.pid).sched_priority == 10
     _, err = prepare(rt_env, "after-fifo")
@@ -380,9 +390,9 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     assert err == ""
     polite_c, err = prepare(rt_env, "polite", budget=DL_2MS)
     assert err == ""
-    busy = rt.create_container(rt.add_pod("busy"), "loop", env=cdi_env(d, busy_c),
+    busy = rt.create_container(pod_of(busy_c), "loop", env=cdi_env(d, busy_c),
                                argv=[sys.executable, "-c", BUSY])
-    polite = rt.create_container(rt.add_pod("polite"), "loop", env=cdi_env(d, polite_c),
+    polite = rt.create_container(pod_of(polite_c), "loop", env=cdi_env(d, polite_c),
                                  argv=[sys.executable, "-c", POLITE])
     for ctr in (busy, polite):
         wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
@@ -430,7 +440,7 @@ def test_bpf_monitor_reports_a_foreign_task_pinned_on_a_real_time_cpu(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     c, err = prepare(rt_env, "owner", budget=DL_2MS)
     assert err == ""
-    rt.create_container(rt.add_pod("owner"), "loop", env=cdi_env(d, c),
+    rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
                         argv=[sys.executable, "-c", POLITE])
     intruder = busy_on_rt_cpu()  # pinned there, no claim
     extra.append(intruder)

@@ -1156,14 +1156,38 @@ class ApiServer:
                         n += 1
             return {"deleted": n}
 
+    @staticmethod
+    def _check_reserved_for(claim):
+        """The API server's rules for status.reservedFor (k8s-api-facts 4):
+        only with an allocation, at most 256, unique by uid, resource/name/uid
+        required."""
+        status = claim.get("status") or {}
+        rf = status.get("reservedFor")
+        if rf is None:
+            return
+        if rf and not status.get("allocation"):
+            raise ValueError("status.reservedFor: may not be set when status.allocation is not")
+        if len(rf) > 256:
+            raise ValueError("status.reservedFor: must have at most 256 items")
+        seen = set()
+        for i, r in enumerate(rf):
+            for k in ("resource", "name", "uid"):
+                if not r.get(k):
+                    raise ValueError("status.reservedFor[%d].%s: Required value" % (i, k))
+            if r["uid"] in seen:
+                raise ValueError("status.reservedFor[%d]: Duplicate value: uid %r" % (i, r["uid"]))
+            seen.add(r["uid"])
+
     def put_claim(self, claim):
-        """Store a ResourceClaim (tests set status.allocation); schema-checked."""
+        """Store a ResourceClaim (tests set status.allocation and
+        status.reservedFor); schema-checked."""
         claim = copy.deepcopy(claim)
         claim.setdefault("apiVersion", API_VERSION)
         claim.setdefault("kind", "ResourceClaim")
         errs = _SPEC.errors(V.strip_nulls(claim), CLAIM_SCHEMA, strict=True)
         if errs:
             raise ValueError("claim does not match the schema: %s" % errs)
+        self._check_reserved_for(claim)
         meta = claim.setdefault("metadata", {})
         meta.setdefault("namespace", "default")
         key = (meta["namespace"], meta["name"])
@@ -1175,6 +1199,21 @@ class ApiServer:
             meta.setdefault("generation", 1)
             self.store.claims[key] = claim
             return claim
+
+    def reserve_claim(self, namespace, name, pods):
+        """Add consumers to a stored claim, as the scheduler does when another
+        pod gets a shared claim: pods are (name, uid) pairs or objects with
+        .name and .uid (an NRI PodSandbox). Returns the new claim."""
+        with self.store.lock:
+            old = self.store.claims.get((namespace, name))
+            if old is None:
+                raise KeyError((namespace, name))
+            c = copy.deepcopy(old)
+        rf = c["status"].setdefault("reservedFor", [])
+        for p in pods:
+            pname, puid = (p if isinstance(p, tuple) else (p.name, p.uid))
+            rf.append({"resource": "pods", "name": pname, "uid": puid})
+        return self.put_claim(c)
 
     def delete_claim(self, namespace, name):
         with self.store.lock:

@@ -124,14 +124,15 @@ static void daemon_free(struct daemon *d)
 {
 	if (!d)
 		return;
-	/* NRI first (no handler after), the plugin next (it cancels its claim
-	 * fetches through the API client), the API client after everyone that
-	 * holds calls on it, state last (everyone observes it). */
+	/* NRI first (no handler after), the plugin and the pools next (they
+	 * cancel their claim fetches through the API client), the API client
+	 * after everyone that holds calls on it, state last (everyone observes
+	 * it). */
 	nri_free(d->nri);
 	publisher_free(d->publisher);
 	dra_free(d->dra);
-	kube_free(d->kube);
 	pools_free(d->pools);
+	kube_free(d->kube);
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
 	bpfmon_free(d->bpf);
@@ -234,10 +235,13 @@ static int fetch_claim(void *ud, const char *ns, const char *name, int64_t timeo
 	struct daemon *d = ud;
 	struct kube_req_opts o = { .timeout_ms = timeout_ms < 10000 ? (int)timeout_ms : 10000,
 				   .max_attempts = 3 };
-	struct fetch *f = malloc(sizeof(*f));
+	struct fetch *f;
 	char path[1024];
 	int r;
 
+	if (!d->kube) /* NRI may ask before the API client is up */
+		return -ENOTCONN;
+	f = malloc(sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	f->cb = cb;
@@ -265,6 +269,8 @@ static void fetch_cancel(void *ud, void *handle)
 }
 
 static const struct dra_fetch_ops fetch_ops = { .start = fetch_claim, .cancel = fetch_cancel };
+/* The same reads for the NRI consumer checks (the callback types agree). */
+static const struct pools_fetch_ops pools_fetch = { .start = fetch_claim, .cancel = fetch_cancel };
 
 /* A device's slice attributes, for the device metadata files: as published
  * now (PCIe roots, online CPUs). */
@@ -304,7 +310,9 @@ static int start_node_agents(struct daemon *d)
 	const struct cfg *cfg = d->cfg;
 	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
 				 .state_dir = cfg->state_dir,
-				 .topo = d->topo };
+				 .topo = d->topo,
+				 .fetch = &pools_fetch,
+				 .fetch_ud = d };
 	int r;
 
 	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only

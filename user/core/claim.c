@@ -3,12 +3,16 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
+#include "core/cdi.h"
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
+
+_Static_assert(CLAIM_UID_MAX == CDI_UID_MAX, "a pod uid is checked as a claim uid");
 
 #define CONFIG_API_VERSION "dra.cpu/v1alpha1"
 #define CONFIG_KIND "CPUConfig"
@@ -313,6 +317,65 @@ int claim_parse(struct json_object *claim, const char *uid, const char *driver, 
 				   "the allocation has no results for driver %s: nothing to prepare",
 			    driver);
 	return 0;
+}
+
+int claim_consumers_parse(struct json_object *claim, const char *uid,
+			  struct claim_consumer **ret, struct errbuf *eb)
+{
+	struct json_object *list = path(claim, "status.reservedFor");
+	const char *got_uid = str(path(claim, "metadata"), "uid");
+	struct claim_consumer *v;
+	size_t n;
+	int k = 0;
+
+	*ret = NULL;
+	if (uid && (!got_uid || strcmp(got_uid, uid) != 0))
+		return errbuf_fail(eb, -EINVAL,
+				   "claim uid is %.64s, not %s: the claim was deleted and recreated",
+				   got_uid ? got_uid : "missing", uid);
+	if (!list)
+		return 0;
+	if (!json_object_is_type(list, json_type_array))
+		return errbuf_fail(eb, -EINVAL, "status.reservedFor is not a list");
+	n = json_object_array_length(list);
+	if (n > CLAIM_MAX_CONSUMERS)
+		return errbuf_fail(eb, -EINVAL,
+				   "status.reservedFor has %zu entries, more than the %d allowed", n,
+				   CLAIM_MAX_CONSUMERS);
+	if (n == 0)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(list, i);
+		const char *res = str(e, "resource"), *group = str(e, "apiGroup");
+		const char *pod = str(e, "uid"), *name = str(e, "name");
+
+		if (!json_object_is_type(e, json_type_object) || !res || !pod || !name ||
+		    (member(e, "apiGroup") && !group)) {
+			free(v);
+			return errbuf_fail(eb, -EINVAL,
+					   "status.reservedFor[%zu] is not {apiGroup, resource, name, uid}",
+					   i);
+		}
+		/* Only core pods run containers we pin. */
+		if (strcmp(res, "pods") != 0 || (group && *group))
+			continue;
+		if (cdi_uid_valid(pod) < 0 || claim_name_check(name) < 0) {
+			free(v);
+			return errbuf_fail(eb, -EINVAL,
+					   "status.reservedFor[%zu] is not a pod's uid and name", i);
+		}
+		memcpy(v[k].uid, pod, strlen(pod) + 1);
+		memcpy(v[k].name, name, strlen(name) + 1);
+		k++;
+	}
+	if (k == 0)
+		free(v);
+	else
+		*ret = v;
+	return k;
 }
 
 static bool is_alnum_lower(char c)

@@ -1,6 +1,8 @@
 /* What a ResourceClaim asks of this driver on this node: the allocation
  * results whose driver is dra.cpu and whose pool is this node, each with its
- * consumed CPU count (grouped modes) and the CPUConfig that applies to it.
+ * consumed CPU count (grouped modes) and the CPUConfig that applies to it;
+ * and the pods it is reserved for (status.reservedFor), the only pods whose
+ * containers may hold its CPUs.
  *
  * Parsing is strict where the claim speaks to us (our results, our opaque
  * config: unknown fields and kinds are errors) and ignores what belongs to
@@ -27,6 +29,8 @@ struct json_object;
  * (or the user, in the claim's spec) to say exactly which CPUs a grouped
  * request gets. */
 #define CLAIM_OVERRIDE_API_VERSION "v1alpha1"
+#define CLAIM_NAMESPACE_MAX 63 /* a DNS-1123 label */
+#define CLAIM_NAME_MAX 253     /* a DNS-1123 subdomain */
 
 enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_POLICY_DISTRIBUTED };
 
@@ -79,6 +83,27 @@ struct claim_alloc {
 int claim_parse(struct json_object *claim, const char *uid, const char *driver, const char *pool,
 		struct claim_alloc *ret, struct errbuf *eb);
 
+/* A pod the claim is reserved for (one entry of status.reservedFor with
+ * resource "pods" in the core API group). Its namespace is the claim's. */
+#define CLAIM_MAX_CONSUMERS 256 /* ResourceClaimReservedForMaxSize */
+#define CLAIM_UID_MAX 64	/* as CDI_UID_MAX: [A-Za-z0-9-], not starting with '-' */
+struct claim_consumer {
+	char uid[CLAIM_UID_MAX];
+	char name[CLAIM_NAME_MAX + 1];
+};
+
+/* The pods among claim's status.reservedFor, in order. Entries for other
+ * resources (a consumer that is not a pod runs no container of ours) are
+ * skipped; an absent list is no consumer. A pod entry must have a valid uid
+ * and a Kubernetes object name; more than CLAIM_MAX_CONSUMERS entries, or
+ * anything not shaped as the API defines it, is -EINVAL with eb (may be NULL)
+ * saying what, and so is a claim whose metadata.uid is not uid (NULL: not
+ * checked; a claim deleted and created again under its name is another
+ * claim). Returns the count and, when it is not 0, a new array in *ret
+ * (caller frees; *ret is NULL for 0). */
+int claim_consumers_parse(struct json_object *claim, const char *uid,
+			  struct claim_consumer **ret, struct errbuf *eb);
+
 /* Parses one CPUConfig parameters object onto *cfg (fields it sets override). */
 int claim_config_parse(struct json_object *params, struct claim_config *cfg, struct errbuf *eb);
 
@@ -88,7 +113,5 @@ const char *claim_policy_name(enum claim_policy p);
  * they reach a URL or a log line. A namespace is a DNS-1123 label (1-63 of
  * [a-z0-9-], alphanumeric at both ends), a claim name a DNS-1123 subdomain
  * (1-253, such labels joined by '.'). 0 or -EINVAL. */
-#define CLAIM_NAMESPACE_MAX 63
-#define CLAIM_NAME_MAX 253
 int claim_namespace_check(const char *ns);
 int claim_name_check(const char *name);

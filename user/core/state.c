@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "state"
+#include "core/claim.h"
 #include "lib/buf.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
@@ -58,6 +59,7 @@ static void claim_free(struct state_claim *c)
 	if (!c)
 		return;
 	free(c->results);
+	free(c->consumers);
 	free(c);
 }
 
@@ -66,8 +68,36 @@ static void entry_free(struct entry *e)
 	if (!e)
 		return;
 	free(e->c.results);
+	free(e->c.consumers);
 	free(e->record);
 	free(e);
+}
+
+/* A consumer list we may record: pod uids and names as the API allows them
+ * (they reach log lines and the checkpoint). */
+static int consumers_check(const struct state_consumer *v, int n)
+{
+	if (n < 0 || n > STATE_MAX_CONSUMERS)
+		return -E2BIG;
+	for (int i = 0; i < n; i++)
+		if (cdi_uid_valid(v[i].uid) < 0 || claim_name_check(v[i].name) < 0)
+			return -EINVAL;
+	return 0;
+}
+
+/* A copy of n consumers (NULL for none); *ret is untouched on failure. */
+static int consumers_dup(const struct state_consumer *v, int n, struct state_consumer **ret)
+{
+	struct state_consumer *d = NULL;
+
+	if (n > 0) {
+		d = malloc(sizeof(*d) * (size_t)n);
+		if (!d)
+			return -ENOMEM;
+		memcpy(d, v, sizeof(*d) * (size_t)n);
+	}
+	*ret = d;
+	return 0;
 }
 
 /* A deep copy of c with cpus recomputed from the results (when it has any). */
@@ -79,10 +109,15 @@ static struct state_claim *claim_dup(const struct state_claim *c)
 		return NULL;
 	*n = *c;
 	n->results = NULL;
+	n->consumers = NULL;
+	if (consumers_dup(c->consumers, c->n_consumers, &n->consumers) < 0) {
+		free(n);
+		return NULL;
+	}
 	if (c->n_results > 0) {
 		n->results = malloc(sizeof(*n->results) * (size_t)c->n_results);
 		if (!n->results) {
-			free(n);
+			claim_free(n);
 			return NULL;
 		}
 		memcpy(n->results, c->results, sizeof(*n->results) * (size_t)c->n_results);
@@ -324,6 +359,26 @@ static int claim_json(const struct state_claim *c, struct json_object **ret)
 		r = json_object_object_add(o, "sharedPool", json_object_new_boolean(1)) < 0
 			    ? -ENOMEM
 			    : 0;
+	/* Absent when unknown: a checkpoint of an older version reads the same. */
+	if (!r && c->consumers_known) {
+		struct json_object *pods = json_object_new_array();
+
+		if (!pods || json_object_object_add(o, "consumers", pods) < 0) {
+			json_object_put(pods);
+			r = -ENOMEM;
+		}
+		for (int i = 0; !r && i < c->n_consumers; i++) {
+			struct json_object *e = json_object_new_object();
+
+			if (!e || json_object_array_add(pods, e) < 0) {
+				json_object_put(e);
+				r = -ENOMEM;
+				break;
+			}
+			r = add_str(e, "uid", c->consumers[i].uid);
+			r = r ?: add_str(e, "name", c->consumers[i].name);
+		}
+	}
 	for (int i = 0; !r && i < c->n_results; i++) {
 		struct json_object *e = json_object_new_object();
 
@@ -412,17 +467,54 @@ static int get_cpus(struct json_object *o, const char *k, struct cpuset *ret)
 	return 0;
 }
 
+/* The optional "consumers" list of a checkpoint entry into c (v: room for
+ * STATE_MAX_CONSUMERS). Absent: unknown (entries written before consumers
+ * were recorded). */
+static int get_consumers(struct json_object *e, struct state_claim *c, struct state_consumer *v)
+{
+	struct json_object *list;
+	size_t n;
+
+	if (!json_object_object_get_ex(e, "consumers", &list))
+		return 0;
+	if (!json_object_is_type(list, json_type_array))
+		return -EPROTO;
+	n = json_object_array_length(list);
+	if (n > STATE_MAX_CONSUMERS)
+		return -EPROTO;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(list, i);
+
+		if (!json_object_is_type(o, json_type_object) ||
+		    get_str(o, "uid", v[i].uid, sizeof(v[i].uid)) < 0 ||
+		    get_str(o, "name", v[i].name, sizeof(v[i].name)) < 0)
+			return -EPROTO;
+	}
+	if (consumers_check(v, (int)n) < 0)
+		return -EPROTO;
+	c->consumers_known = true;
+	c->n_consumers = (int)n;
+	c->consumers = n ? v : NULL;
+	return 0;
+}
+
 int state_checkpoint_parse(const char *buf, size_t len,
 			   int (*fn)(void *ud, const struct state_claim *c), void *ud,
 			   struct errbuf *eb)
 {
 	struct json_tokener *tok = json_tokener_new_ex(8);
-	struct json_object *root, *claims, *v;
+	struct json_object *root = NULL, *claims, *v;
 	struct state_result results[STATE_MAX_RESULTS];
+	_cleanup_free_ struct state_consumer *pods = NULL;
 	int r = 0;
 
 	if (!tok)
 		return -ENOMEM;
+	pods = malloc(sizeof(*pods) * STATE_MAX_CONSUMERS);
+	if (!pods) {
+		r = -ENOMEM;
+		goto out;
+	}
 	if (len > CHECKPOINT_MAX)
 		len = 0; /* parsed as empty: rejected below */
 	root = json_tokener_parse_ex(tok, buf, (int)len);
@@ -464,6 +556,10 @@ int state_checkpoint_parse(const char *buf, size_t len,
 			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
 		if (json_object_object_get_ex(e, "sharedPool", &v) && json_object_get_boolean(v))
 			c.flags |= STATE_CLAIM_SHARED_POOL;
+		if (get_consumers(e, &c, pods) < 0) {
+			r = errbuf_fail(eb, -EPROTO, "claim entry %zu: consumers are malformed", i);
+			goto out;
+		}
 		c.n_results = (int)json_object_array_length(rs);
 		c.results = results;
 		for (int k = 0; k < c.n_results; k++) {
@@ -521,6 +617,11 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 	if (c->n_results < 0 || c->n_results > STATE_MAX_RESULTS)
 		return errbuf_fail(eb, -EINVAL, "claim %s has %d results (max %d)", c->uid,
 				   c->n_results, STATE_MAX_RESULTS);
+	r = consumers_check(c->consumers, c->n_consumers);
+	if (r < 0)
+		return errbuf_fail(eb, r,
+				   "claim %s: %d consumers, or one that is not a pod uid and name",
+				   c->uid, c->n_consumers);
 	n = claim_dup(c);
 	if (!n)
 		return -ENOMEM;
@@ -679,6 +780,91 @@ int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 	return 0;
 }
 
+int state_claim_unbind(struct state *s, const char *uid)
+{
+	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : find(s, uid);
+	int r;
+
+	if (!e)
+		return -ENOENT;
+	if (!e->c.owner_pod[0])
+		return 0;
+	e->c.owner_pod[0] = 0;
+	e->c.owner_container[0] = 0;
+	r = entry_encode(e);
+	if (r < 0)
+		return r;
+	s->dirty = true;
+	return 0;
+}
+
+bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, const char *ns,
+			      const char *name)
+{
+	if (!c->consumers_known || !c->ns[0] || strcmp(c->ns, ns) != 0)
+		return false;
+	for (int i = 0; i < c->n_consumers; i++)
+		if (strcmp(c->consumers[i].uid, pod_uid) == 0 &&
+		    strcmp(c->consumers[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static bool consumers_equal(const struct state_claim *c, const struct state_consumer *v, int n)
+{
+	return c->consumers_known && c->n_consumers == n &&
+	       (n == 0 || memcmp(c->consumers, v, sizeof(*v) * (size_t)n) == 0);
+}
+
+int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, const char *name,
+			      const struct state_consumer *v, int n)
+{
+	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : find(s, uid);
+	struct state_consumer *copy;
+	struct state_claim keep;
+	bool named;
+	int r;
+
+	if (!e)
+		return -ENOENT;
+	r = consumers_check(v, n);
+	if (r < 0)
+		return r;
+	named = !e->c.ns[0] && !e->c.name[0];
+	if (named) {
+		if (claim_namespace_check(ns) < 0 || claim_name_check(name) < 0)
+			return -EINVAL;
+	} else if (strcmp(e->c.ns, ns) != 0 || strcmp(e->c.name, name) != 0) {
+		return -EINVAL;
+	}
+	if (!named && consumers_equal(&e->c, v, n))
+		return 0;
+	r = consumers_dup(v, n, &copy);
+	if (r < 0)
+		return r;
+	keep = e->c;
+	e->c.consumers = copy;
+	e->c.n_consumers = n;
+	e->c.consumers_known = true;
+	if (named) {
+		(void)snprintf(e->c.ns, sizeof(e->c.ns), "%s", ns);
+		(void)snprintf(e->c.name, sizeof(e->c.name), "%s", name);
+	}
+	r = entry_encode(e);
+	if (r < 0) { /* the record cannot say it: keep the old one */
+		e->c = keep;
+		free(copy);
+		return r;
+	}
+	free(keep.consumers);
+	/* Written now, not with the next commit: what a restart finds here
+	 * decides whether a running container is trusted. */
+	r = write_checkpoint(s);
+	if (r < 0)
+		s->dirty = true;
+	return r;
+}
+
 /* ---- load ---------------------------------------------------------------------------- */
 
 struct loader {
@@ -720,10 +906,15 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 
 	c = hashtab_del_str(&l->ckpt, uid);
 	if (c && !cpuset_equal(&c->cpus, cpus)) {
+		/* Nothing of the entry is trusted then: a binding waits for a read. */
 		log_warn("checkpoint_disagrees", "claim=%s action=using_cdi_spec", uid);
 		free(c->results);
 		c->results = NULL;
 		c->n_results = 0;
+		free(c->consumers);
+		c->consumers = NULL;
+		c->n_consumers = 0;
+		c->consumers_known = false;
 	}
 	if (!c) {
 		c = calloc(1, sizeof(*c));

@@ -7,7 +7,7 @@
  *
  * Durability (DESIGN.md section 4): the CDI spec of a claim is its commit
  * record. Prepare = reserve in memory, write the CDI spec, then the
- * checkpoint (namespace/name, per-request split, owner); Unprepare = remove
+ * checkpoint (namespace/name, per-request split, consumers, owner); Unprepare = remove
  * the CDI spec first (on failure the reservation stays), then forget, then the
  * checkpoint. On start, state_load() re-reserves every claim that has a CDI
  * spec, taking what else it knows from the checkpoint; checkpoint entries
@@ -42,12 +42,19 @@
 #define STATE_DEVICE_MAX 64
 #define STATE_MAX_CLAIMS 4096 /* per node; more is refused with -E2BIG */
 #define STATE_MAX_RESULTS 32   /* AllocationResultsMaxSize */
+#define STATE_MAX_CONSUMERS 256 /* status.reservedFor: ResourceClaimReservedForMaxSize */
 
 struct state_result {
 	char request[STATE_REQUEST_MAX];
 	char device[STATE_DEVICE_MAX];
 	struct cpuset cpus;
 	int64_t rt_milli; /* real-time claims: dra.cpu/rtBandwidth consumed on its CPU */
+};
+
+/* A pod the claim is reserved for; its namespace is the claim's. */
+struct state_consumer {
+	char uid[CDI_UID_MAX];
+	char name[STATE_NAME_MAX];
 };
 
 struct state_claim {
@@ -60,6 +67,14 @@ struct state_claim {
 	/* The container holding the claim (NRI), "" when unbound. */
 	char owner_pod[CDI_UID_MAX];
 	char owner_container[STATE_NAME_MAX];
+	/* The pods the claim is reserved for (status.reservedFor), as last read
+	 * from the API server: only their containers may hold the claim.
+	 * consumers_known is false when no read is on record (a claim restored
+	 * from its CDI spec alone, or from a checkpoint written before consumers
+	 * were recorded): then no pod is a consumer until the claim is read. */
+	bool consumers_known;
+	int n_consumers;
+	struct state_consumer *consumers; /* owned */
 	/* A real-time claim (core/rt.h): its CPUs are real-time CPUs, shared with
 	 * other real-time claims within each CPU's bandwidth, never in the
 	 * prepared set or the shared pool. budget.policy is NONE when it was
@@ -109,11 +124,12 @@ void state_set_guard(struct state *s, state_guard_fn fn, void *ud);
 /* The claim of that uid, or NULL. Borrowed until the next change. */
 const struct state_claim *state_claim(const struct state *s, const char *uid);
 
-/* Commits a new claim (results copied, cpus computed as their union). Errors,
- * with eb: -EEXIST (uid already prepared: compare with state_claim() first),
- * -EBUSY (overlaps another claim or a quarantined CPU), -EINVAL (CPUs not
- * allocatable, bad uid, empty result list is fine), -E2BIG (too many claims),
- * or the -errno of the CDI/checkpoint write (nothing is kept then). */
+/* Commits a new claim (results and consumers copied, cpus computed as the
+ * union of the results). Errors, with eb: -EEXIST (uid already prepared:
+ * compare with state_claim() first), -EBUSY (overlaps another claim or a
+ * quarantined CPU), -EINVAL (CPUs not allocatable, bad uid or consumer, empty
+ * result list is fine), -E2BIG (too many claims or consumers), or the -errno
+ * of the CDI/checkpoint write (nothing is kept then). */
 int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf *eb);
 
 /* Unprepare: removes the CDI spec, then the claim. Unknown uid: 0. A failed
@@ -126,6 +142,28 @@ int state_claim_remove(struct state *s, const char *uid);
  * bindings after a crash, so it needs no write of its own). */
 int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 		     const char *container);
+
+/* Forgets the claim's container: a binding made without checking the pod
+ * against the consumers (by an older driver) is not kept once it fails that
+ * check. 0, or -ENOENT for an unknown claim. Like a binding, it reaches the
+ * disk with the next commit; no observer is told (nothing else changes). */
+int state_claim_unbind(struct state *s, const char *uid);
+
+/* Is the pod (uid, namespace, name) one the claim is reserved for? */
+bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, const char *ns,
+			      const char *name);
+
+/* A newer read of the claim: its consumers replace the recorded ones (n of v,
+ * copied; consumers_known becomes true) and, when the record has no namespace
+ * and name (restored from its CDI spec alone), ns and name fill them. The
+ * checkpoint is written at once when anything changed, so that a restart
+ * trusts exactly what was verified. Errors: -ENOENT unknown claim, -EINVAL a
+ * bad uid or name in v, or ns/name not the claim's, -E2BIG over
+ * STATE_MAX_CONSUMERS, -ENOMEM (nothing changed then), or the checkpoint
+ * write's -errno (the new consumers stay in memory and go out with the next
+ * commit). */
+int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, const char *name,
+			      const struct state_consumer *v, int n);
 
 /* CPUs neither reserved nor held by any claim (nor quarantined). */
 void state_shared_pool(const struct state *s, struct cpuset *ret);

@@ -119,6 +119,8 @@ struct prep_claim {
 	/* reply */
 	char err[DRA_ERR_MAX];
 	struct claim_alloc alloc; /* what the claim asked of us */
+	struct state_consumer *consumers; /* the pods it is reserved for */
+	int n_consumers;
 };
 
 struct prep {
@@ -529,6 +531,19 @@ static int check_same_rt(struct dra *d, struct prep_claim *pc, const struct stat
 	return 0;
 }
 
+/* A claim prepared again (another pod of a shared claim, or a claim restored
+ * without its consumers): this read of its consumers is newer. */
+static void record_consumers(struct dra *d, struct prep_claim *pc)
+{
+	int r = state_claim_set_consumers(d->state, pc->uid, pc->ns, pc->name, pc->consumers,
+					  pc->n_consumers);
+
+	if (r < 0)
+		log_warn_errno(r, "claim_consumers_not_recorded",
+			       "claim=%s/%s uid=%s action=next_read_retries", pc->ns, pc->name,
+			       pc->uid);
+}
+
 static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_claim *have)
 {
 	const struct rt_limits *l = d->o.rt;
@@ -542,8 +557,12 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	r = rt_results(d, pc, res, &c.budget);
 	if (r < 0)
 		return r;
-	if (have)
-		return check_same_rt(d, pc, have, res, &c.budget);
+	if (have) {
+		r = check_same_rt(d, pc, have, res, &c.budget);
+		if (r == 0)
+			record_consumers(d, pc);
+		return r;
+	}
 	/* The scheduler admitted it against the published capacity; the claims
 	 * prepared here are what the kernel will be asked for. */
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -567,6 +586,9 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	c.rt = true;
 	c.n_results = pc->alloc.n;
 	c.results = res;
+	c.consumers_known = true;
+	c.consumers = pc->consumers;
+	c.n_consumers = pc->n_consumers;
 	r = state_claim_add(d->state, &c, &why);
 	if (r < 0)
 		return perr(pc->err, "%s", why.s);
@@ -604,6 +626,8 @@ static int decide(struct dra *d, struct prep_claim *pc)
 							    : -1;
 			r = write_metadata(d, pc, held);
 		}
+		if (r >= 0)
+			record_consumers(d, pc);
 		return r;
 	}
 	memset(&c, 0, sizeof(c));
@@ -672,6 +696,9 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	}
 	c.n_results = pc->alloc.n;
 	c.results = res;
+	c.consumers_known = true;
+	c.consumers = pc->consumers;
+	c.n_consumers = pc->n_consumers;
 	r = state_claim_add(d->state, &c, &why);
 	if (r < 0 && d->o.device_metadata)
 		remove_metadata(d, pc->uid);
@@ -698,6 +725,7 @@ static void prep_free(struct prep *p)
 		free(p->claims[i].ns);
 		free(p->claims[i].name);
 		free(p->claims[i].uid);
+		free(p->claims[i].consumers);
 	}
 	free(p->claims);
 	free(p);
@@ -893,6 +921,28 @@ static void prep_claim_done(struct prep_claim *pc)
 	prep_put(pc->prep);
 }
 
+/* The pods the claim is reserved for, kept with the claim for NRI to check. */
+static int read_consumers(struct json_object *claim, struct prep_claim *pc, struct errbuf *eb)
+{
+	_cleanup_free_ struct claim_consumer *v = NULL;
+	int n = claim_consumers_parse(claim, pc->uid, &v, eb);
+
+	if (n == -ENOMEM)
+		errbuf_set(eb, "out of memory");
+	if (n <= 0)
+		return n;
+	pc->consumers = calloc((size_t)n, sizeof(*pc->consumers));
+	if (!pc->consumers)
+		return errbuf_fail(eb, -ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		(void)snprintf(pc->consumers[i].uid, sizeof(pc->consumers[i].uid), "%s", v[i].uid);
+		(void)snprintf(pc->consumers[i].name, sizeof(pc->consumers[i].name), "%s",
+			       v[i].name);
+	}
+	pc->n_consumers = n;
+	return 0;
+}
+
 static void on_claim_fetched(void *ud, struct json_object *claim, const char *err)
 {
 	struct prep_claim *pc = ud;
@@ -908,7 +958,8 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 			   err && *err ? err : "unknown error");
 	} else {
 		metric_series_add(d->fetch_ok, 1);
-		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0)
+		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0 ||
+		    read_consumers(claim, pc, &cerr) < 0)
 			(void)perr(pc->err, "%s", cerr.s);
 		else
 			(void)decide(d, pc);

@@ -36,6 +36,10 @@
 #define SYNC_PARTS_MAX 64u
 #define PUSH_CHUNK (1u << 20) /* bytes of updates per UpdateContainers call */
 #define SLOW_HANDLER_MS 10
+/* A pod the runtime creates in a loop fails its creation in a loop: so many
+ * handler error lines per window, the rest counted in the next line. */
+#define FAIL_LOG_BURST 10
+#define FAIL_LOG_WINDOW_MS 10000
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -48,6 +52,7 @@ struct cfg {
 	unsigned register_timeout_ms;
 	unsigned setup_timeout_ms;
 	unsigned call_timeout_ms;
+	unsigned create_wait_ms;
 };
 
 static void cfg_done(struct cfg *c)
@@ -91,6 +96,7 @@ static int cfg_init(struct cfg *c, const struct nri_config *in)
 		.register_timeout_ms = or_default(i->register_timeout_ms, 5000),
 		.setup_timeout_ms = or_default(i->setup_timeout_ms, 15000),
 		.call_timeout_ms = or_default(i->call_timeout_ms, 5000),
+		.create_wait_ms = or_default(i->create_wait_ms, NRI_CREATE_WAIT_MS),
 	};
 	if (!c->socket_path || !c->name || !c->idx) {
 		cfg_done(c);
@@ -107,11 +113,17 @@ static int cfg_init(struct cfg *c, const struct nri_config *in)
 
 /* ---- handler outputs ---------------------------------------------------------------------- */
 
+struct create_call;
+
 struct nri_adjust {
 	char *cpus;
 	char *mems;
 	bool has_sched;
 	struct nri_scheduler sched;
+	struct nri_session *s;
+	struct create_call *call;
+	bool final;
+	bool defer; /* the handler asked to wait */
 };
 
 /* Updates are kept encoded, as the bytes of the repeated ContainerUpdate field of the message
@@ -426,7 +438,34 @@ struct nri_session {
 	size_t sync_bytes;
 	struct nri_stats st;
 	struct errbuf why; /* why the session ended */
+	/* CreateContainers waiting for their handler, and how to wake one
+	 * (the session itself, or the loop side that owns it). */
+	struct create_call *waiting;
+	unsigned n_waiting;
+	int (*resume_fn)(void *ctx, uint64_t token);
+	void *resume_ctx;
+	/* handler errors logged in this window, and those held back */
+	int64_t fail_window_ms;
+	int fail_lines;
+	uint64_t fail_held;
 };
+
+/* A CreateContainer from decoding to its answer: the request stays decoded
+ * while the handler waits (struct nri_resume). */
+struct create_call {
+	struct create_call *next; /* in waiting */
+	struct ttrpc_pb_alloc a;
+	Nri__ContainerRequest *req;
+	uint64_t token;
+	uint32_t sid;
+	int attempt;
+	bool waiting, running;
+	int64_t deadline_ms;
+};
+
+/* Unique over every session of the process: a stale resume handle from an
+ * ended connection must not wake a request of the next one. One thread. */
+static uint64_t next_token;
 
 static void sync_reset(struct nri_session *s)
 {
@@ -446,6 +485,20 @@ static int mux_write(void *ud, const void *buf, size_t len)
 }
 
 static int on_request(void *ud, const struct ttrpc_request *rq);
+
+static void create_call_free(struct create_call *cc)
+{
+	if (!cc)
+		return;
+	if (cc->req)
+		nri__container_request__free_unpacked(cc->req, &cc->a.base);
+	free(cc);
+}
+
+static int resume_self(void *ctx, uint64_t token)
+{
+	return nri_session_resume(ctx, token);
+}
 
 int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, void *ud,
 		    int (*write)(void *wud, const void *buf, size_t len), void *wud,
@@ -487,6 +540,8 @@ int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, 
 	 * RemoveContainer alone and answer it. */
 	s->events = s->handled ? s->handled : NRI_EVENT_BIT(NRI_EVENT_REMOVE_CONTAINER);
 	s->end = -ECONNRESET;
+	s->resume_fn = resume_self;
+	s->resume_ctx = s;
 	*ret = TAKE_PTR(s);
 	return 0;
 }
@@ -501,6 +556,13 @@ struct nri_session *nri_session_free(struct nri_session *s)
 	if (s->connected_called && s->h.disconnected)
 		s->h.disconnected(s->ud, s->end);
 	sync_reset(s);
+	/* Waiting CreateContainers go unanswered: their connection is gone. */
+	while (s->waiting) {
+		struct create_call *cc = s->waiting;
+
+		s->waiting = cc->next;
+		create_call_free(cc);
+	}
 	cfg_done(&s->cfg);
 	free(s);
 	return NULL;
@@ -770,12 +832,27 @@ static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
 {
 	const char *msg = errbuf_text(err, r < 0 ? r : -EINVAL);
 
+	int64_t now = ttrpc_now_ms();
+
 	s->st.handler_errors++;
-	if (c)
-		log_error("nri_handler_failed", "method=%s container=%s name=%s err=%s", method,
-			  log_quote(c->id), log_quote(c->name), log_quote(msg));
-	else
-		log_error("nri_handler_failed", "method=%s err=%s", method, log_quote(msg));
+	if (now - s->fail_window_ms >= FAIL_LOG_WINDOW_MS) {
+		s->fail_window_ms = now;
+		s->fail_lines = 0;
+	}
+	if (s->fail_lines >= FAIL_LOG_BURST) {
+		s->fail_held++;
+	} else {
+		s->fail_lines++;
+		if (c)
+			log_error("nri_handler_failed",
+				  "method=%s container=%s name=%s err=%s held_back=%llu", method,
+				  log_quote(c->id), log_quote(c->name), log_quote(msg),
+				  (unsigned long long)s->fail_held);
+		else
+			log_error("nri_handler_failed", "method=%s err=%s held_back=%llu", method,
+				  log_quote(msg), (unsigned long long)s->fail_held);
+		s->fail_held = 0;
+	}
 	return reply_error(s, sid, TTRPC_UNKNOWN, msg);
 }
 
@@ -964,7 +1041,20 @@ static int answer(struct nri_session *s, uint32_t sid, const char *method,
 	return reply_msg(s, sid, resp, upd);
 }
 
-static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
+static void unlink_waiting(struct nri_session *s, struct create_call *cc)
+{
+	for (struct create_call **pp = &s->waiting; *pp; pp = &(*pp)->next)
+		if (*pp == cc) {
+			*pp = cc->next;
+			s->n_waiting--;
+			cc->waiting = false;
+			return;
+		}
+}
+
+/* One run of the CreateContainer handler over cc's request: it decides (the
+ * answer goes out and cc is freed) or waits (cc joins the waiting list). */
+static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 {
 	Nri__CreateContainerResponse resp = NRI__CREATE_CONTAINER_RESPONSE__INIT;
 	Nri__ContainerAdjustment adjust = NRI__CONTAINER_ADJUSTMENT__INIT;
@@ -973,9 +1063,7 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
 	Nri__LinuxScheduler sched = NRI__LINUX_SCHEDULER__INIT;
 	Nri__LinuxSchedulerFlag flags[NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1];
-	struct ttrpc_pb_alloc a;
-	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
-	struct nri_adjust adj = { 0 };
+	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
 	struct errbuf err = { "" };
 	struct nri_container c;
@@ -983,45 +1071,150 @@ static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 	int64_t t0 = ttrpc_now_ms();
 	int r;
 
-	if (!req)
-		return -EPROTO;
-	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
-	if (r == 0) {
-		r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
-		if (r >= 0 && adj.cpus) {
-			cpu.cpus = adj.cpus;
-			if (adj.mems)
-				cpu.mems = adj.mems;
-			res.cpu = &cpu;
-			ladj.resources = &res;
-			adjust.linux_ = &ladj;
-			resp.adjust = &adjust;
+	pod_view(&pod, cc->req->pod);
+	container_view(&c, cc->req->container, &pod);
+	cc->running = true;
+	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
+	cc->running = false;
+	cc->attempt++;
+	if (r == -EINPROGRESS && adj.defer) {
+		check_slow("CreateContainer", t0);
+		if (!cc->waiting) {
+			cc->waiting = true;
+			cc->next = s->waiting;
+			s->waiting = cc;
+			s->n_waiting++;
+			if (cc->attempt == 1)
+				s->st.create_waits++;
 		}
-		if (r >= 0 && adj.has_sched) {
-			sched.policy = (Nri__LinuxSchedulerPolicy)adj.sched.policy;
-			sched.nice = adj.sched.nice;
-			sched.priority = adj.sched.priority;
-			for (int f = 0; f < (int)ARRAY_SIZE(flags); f++)
-				if (adj.sched.flags & (1u << f))
-					flags[sched.n_flags++] = (Nri__LinuxSchedulerFlag)f;
-			sched.flags = flags;
-			sched.runtime = adj.sched.runtime;
-			sched.deadline = adj.sched.deadline;
-			sched.period = adj.sched.period;
-			ladj.scheduler = &sched;
-			adjust.linux_ = &ladj;
-			resp.adjust = &adjust;
-		}
-		if (r >= 0)
-			log_debug("nri_create", "container=%s cpus=%s updates=%zu", log_quote(c.id),
-				  adj.cpus ? adj.cpus : "", upd.n);
-		r = answer(s, rq->stream_id, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
+		updates_done(&upd);
+		free(adj.cpus);
+		free(adj.mems);
+		return 0;
 	}
+	if (r == -EINPROGRESS) { /* waiting without asking, or past the end */
+		if (final)
+			s->st.create_wait_timeouts++;
+		if (!err.s[0])
+			errbuf_set(&err,
+				   "no decision within the %u ms a container creation may wait",
+				   s->cfg.create_wait_ms);
+		r = -ETIMEDOUT;
+	}
+	if (cc->waiting)
+		unlink_waiting(s, cc);
+	if (r >= 0 && adj.cpus) {
+		cpu.cpus = adj.cpus;
+		if (adj.mems)
+			cpu.mems = adj.mems;
+		res.cpu = &cpu;
+		ladj.resources = &res;
+		adjust.linux_ = &ladj;
+		resp.adjust = &adjust;
+	}
+	if (r >= 0 && adj.has_sched) {
+		sched.policy = (Nri__LinuxSchedulerPolicy)adj.sched.policy;
+		sched.nice = adj.sched.nice;
+		sched.priority = adj.sched.priority;
+		for (int f = 0; f < (int)ARRAY_SIZE(flags); f++)
+			if (adj.sched.flags & (1u << f))
+				flags[sched.n_flags++] = (Nri__LinuxSchedulerFlag)f;
+		sched.flags = flags;
+		sched.runtime = adj.sched.runtime;
+		sched.deadline = adj.sched.deadline;
+		sched.period = adj.sched.period;
+		ladj.scheduler = &sched;
+		adjust.linux_ = &ladj;
+		resp.adjust = &adjust;
+	}
+	if (r >= 0)
+		log_debug("nri_create", "container=%s cpus=%s updates=%zu attempt=%d",
+			  log_quote(c.id), adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
+	r = answer(s, cc->sid, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
+	create_call_free(cc);
 	updates_done(&upd);
 	free(adj.cpus);
 	free(adj.mems);
-	nri__container_request__free_unpacked(req, &a.base);
 	return r < 0 ? r : 0;
+}
+
+static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
+{
+	struct create_call *cc = calloc(1, sizeof(*cc));
+	int64_t wait = s->cfg.create_wait_ms;
+	int r;
+
+	if (!cc)
+		return -ENOMEM;
+	ttrpc_pb_alloc_init(&cc->a, NRI_DECODE_BUDGET);
+	cc->req = nri__container_request__unpack(&cc->a.base, rq->len, rq->payload);
+	if (!cc->req) {
+		errbuf_set(&s->why, "undecodable %s request (%zu bytes)", rq->method, rq->len);
+		free(cc);
+		return -EPROTO;
+	}
+	if (!cc->req->container) {
+		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
+		create_call_free(cc);
+		return r;
+	}
+	/* The answer must reach the runtime before it gives up on us. */
+	if (rq->timeout_ns > 0 && rq->timeout_ns / 1000000 * 3 / 4 < wait)
+		wait = rq->timeout_ns / 1000000 * 3 / 4;
+	cc->token = ++next_token;
+	cc->sid = rq->stream_id;
+	cc->deadline_ms = ttrpc_now_ms() + wait;
+	return run_create(s, cc, false);
+}
+
+int nri_session_resume(struct nri_session *s, uint64_t token)
+{
+	struct create_call *cc = s->waiting;
+
+	while (cc && cc->token != token)
+		cc = cc->next;
+	if (!cc)
+		return -ENOENT;
+	if (cc->running)
+		return -EBUSY;
+	return run_create(s, cc, false);
+}
+
+int nri_adjust_defer(struct nri_adjust *a, struct nri_resume *ret)
+{
+	if (!a->call || a->final)
+		return -ETIMEDOUT;
+	if (!a->call->waiting && a->s->n_waiting >= NRI_WAITING_MAX)
+		return -EBUSY;
+	a->defer = true;
+	*ret = (struct nri_resume){ .fn = a->s->resume_fn, .ctx = a->s->resume_ctx,
+				    .token = a->call->token };
+	return 0;
+}
+
+int nri_adjust_attempt(const struct nri_adjust *a)
+{
+	return a->call ? a->call->attempt : 0;
+}
+
+bool nri_adjust_is_final(const struct nri_adjust *a)
+{
+	return a->final;
+}
+
+int64_t nri_adjust_wait_left_ms(const struct nri_adjust *a)
+{
+	int64_t left;
+
+	if (!a->call || a->final)
+		return 0;
+	left = a->call->deadline_ms - ttrpc_now_ms();
+	return left > 0 ? left : 0;
+}
+
+int nri_resume_run(const struct nri_resume *r)
+{
+	return r->fn ? r->fn(r->ctx, r->token) : -ENOENT;
 }
 
 static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
@@ -1227,12 +1420,30 @@ int nri_session_feed(struct nri_session *s, const void *buf, size_t len)
 
 int64_t nri_session_next_deadline(const struct nri_session *s)
 {
-	return ttrpc_mux_next_deadline(s->mux);
+	int64_t d = ttrpc_mux_next_deadline(s->mux);
+
+	for (const struct create_call *cc = s->waiting; cc; cc = cc->next)
+		if (d < 0 || cc->deadline_ms < d)
+			d = cc->deadline_ms;
+	return d;
 }
 
 int nri_session_expire(struct nri_session *s, int64_t now_ms)
 {
+	struct create_call *cc;
+	int r;
+
 	(void)ttrpc_mux_expire(s->mux, now_ms);
+	/* One at a time from the head: a final run unlinks its call. */
+	do {
+		for (cc = s->waiting; cc && cc->deadline_ms > now_ms; cc = cc->next)
+			;
+		if (cc) {
+			r = run_create(s, cc, true);
+			if (r < 0)
+				return session_fail(s, r);
+		}
+	} while (cc);
 	return s->fatal ? session_fail(s, s->fatal) : 0;
 }
 
@@ -1271,6 +1482,8 @@ static void stats_add(struct nri_stats *d, const struct nri_stats *s)
 	d->sync_parts += s->sync_parts;
 	d->updates_pushed += s->updates_pushed;
 	d->updates_failed += s->updates_failed;
+	d->create_waits += s->create_waits;
+	d->create_wait_timeouts += s->create_wait_timeouts;
 }
 
 struct nri_stats nri_get_stats(const struct nri *n)
@@ -1440,6 +1653,23 @@ static void on_setup_timeout(evutil_socket_t fd, short what, void *arg)
 	conn_drop(n, -ETIMEDOUT);
 }
 
+/* A waiting CreateContainer wakes (nri_resume_run()), from outside any I/O of
+ * ours: its answer may end the connection or move the next deadline. */
+static int loop_resume(void *ctx, uint64_t token)
+{
+	struct nri *n = ctx;
+	int r;
+
+	if (!n->s)
+		return -ENOENT;
+	r = nri_session_resume(n->s, token);
+	if (ttrpc_mux_is_dead(n->s->mux))
+		event_active(n->deadline, EV_TIMEOUT, 0);
+	else
+		arm_deadline(n);
+	return r;
+}
+
 static int conn_write(void *ud, const void *buf, size_t len)
 {
 	struct nri *n = ud;
@@ -1484,12 +1714,15 @@ static void on_retry(evutil_socket_t unused, short what, void *arg)
 	r = nri_session_new(&(struct nri_config){ .plugin_name = n->cfg.name,
 						  .plugin_idx = n->cfg.idx,
 						  .register_timeout_ms = n->cfg.register_timeout_ms,
-						  .call_timeout_ms = n->cfg.call_timeout_ms },
+						  .call_timeout_ms = n->cfg.call_timeout_ms,
+						  .create_wait_ms = n->cfg.create_wait_ms },
 			    &n->h, n->ud, conn_write, n, &n->s);
 	if (r < 0) {
 		conn_drop(n, r);
 		return;
 	}
+	n->s->resume_fn = loop_resume;
+	n->s->resume_ctx = n;
 	bufferevent_setcb(n->bev, on_read, NULL, on_event, n);
 	r = bufferevent_enable(n->bev, EV_READ | EV_WRITE) < 0 ? -ENOMEM : nri_session_start(n->s);
 	if (r < 0) {

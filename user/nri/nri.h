@@ -52,6 +52,8 @@ struct event_base;
 #define NRI_SYNC_DECODE_BUDGET (256u << 20) /* heap for those parts, decoded */
 #define NRI_DECODE_BUDGET (64u << 20)	/* heap for one decoded request */
 #define NRI_OUTBUF_MAX (16u << 20)	/* bytes queued for a runtime that does not read */
+#define NRI_CREATE_WAIT_MS 1500u	/* longest a CreateContainer waits (nri_adjust_defer()) */
+#define NRI_WAITING_MAX 256u		/* CreateContainers waiting at once, per connection */
 
 /* NRI's Event enum; the subscription mask bit is NRI_EVENT_BIT(e). */
 enum nri_event {
@@ -148,6 +150,40 @@ int nri_adjust_set_scheduler(struct nri_adjust *a, const struct nri_scheduler *s
  * otherwise). -E2BIG after NRI_UPDATES_MAX updates. */
 int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus);
 
+/* A CreateContainer the handler cannot decide at once (it needs a read from
+ * the API server) may wait, so that the runtime's worker is not answered
+ * "no" for want of a fact that is a moment away:
+ *
+ *   handler: nri_adjust_defer(adj, &resume) -> keeps resume, returns -EINPROGRESS
+ *   later:   nri_resume_run(&resume)        -> the handler runs again, same request
+ *   at the end of the wait                  -> a last run, nri_adjust_is_final() true
+ *
+ * nri keeps the request (the views a handler gets are as valid on every run)
+ * and answers the runtime from whichever run decides. The wait ends at
+ * create_wait_ms after the request came, or at 3/4 of the timeout the runtime
+ * sent with it if that is sooner (containerd's default is 2 s: the answer
+ * must get there before the runtime gives up on the plugin). The final run
+ * must decide: -EINPROGRESS then is answered as an error. A resume of a
+ * request already answered, or of a connection that ended, does nothing
+ * (-ENOENT). Never call nri_resume_run() from inside a handler. */
+struct nri_resume {
+	int (*fn)(void *ctx, uint64_t token);
+	void *ctx;
+	uint64_t token; /* unique among all requests of the process */
+};
+/* Makes this CreateContainer wait (the handler then returns -EINPROGRESS);
+ * *ret wakes it. -EBUSY when NRI_WAITING_MAX already wait, -ETIMEDOUT on the
+ * final run. A request may wait several times within its one wait. */
+int nri_adjust_defer(struct nri_adjust *a, struct nri_resume *ret);
+/* 0 on the first run of a request, then 1, 2, ... on the runs after it waited. */
+int nri_adjust_attempt(const struct nri_adjust *a);
+/* The last run: the wait is over. */
+bool nri_adjust_is_final(const struct nri_adjust *a);
+/* Milliseconds the request may still wait (0 on the final run). */
+int64_t nri_adjust_wait_left_ms(const struct nri_adjust *a);
+/* Runs the handler of the waiting request again (see above). */
+int nri_resume_run(const struct nri_resume *r);
+
 /* One cpuset update for nri_push_updates(); borrowed for the call. */
 struct nri_update {
 	const char *container_id;
@@ -169,7 +205,8 @@ struct nri_handlers {
 			   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
 			   struct errbuf *eb);
 	/* A container is being created: set its cpuset in adj, others' in upd. An
-	 * error fails the creation. */
+	 * error fails the creation; -EINPROGRESS after nri_adjust_defer() waits
+	 * (see struct nri_resume). */
 	int (*create_container)(void *ud, const struct nri_pod *pod, const struct nri_container *c,
 				struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb);
 	/* The container's resources are being updated to the given cpus ("" when
@@ -205,6 +242,8 @@ struct nri_stats {
 	uint64_t sync_parts;		/* Synchronize messages, all parts */
 	uint64_t updates_pushed;	/* updates sent with UpdateContainers */
 	uint64_t updates_failed;	/* ... that the runtime reported failed */
+	uint64_t create_waits;		/* CreateContainers that waited */
+	uint64_t create_wait_timeouts;	/* ... until the end of their wait */
 };
 
 struct nri_config {
@@ -216,6 +255,7 @@ struct nri_config {
 	unsigned register_timeout_ms;	/* 0: 5000, RegisterPlugin reply */
 	unsigned setup_timeout_ms;	/* 0: 15000, connect to end of Synchronize */
 	unsigned call_timeout_ms;	/* 0: 5000, UpdateContainers reply */
+	unsigned create_wait_ms;	/* 0: NRI_CREATE_WAIT_MS (see struct nri_resume) */
 };
 
 /* ---- the protocol core (no I/O) ----------------------------------------------------------- */
@@ -238,8 +278,10 @@ int nri_session_start(struct nri_session *s);
  * (registration refused), -ESHUTDOWN (the runtime asked; our reply is
  * queued), -ENOMEM, or a write error. */
 int nri_session_feed(struct nri_session *s, const void *buf, size_t len);
-/* Earliest call deadline (ttrpc_now_ms() clock) or -1; expire at or after it:
- * returns 0, or -ETIMEDOUT when registration went unanswered (session over). */
+/* Earliest call or wait deadline (ttrpc_now_ms() clock) or -1; expire at or
+ * after it: calls past their deadline fail, waiting CreateContainers have
+ * their final run. Returns 0, or -ETIMEDOUT when registration went unanswered
+ * (session over), or the error of writing an answer. */
 int64_t nri_session_next_deadline(const struct nri_session *s);
 int nri_session_expire(struct nri_session *s, int64_t now_ms);
 /* UpdateContainers with these updates (split in several calls when large);
@@ -248,6 +290,10 @@ int nri_session_expire(struct nri_session *s, int64_t now_ms);
 int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, size_t n);
 /* UpdateContainers evicting one container (see nri_push_evict()). */
 int nri_session_push_evict(struct nri_session *s, const char *container_id, const char *reason);
+
+/* A waiting CreateContainer's handler runs again (what nri_resume_run() does
+ * for a session not on a loop). -ENOENT when token is not waiting here. */
+int nri_session_resume(struct nri_session *s, uint64_t token);
 
 bool nri_session_is_registered(const struct nri_session *s);
 bool nri_session_is_synchronized(const struct nri_session *s);

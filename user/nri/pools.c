@@ -5,11 +5,21 @@
  * rebuilds the table in O(n), not O(n^2), and every shared-pool change walks
  * the table. n_shared counts the containers without a claim as they come, go
  * and lose claims, so the gauges and the guard need no walk.
+ *
+ * Consumer checks (see pools.h): a claim read again for a missing pod is a
+ * struct reread in rereads (by claim uid), one per claim however many
+ * containers wait on it: the CreateContainers (nri resume handles) and the
+ * containers Synchronize left in the shared pool (their want list names it).
+ * Its answer updates the claim's consumers in state, wakes them all, and
+ * goes; the next pod missing from the list causes the next read. Reads start
+ * only on a CreateContainer's first run, so each waits for at most one read
+ * per claim it names.
  */
 #include "nri/pools.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +31,8 @@
 #include "host/cgroup.h"
 #include "pinning/bpfmon.h"
 #include "core/cdi.h"
+#include "core/claim.h"
+#include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/hashtab.h"
@@ -32,13 +44,38 @@
 #include "host/topo.h"
 
 #define MAX_CLAIMS_PER_CONTAINER 32
+#define SYNC_READ_TIMEOUT_MS 10000 /* a read for a running container: nobody waits on it */
+#define REFUSAL_LOG_BURST 10	   /* refusal lines per window; the rest are counted */
+#define REFUSAL_LOG_WINDOW_MS 10000
 
 struct ctr {
 	char *id, *pod_uid, *pod_ns, *pod_name, *name, *cgroups_path;
 	int n_claims; /* 0: shared */
 	char (*claims)[CDI_UID_MAX]; /* n_claims uids (most containers: none) */
 	uint64_t cgroup_id;
+	/* Synchronize found it running with claims whose consumers did not list
+	 * its pod: it is shared (n_claims 0) while they are read again. */
+	int n_want;
+	char (*want)[CDI_UID_MAX];
+	uint32_t pid; /* as the runtime last told it (Synchronize, events) */
 };
+
+/* One read of a claim for the pods missing from its consumers. */
+struct reread {
+	struct pools *p;
+	char uid[CDI_UID_MAX], ns[STATE_NS_MAX], name[STATE_NAME_MAX];
+	void *fetch;	/* in flight; NULL once answered */
+	bool answered;	/* its waiters are deciding */
+	bool failed;	/* ... on a read that failed: why says what */
+	char why[160];
+	struct nri_resume *waiters; /* CreateContainers */
+	int n_waiters;
+};
+
+enum refusal { REFUSE_NOT_CONSUMER, REFUSE_READ_FAILED, REFUSE_READ_TIMEOUT, REFUSE_BUSY,
+	       REFUSE_SYNC };
+static const char *const refusal_names[] = { "not_consumer", "read_failed", "read_timeout",
+					     "busy", "synchronize" };
 
 struct pools {
 	struct state *state;
@@ -51,7 +88,14 @@ struct pools {
 	struct hashtab ctrs; /* id -> struct ctr, live containers */
 	int n_shared;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
+	struct metric *refused, *reads;
 	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
+	const struct pools_fetch_ops *fetch;
+	void *fetch_ud;
+	struct hashtab rereads; /* claim uid -> struct reread */
+	int64_t log_window_ms;	/* refusal lines: this window's start, count, held back */
+	int log_lines;
+	uint64_t log_held;
 };
 
 static void write_owners(struct pools *p);
@@ -67,6 +111,7 @@ static void ctr_free(struct ctr *c)
 	free(c->name);
 	free(c->cgroups_path);
 	free(c->claims);
+	free(c->want);
 	free(c);
 }
 
@@ -163,6 +208,7 @@ static struct ctr *ctr_new(const struct nri_container *c)
 	n->pod_name = strdup(c->pod ? c->pod->name : "");
 	n->name = strdup(c->name);
 	n->cgroups_path = strdup(c->cgroups_path);
+	n->pid = c->pid;
 	if (!n->id || !n->pod_uid || !n->pod_ns || !n->pod_name || !n->name || !n->cgroups_path) {
 		ctr_free(n);
 		return NULL;
@@ -210,12 +256,22 @@ static int parse_env(const struct nri_container *c, char uids[][CDI_UID_MAX], st
 	return 0;
 }
 
-/* Checks env claims against state: prepared, same CPUs, owner free or us. */
-static int check_claims(struct pools *p, const struct nri_container *c, char uids[][CDI_UID_MAX],
-			const struct cpuset *cpus, int n, struct errbuf *eb)
+/* Is the claim's container of a pod among its consumers? A binding made
+ * before consumers were checked (by an older driver) may not be. */
+static bool owner_is_consumer(const struct state_claim *cl)
 {
-	const char *pod = c->pod ? c->pod->uid : "";
+	if (!cl->consumers_known)
+		return true; /* unknown: nothing says otherwise yet */
+	for (int i = 0; i < cl->n_consumers; i++)
+		if (strcmp(cl->consumers[i].uid, cl->owner_pod) == 0)
+			return true;
+	return false;
+}
 
+/* Checks env claims against state: prepared, with the same CPUs. */
+static int check_claims(struct pools *p, char uids[][CDI_UID_MAX], const struct cpuset *cpus,
+			int n, struct errbuf *eb)
+{
 	for (int i = 0; i < n; i++) {
 		const struct state_claim *cl = state_claim(p->state, uids[i]);
 
@@ -227,6 +283,30 @@ static int check_claims(struct pools *p, const struct nri_container *c, char uid
 					   "%s%s does not match the CPUs prepared for the claim "
 					   "(forged or stale)",
 					   CDI_ENV_PREFIX, uids[i]);
+	}
+	return 0;
+}
+
+/* Checks that the (prepared) claims are free or the container's already. A
+ * binding to a pod the claim's recorded consumers do not list is forgotten
+ * here, so that a consumer's container is not locked out by it. Comes after
+ * the consumer check: who holds a claim is none of another pod's business. */
+static int check_owners(struct pools *p, const struct nri_container *c, char uids[][CDI_UID_MAX],
+			int n, struct errbuf *eb)
+{
+	const char *pod = c->pod ? c->pod->uid : "";
+
+	for (int i = 0; i < n; i++) {
+		const struct state_claim *cl = state_claim(p->state, uids[i]);
+
+		if (cl->owner_pod[0] && !owner_is_consumer(cl)) {
+			log_warn("claim_binding_dropped",
+				 "claim=%s/%s claim_uid=%s pod_uid=%s container=%s "
+				 "reason=\"pod not among the claim's consumers\"",
+				 cl->ns, cl->name, cl->uid, log_quote(cl->owner_pod),
+				 log_quote(cl->owner_container));
+			(void)state_claim_unbind(p->state, uids[i]);
+		}
 		if (cl->owner_pod[0] &&
 		    (strcmp(cl->owner_pod, pod) || strcmp(cl->owner_container, c->name)))
 			return errbuf_fail(eb, -EBUSY,
@@ -475,6 +555,355 @@ static void set_bpf_shared(struct pools *p)
 	(void)bpfmon_set_shared(p->bpf, &pool);
 }
 
+/* ---- consumers ---------------------------------------------------------------------- */
+
+/* "ns/name" of a container's pod, for messages. */
+static void pod_label(const struct nri_container *c, char *buf, size_t size)
+{
+	(void)snprintf(buf, size, "%s/%s", c->pod ? c->pod->namespace : "",
+		       c->pod ? c->pod->name : "");
+}
+
+/* Counts a refused binding and logs it: at most REFUSAL_LOG_BURST lines per
+ * window (a pod can be created in a loop), the lines held back counted in the
+ * next one. Peer strings are quoted; claim names are ours (checked at
+ * Prepare). */
+static void report_refusal(struct pools *p, enum refusal why, const char *pod,
+			   const char *pod_uid, const char *container,
+			   const struct state_claim *cl, const char *detail)
+{
+	int64_t now = clock_now_ms();
+
+	metric_series_add(metric_with(p->refused, refusal_names[why]), 1);
+	if (now - p->log_window_ms >= REFUSAL_LOG_WINDOW_MS) {
+		p->log_window_ms = now;
+		p->log_lines = 0;
+	}
+	if (p->log_lines >= REFUSAL_LOG_BURST) {
+		p->log_held++;
+		return;
+	}
+	p->log_lines++;
+	log_warn("container_binding_refused",
+		 "reason=%s pod=%s pod_uid=%s container=%s claim=%s/%s claim_uid=%s detail=%s "
+		 "held_back=%llu",
+		 refusal_names[why], log_quote(pod), log_quote(pod_uid), log_quote(container),
+		 cl->ns[0] ? cl->ns : "?", cl->name[0] ? cl->name : "?", cl->uid, log_quote(detail),
+		 (unsigned long long)p->log_held);
+	p->log_held = 0;
+}
+
+/* A CreateContainer refused: the runtime's error says why, in eb. */
+static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
+		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
+		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
+{
+	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
+	struct errbuf msg;
+	va_list ap;
+
+	va_start(ap, fmt);
+	errbuf_setv(&msg, fmt, ap);
+	va_end(ap);
+	errbuf_set(eb, "%s", msg.s);
+	pod_label(c, pod, sizeof(pod));
+	report_refusal(p, why, pod, c->pod ? c->pod->uid : "", c->name, cl, msg.s);
+	return -EACCES;
+}
+
+static void reread_free(struct reread *rr)
+{
+	if (!rr)
+		return;
+	free(rr->waiters);
+	free(rr);
+}
+
+static void on_reread(void *ud, struct json_object *claim, const char *err);
+
+/* Starts the read of cl; -EBUSY at POOLS_MAX_READS, or the start's error. */
+static int reread_start(struct pools *p, const struct state_claim *cl, int64_t timeout_ms,
+			struct reread **ret)
+{
+	struct reread *rr;
+	int r;
+
+	if (hashtab_count(&p->rereads) >= POOLS_MAX_READS)
+		return -EBUSY;
+	rr = calloc(1, sizeof(*rr));
+	if (!rr)
+		return -ENOMEM;
+	rr->p = p;
+	(void)snprintf(rr->uid, sizeof(rr->uid), "%s", cl->uid);
+	(void)snprintf(rr->ns, sizeof(rr->ns), "%s", cl->ns);
+	(void)snprintf(rr->name, sizeof(rr->name), "%s", cl->name);
+	r = hashtab_put_str(&p->rereads, rr->uid, rr, NULL);
+	if (r < 0) {
+		reread_free(rr);
+		return r;
+	}
+	r = p->fetch->start(p->fetch_ud, rr->ns, rr->name, timeout_ms > 1 ? timeout_ms : 1,
+			    on_reread, rr, &rr->fetch);
+	if (r < 0) {
+		(void)hashtab_del_str(&p->rereads, rr->uid);
+		reread_free(rr);
+		return r;
+	}
+	log_info("claim_reread", "claim=%s/%s claim_uid=%s reason=\"a pod not among its "
+				 "recorded consumers\"",
+		 rr->ns, rr->name, rr->uid);
+	*ret = rr;
+	return 0;
+}
+
+/* The CreateContainer of adj waits for rr's answer. */
+static int reread_join(struct reread *rr, struct nri_adjust *adj)
+{
+	struct nri_resume w, *v;
+	int r = nri_adjust_defer(adj, &w);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < rr->n_waiters; i++)
+		if (rr->waiters[i].token == w.token)
+			return 0;
+	v = realloc(rr->waiters, sizeof(*v) * (size_t)(rr->n_waiters + 1));
+	if (!v)
+		return -ENOMEM;
+	rr->waiters = v;
+	v[rr->n_waiters++] = w;
+	return 0;
+}
+
+/* The container's pod is not among the consumers of cl, as read just now or
+ * as recorded when no read can tell more. */
+static int not_consumer(struct pools *p, const struct nri_container *c,
+			const struct state_claim *cl, struct errbuf *eb)
+{
+	const struct nri_pod *pod = c->pod;
+
+	if (!cl->ns[0])
+		return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
+			      "claim %s was restored from its CDI spec alone: its consumers are "
+			      "read at its next NodePrepareResources, until then no container "
+			      "binds to it",
+			      cl->uid);
+	return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
+		      "pod %.63s/%.63s (uid %.40s) is not a consumer of claim %.63s/%.63s "
+		      "(status.reservedFor): its %s%s names another pod's CPUs",
+		      pod->namespace, pod->name, pod->uid, cl->ns, cl->name, CDI_ENV_PREFIX,
+		      cl->uid);
+}
+
+/* Each claim the container names must list its pod among its consumers. A
+ * pod missing from the recorded list waits (-EINPROGRESS) for one read of the
+ * claim, started on the CreateContainer's first run; a read already under way
+ * for another container serves too. Refusals are -EACCES with err. */
+static int verify_consumers(struct pools *p, const struct nri_container *c,
+			    char uids[][CDI_UID_MAX], int n, struct nri_adjust *adj,
+			    struct errbuf *eb)
+{
+	const struct nri_pod *pod = c->pod;
+	bool wait = false;
+	int r;
+
+	for (int i = 0; i < n; i++) {
+		const struct state_claim *cl = state_claim(p->state, uids[i]);
+		struct reread *rr;
+
+		if (pod && pod->uid[0] &&
+		    state_claim_has_consumer(cl, pod->uid, pod->namespace, pod->name))
+			continue;
+		if (!pod || !pod->uid[0])
+			return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
+				      "the runtime did not say which pod container %.64s belongs to: "
+				      "claim %s binds only to its consumers",
+				      c->name, cl->uid);
+		rr = hashtab_get_str(&p->rereads, cl->uid);
+		if (rr && rr->answered && rr->failed)
+			return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
+				      "pod %.63s/%.63s is not among the recorded consumers of claim "
+				      "%.63s/%.63s and reading the claim again failed: %s",
+				      pod->namespace, pod->name, cl->ns, cl->name, rr->why);
+		if (rr && rr->answered)
+			return not_consumer(p, c, cl, eb); /* read again just now */
+		if (nri_adjust_is_final(adj))
+			return refuse(p, REFUSE_READ_TIMEOUT, c, cl, eb,
+				      "pod %.63s/%.63s is not among the recorded consumers of claim "
+				      "%.63s/%.63s, which could not be read again in time",
+				      pod->namespace, pod->name, cl->ns, cl->name);
+		if (!rr && (nri_adjust_attempt(adj) > 0 || !p->fetch || !cl->ns[0]))
+			return not_consumer(p, c, cl, eb); /* no read to wait for */
+		if (!rr) {
+			r = reread_start(p, cl, nri_adjust_wait_left_ms(adj), &rr);
+			if (r == -EBUSY)
+				return refuse(p, REFUSE_BUSY, c, cl, eb,
+					      "pod %.63s/%.63s is not among the recorded consumers of "
+					      "claim %.63s/%.63s, and %d claim reads are already under "
+					      "way: try again",
+					      pod->namespace, pod->name, cl->ns, cl->name,
+					      POOLS_MAX_READS);
+			if (r < 0)
+				return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
+					      "pod %.63s/%.63s is not among the recorded consumers of "
+					      "claim %.63s/%.63s, which cannot be read again: %s",
+					      pod->namespace, pod->name, cl->ns, cl->name,
+					      strerror(-r));
+		}
+		r = reread_join(rr, adj);
+		if (r < 0)
+			return refuse(p, REFUSE_BUSY, c, cl, eb,
+				      "pod %.63s/%.63s is not among the recorded consumers of claim "
+				      "%.63s/%.63s, and too many container creations wait: try again",
+				      pod->namespace, pod->name, cl->ns, cl->name);
+		wait = true;
+	}
+	return wait ? -EINPROGRESS : 0;
+}
+
+/* A container Synchronize left in the shared pool for want of consumers:
+ * still waiting for a read, trusted now, or confined for good. */
+static void verify_running(struct pools *p, struct ctr *x)
+{
+	const struct state_claim *cl = NULL;
+	_cleanup_free_ char *list = NULL;
+	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
+	const char *why = NULL;
+	struct cpuset cpus;
+	bool pending = false;
+	int i;
+
+	for (i = 0; i < x->n_want && !why; i++) {
+		const struct reread *rr;
+
+		cl = state_claim(p->state, x->want[i]);
+		if (!cl) {
+			why = "the claim is no longer prepared";
+			break;
+		}
+		if (state_claim_has_consumer(cl, x->pod_uid, x->pod_ns, x->pod_name))
+			continue;
+		rr = hashtab_get_str(&p->rereads, cl->uid);
+		if (rr && !rr->answered)
+			pending = true;
+		else if (rr && rr->failed)
+			why = rr->why;
+		else
+			why = "its pod is not among the claim's consumers (status.reservedFor)";
+	}
+	if (!why && pending)
+		return;
+	for (i = 0; !why && i < x->n_want; i++)
+		if (state_claim_bind(p->state, x->want[i], x->pod_uid, x->name) < 0) {
+			cl = state_claim(p->state, x->want[i]);
+			why = "the claim is bound to another container";
+		}
+	(void)snprintf(pod, sizeof(pod), "%s/%s", x->pod_ns, x->pod_name);
+	if (why) {
+		if (cl)
+			report_refusal(p, REFUSE_SYNC, pod, x->pod_uid, x->name, cl, why);
+		else
+			log_warn("container_confined", "pod=%s container=%s reason=%s",
+				 log_quote(pod), log_quote(x->name), log_quote(why));
+		free(x->want);
+		x->want = NULL;
+		x->n_want = 0;
+		return;
+	}
+	/* Trusted: it holds its claims from now on. */
+	p->n_shared--;
+	x->claims = TAKE_PTR(x->want);
+	x->n_claims = x->n_want;
+	x->n_want = 0;
+	claims_union(p, x, &cpus);
+	list = cpuset_to_string(&cpus);
+	own_cpus(p, x);
+	write_owners(p);
+	update_gauges(p);
+	if (p->rt) { /* what Synchronize does for a trusted real-time holder */
+		struct nri_pod pv = { .id = "", .uid = x->pod_uid, .name = x->pod_name,
+				      .namespace = x->pod_ns, .cgroup_parent = "" };
+		struct nri_container cv = { .id = x->id, .name = x->name,
+					    .cgroups_path = x->cgroups_path, .pid = x->pid,
+					    .pod = &pv };
+
+		rtctl_started(p->rt, &cv, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
+	}
+	if (list && p->nri && p->o.push_updates &&
+	    nri_push_updates(p->nri, &(struct nri_update){ x->id, list }, 1) == 0)
+		log_info("container_verified", "pod=%s container=%s cpus=%s action=pushed",
+			 log_quote(pod), log_quote(x->name), list);
+	else
+		log_warn("container_verified", "pod=%s container=%s cpus=%s "
+					       "action=shared_until_restarted",
+			 log_quote(pod), log_quote(x->name), list ? list : "?");
+}
+
+/* The read's answer: the claim's consumers are what it says, every
+ * container waiting on it decides, and the read is gone. */
+static void reread_done(struct pools *p, struct reread *rr)
+{
+	struct ctr *x;
+
+	rr->answered = true;
+	for (int i = 0; i < rr->n_waiters; i++)
+		(void)nri_resume_run(&rr->waiters[i]);
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
+		for (int k = 0; k < x->n_want; k++)
+			if (strcmp(x->want[k], rr->uid) == 0) {
+				verify_running(p, x);
+				break;
+			}
+	}
+	(void)hashtab_del_str(&p->rereads, rr->uid);
+	reread_free(rr);
+}
+
+static void on_reread(void *ud, struct json_object *claim, const char *err)
+{
+	struct reread *rr = ud;
+	struct pools *p = rr->p;
+	_cleanup_free_ struct claim_consumer *v = NULL;
+	_cleanup_free_ struct state_consumer *sv = NULL;
+	struct errbuf cerr = { "" };
+	int n = 0, r;
+
+	rr->fetch = NULL;
+	if (!claim) {
+		rr->failed = true;
+		(void)snprintf(rr->why, sizeof(rr->why), "%s", err && *err ? err : "unknown error");
+	} else {
+		n = claim_consumers_parse(claim, rr->uid, &v, &cerr);
+		if (n > 0 && !(sv = calloc((size_t)n, sizeof(*sv))))
+			n = -ENOMEM;
+		for (int i = 0; i < n; i++) {
+			(void)snprintf(sv[i].uid, sizeof(sv[i].uid), "%s", v[i].uid);
+			(void)snprintf(sv[i].name, sizeof(sv[i].name), "%s", v[i].name);
+		}
+		r = n < 0 ? n : state_claim_set_consumers(p->state, rr->uid, rr->ns, rr->name, sv, n);
+		/* A failed checkpoint write keeps the new consumers in memory. */
+		if (r == -ENOENT || r == -EINVAL || r == -E2BIG || r == -ENOMEM) {
+			rr->failed = true;
+			(void)snprintf(rr->why, sizeof(rr->why), "%s",
+				       cerr.s[0]	 ? cerr.s
+				       : r == -ENOENT ? "the claim is no longer prepared"
+						       : strerror(-r));
+		} else if (r < 0) {
+			log_warn_errno(r, "claim_consumers_not_recorded",
+				       "claim=%s/%s action=kept_in_memory", rr->ns, rr->name);
+		}
+	}
+	metric_series_add(metric_with(p->reads, rr->failed ? "error" : "ok"), 1);
+	if (rr->failed)
+		log_warn("claim_reread_failed", "claim=%s/%s claim_uid=%s err=%s", rr->ns, rr->name,
+			 rr->uid, log_quote(rr->why));
+	reread_done(p, rr);
+}
+
 /* ---- NRI handlers ------------------------------------------------------------------- */
 
 static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
@@ -490,9 +919,15 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 
 	r = parse_env(c, uids, env_cpus, &k, eb);
 	if (r == 0 && k > 0)
-		r = check_claims(p, c, uids, env_cpus, k, eb);
+		r = check_claims(p, uids, env_cpus, k, eb);
+	if (r == 0 && k > 0)
+		r = verify_consumers(p, c, uids, k, adj, eb);
+	if (r == -EINPROGRESS) /* a claim is being read again: nri runs us again */
+		return r;
+	if (r == 0 && k > 0)
+		r = check_owners(p, c, uids, k, eb);
 	if (r < 0) {
-		metric_series_add(metric_with(p->rejects, "claim"), 1);
+		metric_series_add(metric_with(p->rejects, r == -EACCES ? "binding" : "claim"), 1);
 		return r;
 	}
 	if (k > 0 && p->rt) {
@@ -647,7 +1082,8 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	_cleanup_free_ char *pool_list = NULL;
 	struct cpuset pool;
 	struct ctr *x;
-	int rebuilt = 0, bad = 0;
+	int rebuilt = 0, bad = 0, unverified = 0;
+	bool trusted;
 
 	HASHTAB_FOREACH(x, &p->ctrs)
 		drop(p, x);
@@ -668,27 +1104,57 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			continue;
 		}
 		n = ctr_new(c);
-		if (!n || (k && !(n->claims = calloc((size_t)k, sizeof(*n->claims))))) {
+		if (!n || (k && !(n->want = calloc((size_t)k, sizeof(*n->want))))) {
 			ctr_free(n);
 			return -ENOMEM;
 		}
+		trusted = true;
 		for (int j = 0; j < k; j++) {
-			/* Trust an env claim only if state prepared exactly that. */
-			if (check_claims(p, c, &uids[j], &env_cpus[j], 1, &why) < 0) {
+			const struct state_claim *cl;
+
+			/* Trust an env claim only if state prepared exactly that... */
+			if (check_claims(p, &uids[j], &env_cpus[j], 1, &why) < 0 ||
+			    check_owners(p, c, &uids[j], 1, &why) < 0) {
 				log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
-					 c->name, uids[j], log_quote(why.s));
+					 log_quote(c->name), uids[j], log_quote(why.s));
 				continue;
 			}
-			if (state_claim_bind(p->state, uids[j], c->pod ? c->pod->uid : "",
-					     c->name) < 0)
-				continue;
-			memcpy(n->claims[n->n_claims++], uids[j], CDI_UID_MAX);
+			/* ... for a pod among its consumers. */
+			cl = state_claim(p->state, uids[j]);
+			trusted &= c->pod && c->pod->uid[0] &&
+				   state_claim_has_consumer(cl, c->pod->uid, c->pod->namespace,
+							    c->pod->name);
+			memcpy(n->want[n->n_want++], uids[j], CDI_UID_MAX);
+		}
+		for (int j = 0; trusted && j < n->n_want; j++)
+			trusted = state_claim_bind(p->state, n->want[j], n->pod_uid, n->name) == 0;
+		if (trusted) {
+			n->claims = TAKE_PTR(n->want);
+			n->n_claims = n->n_want;
+			n->n_want = 0;
 		}
 		if (put(p, n) < 0)
 			return -ENOMEM;
 		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
 			rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])n->claims, n->n_claims);
 		rebuilt++;
+	}
+	/* The untrusted run in the shared pool while their claims are read. */
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
+		if (!x->n_want)
+			continue;
+		unverified++;
+		for (int j = 0; p->fetch && j < x->n_want; j++) {
+			const struct state_claim *cl = state_claim(p->state, x->want[j]);
+			struct reread *rr;
+
+			if (cl->ns[0] &&
+			    !state_claim_has_consumer(cl, x->pod_uid, x->pod_ns, x->pod_name) &&
+			    !hashtab_get_str(&p->rereads, cl->uid))
+				(void)reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
+		}
+		verify_running(p, x);
 	}
 	state_shared_pool(p->state, &pool);
 	pool_list = cpuset_to_string(&pool);
@@ -713,8 +1179,9 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	set_bpf_shared(p);
 	update_gauges(p);
 	write_owners(p);
-	log_info("nri_synchronized", "containers=%d exclusive=%d shared_pool=%s skipped=%d",
-		 rebuilt, count(p) - p->n_shared, pool_list, bad);
+	log_info("nri_synchronized",
+		 "containers=%d exclusive=%d shared_pool=%s skipped=%d unverified=%d", rebuilt,
+		 count(p) - p->n_shared, pool_list, bad, unverified);
 	return 0;
 }
 
@@ -830,6 +1297,16 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 	struct ctr *x;
 
 	if (ev == STATE_CLAIM_REMOVED) {
+		struct reread *rr = hashtab_get_str(&p->rereads, c->uid);
+
+		/* A read of it is moot: who waits on it is refused now. */
+		if (rr && !rr->answered) {
+			p->fetch->cancel(p->fetch_ud, rr->fetch);
+			rr->fetch = NULL;
+			rr->failed = true;
+			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
+			reread_done(p, rr);
+		}
 		disown_cpus(p, &c->cpus);
 		/* Containers still listing the claim lose it (they are gone or
 		 * about to be: Unprepare comes after the pod stopped). */
@@ -893,6 +1370,7 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	if (!p)
 		return -ENOMEM;
 	hashtab_init(&p->ctrs, 0);
+	hashtab_init(&p->rereads, POOLS_MAX_READS);
 	p->state = state;
 	p->bpf = bpf;
 	p->o = *o;
@@ -917,6 +1395,15 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	p->owner_info = metrics_gauge(m, "dra_cpu_cpu_owner_info",
 				      "Which container owns an exclusive CPU (value 1).",
 				      "cpu,namespace,pod,container,claim");
+	p->refused = metrics_counter(m, "dra_cpu_nri_binding_refused_total",
+				     "Containers refused a claim their pod is not a consumer of "
+				     "(CreateContainer refused, or confined at Synchronize), by reason.",
+				     "reason");
+	p->reads = metrics_counter(m, "dra_cpu_nri_claim_reads_total",
+				   "Claims read again for a pod missing from their consumers, by result.",
+				   "result");
+	p->fetch = o->fetch && o->fetch->start && o->fetch->cancel ? o->fetch : NULL;
+	p->fetch_ud = o->fetch_ud;
 	r = metrics_add_collector(m, collect_owners, p);
 	if (r < 0)
 		return r;
@@ -932,10 +1419,19 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 
 struct pools *pools_free(struct pools *p)
 {
+	struct reread *rr;
 	struct ctr *c;
 
 	if (!p)
 		return NULL;
+	/* Their answers must never come: nobody is left to take them. */
+	HASHTAB_FOREACH(rr, &p->rereads)
+	{
+		if (rr->fetch)
+			p->fetch->cancel(p->fetch_ud, rr->fetch);
+		reread_free(rr);
+	}
+	hashtab_done(&p->rereads);
 	HASHTAB_FOREACH(c, &p->ctrs)
 		ctr_free(c);
 	hashtab_done(&p->ctrs);

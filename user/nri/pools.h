@@ -6,6 +6,15 @@
  *   no DRA_CPUSET_ env                     ──> shared pool = online - reserved
  *                                              - every prepared claim
  *
+ * The variable says which claim a container means, never who may have it: a
+ * container binds to a claim only when its pod (uid, namespace and name, as
+ * the runtime reports them) is one of the claim's consumers, the pods of its
+ * status.reservedFor. A pod missing from the copy recorded at Prepare makes
+ * the CreateContainer wait for one fresh read of the claim (a shared claim
+ * gains consumers after it was prepared), at most the wait nri allows; then,
+ * or at once if the read is impossible, the container is refused with the
+ * reason, a rate-limited log line and dra_cpu_nri_binding_refused_total.
+ *
  * A claim belongs to one container (pod uid + container name); a restart of
  * that container keeps it. When a claim is first bound, every shared
  * container shrinks (updates returned from CreateContainer); when a claim is
@@ -21,16 +30,23 @@
  * shared containers keep every node).
  *
  * Synchronize rebuilds the container table from the runtime's view, trusting
- * env claims only when they match what state prepared, and re-pins everything.
+ * env claims only when they match what state prepared and the pod is among
+ * their consumers, and re-pins everything. A running container whose pod is
+ * not (an impostor, or a claim restored without its consumers) runs in the
+ * shared pool while its claims are read once more: if the read vouches for
+ * it, it is bound and its cpuset pushed (with --nri-push-updates); if not, it
+ * is reported and stays confined.
  * Exclusive containers' cgroups are resolved to cgroup ids once the runtime
  * created them, and become the owners the BPF check enforces.
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lib/cleanup.h"
 
+struct json_object;
 struct state;
 struct topo;
 struct cpuset;
@@ -40,6 +56,21 @@ struct nri;
 struct nri_handlers;
 struct pools;
 struct rtctl;
+
+/* A claim read's answer: claim borrowed for the callback; NULL on failure,
+ * err saying why. */
+typedef void (*pools_claim_cb)(void *cb_ud, struct json_object *claim, const char *err);
+
+/* Claim reads, lent by the daemon (the API client is in a sibling layer),
+ * with the contract of dra.h's struct dra_fetch_ops: cb runs exactly once,
+ * later, on the loop, unless cancel() runs first. */
+struct pools_fetch_ops {
+	int (*start)(void *ud, const char *ns, const char *name, int64_t timeout_ms,
+		     pools_claim_cb cb, void *cb_ud, void **ret);
+	void (*cancel)(void *ud, void *handle);
+};
+
+#define POOLS_MAX_READS 16 /* claim reads in flight for bindings; more: refused */
 
 struct pools_opts {
 	/* Mount point of the hierarchy bpfmon watches; NULL: the one that
@@ -54,6 +85,10 @@ struct pools_opts {
 	 * borrowed; topo NULL: memory is never restricted. */
 	const struct topo *topo;
 	const struct cpuset *memory_nodes;
+	/* Claim reads (NULL: none; a pod missing from the recorded consumers is
+	 * refused at once). Borrowed; must outlive the pools. */
+	const struct pools_fetch_ops *fetch;
+	void *fetch_ud;
 };
 
 /* <state-dir>/owners.json, rewritten atomically whenever an owner changes:
@@ -63,7 +98,8 @@ struct pools_opts {
 #define POOLS_OWNERS_FILE "owners.json"
 
 /* state, bpfmon (may be NULL) and metrics are borrowed. Installs the state
- * guard and an observer. */
+ * guard and an observer. pools_free() cancels the claim reads in flight:
+ * free the pools before the API client. */
 int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *o,
 		struct metrics *m, struct pools **ret);
 struct pools *pools_free(struct pools *p);
