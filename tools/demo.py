@@ -92,7 +92,8 @@ BUDGET = {"policy": "deadline", "runtimeNs": 2000000, "deadlineNs": 10000000,
           "periodNs": 10000000}
 
 
-def rt_claim(name, dev, q):
+def rt_claim(name, dev, q, pod):
+    """A real-time claim allocated on dev and reserved for pod."""
     return {"metadata": {"name": name, "namespace": "default"},
             "spec": {"devices": {"requests": [{"name": "rt", "exactly": {
                 "deviceClassName": "dra.cpu.realtime",
@@ -105,7 +106,8 @@ def rt_claim(name, dev, q):
                     "apiVersion": "dra.cpu/v1alpha1", "kind": "CPUConfig",
                     "realtime": BUDGET}}}]},
                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}}}}
+                    {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}},
+                "reservedFor": [{"resource": "pods", "name": pod.name, "uid": pod.uid}]}}
 
 
 def realtime(base, api, topo):
@@ -144,9 +146,10 @@ def realtime(base, api, topo):
              % (d["attributes"]["dra.cpu/realtime"]["bool"],
                 d["capacity"]["dra.cpu/rtBandwidth"]["value"]))
         reg = k.register(os.path.join(kroot, "plugins_registry", "dra.cpu-reg.sock"), "dra.cpu")
-        envs = {}
+        envs, pods = {}, {}
         for name, q in (("control-loop", "300m"), ("busy-loop", "300m"), ("too-big", "400m")):
-            c = api.put_claim(rt_claim(name, dev, q))
+            pods[name] = rt.add_pod(name)
+            c = api.put_claim(rt_claim(name, dev, q, pods[name]))
             uid = c["metadata"]["uid"]
             r = k.prepare(reg.endpoint, [("default", name, uid)]).claims[uid]
             show("claim %s (%s)" % (name, q), "prepared" if not r.error else
@@ -161,7 +164,7 @@ def realtime(base, api, topo):
 
         ctrs = {}
         for name, code in (("control-loop", POLITE), ("busy-loop", BUSY)):
-            ctrs[name] = rt.create_container(rt.add_pod(name), "app", env=envs[name][1],
+            ctrs[name] = rt.create_container(pods[name], "app", env=envs[name][1],
                                              argv=[sys.executable, "-c", code])
         for name, ctr in ctrs.items():
             wait(lambda: os.sched_getscheduler(ctr.pid) & 0xff == 6, what="SCHED_DEADLINE")
