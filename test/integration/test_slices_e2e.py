@@ -195,19 +195,30 @@ def test_running_daemon_keeps_only_the_capabilities_it_needs(apiserver, make_dri
     assert "capabilities_dropped" in d.log()
 
 
-def test_fields_dropped_by_the_server_are_logged_once_and_adopted(apiserver, make_driver):
+def test_fields_dropped_by_the_server_are_logged_once_and_adopted(apiserver, make_driver, kube):
     """A cluster without DRAConsumableCapacity drops capacity, requestPolicy
     and allowMultipleAllocations silently: the driver notices after its write,
     says so once, and does not fight the server with endless rewrites."""
-    import time
     apiserver.set_gates(DRAConsumableCapacity=False)
     d = make_driver(args=["--no-nri", "--no-bpf"]).start()
     d.wait_ready()
     (s,) = ours(apiserver)
     assert "allowMultipleAllocations" not in s["spec"]["devices"][0]
     writes = apiserver.writes()
-    time.sleep(2.5)  # two resync periods
-    assert apiserver.writes() == writes
+    # Someone labels the slice: the watch event makes the driver compare
+    # again. Once it has, the dropped fields must not have been written back.
+    def driver_writes():
+        return sum(v for k, v in d.metrics().items()
+                   if k.startswith("dra_cpu_slice_writes_total"))
+
+    syncs, ours_before = d.metrics()["dra_cpu_slice_syncs_total"], driver_writes()
+    s["metadata"].setdefault("labels", {})["team"] = "infra"
+    assert kube.put("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"],
+                    s).status == 200
+    wait_for(lambda: d.metrics()["dra_cpu_slice_syncs_total"] >= syncs + 1, timeout=10,
+             what="the driver comparing its slices again")
+    assert driver_writes() == ours_before
+    assert apiserver.writes() == writes + 1  # the label, nothing from the driver
     assert d.log().count("slice_fields_dropped") == 1
     assert "DRAConsumableCapacity" in d.log()
     assert d.metrics()["dra_cpu_slice_fields_dropped"] == 1

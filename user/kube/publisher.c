@@ -89,7 +89,7 @@ struct publisher {
 	struct cpuset online;	 /* then: the CPUs online now */
 	unsigned dropped_logged; /* enum slices_feature bits already logged */
 	/* metrics */
-	struct metric *writes, *errors, *published, *dropped, *in_sync_g;
+	struct metric *writes, *errors, *published, *dropped, *in_sync_g, *syncs;
 };
 
 static void schedule_sync(struct publisher *p, int delay_ms);
@@ -818,6 +818,7 @@ static void run_sync(struct publisher *p)
 	p->dirty = false;
 	p->syncing = true;
 	plan(p);
+	metric_add(p->syncs, 1);
 	if (p->n_ops)
 		set_in_sync(p, false);
 	next_op(p);
@@ -873,6 +874,10 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
 				   "1 when the API server dropped fields we publish.", NULL);
 	p->in_sync_g = metrics_gauge(m, "dra_cpu_slices_in_sync",
 				     "1 while the node's ResourceSlices match what it has.", NULL);
+	p->syncs = metrics_counter(m, "dra_cpu_slice_syncs_total",
+				   "Comparisons of the node's slices with what the server holds "
+				   "(each may write nothing).",
+				   NULL);
 	p->phase = PH_NODE;
 	get_node(p);
 	*ret = TAKE_PTR(p);
