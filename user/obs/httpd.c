@@ -64,6 +64,7 @@
 #define LOG_MOD "httpd"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 
 #define HTTPD_MAX_CHECKS 16
@@ -95,11 +96,6 @@ struct conn {
 };
 
 TAILQ_HEAD(conn_list, conn);
-
-struct ratelimit {
-	int64_t last_ms;
-	unsigned suppressed;
-};
 
 struct httpd {
 	LIST_ENTRY(httpd) live;
@@ -263,21 +259,6 @@ static struct httpd *httpd_of(const struct evconnlistener *lev)
 
 /* ---- connections ---------------------------------------------------------------------------- */
 
-/* True when a warning is due; *ret_suppressed: how many were held back. */
-static bool warn_due(struct ratelimit *rl, unsigned *ret_suppressed)
-{
-	int64_t t = clock_now_ms();
-
-	if (rl->last_ms && t - rl->last_ms < HTTPD_WARN_INTERVAL_MS) {
-		rl->suppressed++;
-		return false;
-	}
-	rl->last_ms = t;
-	*ret_suppressed = rl->suppressed;
-	rl->suppressed = 0;
-	return true;
-}
-
 static void update_gauge(struct httpd *h)
 {
 	metric_set(h->m_conns, h->n_conns);
@@ -354,16 +335,16 @@ static void make_room(struct httpd *h, int room)
 {
 	struct conn *c;
 	int evicted = 0;
-	unsigned held;
+	uint64_t held;
 
 	while (h->n_conns + room > h->max_conns && (c = TAILQ_FIRST(&h->conns))) {
 		evict(h, c, h->m_evicted_limit);
 		evicted++;
 	}
-	if (evicted && warn_due(&h->warn_limit, &held))
+	if (evicted && ratelimit_pass(&h->warn_limit, &held))
 		log_warn("http_connection_limit",
-			 "limit=%d evicted=%d action=closed_least_recently_active suppressed=%u",
-			 h->max_conns, evicted, held);
+			 "limit=%d evicted=%d action=closed_least_recently_active suppressed=%llu",
+			 h->max_conns, evicted, (unsigned long long)held);
 }
 
 /* Adopts the last accept of a batch (no later accept did). */
@@ -461,7 +442,7 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 	bool fds = err == EMFILE || err == ENFILE;
 	bool mem = err == ENOBUFS || err == ENOMEM;
 	char action[64];
-	unsigned held;
+	uint64_t held;
 	struct conn *c;
 
 	if (!h) { /* not ours: cannot happen, but never retry in a loop */
@@ -492,9 +473,9 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 		h->pause_ms = h->pause_ms * 2 > HTTPD_PAUSE_MAX_MS ? HTTPD_PAUSE_MAX_MS
 								    : h->pause_ms * 2;
 	}
-	if (warn_due(&h->warn_accept, &held))
-		log_warn_errno(-err, "http_accept_failed",
-			       "action=%s connections=%d suppressed=%u", action, h->n_conns, held);
+	if (ratelimit_pass(&h->warn_accept, &held))
+		log_warn_errno(-err, "http_accept_failed", "action=%s connections=%d suppressed=%llu",
+			       action, h->n_conns, (unsigned long long)held);
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
@@ -597,6 +578,8 @@ int httpd_new(struct event_base *base, const char *addr, const struct httpd_opts
 	h->metrics = m;
 	h->max_conns = max_conns;
 	h->pause_ms = HTTPD_PAUSE_MIN_MS;
+	ratelimit_init(&h->warn_accept, HTTPD_WARN_INTERVAL_MS, 1);
+	ratelimit_init(&h->warn_limit, HTTPD_WARN_INTERVAL_MS, 1);
 	TAILQ_INIT(&h->pending);
 	TAILQ_INIT(&h->conns);
 	h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
