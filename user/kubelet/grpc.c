@@ -51,9 +51,10 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000ULL) /* STYLE.md: slow handlers are logged */
-#define WARN_INTERVAL_NS (10 * 1000 * 1000 * 1000ULL)
+#define WARN_INTERVAL_MS 10000
 #define ACCEPT_RETRY_MS 1000
 #define LOCAL_WINDOW (1 << 20)
 #define MAX_HEADER_LIST 16384
@@ -87,9 +88,9 @@ struct grpc_server {
 	grpc_observe_fn observe;
 	void *observe_ud;
 	struct grpc_stats stats;
-	uint64_t last_warn_ns;
-	uint64_t last_slow_ns;
-	uint64_t last_evict_ns;
+	/* peers can repeat whatever makes us warn: one line per
+	 * WARN_INTERVAL_MS for each kind */
+	struct ratelimit warn_rl, slow_rl, evict_rl;
 };
 
 enum conn_state { CONN_OPEN, CONN_CLOSING, CONN_DEAD };
@@ -158,18 +159,6 @@ static uint64_t now_ns(void)
 
 	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* True at most once per WARN_INTERVAL_NS per *last: peers can repeat
- * whatever makes us warn. */
-static bool warn_ratelimit(uint64_t *last)
-{
-	uint64_t t = now_ns();
-
-	if (*last && t - *last < WARN_INTERVAL_NS)
-		return false;
-	*last = t;
-	return true;
 }
 
 /* ---- framing helpers ------------------------------------------------------------------------ */
@@ -833,7 +822,7 @@ static void call_request_done(struct grpc_call *call)
 	struct grpc_server *srv = c->srv;
 	uint8_t *req;
 	uint32_t len;
-	uint64_t t0, dt;
+	uint64_t t0, dt, held;
 
 	if (call->finished || call->dispatched)
 		return;
@@ -859,9 +848,10 @@ static void call_request_done(struct grpc_call *call)
 	free(req);
 	c->buffered -= len;
 	dt = now_ns() - t0;
-	if (dt > HANDLER_BUDGET_NS && warn_ratelimit(&srv->last_slow_ns))
-		log_warn("handler_slow", "path=%s ms=%.1f budget_ms=%llu", call->path,
-			 (double)dt / 1e6, HANDLER_BUDGET_NS / 1000000);
+	if (dt > HANDLER_BUDGET_NS && ratelimit_pass(&srv->slow_rl, &held))
+		log_warn("handler_slow", "path=%s ms=%.1f budget_ms=%llu suppressed=%llu",
+			 call->path, (double)dt / 1e6, HANDLER_BUDGET_NS / 1000000,
+			 (unsigned long long)held);
 }
 
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
@@ -1371,7 +1361,7 @@ static bool conn_evict_idlest(struct grpc_server *srv, const struct grpc_listene
 	if (!victim)
 		return false;
 	srv->stats.conns_evicted++;
-	if (warn_ratelimit(&srv->last_evict_ns))
+	if (ratelimit_pass(&srv->evict_rl, NULL)) /* the total says how many */
 		log_warn("conn_evicted", "socket=%s max=%u idle_ms=%llu evicted_total=%llu "
 					 "action=closed_idlest",
 			 l->path, srv->limits.max_connections,
@@ -1388,13 +1378,15 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	struct grpc_server *srv = l->srv;
 	struct bufferevent *bev;
 	struct grpc_conn *c;
+	uint64_t held;
 	struct timeval wt = clock_tv_ms(srv->limits.write_timeout_ms);
 
 	if (srv->n_conns >= srv->limits.max_connections && !conn_evict_idlest(srv, l)) {
 		srv->stats.conns_rejected++;
-		if (warn_ratelimit(&srv->last_warn_ns))
-			log_warn("conn_rejected", "socket=%s max=%u reason=\"all busy\" action=closed",
-				 l->path, srv->limits.max_connections);
+		if (ratelimit_pass(&srv->warn_rl, &held))
+			log_warn("conn_rejected",
+				 "socket=%s max=%u reason=\"all busy\" action=closed suppressed=%llu",
+				 l->path, srv->limits.max_connections, (unsigned long long)held);
 		(void)close(fd);
 		return;
 	}
@@ -1433,10 +1425,12 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 	struct grpc_listener *l = arg;
 	struct timeval tv = clock_tv_ms(ACCEPT_RETRY_MS);
 	int err = EVUTIL_SOCKET_ERROR();
+	uint64_t held;
 
-	if (warn_ratelimit(&l->srv->last_warn_ns))
-		log_warn("accept_failed", "socket=%s err=%s action=retry_in_%dms", l->path,
-			 log_quote(strerror(err)), ACCEPT_RETRY_MS);
+	if (ratelimit_pass(&l->srv->warn_rl, &held))
+		log_warn("accept_failed", "socket=%s err=%s action=retry_in_%dms suppressed=%llu",
+			 l->path, log_quote(strerror(err)), ACCEPT_RETRY_MS,
+			 (unsigned long long)held);
 	(void)evconnlistener_disable(lev);
 	(void)evtimer_add(l->retry, &tv);
 }
@@ -1510,6 +1504,9 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 		return -ENOMEM;
 	srv->base = base;
 	srv->limits = lim;
+	ratelimit_init(&srv->warn_rl, WARN_INTERVAL_MS, 1);
+	ratelimit_init(&srv->slow_rl, WARN_INTERVAL_MS, 1);
+	ratelimit_init(&srv->evict_rl, WARN_INTERVAL_MS, 1);
 	if (nghttp2_session_callbacks_new(&srv->cbs) < 0)
 		return -ENOMEM;
 	cbs = srv->cbs;
