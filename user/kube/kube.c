@@ -59,6 +59,7 @@
 
 #define LOG_MOD "kube"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 
 #define SLOW_DISPATCH_MS 10
 #define WARNING_MAX 512
@@ -175,7 +176,7 @@ struct kube {
 	bool dead; /* kube_free() called during dispatch: destroy on the way out */
 	bool global_init;
 	bool token_failing;
-	int64_t slow_logged_ms;
+	struct ratelimit slow_rl; /* slow_dispatch lines */
 	struct kube_stats st;
 };
 
@@ -1527,6 +1528,7 @@ static void kube_dispatch(struct kube *k)
 {
 	struct kube_call *c;
 	int64_t t0, dt;
+	uint64_t held;
 
 	if (k->dispatching) /* not re-entered in practice; the outer loop picks new work up */
 		return;
@@ -1548,11 +1550,9 @@ static void kube_dispatch(struct kube *k)
 	dt = clock_now_ms() - t0;
 	if (dt > SLOW_DISPATCH_MS) {
 		k->st.slow_dispatches++;
-		if (clock_now_ms() - k->slow_logged_ms > 60000) { /* rate-limited */
-			k->slow_logged_ms = clock_now_ms();
-			log_warn("slow_dispatch", "ms=%lld budget_ms=%d",
-				 (long long)dt, SLOW_DISPATCH_MS);
-		}
+		if (ratelimit_pass(&k->slow_rl, &held))
+			log_warn("slow_dispatch", "ms=%lld budget_ms=%d suppressed=%llu",
+				 (long long)dt, SLOW_DISPATCH_MS, (unsigned long long)held);
 	}
 }
 
@@ -1794,6 +1794,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	ratelimit_init(&k->slow_rl, 60000, 1);
 	TAILQ_INIT(&k->calls);
 	TAILQ_INIT(&k->ready);
 	LIST_INIT(&k->socks);

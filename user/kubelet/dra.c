@@ -44,6 +44,7 @@
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 #include "lib/quantity.h"
 #include "core/state.h"
@@ -93,8 +94,7 @@ struct dra {
 	int fetching; /* fetches in flight */
 	struct event *pump; /* starts queued fetches on the next loop turn */
 	bool closing;
-	int64_t cancel_logged_ms;
-	uint64_t cancels_unlogged;
+	struct ratelimit cancel_rl; /* prepare_cancelled lines */
 	struct health_stream *streams;
 	struct event *health_timer;
 	bool has_online;       /* dra_set_online() was called */
@@ -1025,7 +1025,7 @@ static void on_prep_cancel(struct grpc_call *call, void *ud)
 	struct prep *p = ud;
 	struct dra *d = p->dra;
 	int abandoned = 0;
-	int64_t now;
+	uint64_t held;
 
 	p->call = NULL; /* the handle ends when this returns */
 	for (int i = 0; i < p->n; i++)
@@ -1036,14 +1036,9 @@ static void on_prep_cancel(struct grpc_call *call, void *ud)
 	metric_series_add(d->prep_cancelled, abandoned);
 	/* A peer can reset streams as fast as it opens them: one line per
 	 * period says how many. */
-	d->cancels_unlogged++;
-	now = clock_now_ms();
-	if (now - d->cancel_logged_ms >= 10000) {
+	if (ratelimit_pass(&d->cancel_rl, &held))
 		log_warn("prepare_cancelled", "calls=%llu claims=%d abandoned=%d action=dropped",
-			 (unsigned long long)d->cancels_unlogged, p->n, abandoned);
-		d->cancel_logged_ms = now;
-		d->cancels_unlogged = 0;
-	}
+			 (unsigned long long)held + 1, p->n, abandoned);
 	prep_unlink(p);
 	prep_free(p);
 }
@@ -1583,6 +1578,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		return -EINVAL;
 	d->base = base;
 	d->o = *o;
+	ratelimit_init(&d->cancel_rl, 10000, 1);
 	if (d->o.prepare_timeout_ms <= 0)
 		d->o.prepare_timeout_ms = DRA_PREPARE_TIMEOUT_MS;
 	if (d->o.max_fetches <= 0)
