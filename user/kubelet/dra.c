@@ -132,16 +132,8 @@ struct prep {
 	struct prep_claim *claims;
 	struct event *deadline;
 	int64_t deadline_ms; /* clock_now_ms() by which every claim is done */
-	struct timespec start;
+	uint64_t start_ns; /* clock_now_ns() when the call came */
 };
-
-static double since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
 
 static int perr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -818,7 +810,7 @@ static void prep_reply(struct prep *p)
 	}
 	resp.n_claims = (size_t)p->n;
 	resp.claims = eptrs;
-	metric_observe(d->prep_seconds, since(&p->start));
+	metric_observe(d->prep_seconds, (double)(clock_now_ns() - p->start_ns) / 1e9);
 	if (p->call) {
 		size_t len = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__get_packed_size(&resp);
 		uint8_t *buf = malloc(len ? len : 1);
@@ -1084,7 +1076,7 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 	p->dra = d;
 	p->call = call;
 	p->v1 = v1;
-	(void)clock_gettime(CLOCK_MONOTONIC, &p->start);
+	p->start_ns = clock_now_ns();
 	p->n = (int)rq->n_claims;
 	p->pending = p->n + 1; /* +1: held until every claim is under way */
 	for (int i = 0; i < p->n; i++) {

@@ -39,7 +39,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -152,14 +151,6 @@ struct grpc_call {
 	grpc_cancel_fn cancel_fn;
 	void *cancel_ud;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- framing helpers ------------------------------------------------------------------------ */
 
@@ -403,7 +394,7 @@ static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum g
 	if (!srv->observe)
 		return;
 	srv->observe(call->method ? call->method->path : "unknown", code,
-		     call->t_start ? now_ns() - call->t_start : 0, srv->observe_ud);
+		     call->t_start ? clock_now_ns() - call->t_start : 0, srv->observe_ud);
 }
 
 /* The stream is gone (closed, reset, connection freed). Drops the buffers;
@@ -717,7 +708,7 @@ int64_t grpc_call_deadline_left_ms(const struct grpc_call *call)
 
 	if (!call->deadline_ns)
 		return -1;
-	t = now_ns();
+	t = clock_now_ns();
 	return t >= call->deadline_ns ? 0 : (int64_t)((call->deadline_ns - t) / 1000000);
 }
 
@@ -812,7 +803,7 @@ static void call_headers_done(struct grpc_call *call)
 	else if (!(call->method = method_find(call->conn->srv, call->path)))
 		call_reject_unknown(call);
 	else if (call->timeout_ns)
-		call->deadline_ns = now_ns() + call->timeout_ns;
+		call->deadline_ns = clock_now_ns() + call->timeout_ns;
 }
 
 /* The client half-closed: exactly one message must have arrived. */
@@ -842,12 +833,12 @@ static void call_request_done(struct grpc_call *call)
 	srv->stats.calls_active++;
 	req = TAKE_PTR(call->req);
 	len = call->req_len;
-	t0 = call->t_start = now_ns();
+	t0 = call->t_start = clock_now_ns();
 	call->method->fn(call, req ? req : (const uint8_t *)"", len, call->method->userdata);
 	/* call is alive: the stream's ref cannot go while nghttp2 is in recv */
 	free(req);
 	c->buffered -= len;
-	dt = now_ns() - t0;
+	dt = clock_now_ns() - t0;
 	if (dt > HANDLER_BUDGET_NS && ratelimit_pass(&srv->slow_rl, &held))
 		log_warn("handler_slow", "path=%s ms=%.1f budget_ms=%llu suppressed=%llu",
 			 call->path, (double)dt / 1e6, HANDLER_BUDGET_NS / 1000000,
@@ -1088,7 +1079,7 @@ static void conn_close_unasked(struct grpc_conn *c)
  * (GOAWAY queued, or DEAD for the timer to free): nothing is freed here. */
 static void srv_sweep_unasked(struct grpc_server *srv)
 {
-	uint64_t now = now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
+	uint64_t now = clock_now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
 
 	for (struct grpc_conn *c = srv->conns; c; c = c->next)
 		if (c->bev && c->state == CONN_OPEN && c->handshaken && !c->requested &&
@@ -1114,7 +1105,7 @@ static void conn_arm_timer(struct grpc_conn *c)
 		ms = lim->first_request_timeout_ms;
 		if (!c->handshaken && lim->handshake_timeout_ms < ms)
 			ms = lim->handshake_timeout_ms;
-		now = now_ns();
+		now = clock_now_ns();
 		due = c->t_accept_ns + ms * 1000000ULL;
 		ms = due > now ? (due - now + 999999) / 1000000 : 0;
 	}
@@ -1166,7 +1157,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!c->requested) {
 		uint64_t idle_ns = (uint64_t)c->srv->limits.idle_timeout_ms * 1000000ULL;
-		uint64_t quiet_ns = now_ns() - c->t_input_ns;
+		uint64_t quiet_ns = clock_now_ns() - c->t_input_ns;
 
 		/* Without a crowd, a client that connected ahead of its
 		 * first call (the kubelet does) is merely idle. */
@@ -1223,7 +1214,7 @@ static void conn_on_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t n;
 
-	c->t_input_ns = now_ns();
+	c->t_input_ns = clock_now_ns();
 	if (c->requested) /* before it, input buys no time: see conn_arm_timer() */
 		conn_arm_timer(c);
 	while (c->state == CONN_OPEN && !c->read_paused &&
@@ -1365,7 +1356,7 @@ static bool conn_evict_idlest(struct grpc_server *srv, const struct grpc_listene
 		log_warn("conn_evicted", "socket=%s max=%u idle_ms=%llu evicted_total=%llu "
 					 "action=closed_idlest",
 			 l->path, srv->limits.max_connections,
-			 (unsigned long long)((now_ns() - victim->t_input_ns) / 1000000),
+			 (unsigned long long)((clock_now_ns() - victim->t_input_ns) / 1000000),
 			 (unsigned long long)srv->stats.conns_evicted);
 	conn_abort(victim);
 	return true;
@@ -1401,7 +1392,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	    (srv->n_conns - 1) * 4 < srv->limits.max_connections)
 		srv_sweep_unasked(srv);
 	srv->stats.conns_accepted++;
-	c->t_accept_ns = c->t_input_ns = now_ns();
+	c->t_accept_ns = c->t_input_ns = clock_now_ns();
 	bufferevent_setcb(bev, conn_on_read, conn_on_write, conn_on_event, c);
 	bufferevent_setwatermark(bev, EV_READ, 0, srv->limits.max_conn_output);
 	(void)bufferevent_set_timeouts(bev, NULL, &wt);

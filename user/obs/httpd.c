@@ -47,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -119,14 +118,6 @@ struct httpd {
 	struct metric_series *m_accept_fds, *m_accept_mem, *m_accept_other;
 };
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void reply(struct evhttp_request *req, int code, const char *reason, struct evbuffer *body,
 		  const char *ctype)
 {
@@ -184,7 +175,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 {
 	struct httpd *h = arg;
 	struct evbuffer *b = evbuffer_new();
-	long long t0 = now_ns(), dt;
+	long long t0 = (long long)clock_now_ns(), dt;
 
 	if (!b) {
 		evhttp_send_error(req, 500, NULL);
@@ -192,7 +183,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 	}
 	set_nodelay(req);
 	(void)metrics_render(h->metrics, b);
-	dt = now_ns() - t0;
+	dt = (long long)clock_now_ns() - t0;
 	metric_observe(h->scrape_seconds, (double)dt / 1e9);
 	if (dt > HTTPD_SLOW_NS)
 		log_warn("slow_handler", "path=/metrics ms=%.1f", (double)dt / 1e6);
