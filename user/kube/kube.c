@@ -326,15 +326,6 @@ int kube_json_parse(const char *s, size_t len, struct json_object **ret)
 	return 0;
 }
 
-static const char *json_str(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 static bool json_int(struct json_object *o, const char *key, int64_t *ret)
 {
 	struct json_object *v;
@@ -354,8 +345,8 @@ int kube_status_parse(struct json_object *o, struct kube_status *ret)
 
 	if (!o || !json_object_is_type(o, json_type_object))
 		return -EPROTO;
-	kind = json_str(o, "kind");
-	status = json_str(o, "status");
+	kind = jsonc_str(o, "kind");
+	status = jsonc_str(o, "status");
 	has_code = json_int(o, "code", &code);
 	if (!(kind && strcmp(kind, "Status") == 0) &&
 	    !(has_code && status && (!strcmp(status, "Failure") || !strcmp(status, "Success"))))
@@ -363,8 +354,8 @@ int kube_status_parse(struct json_object *o, struct kube_status *ret)
 	*ret = (struct kube_status){
 		.code = code >= 0 && code <= 999 ? (int)code : 0,
 		.status = status,
-		.reason = json_str(o, "reason"),
-		.message = json_str(o, "message"),
+		.reason = jsonc_str(o, "reason"),
+		.message = jsonc_str(o, "message"),
 		.retry_after_s = -1,
 	};
 	if (json_object_object_get_ex(o, "details", &details) &&
@@ -435,7 +426,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
 		return r;
 	if (!json_object_is_type(root, json_type_object))
 		return -EPROTO;
-	type = json_str(root, "type");
+	type = jsonc_str(root, "type");
 	if (!type || !json_object_object_get_ex(root, "object", &obj) ||
 	    !json_object_is_type(obj, json_type_object))
 		return -EPROTO;
@@ -447,7 +438,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
 	*ret = (struct kube_watch_event){ .type = event_types[i].type, .object = obj };
 	if (json_object_object_get_ex(obj, "metadata", &meta) &&
 	    json_object_is_type(meta, json_type_object))
-		ret->resource_version = json_str(meta, "resourceVersion");
+		ret->resource_version = jsonc_str(meta, "resourceVersion");
 	ret->root = TAKE_PTR(root);
 	return 0;
 }
