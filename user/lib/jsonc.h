@@ -52,3 +52,29 @@ static inline int jsonc_str_copy(struct json_object *o, const char *key, char *b
 	memcpy(buf, s, n + 1);
 	return 0;
 }
+
+/* Adds val under key, taking it even on failure; val NULL (a failed
+ * json_object_new_*) or a failed add is -ENOMEM, which is all json-c can
+ * fail with here. Chains: r = r ?: jsonc_add(o, "k", json_object_new_int(1)). */
+static inline int jsonc_add(struct json_object *obj, const char *key, struct json_object *val)
+{
+	if (!val)
+		return -ENOMEM;
+	if (json_object_object_add(obj, key, val) < 0) {
+		(void)json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* jsonc_add() for an array element. */
+static inline int jsonc_push(struct json_object *arr, struct json_object *val)
+{
+	if (!val)
+		return -ENOMEM;
+	if (json_object_array_add(arr, val) < 0) {
+		(void)json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}
