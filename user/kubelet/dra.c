@@ -400,6 +400,18 @@ static bool is_rt_claim(const struct dra *d, const struct prep_claim *pc)
 	return false;
 }
 
+/* A fresh state record for result cr, named as the claim names it. */
+static int result_init(struct prep_claim *pc, const struct claim_result *cr,
+		       struct state_result *sr)
+{
+	memset(sr, 0, sizeof(*sr));
+	if (strlen(cr->request) >= sizeof(sr->request) || strlen(cr->device) >= sizeof(sr->device))
+		return perr(&pc->err, "request or device name too long");
+	memcpy(sr->request, cr->request, strlen(cr->request) + 1);
+	memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+	return 0;
+}
+
 /* The results of a real-time claim as state records them, each checked:
  * a real-time device, the claim's one budget, within the kernel's limits
  * and within what the result consumes. */
@@ -455,12 +467,8 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 			return perr(&pc->err, "device %s is allocated twice in the claim",
 				    cr->device);
 		cpuset_set(&taken, dev->id);
-		memset(sr, 0, sizeof(*sr));
-		if (strlen(cr->request) >= sizeof(sr->request) ||
-		    strlen(cr->device) >= sizeof(sr->device))
-			return perr(&pc->err, "request or device name too long");
-		memcpy(sr->request, cr->request, strlen(cr->request) + 1);
-		memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+		if (result_init(pc, cr, sr) < 0)
+			return -EINVAL;
 		cpuset_set(&sr->cpus, dev->id);
 		sr->rt_milli = milli;
 	}
@@ -607,12 +615,9 @@ static int decide(struct dra *d, struct prep_claim *pc)
 		const struct claim_result *cr = &pc->alloc.results[i];
 		struct state_result *sr = &res[i];
 
-		memset(sr, 0, sizeof(*sr));
-		if (strlen(cr->request) >= sizeof(sr->request) ||
-		    strlen(cr->device) >= sizeof(sr->device))
-			return perr(&pc->err, "request or device name too long");
-		memcpy(sr->request, cr->request, strlen(cr->request) + 1);
-		memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+		r = result_init(pc, cr, sr);
+		if (r < 0)
+			return r;
 		if (d->devices->kind == DEVICE_CPU) {
 			const struct device *dev = devices_find(d->devices, cr->device);
 
