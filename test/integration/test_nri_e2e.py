@@ -267,10 +267,12 @@ def test_real_cgroups_owners_file_and_bpf_owner(apiserver, make_driver, kubelet,
 # ---- NUMA-local memory and the shared pool beside exclusive CPUs
 
 
-def prep_cfg(env, name, dev, n, **params):
+def prep_cfg(env, name, dev, n, pods=(), **params):
+    """prep() with CPUConfig parameters."""
     from claims import cpu_config
     apiserver, d, kubelet, rt = env
-    c = apiserver.put_claim(claim(name, [("cpu", dev, n)], configs=[cpu_config(**params)]))
+    c = apiserver.put_claim(claim(name, [("cpu", dev, n)], configs=[cpu_config(**params)],
+                                  reserved_for=pods))
     r = kubelet.prepare(d.dra_sock, [ref(c)])
     assert r.claims[c["metadata"]["uid"]].error == ""
     import json
@@ -285,15 +287,17 @@ NODE1 = set(range(96, 192)) | set(range(288, 384))  # synthetic-384's NUMA node 
 def test_memory_local_sets_mems_to_the_claims_nodes(nri_env):
     apiserver, d, kubelet, rt = nri_env
     shared = rt.create_container(rt.add_pod("web"), "sidecar")
-    c, line = prep_cfg(nri_env, "db", "cpudevnuma001", "4", memory="local")
-    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line))
+    db = rt.add_pod("db")
+    c, line = prep_cfg(nri_env, "db", "cpudevnuma001", "4", pods=[db], memory="local")
+    app = rt.create_container(db, "app", env=envd(line))
     assert cpus(app) <= NODE1 and app.mems == "1"
     assert shared.mems == ""  # shared containers keep every node
     assert "event=container_memory_local" in d.log() and "mems=1" in d.log()
     # "all", and no word at all (the node default is all): mems untouched
     for name, params in (("all", {"memory": "all"}), ("plain", {})):
-        _, line = prep_cfg(nri_env, name, "cpudevnuma000", "2", **params)
-        x = rt.create_container(rt.add_pod(name), "app", env=envd(line))
+        pod = rt.add_pod(name)
+        _, line = prep_cfg(nri_env, name, "cpudevnuma000", "2", pods=[pod], **params)
+        x = rt.create_container(pod, "app", env=envd(line))
         assert x.mems == "", name
 
 
@@ -306,10 +310,11 @@ def test_memory_locality_node_default(apiserver, make_driver, kubelet, driver_di
                               "local"]).start()
         rt.wait_plugin(timeout=5)
         env = (apiserver, d, kubelet, rt)
-        _, line = prep_cfg(env, "db", "cpudevnuma000", "2")
-        assert rt.create_container(rt.add_pod("db"), "app", env=envd(line)).mems == "0"
-        _, line = prep_cfg(env, "opt-out", "cpudevnuma001", "2", memory="all")
-        assert rt.create_container(rt.add_pod("o"), "app", env=envd(line)).mems == ""
+        db, o = rt.add_pod("db"), rt.add_pod("o")
+        _, line = prep_cfg(env, "db", "cpudevnuma000", "2", pods=[db])
+        assert rt.create_container(db, "app", env=envd(line)).mems == "0"
+        _, line = prep_cfg(env, "opt-out", "cpudevnuma001", "2", pods=[o], memory="all")
+        assert rt.create_container(o, "app", env=envd(line)).mems == ""
     finally:
         rt.close()
 
@@ -317,16 +322,19 @@ def test_memory_locality_node_default(apiserver, make_driver, kubelet, driver_di
 def test_shared_pool_beside_exclusive_cpus_follows_the_pool(nri_env):
     apiserver, d, kubelet, rt = nri_env
     shared = rt.create_container(rt.add_pod("web"), "sidecar")
-    a, line_a = prep_cfg(nri_env, "dataplane", "cpudevnuma000", "4", sharedPool=True)
+    dp_pod = rt.add_pod("dp")
+    a, line_a = prep_cfg(nri_env, "dataplane", "cpudevnuma000", "4", pods=[dp_pod],
+                         sharedPool=True)
     own = parse_list(line_a.split("=", 1)[1])
-    dp = rt.create_container(rt.add_pod("dp"), "app", env=envd(line_a))
+    dp = rt.create_container(dp_pod, "app", env=envd(line_a))
     # its own CPUs plus the pool (every allocatable CPU, here)
     assert cpus(dp) == ALL
     assert cpus(shared) == ALL - own
     # another claim's container starts: the pool shrinks for both
-    b, line_b = prep(nri_env, "db", dev="cpudevnuma001")
+    db = rt.add_pod("db")
+    b, line_b = prep(nri_env, "db", dev="cpudevnuma001", pods=[db])
     theirs = parse_list(line_b.split("=", 1)[1])
-    app = rt.create_container(rt.add_pod("db"), "app", env=envd(line_b))
+    app = rt.create_container(db, "app", env=envd(line_b))
     assert cpus(app) == theirs
     assert cpus(dp) == ALL - theirs
     assert cpus(shared) == ALL - own - theirs
@@ -343,7 +351,8 @@ def test_shared_pool_beside_exclusive_cpus_follows_the_pool(nri_env):
     d.start()
     kubelet.close()
     rt.wait_plugin(timeout=5, after=serial)
-    c2, line2 = prep(nri_env, "db2", dev="cpudevnuma001")
+    db2 = rt.add_pod("db2")
+    c2, line2 = prep(nri_env, "db2", dev="cpudevnuma001", pods=[db2])
     theirs2 = parse_list(line2.split("=", 1)[1])
-    rt.create_container(rt.add_pod("db2"), "app", env=envd(line2))
+    rt.create_container(db2, "app", env=envd(line2))
     assert cpus(dp) == ALL - theirs2
