@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -79,6 +80,62 @@ static void test_errbuf_truncates_long_text(void **st)
 	assert_memory_equal(eb.s, "ctx: aaa", 8);
 }
 
+/* Text of ERRBUF_MAX - 1 - pad 'a's followed by ch, cut by errbuf_set(). */
+static size_t cut_len(size_t pad, const char *ch)
+{
+	char big[ERRBUF_MAX + 8];
+	struct errbuf eb;
+
+	memset(big, 'a', ERRBUF_MAX - 1 - pad);
+	(void)snprintf(big + ERRBUF_MAX - 1 - pad, sizeof(big) - (ERRBUF_MAX - 1 - pad), "%s%s",
+		       ch, "zz");
+	errbuf_set(&eb, "%s", big);
+	return strlen(eb.s);
+}
+
+static void test_errbuf_cut_never_splits_a_utf8_character(void **st)
+{
+	static const struct {
+		const char *ch;
+		size_t pad, want; /* pad: bytes of ch that fit */
+	} cases[] = {
+		{ "\xc3\xa9", 1, ERRBUF_MAX - 2 },		/* e-acute, 1 of 2 fits */
+		{ "\xc3\xa9", 2, ERRBUF_MAX - 1 },		/* whole */
+		{ "\xe2\x82\xac", 1, ERRBUF_MAX - 2 },		/* euro, 1 of 3 */
+		{ "\xe2\x82\xac", 2, ERRBUF_MAX - 3 },		/* 2 of 3 */
+		{ "\xe2\x82\xac", 3, ERRBUF_MAX - 1 },		/* whole */
+		{ "\xf0\x9f\x98\x80", 3, ERRBUF_MAX - 4 }, /* emoji, 3 of 4 */
+		{ "\xf0\x9f\x98\x80", 4, ERRBUF_MAX - 1 }, /* whole */
+		{ "b", 1, ERRBUF_MAX - 1 },		/* ASCII */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(cut_len(cases[i].pad, cases[i].ch), cases[i].want);
+}
+
+static void test_errbuf_wrap_cut_never_splits_a_utf8_character(void **st)
+{
+	char old[ERRBUF_MAX];
+	struct errbuf eb;
+	size_t n;
+
+	/* "ctx: " then the old text, whose euro signs are cut at 511 bytes */
+	for (n = 0; n + 3 < sizeof(old); n += 3)
+		memcpy(old + n, "\xe2\x82\xac", 3);
+	old[n] = 0;
+	errbuf_set(&eb, "%s", old);
+	(void)errbuf_wrap(&eb, -EINVAL, "ctx");
+	n = strlen(eb.s);
+	assert_true(n < ERRBUF_MAX - 1);
+	assert_int_equal((n - 5) % 3, 0);
+	assert_int_equal((unsigned char)eb.s[n - 1], 0xac);
+	/* a prefix over the size is cut the same way (2 + 169 euros of its
+	 * 2 + 170), and ": " still fits after it */
+	(void)errbuf_wrap(&eb, -EINVAL, "xx%s", old);
+	assert_int_equal(strlen(eb.s), 2 + 169 * 3 + 2);
+	assert_memory_equal(eb.s + 2 + 168 * 3, "\xe2\x82\xac: ", 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -88,6 +145,8 @@ int main(void)
 		cmocka_unit_test(test_errbuf_wrap_of_empty_text_uses_strerror),
 		cmocka_unit_test(test_errbuf_text_prefers_text_over_strerror),
 		cmocka_unit_test(test_errbuf_truncates_long_text),
+		cmocka_unit_test(test_errbuf_cut_never_splits_a_utf8_character),
+		cmocka_unit_test(test_errbuf_wrap_cut_never_splits_a_utf8_character),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

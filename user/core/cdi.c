@@ -101,16 +101,6 @@ int cdi_remove_stale_temps(const char *dir)
 	return fileio_remove_stale_temps(dir, FILE_PREFIX);
 }
 
-/* The member key of obj as a string, or NULL when absent or not a string. */
-static const char *get_str(struct json_object *obj, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cpus,
 		   struct errbuf *eb)
 {
@@ -137,17 +127,17 @@ int cdi_spec_parse(const char *buf, size_t len, char *uid_out, struct cpuset *cp
 	json_tokener_free(tok);
 	if (r < 0 || !json_object_is_type(root, json_type_object))
 		return errbuf_fail(eb, -EPROTO, "not a JSON object");
-	s = get_str(root, "kind");
+	s = jsonc_str(root, "kind");
 	if (!s || strcmp(s, CDI_KIND) != 0)
 		return errbuf_fail(eb, -EPROTO, "kind is not %s", CDI_KIND);
-	s = get_str(root, "cdiVersion");
+	s = jsonc_str(root, "cdiVersion");
 	if (!s || strcmp(s, CDI_VERSION) != 0)
 		return errbuf_fail(eb, -EPROTO, "cdiVersion is not %s", CDI_VERSION);
 	if (!json_object_object_get_ex(root, "devices", &devs) ||
 	    !json_object_is_type(devs, json_type_array) || json_object_array_length(devs) != 1)
 		return errbuf_fail(eb, -EPROTO, "not exactly one device");
 	dev = json_object_array_get_idx(devs, 0);
-	name = json_object_is_type(dev, json_type_object) ? get_str(dev, "name") : NULL;
+	name = json_object_is_type(dev, json_type_object) ? jsonc_str(dev, "name") : NULL;
 	if (!name || strncmp(name, "claim-", 6) != 0)
 		return errbuf_fail(eb, -EPROTO, "device name is not claim-<uid>");
 	uid = name + 6;

@@ -18,6 +18,21 @@ struct devices *devices_free(struct devices *d)
 	return NULL;
 }
 
+/* A device of one CPU (s), with that CPU's topology; the name is the
+ * caller's. */
+static void one_cpu(struct device *dev, enum device_kind kind, const struct topo_cpu *s)
+{
+	memset(dev, 0, sizeof(*dev));
+	dev->kind = kind;
+	dev->id = s->cpu;
+	dev->n_cpus = 1;
+	dev->numa = s->numa;
+	dev->socket = s->socket;
+	dev->core_id = s->core_id;
+	dev->l3 = s->l3;
+	dev->type = s->type;
+}
+
 static int build_individual(struct devices *d, const struct topo *t)
 {
 	/* next[i]: position of the next CPU of the same core as cpus[i], -1. */
@@ -49,15 +64,8 @@ static int build_individual(struct devices *d, const struct topo *t)
 				continue;
 			cpuset_set(&done, s->cpu);
 			dev = &d->v[n];
+			one_cpu(dev, DEVICE_CPU, s);
 			(void)snprintf(dev->name, sizeof(dev->name), "cpudev%03d", n);
-			dev->kind = DEVICE_CPU;
-			dev->id = s->cpu;
-			dev->n_cpus = 1;
-			dev->numa = s->numa;
-			dev->socket = s->socket;
-			dev->core_id = s->core_id;
-			dev->l3 = s->l3;
-			dev->type = s->type;
 			n++;
 		}
 	}
@@ -194,16 +202,8 @@ int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset 
 		const struct topo_cpu *s = topo_cpu(t, cpu);
 		struct device *dev = &d->v[d->n++];
 
-		memset(dev, 0, sizeof(*dev));
+		one_cpu(dev, DEVICE_RT, s);
 		(void)snprintf(dev->name, sizeof(dev->name), "cpurt%03d", cpu);
-		dev->kind = DEVICE_RT;
-		dev->id = cpu;
-		dev->n_cpus = 1;
-		dev->numa = s->numa;
-		dev->socket = s->socket;
-		dev->core_id = s->core_id;
-		dev->l3 = s->l3;
-		dev->type = s->type;
 		dev->rt_capacity_milli = capacity_milli;
 	}
 	d->n_rt = n;

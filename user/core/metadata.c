@@ -15,18 +15,12 @@
 #include "lib/cleanup.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#include "lib/jsonc.h"
 
 #define SPEC_PREFIX "dra.cpu_metadata_"
 #define SPEC_SUFFIX ".json"
 #define DATA_SUBDIR "dra-device-metadata"
 #define FILE_NAME "metadata.json"
-
-static void json_putp(struct json_object **o)
-{
-	if (*o)
-		(void)json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(json_putp)
 
 static void closedirp(DIR **d)
 {
@@ -45,29 +39,6 @@ void metadata_cdi_id(const char *uid, const char *request, char *buf, size_t siz
 		       (int)metadata_base_len(request), request);
 }
 
-/* json-c adds fail only on ENOMEM; collect that. */
-static int add(struct json_object *obj, const char *key, struct json_object *val)
-{
-	if (!val)
-		return -ENOMEM;
-	if (json_object_object_add(obj, key, val) < 0) {
-		(void)json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int push(struct json_object *arr, struct json_object *val)
-{
-	if (!val)
-		return -ENOMEM;
-	if (json_object_array_add(arr, val) < 0) {
-		(void)json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 static struct json_object *device_json(const struct metadata_opts *o,
 				       const struct metadata_device *d)
 {
@@ -77,22 +48,22 @@ static struct json_object *device_json(const struct metadata_opts *o,
 
 	if (!dev)
 		return NULL;
-	r = add(dev, "driver", json_object_new_string(o->driver));
-	r = r ?: add(dev, "pool", json_object_new_string(o->pool));
-	r = r ?: add(dev, "name", json_object_new_string(d->name));
+	r = jsonc_add(dev, "driver", json_object_new_string(o->driver));
+	r = r ?: jsonc_add(dev, "pool", json_object_new_string(o->pool));
+	r = r ?: jsonc_add(dev, "name", json_object_new_string(d->name));
 	if (r < 0)
 		return NULL;
 	if (d->attributes && json_object_deep_copy(d->attributes, &attrs, NULL) < 0)
 		return NULL;
 	if (!attrs && !(attrs = json_object_new_object()))
 		return NULL;
-	if (add(dev, "attributes", attrs) < 0)
+	if (jsonc_add(dev, "attributes", attrs) < 0)
 		return NULL;
 	if (d->allocated_cpus >= 0) {
 		struct json_object *v = json_object_new_object();
 
-		if (!v || add(v, "int", json_object_new_int64(d->allocated_cpus)) < 0 ||
-		    add(attrs, "dra.cpu/allocatedNumCPUs", v) < 0) {
+		if (!v || jsonc_add(v, "int", json_object_new_int64(d->allocated_cpus)) < 0 ||
+		    jsonc_add(attrs, "dra.cpu/allocatedNumCPUs", v) < 0) {
 			(void)json_object_put(v);
 			return NULL;
 		}
@@ -107,24 +78,24 @@ int metadata_build(const struct metadata_opts *o, const struct metadata_claim *c
 	struct json_object *meta = json_object_new_object(), *reqs, *req, *devs;
 	int rc;
 
-	if (!m || add(m, "kind", json_object_new_string("DeviceMetadata")) < 0 ||
-	    add(m, "apiVersion", json_object_new_string(METADATA_API_VERSION)) < 0 ||
-	    add(m, "metadata", meta) < 0)
+	if (!m || jsonc_add(m, "kind", json_object_new_string("DeviceMetadata")) < 0 ||
+	    jsonc_add(m, "apiVersion", json_object_new_string(METADATA_API_VERSION)) < 0 ||
+	    jsonc_add(m, "metadata", meta) < 0)
 		return -ENOMEM;
-	rc = add(meta, "name", json_object_new_string(c->name));
-	rc = rc ?: add(meta, "namespace", json_object_new_string(c->ns));
-	rc = rc ?: add(meta, "uid", json_object_new_string(c->uid));
+	rc = jsonc_add(meta, "name", json_object_new_string(c->name));
+	rc = rc ?: jsonc_add(meta, "namespace", json_object_new_string(c->ns));
+	rc = rc ?: jsonc_add(meta, "uid", json_object_new_string(c->uid));
 	/* written once per Prepare and never updated in place */
-	rc = rc ?: add(meta, "generation", json_object_new_int64(1));
+	rc = rc ?: jsonc_add(meta, "generation", json_object_new_int64(1));
 	if (!rc && c->pod_claim_name && *c->pod_claim_name)
-		rc = add(m, "podClaimName", json_object_new_string(c->pod_claim_name));
-	if (rc < 0 || add(m, "requests", reqs = json_object_new_array()) < 0 ||
-	    push(reqs, req = json_object_new_object()) < 0 ||
-	    add(req, "name", json_object_new_string(r->name)) < 0 ||
-	    add(req, "devices", devs = json_object_new_array()) < 0)
+		rc = jsonc_add(m, "podClaimName", json_object_new_string(c->pod_claim_name));
+	if (rc < 0 || jsonc_add(m, "requests", reqs = json_object_new_array()) < 0 ||
+	    jsonc_push(reqs, req = json_object_new_object()) < 0 ||
+	    jsonc_add(req, "name", json_object_new_string(r->name)) < 0 ||
+	    jsonc_add(req, "devices", devs = json_object_new_array()) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < r->n; i++)
-		if (push(devs, device_json(o, &r->devices[i])) < 0)
+		if (jsonc_push(devs, device_json(o, &r->devices[i])) < 0)
 			return -ENOMEM;
 	*ret = TAKE_PTR(m);
 	return 0;
@@ -160,13 +131,13 @@ static int spec_json(const struct metadata_claim *c, const char *request, const 
 	int base = (int)metadata_base_len(request);
 
 	(void)snprintf(name, sizeof(name), "%s_%.*s", c->uid, base, request);
-	if (!s || add(s, "cdiVersion", json_object_new_string(METADATA_CDI_VERSION)) < 0 ||
-	    add(s, "kind", json_object_new_string(METADATA_CDI_KIND)) < 0 ||
-	    add(s, "devices", devs = json_object_new_array()) < 0 ||
-	    push(devs, dev = json_object_new_object()) < 0 ||
-	    add(dev, "name", json_object_new_string(name)) < 0 ||
-	    add(dev, "containerEdits", edits = json_object_new_object()) < 0 ||
-	    add(edits, "mounts", mounts = json_object_new_array()) < 0)
+	if (!s || jsonc_add(s, "cdiVersion", json_object_new_string(METADATA_CDI_VERSION)) < 0 ||
+	    jsonc_add(s, "kind", json_object_new_string(METADATA_CDI_KIND)) < 0 ||
+	    jsonc_add(s, "devices", devs = json_object_new_array()) < 0 ||
+	    jsonc_push(devs, dev = json_object_new_object()) < 0 ||
+	    jsonc_add(dev, "name", json_object_new_string(name)) < 0 ||
+	    jsonc_add(dev, "containerEdits", edits = json_object_new_object()) < 0 ||
+	    jsonc_add(edits, "mounts", mounts = json_object_new_array()) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < 2; i++) {
 		struct json_object *m, *opts;
@@ -176,12 +147,12 @@ static int spec_json(const struct metadata_claim *c, const char *request, const 
 			continue;
 		(void)snprintf(path, sizeof(path), METADATA_CONTAINER_DIR "/%s/%s/%.*s/%s-metadata.json",
 			       forms[i][0], forms[i][1], base, request, "dra.cpu");
-		if (push(mounts, m = json_object_new_object()) < 0 ||
-		    add(m, "hostPath", json_object_new_string(host)) < 0 ||
-		    add(m, "containerPath", json_object_new_string(path)) < 0 ||
-		    add(m, "options", opts = json_object_new_array()) < 0 ||
-		    push(opts, json_object_new_string("ro")) < 0 ||
-		    push(opts, json_object_new_string("bind")) < 0)
+		if (jsonc_push(mounts, m = json_object_new_object()) < 0 ||
+		    jsonc_add(m, "hostPath", json_object_new_string(host)) < 0 ||
+		    jsonc_add(m, "containerPath", json_object_new_string(path)) < 0 ||
+		    jsonc_add(m, "options", opts = json_object_new_array()) < 0 ||
+		    jsonc_push(opts, json_object_new_string("ro")) < 0 ||
+		    jsonc_push(opts, json_object_new_string("bind")) < 0)
 			return -ENOMEM;
 	}
 	*ret = strdup(json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN |

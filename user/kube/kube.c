@@ -59,6 +59,7 @@
 
 #define LOG_MOD "kube"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 
 #define SLOW_DISPATCH_MS 10
 #define WARNING_MAX 512
@@ -175,7 +176,7 @@ struct kube {
 	bool dead; /* kube_free() called during dispatch: destroy on the way out */
 	bool global_init;
 	bool token_failing;
-	int64_t slow_logged_ms;
+	struct ratelimit slow_rl; /* slow_dispatch lines */
 	struct kube_stats st;
 };
 
@@ -325,15 +326,6 @@ int kube_json_parse(const char *s, size_t len, struct json_object **ret)
 	return 0;
 }
 
-static const char *json_str(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 static bool json_int(struct json_object *o, const char *key, int64_t *ret)
 {
 	struct json_object *v;
@@ -353,8 +345,8 @@ int kube_status_parse(struct json_object *o, struct kube_status *ret)
 
 	if (!o || !json_object_is_type(o, json_type_object))
 		return -EPROTO;
-	kind = json_str(o, "kind");
-	status = json_str(o, "status");
+	kind = jsonc_str(o, "kind");
+	status = jsonc_str(o, "status");
 	has_code = json_int(o, "code", &code);
 	if (!(kind && strcmp(kind, "Status") == 0) &&
 	    !(has_code && status && (!strcmp(status, "Failure") || !strcmp(status, "Success"))))
@@ -362,8 +354,8 @@ int kube_status_parse(struct json_object *o, struct kube_status *ret)
 	*ret = (struct kube_status){
 		.code = code >= 0 && code <= 999 ? (int)code : 0,
 		.status = status,
-		.reason = json_str(o, "reason"),
-		.message = json_str(o, "message"),
+		.reason = jsonc_str(o, "reason"),
+		.message = jsonc_str(o, "message"),
 		.retry_after_s = -1,
 	};
 	if (json_object_object_get_ex(o, "details", &details) &&
@@ -434,7 +426,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
 		return r;
 	if (!json_object_is_type(root, json_type_object))
 		return -EPROTO;
-	type = json_str(root, "type");
+	type = jsonc_str(root, "type");
 	if (!type || !json_object_object_get_ex(root, "object", &obj) ||
 	    !json_object_is_type(obj, json_type_object))
 		return -EPROTO;
@@ -446,7 +438,7 @@ int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event
 	*ret = (struct kube_watch_event){ .type = event_types[i].type, .object = obj };
 	if (json_object_object_get_ex(obj, "metadata", &meta) &&
 	    json_object_is_type(meta, json_type_object))
-		ret->resource_version = json_str(meta, "resourceVersion");
+		ret->resource_version = jsonc_str(meta, "resourceVersion");
 	ret->root = TAKE_PTR(root);
 	return 0;
 }
@@ -1527,6 +1519,7 @@ static void kube_dispatch(struct kube *k)
 {
 	struct kube_call *c;
 	int64_t t0, dt;
+	uint64_t held;
 
 	if (k->dispatching) /* not re-entered in practice; the outer loop picks new work up */
 		return;
@@ -1548,11 +1541,9 @@ static void kube_dispatch(struct kube *k)
 	dt = clock_now_ms() - t0;
 	if (dt > SLOW_DISPATCH_MS) {
 		k->st.slow_dispatches++;
-		if (clock_now_ms() - k->slow_logged_ms > 60000) { /* rate-limited */
-			k->slow_logged_ms = clock_now_ms();
-			log_warn("slow_dispatch", "ms=%lld budget_ms=%d",
-				 (long long)dt, SLOW_DISPATCH_MS);
-		}
+		if (ratelimit_pass(&k->slow_rl, &held))
+			log_warn("slow_dispatch", "ms=%lld budget_ms=%d suppressed=%llu",
+				 (long long)dt, SLOW_DISPATCH_MS, (unsigned long long)held);
 	}
 }
 
@@ -1794,6 +1785,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	ratelimit_init(&k->slow_rl, 60000, 1);
 	TAILQ_INIT(&k->calls);
 	TAILQ_INIT(&k->ready);
 	LIST_INIT(&k->socks);

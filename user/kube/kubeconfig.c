@@ -288,9 +288,9 @@ static bool scalar_is_null(const yaml_node_t *n)
 		 scalar_is(n, "NULL")));
 }
 
-/* A string value; *ret NULL when the key is absent, empty or null. */
-static int get_str(struct kcp *p, yaml_node_t *map, const char *what, const char *key,
-		   char **ret)
+/* map_get(), with a null or empty scalar read as absent (*ret NULL). */
+static int map_get_value(struct kcp *p, yaml_node_t *map, const char *what, const char *key,
+			 yaml_node_t **ret)
 {
 	yaml_node_t *v;
 	int r;
@@ -298,7 +298,21 @@ static int get_str(struct kcp *p, yaml_node_t *map, const char *what, const char
 	r = map_get(p, map, what, key, &v);
 	if (r < 0)
 		return r;
-	if (!v || (v->type == YAML_SCALAR_NODE && scalar_is_null(v))) {
+	*ret = v && !(v->type == YAML_SCALAR_NODE && scalar_is_null(v)) ? v : NULL;
+	return 0;
+}
+
+/* A string value; *ret NULL when the key is absent, empty or null. */
+static int get_str(struct kcp *p, yaml_node_t *map, const char *what, const char *key,
+		   char **ret)
+{
+	yaml_node_t *v;
+	int r;
+
+	r = map_get_value(p, map, what, key, &v);
+	if (r < 0)
+		return r;
+	if (!v) {
 		*ret = NULL;
 		return 0;
 	}
@@ -316,10 +330,10 @@ static int get_bool(struct kcp *p, yaml_node_t *map, const char *what, const cha
 	yaml_node_t *v;
 	int r;
 
-	r = map_get(p, map, what, key, &v);
+	r = map_get_value(p, map, what, key, &v);
 	if (r < 0)
 		return r;
-	if (!v || (v->type == YAML_SCALAR_NODE && scalar_is_null(v))) {
+	if (!v) {
 		*ret = false;
 		return 0;
 	}
@@ -393,10 +407,10 @@ static int refuse_key(struct kcp *p, yaml_node_t *map, const char *what, const c
 	yaml_node_t *v;
 	int r;
 
-	r = map_get(p, map, what, key, &v);
+	r = map_get_value(p, map, what, key, &v);
 	if (r < 0)
 		return r;
-	if (v && !(v->type == YAML_SCALAR_NODE && scalar_is_null(v)))
+	if (v)
 		return kc_errf(p->err, -EOPNOTSUPP, "%s.%s is not supported", what, key);
 	return 0;
 }

@@ -61,24 +61,12 @@ int slices_count(const struct devices *d, const struct slices_opts *o)
 	return n == 0 ? 1 : (n + m - 1) / m;
 }
 
-/* json-c adds never fail on valid objects short of ENOMEM; collect that. */
-static int add(struct json_object *obj, const char *key, struct json_object *val)
-{
-	if (!val)
-		return -ENOMEM;
-	if (json_object_object_add(obj, key, val) < 0) {
-		(void)json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* A new empty object (or array) added under key; borrowed from parent. NULL on ENOMEM. */
 static struct json_object *child(struct json_object *parent, const char *key, bool array)
 {
 	struct json_object *o = array ? json_object_new_array() : json_object_new_object();
 
-	return add(parent, key, o) < 0 ? NULL : o;
+	return jsonc_add(parent, key, o) < 0 ? NULL : o;
 }
 
 static int add_attr_int(struct json_object *attrs, const char *key, int64_t v)
@@ -88,12 +76,12 @@ static int add_attr_int(struct json_object *attrs, const char *key, int64_t v)
 
 	if (!a)
 		return -ENOMEM;
-	r = add(a, "int", json_object_new_int64(v));
+	r = jsonc_add(a, "int", json_object_new_int64(v));
 	if (r < 0) {
 		(void)json_object_put(a);
 		return r;
 	}
-	return add(attrs, key, a);
+	return jsonc_add(attrs, key, a);
 }
 
 static int add_attr_bool(struct json_object *attrs, const char *key, bool v)
@@ -103,12 +91,12 @@ static int add_attr_bool(struct json_object *attrs, const char *key, bool v)
 
 	if (!a)
 		return -ENOMEM;
-	r = add(a, "bool", json_object_new_boolean(v));
+	r = jsonc_add(a, "bool", json_object_new_boolean(v));
 	if (r < 0) {
 		(void)json_object_put(a);
 		return r;
 	}
-	return add(attrs, key, a);
+	return jsonc_add(attrs, key, a);
 }
 
 static int add_attr_string(struct json_object *attrs, const char *key, const char *v)
@@ -118,12 +106,12 @@ static int add_attr_string(struct json_object *attrs, const char *key, const cha
 
 	if (!a)
 		return -ENOMEM;
-	r = add(a, "string", json_object_new_string(v));
+	r = jsonc_add(a, "string", json_object_new_string(v));
 	if (r < 0) {
 		(void)json_object_put(a);
 		return r;
 	}
-	return add(attrs, key, a);
+	return jsonc_add(attrs, key, a);
 }
 
 /* resource.kubernetes.io/pcieRoot: {"strings": [roots local to the device's CPUs]}. */
@@ -145,7 +133,8 @@ static int pcie_attr(struct json_object *attrs, const struct pcie *p, const stru
 	if (n == 0 || json_object_object_length(attrs) + n > SLICES_MAX_ATTRIBUTE_VALUES)
 		return 0;
 	a = json_object_new_object();
-	if (!a || add(attrs, SLICES_PCIE_ROOT_ATTR, a) < 0 || !(list = child(a, "strings", true)))
+	if (!a || jsonc_add(attrs, SLICES_PCIE_ROOT_ATTR, a) < 0 ||
+	    !(list = child(a, "strings", true)))
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct json_object *v = json_object_new_string(p->v[idx[i]].name);
@@ -181,14 +170,14 @@ static int capacity(struct json_object *dev, int n_cpus)
 	    !(range = child(policy, "validRange", false)))
 		return -ENOMEM;
 	quantity_format_int(n_cpus, value, sizeof(value));
-	r = add(cpu, "value", json_object_new_string(value));
+	r = jsonc_add(cpu, "value", json_object_new_string(value));
 	/* Whole CPUs only, at least one. The server requires min + step <= value,
 	 * so a one-CPU group carries no step (nothing fractional fits anyway). */
-	r = r ?: add(policy, "default", json_object_new_string("1"));
-	r = r ?: add(range, "min", json_object_new_string("1"));
+	r = r ?: jsonc_add(policy, "default", json_object_new_string("1"));
+	r = r ?: jsonc_add(range, "min", json_object_new_string("1"));
 	if (!r && n_cpus >= 2)
-		r = add(range, "step", json_object_new_string("1"));
-	return r ?: add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
+		r = jsonc_add(range, "step", json_object_new_string("1"));
+	return r ?: jsonc_add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
 }
 
 /* nodeAllocatableResources: {"cpu": {"mapping": {...}}}. A grouped claim
@@ -204,9 +193,9 @@ static int node_allocatable(struct json_object *dev, bool grouped)
 	    !(cpu = child(res, "cpu", false)) || !(map = child(cpu, "mapping", false)))
 		return -ENOMEM;
 	if (!grouped)
-		return add(map, "deviceMultiplier", json_object_new_string("1"));
-	r = add(map, "capacityKey", json_object_new_string(SLICES_CAPACITY_KEY));
-	return r ?: add(map, "capacityMultiplier", json_object_new_string("1"));
+		return jsonc_add(map, "deviceMultiplier", json_object_new_string("1"));
+	r = jsonc_add(map, "capacityKey", json_object_new_string(SLICES_CAPACITY_KEY));
+	return r ?: jsonc_add(map, "capacityMultiplier", json_object_new_string("1"));
 }
 
 /* dra.cpu/rtBandwidth: the CPU's deadline bandwidth, shared by claims
@@ -223,12 +212,12 @@ static int rt_capacity(struct json_object *dev, int64_t milli)
 	    !(range = child(policy, "validRange", false)))
 		return -ENOMEM;
 	rt_milli_format(milli, value, sizeof(value));
-	r = add(bw, "value", json_object_new_string(value));
-	r = r ?: add(policy, "default", json_object_new_string(value));
-	r = r ?: add(range, "min", json_object_new_string("1m"));
+	r = jsonc_add(bw, "value", json_object_new_string(value));
+	r = r ?: jsonc_add(policy, "default", json_object_new_string(value));
+	r = r ?: jsonc_add(range, "min", json_object_new_string("1m"));
 	if (!r && milli >= 2)
-		r = add(range, "step", json_object_new_string("1m"));
-	return r ?: add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
+		r = jsonc_add(range, "step", json_object_new_string("1m"));
+	return r ?: jsonc_add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
 }
 
 static int device_json(const struct devices *d, const struct device *dev,
@@ -241,7 +230,7 @@ static int device_json(const struct devices *d, const struct device *dev,
 
 	if (!o)
 		return -ENOMEM;
-	r = add(o, "name", json_object_new_string(dev->name));
+	r = jsonc_add(o, "name", json_object_new_string(dev->name));
 	if (r < 0)
 		return r;
 	if (!(attrs = child(o, "attributes", false)))
@@ -336,16 +325,16 @@ int slices_build_one(const struct devices *d, const struct slices_opts *o, int i
 	s = json_object_new_object();
 	if (!s)
 		return -ENOMEM;
-	r = add(s, "apiVersion", json_object_new_string("resource.k8s.io/v1"));
-	r = r ?: add(s, "kind", json_object_new_string("ResourceSlice"));
+	r = jsonc_add(s, "apiVersion", json_object_new_string("resource.k8s.io/v1"));
+	r = r ?: jsonc_add(s, "kind", json_object_new_string("ResourceSlice"));
 	if (r < 0 || !(meta = child(s, "metadata", false)) || !(spec = child(s, "spec", false)))
 		return -ENOMEM;
-	r = add(spec, "driver", json_object_new_string(SLICES_DRIVER));
-	r = r ?: add(spec, "nodeName", json_object_new_string(o->node));
+	r = jsonc_add(spec, "driver", json_object_new_string(SLICES_DRIVER));
+	r = r ?: jsonc_add(spec, "nodeName", json_object_new_string(o->node));
 	if (r < 0 || !(pool = child(spec, "pool", false)))
 		return -ENOMEM;
 	(void)snprintf(gen_name, sizeof(gen_name), "%05x-%s-%s-", i, SLICES_DRIVER, o->node);
-	r = add(meta, "generateName", json_object_new_string(gen_name));
+	r = jsonc_add(meta, "generateName", json_object_new_string(gen_name));
 	if (!r && o->node_uid) {
 		struct json_object *refs = child(meta, "ownerReferences", true);
 		struct json_object *ref = json_object_new_object();
@@ -354,17 +343,17 @@ int slices_build_one(const struct devices *d, const struct slices_opts *o, int i
 			(void)json_object_put(ref);
 			return -ENOMEM;
 		}
-		r = add(ref, "apiVersion", json_object_new_string("v1"));
-		r = r ?: add(ref, "kind", json_object_new_string("Node"));
-		r = r ?: add(ref, "name", json_object_new_string(o->node));
-		r = r ?: add(ref, "uid", json_object_new_string(o->node_uid));
-		r = r ?: add(ref, "controller", json_object_new_boolean(true));
+		r = jsonc_add(ref, "apiVersion", json_object_new_string("v1"));
+		r = r ?: jsonc_add(ref, "kind", json_object_new_string("Node"));
+		r = r ?: jsonc_add(ref, "name", json_object_new_string(o->node));
+		r = r ?: jsonc_add(ref, "uid", json_object_new_string(o->node_uid));
+		r = r ?: jsonc_add(ref, "controller", json_object_new_boolean(true));
 	}
-	r = r ?: add(pool, "name", json_object_new_string(o->node));
-	r = r ?: add(pool, "generation", json_object_new_int64(o->generation));
-	r = r ?: add(pool, "resourceSliceCount", json_object_new_int64(count));
+	r = r ?: jsonc_add(pool, "name", json_object_new_string(o->node));
+	r = r ?: jsonc_add(pool, "generation", json_object_new_int64(o->generation));
+	r = r ?: jsonc_add(pool, "resourceSliceCount", json_object_new_int64(count));
 	r = r ?: slices_build_devices(d, o, i, &devs);
-	r = r ?: add(spec, "devices", devs);
+	r = r ?: jsonc_add(spec, "devices", devs);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(s);

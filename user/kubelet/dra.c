@@ -44,6 +44,7 @@
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 #include "lib/quantity.h"
 #include "core/state.h"
@@ -93,8 +94,7 @@ struct dra {
 	int fetching; /* fetches in flight */
 	struct event *pump; /* starts queued fetches on the next loop turn */
 	bool closing;
-	int64_t cancel_logged_ms;
-	uint64_t cancels_unlogged;
+	struct ratelimit cancel_rl; /* prepare_cancelled lines */
 	struct health_stream *streams;
 	struct event *health_timer;
 	bool has_online;       /* dra_set_online() was called */
@@ -117,7 +117,7 @@ struct prep_claim {
 	void *fetch; /* PC_FETCHING: the fetch handle */
 	char *ns, *name, *uid;
 	/* reply */
-	char err[DRA_ERR_MAX];
+	struct errbuf err;	  /* empty, or why the claim is refused */
 	struct claim_alloc alloc; /* what the claim asked of us */
 	struct state_consumer *consumers; /* the pods it is reserved for */
 	int n_consumers;
@@ -132,44 +132,12 @@ struct prep {
 	struct prep_claim *claims;
 	struct event *deadline;
 	int64_t deadline_ms; /* clock_now_ms() by which every claim is done */
-	struct timespec start;
+	uint64_t start_ns; /* clock_now_ns() when the call came */
 };
 
-static double since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static int perr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* The error goes into a proto3 string, which the kubelet refuses unless it is
- * valid UTF-8: a message cut at the buffer end loses any half character. */
-static int perr(char *err, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(err, DRA_ERR_MAX, fmt, ap);
-	va_end(ap);
-	if (n >= DRA_ERR_MAX) {
-		size_t len = DRA_ERR_MAX - 1, start = len;
-
-		while (start > 0 && ((unsigned char)err[start - 1] & 0xc0) == 0x80)
-			start--;
-		if (start > 0 && (unsigned char)err[start - 1] >= 0xc0) {
-			unsigned char lead = (unsigned char)err[start - 1];
-			size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
-
-			if (len - (start - 1) < need)
-				err[start - 1] = 0;
-		}
-	}
-	return -EINVAL;
-}
+/* A claim refused: the kubelet shows the text (errbuf keeps it valid UTF-8,
+ * which the proto3 string it travels in requires). */
+#define perr(eb, ...) errbuf_fail((eb), -EINVAL, __VA_ARGS__)
 
 static const struct cpuset *online_now(const struct dra *d);
 
@@ -191,7 +159,8 @@ static enum alloc_policy to_alloc_policy(enum claim_policy p)
  * checks them: online, not reserved, inside the device, as many as the
  * request consumed, not used by another result of the claim, and free. */
 static int pick_exact(struct dra *d, const struct claim_result *r, const struct device *dev,
-		      int64_t count, const struct cpuset *taken, struct cpuset *out, char *err)
+		      int64_t count, const struct cpuset *taken, struct cpuset *out,
+		      struct errbuf *err)
 {
 	struct cpuset want, bad, group, pool, reserved;
 	char list[256];
@@ -245,7 +214,7 @@ static int pick_exact(struct dra *d, const struct claim_result *r, const struct 
 /* CPUs for one result of a grouped claim, chosen inside the device's group
  * among CPUs nobody holds and this claim has not picked yet. */
 static int pick_grouped(struct dra *d, const struct claim_result *r, const struct cpuset *taken,
-			struct cpuset *out, char *err)
+			struct cpuset *out, struct errbuf *err)
 {
 	const struct device *dev = devices_find(d->devices, r->device);
 	struct cpuset avail, group, reserved;
@@ -307,7 +276,7 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 
 	cpuset_zero(&within);
 	if (have->n_results && have->n_results != pc->alloc.n)
-		return perr(pc->err,
+		return perr(&pc->err,
 			    "claim is already prepared with %d results, its allocation now has %d: "
 			    "unprepare it before preparing it again",
 			    have->n_results, pc->alloc.n);
@@ -319,11 +288,11 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 		int64_t count = 1;
 
 		if (!dev)
-			return perr(pc->err, "device %s (request %s) is not a device of this node",
+			return perr(&pc->err, "device %s (request %s) is not a device of this node",
 				    cr->device, cr->request);
 		if (d->devices->kind != DEVICE_CPU &&
 		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, &qwhy) < 0)
-			return perr(pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy.s);
+			return perr(&pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy.s);
 		device_cpus(dev, &cpus);
 		cpuset_or(&within, &within, &cpus);
 		total += count;
@@ -334,14 +303,14 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 
 			if (cr->cpuset[0] && cpuset_parse(cr->cpuset, &named, NULL) == 0 &&
 			    !cpuset_equal(&named, &sr->cpus))
-				return perr(pc->err,
+				return perr(&pc->err,
 					    "claim is already prepared with other CPUs for request %s "
 					    "than its cpuset %s: unprepare it before preparing it again",
 					    cr->request, cr->cpuset);
 			if (strcmp(sr->request, cr->request) != 0 ||
 			    strcmp(sr->device, cr->device) != 0 ||
 			    cpuset_count(&sr->cpus) != count || !cpuset_is_subset(&sr->cpus, &cpus))
-				return perr(pc->err,
+				return perr(&pc->err,
 					    "claim is already prepared with another allocation (request "
 					    "%s: %d CPUs of %s, now request %s: %lld of %s): unprepare "
 					    "it before preparing it again",
@@ -351,7 +320,7 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 	}
 	if (cpuset_count(&have->cpus) != total || !cpuset_is_subset(&have->cpus, &within)) {
 		(void)cpuset_format(&have->cpus, list, sizeof(list));
-		return perr(pc->err,
+		return perr(&pc->err,
 			    "claim is already prepared with CPUs %s, which its allocation (%lld CPUs) "
 			    "does not name: unprepare it before preparing it again",
 			    list, (long long)total);
@@ -372,7 +341,7 @@ static int write_metadata(struct dra *d, struct prep_claim *pc, const int64_t *h
 	int r = 0;
 
 	if (!mc)
-		return perr(pc->err, "out of memory");
+		return perr(&pc->err, "out of memory");
 	mc->ns = pc->ns;
 	mc->name = pc->name;
 	mc->uid = pc->uid;
@@ -404,7 +373,7 @@ static int write_metadata(struct dra *d, struct prep_claim *pc, const int64_t *h
 			(void)json_object_put(attrs[i]);
 	free(mc);
 	if (r < 0)
-		return perr(pc->err, "writing the device metadata: %s",
+		return perr(&pc->err, "writing the device metadata: %s",
 			    why.s[0] ? why.s : strerror(-r));
 	return 0;
 }
@@ -431,6 +400,18 @@ static bool is_rt_claim(const struct dra *d, const struct prep_claim *pc)
 	return false;
 }
 
+/* A fresh state record for result cr, named as the claim names it. */
+static int result_init(struct prep_claim *pc, const struct claim_result *cr,
+		       struct state_result *sr)
+{
+	memset(sr, 0, sizeof(*sr));
+	if (strlen(cr->request) >= sizeof(sr->request) || strlen(cr->device) >= sizeof(sr->device))
+		return perr(&pc->err, "request or device name too long");
+	memcpy(sr->request, cr->request, strlen(cr->request) + 1);
+	memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+	return 0;
+}
+
 /* The results of a real-time claim as state records them, each checked:
  * a real-time device, the claim's one budget, within the kernel's limits
  * and within what the result consumes. */
@@ -450,51 +431,49 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 		int64_t milli;
 
 		if (!dev)
-			return perr(pc->err, "device %s (request %s) is not a device of this node",
+			return perr(&pc->err, "device %s (request %s) is not a device of this node",
 				    cr->device, cr->request);
 		if (dev->kind != DEVICE_RT || !l)
-			return perr(pc->err,
+			return perr(&pc->err,
 				    "request %s: device %s is not a real-time CPU: a claim's devices "
 				    "must all be real-time CPUs or none",
 				    cr->request, cr->device);
 		if (!cr->config.rt_set)
-			return perr(pc->err,
+			return perr(&pc->err,
 				    "request %s: device %s is a real-time CPU: the claim needs a "
 				    "CPUConfig with \"realtime\" (docs/realtime.md)",
 				    cr->request, cr->device);
 		if (b && !rt_budget_equal(b, &cr->config.rt))
-			return perr(pc->err, "request %s: every request of a real-time claim must "
+			return perr(&pc->err, "request %s: every request of a real-time claim must "
 					     "carry the same CPUConfig.realtime",
 				    cr->request);
 		b = &cr->config.rt;
 		if (rt_budget_check(b, l, &why) < 0)
-			return perr(pc->err, "request %s: %s", cr->request, why.s);
+			return perr(&pc->err, "request %s: %s", cr->request, why.s);
 		if (!cr->rt_consumed[0])
-			return perr(pc->err,
+			return perr(&pc->err,
 				    "result for request %s has no consumedCapacity[\"%s\"]: the "
 				    "cluster needs the DRAConsumableCapacity feature",
 				    cr->request, RT_CAPACITY_KEY);
 		if (rt_milli_parse(cr->rt_consumed, &milli, &why) < 0)
-			return perr(pc->err, "request %s: %s %s", cr->request, RT_CAPACITY_KEY, why.s);
+			return perr(&pc->err, "request %s: %s %s", cr->request, RT_CAPACITY_KEY,
+				    why.s);
 		if (milli > dev->rt_capacity_milli)
-			return perr(pc->err, "request %s: %s \"%s\" is more than device %s has",
+			return perr(&pc->err, "request %s: %s \"%s\" is more than device %s has",
 				    cr->request, RT_CAPACITY_KEY, cr->rt_consumed, cr->device);
 		if (rt_budget_fits(b, milli, l, cr->device, &why) < 0)
-			return perr(pc->err, "request %s: %s", cr->request, why.s);
+			return perr(&pc->err, "request %s: %s", cr->request, why.s);
 		if (cpuset_has(&taken, dev->id))
-			return perr(pc->err, "device %s is allocated twice in the claim", cr->device);
+			return perr(&pc->err, "device %s is allocated twice in the claim",
+				    cr->device);
 		cpuset_set(&taken, dev->id);
-		memset(sr, 0, sizeof(*sr));
-		if (strlen(cr->request) >= sizeof(sr->request) ||
-		    strlen(cr->device) >= sizeof(sr->device))
-			return perr(pc->err, "request or device name too long");
-		memcpy(sr->request, cr->request, strlen(cr->request) + 1);
-		memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+		if (result_init(pc, cr, sr) < 0)
+			return -EINVAL;
 		cpuset_set(&sr->cpus, dev->id);
 		sr->rt_milli = milli;
 	}
 	if (!b) /* claim_parse() never yields an empty allocation */
-		return perr(pc->err, "the allocation has no results");
+		return perr(&pc->err, "the allocation has no results");
 	*ret_budget = *b;
 	return 0;
 }
@@ -510,21 +489,21 @@ static int check_same_rt(struct dra *d, struct prep_claim *pc, const struct stat
 	for (int i = 0; i < pc->alloc.n; i++)
 		cpuset_or(&cpus, &cpus, &res[i].cpus);
 	if (!have->rt)
-		return perr(pc->err, "claim is already prepared as an ordinary claim: unprepare it "
+		return perr(&pc->err, "claim is already prepared as an ordinary claim: unprepare it "
 				     "before preparing it again");
 	if (have->n_results == 0)
 		return cpuset_equal(&have->cpus, &cpus)
 			       ? 0
-			       : perr(pc->err, "claim is already prepared on other real-time CPUs: "
+			       : perr(&pc->err, "claim is already prepared on other real-time CPUs: "
 					       "unprepare it before preparing it again");
 	if (have->n_results != pc->alloc.n || !rt_budget_equal(&have->budget, b))
-		return perr(pc->err, "claim is already prepared with another real-time budget or "
+		return perr(&pc->err, "claim is already prepared with another real-time budget or "
 				     "devices: unprepare it before preparing it again");
 	for (int i = 0; i < pc->alloc.n; i++)
 		if (strcmp(have->results[i].device, res[i].device) != 0 ||
 		    strcmp(have->results[i].request, res[i].request) != 0 ||
 		    have->results[i].rt_milli != res[i].rt_milli)
-			return perr(pc->err,
+			return perr(&pc->err,
 				    "claim is already prepared with %s of %s, now %s: unprepare it "
 				    "before preparing it again",
 				    have->results[i].device, have->results[i].request, res[i].device);
@@ -573,7 +552,7 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 			rt_milli_format(used, have_q, sizeof(have_q));
 			rt_milli_format(l->capacity_milli, cap_q, sizeof(cap_q));
 			rt_milli_format(res[i].rt_milli, want_q, sizeof(want_q));
-			return perr(pc->err,
+			return perr(&pc->err,
 				    "request %s: %s %s does not fit on %s: the real-time claims "
 				    "prepared on it hold %s of %s",
 				    res[i].request, RT_CAPACITY_KEY, want_q, res[i].device, have_q,
@@ -591,7 +570,7 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	c.n_consumers = pc->n_consumers;
 	r = state_claim_add(d->state, &c, &why);
 	if (r < 0)
-		return perr(pc->err, "%s", why.s);
+		return perr(&pc->err, "%s", why.s);
 	(void)cpuset_format(&state_claim(d->state, pc->uid)->cpus, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d realtime=%s",
 		 pc->ns, pc->name, pc->uid, list, pc->alloc.n, rt_policy_name(c.budget.policy));
@@ -612,7 +591,7 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	if (is_rt_claim(d, pc))
 		return decide_rt(d, pc, have);
 	if (have && have->rt)
-		return perr(pc->err, "claim is already prepared as a real-time claim: unprepare it "
+		return perr(&pc->err, "claim is already prepared as a real-time claim: unprepare it "
 				     "before preparing it again");
 	if (have) {
 		r = check_same_allocation(d, pc, have);
@@ -636,34 +615,32 @@ static int decide(struct dra *d, struct prep_claim *pc)
 		const struct claim_result *cr = &pc->alloc.results[i];
 		struct state_result *sr = &res[i];
 
-		memset(sr, 0, sizeof(*sr));
-		if (strlen(cr->request) >= sizeof(sr->request) ||
-		    strlen(cr->device) >= sizeof(sr->device))
-			return perr(pc->err, "request or device name too long");
-		memcpy(sr->request, cr->request, strlen(cr->request) + 1);
-		memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+		r = result_init(pc, cr, sr);
+		if (r < 0)
+			return r;
 		if (d->devices->kind == DEVICE_CPU) {
 			const struct device *dev = devices_find(d->devices, cr->device);
 
 			if (!dev)
-				return perr(pc->err, "device %s (request %s) is not a device of this node",
+				return perr(&pc->err,
+					    "device %s (request %s) is not a device of this node",
 					    cr->device, cr->request);
 			if (cr->cpuset[0])
-				return perr(pc->err,
+				return perr(&pc->err,
 					    "request %s: a cpuset override (cpuConfig.cpuset) needs "
 					    "grouped devices; device %s is one CPU",
 					    cr->request, cr->device);
 			if (!cpuset_has(online_now(d), dev->id))
-				return perr(pc->err,
+				return perr(&pc->err,
 					    "device %s (request %s): CPU %d is offline", cr->device,
 					    cr->request, dev->id);
 			cpuset_zero(&sr->cpus);
 			cpuset_set(&sr->cpus, dev->id);
 			if (cpuset_has(&taken, dev->id))
-				return perr(pc->err, "device %s is allocated twice in the claim",
+				return perr(&pc->err, "device %s is allocated twice in the claim",
 					    cr->device);
 		} else {
-			r = pick_grouped(d, cr, &taken, &sr->cpus, pc->err);
+			r = pick_grouped(d, cr, &taken, &sr->cpus, &pc->err);
 			if (r < 0)
 				return r;
 		}
@@ -703,9 +680,9 @@ static int decide(struct dra *d, struct prep_claim *pc)
 	if (r < 0 && d->o.device_metadata)
 		remove_metadata(d, pc->uid);
 	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
-		return perr(pc->err, "overlapping device assignment: %s", why.s);
+		return perr(&pc->err, "overlapping device assignment: %s", why.s);
 	if (r < 0)
-		return perr(pc->err, "%s", why.s);
+		return perr(&pc->err, "%s", why.s);
 	(void)cpuset_format(&taken, list, sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
 		 pc->uid, list, pc->alloc.n);
@@ -760,7 +737,7 @@ static void prep_reply(struct prep *p)
 	if (p->call)
 		grpc_call_on_cancel(p->call, NULL, NULL);
 	for (int i = 0; i < p->n; i++)
-		total += p->claims[i].err[0] ? 0 : p->claims[i].alloc.n;
+		total += p->claims[i].err.s[0] ? 0 : p->claims[i].alloc.n;
 	devs = calloc((size_t)total + 1, sizeof(*devs));
 	dptrs = calloc((size_t)total + 1, sizeof(*dptrs));
 	req_ptrs = calloc((size_t)total + 1, sizeof(*req_ptrs));
@@ -775,7 +752,7 @@ static void prep_reply(struct prep *p)
 	for (int i = 0; i < p->n; i++) {
 		struct prep_claim *pc = &p->claims[i];
 		PrepareClaimResponse *cr = &crs[i];
-		bool ok = !pc->err[0];
+		bool ok = !pc->err.s[0];
 
 		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(cr);
 		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(
@@ -784,7 +761,7 @@ static void prep_reply(struct prep *p)
 		entries[i].value = cr;
 		eptrs[i] = &entries[i];
 		if (!ok) {
-			cr->error = pc->err;
+			cr->error = pc->err.s;
 			metric_series_add(d->prep_err, 1);
 			continue;
 		}
@@ -818,7 +795,7 @@ static void prep_reply(struct prep *p)
 	}
 	resp.n_claims = (size_t)p->n;
 	resp.claims = eptrs;
-	metric_observe(d->prep_seconds, since(&p->start));
+	metric_observe(d->prep_seconds, (double)(clock_now_ns() - p->start_ns) / 1e9);
 	if (p->call) {
 		size_t len = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__get_packed_size(&resp);
 		uint8_t *buf = malloc(len ? len : 1);
@@ -914,10 +891,10 @@ static void prep_claim_done(struct prep_claim *pc)
 	pc->st = PC_DONE;
 	/* ns and name are logged only once they are known to be Kubernetes
 	 * names; everything else a peer sent is quoted. */
-	if (pc->err[0])
+	if (pc->err.s[0])
 		log_warn("claim_prepare_failed", "claim=%s/%s uid=%s error=%s",
 			 pc->named ? pc->ns : "?", pc->named ? pc->name : "?", log_quote(pc->uid),
-			 log_quote(pc->err));
+			 log_quote(pc->err.s));
 	prep_put(pc->prep);
 }
 
@@ -954,13 +931,13 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 	schedule_pump(d);
 	if (!claim) {
 		metric_series_add(d->fetch_err, 1);
-		(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
+		(void)perr(&pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
 			   err && *err ? err : "unknown error");
 	} else {
 		metric_series_add(d->fetch_ok, 1);
 		if (claim_parse(claim, pc->uid, DRA_DRIVER, d->node, &pc->alloc, &cerr) < 0 ||
 		    read_consumers(claim, pc, &cerr) < 0)
-			(void)perr(pc->err, "%s", cerr.s);
+			(void)perr(&pc->err, "%s", cerr.s);
 		else
 			(void)decide(d, pc);
 	}
@@ -986,7 +963,7 @@ static void on_pump(evutil_socket_t fd, short what, void *ud)
 			d->fetching++;
 			continue;
 		}
-		(void)perr(pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
+		(void)perr(&pc->err, "getting ResourceClaim %s/%s: %s", pc->ns, pc->name,
 			   strerror(-r));
 		prep_claim_done(pc);
 	}
@@ -1006,7 +983,7 @@ static void on_prep_deadline(evutil_socket_t fd, short what, void *ud)
 		if (!pc_waiting(pc))
 			continue;
 		pc_stop(pc);
-		(void)perr(pc->err,
+		(void)perr(&pc->err,
 			   "ResourceClaim %s/%s was not read from the API server before the "
 			   "kubelet's deadline: not prepared, the kubelet will retry",
 			   pc->ns, pc->name);
@@ -1025,7 +1002,7 @@ static void on_prep_cancel(struct grpc_call *call, void *ud)
 	struct prep *p = ud;
 	struct dra *d = p->dra;
 	int abandoned = 0;
-	int64_t now;
+	uint64_t held;
 
 	p->call = NULL; /* the handle ends when this returns */
 	for (int i = 0; i < p->n; i++)
@@ -1036,14 +1013,9 @@ static void on_prep_cancel(struct grpc_call *call, void *ud)
 	metric_series_add(d->prep_cancelled, abandoned);
 	/* A peer can reset streams as fast as it opens them: one line per
 	 * period says how many. */
-	d->cancels_unlogged++;
-	now = clock_now_ms();
-	if (now - d->cancel_logged_ms >= 10000) {
+	if (ratelimit_pass(&d->cancel_rl, &held))
 		log_warn("prepare_cancelled", "calls=%llu claims=%d abandoned=%d action=dropped",
-			 (unsigned long long)d->cancels_unlogged, p->n, abandoned);
-		d->cancel_logged_ms = now;
-		d->cancels_unlogged = 0;
-	}
+			 (unsigned long long)held + 1, p->n, abandoned);
 	prep_unlink(p);
 	prep_free(p);
 }
@@ -1089,7 +1061,7 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 	p->dra = d;
 	p->call = call;
 	p->v1 = v1;
-	(void)clock_gettime(CLOCK_MONOTONIC, &p->start);
+	p->start_ns = clock_now_ns();
 	p->n = (int)rq->n_claims;
 	p->pending = p->n + 1; /* +1: held until every claim is under way */
 	for (int i = 0; i < p->n; i++) {
@@ -1121,22 +1093,22 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 		/* The kubelet's strings reach a log line, the reply and a URL only
 		 * once they are what Kubernetes allows; they are not echoed before. */
 		if (!pc->ns || !pc->name || !pc->uid) {
-			(void)perr(pc->err, "out of memory");
+			(void)perr(&pc->err, "out of memory");
 		} else if (cdi_uid_valid(pc->uid) < 0) {
-			(void)perr(pc->err, "the claim uid is not a valid Kubernetes uid");
+			(void)perr(&pc->err, "the claim uid is not a valid Kubernetes uid");
 		} else if (claim_namespace_check(pc->ns) < 0) {
-			(void)perr(pc->err,
+			(void)perr(&pc->err,
 				   "claim %s: the namespace is not a Kubernetes namespace name (at "
 				   "most 63 of a-z, 0-9 and '-', alphanumeric at both ends)",
 				   pc->uid);
 		} else if (claim_name_check(pc->name) < 0) {
-			(void)perr(pc->err,
+			(void)perr(&pc->err,
 				   "claim %s: the name is not a Kubernetes object name (DNS-1123 "
 				   "subdomain: at most 253 of a-z, 0-9, '-' and '.')",
 				   pc->uid);
 		} else if (budget <= 0) {
 			pc->named = true;
-			(void)perr(pc->err, "the call's deadline has passed");
+			(void)perr(&pc->err, "the call's deadline has passed");
 		} else {
 			pc->named = true;
 			queue_push(d, pc);
@@ -1178,8 +1150,8 @@ static int supersede_prepares(struct dra *d, const char *uid)
 			if (!pc_waiting(pc) || strcmp(pc->uid, uid) != 0)
 				continue;
 			pc_stop(pc);
-			(void)perr(pc->err, "NodeUnprepareResources for this claim arrived while it "
-					    "was being prepared: not prepared");
+			(void)perr(&pc->err, "NodeUnprepareResources for this claim arrived "
+				   "while it was being prepared: not prepared");
 			n++;
 			prep_claim_done(pc);
 		}
@@ -1196,7 +1168,7 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 	UnprepareRequest *rq;
 	UnprepareEntry *entries = NULL, **eptrs = NULL;
 	UnprepareClaimResponse *crs = NULL;
-	char (*errs)[DRA_ERR_MAX] = NULL;
+	struct errbuf *errs = NULL;
 	uint8_t *buf = NULL;
 	size_t n, plen;
 
@@ -1246,26 +1218,27 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 
 			r = d->o.cdi_dir ? metadata_remove(&mo, uid, &mwhy) : 0;
 			if (r < 0) {
-				(void)snprintf(errs[i], DRA_ERR_MAX,
+				errbuf_set(&errs[i],
 					       "removing the device metadata of claim %s: %s (CPUs "
 					       "stay reserved)",
 					       uid, mwhy.s);
-				crs[i].error = errs[i];
+				crs[i].error = errs[i].s;
 				metric_series_add(d->unprep_err, 1);
 				log_error("claim_unprepare_failed", "uid=%s error=%s", uid,
-					  log_quote(errs[i]));
+					  log_quote(errs[i].s));
 				continue;
 			}
 		}
 		/* Unknown claims succeed: Unprepare is idempotent. */
 		r = state_claim_remove(d->state, uid);
 		if (r < 0) {
-			(void)snprintf(errs[i], DRA_ERR_MAX,
+			errbuf_set(&errs[i],
 				       "removing the CDI spec of claim %s: %s (CPUs stay reserved)",
 				       uid, strerror(-r));
-			crs[i].error = errs[i];
+			crs[i].error = errs[i].s;
 			metric_series_add(d->unprep_err, 1);
-			log_error("claim_unprepare_failed", "uid=%s error=%s", uid, log_quote(errs[i]));
+			log_error("claim_unprepare_failed", "uid=%s error=%s", uid,
+				  log_quote(errs[i].s));
 			continue;
 		}
 		metric_series_add(d->unprep_ok, 1);
@@ -1583,6 +1556,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		return -EINVAL;
 	d->base = base;
 	d->o = *o;
+	ratelimit_init(&d->cancel_rl, 10000, 1);
 	if (d->o.prepare_timeout_ms <= 0)
 		d->o.prepare_timeout_ms = DRA_PREPARE_TIMEOUT_MS;
 	if (d->o.max_fetches <= 0)

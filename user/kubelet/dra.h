@@ -51,7 +51,6 @@ struct dra;
 struct cpuset;
 
 #define DRA_DRIVER "dra.cpu"
-#define DRA_ERR_MAX 512
 
 /* The result of a claim fetch: claim is borrowed for the callback only; on
  * failure claim is NULL and err says why (HTTP status or transport error). */

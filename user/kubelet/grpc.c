@@ -39,7 +39,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -51,9 +50,10 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000ULL) /* STYLE.md: slow handlers are logged */
-#define WARN_INTERVAL_NS (10 * 1000 * 1000 * 1000ULL)
+#define WARN_INTERVAL_MS 10000
 #define ACCEPT_RETRY_MS 1000
 #define LOCAL_WINDOW (1 << 20)
 #define MAX_HEADER_LIST 16384
@@ -87,9 +87,9 @@ struct grpc_server {
 	grpc_observe_fn observe;
 	void *observe_ud;
 	struct grpc_stats stats;
-	uint64_t last_warn_ns;
-	uint64_t last_slow_ns;
-	uint64_t last_evict_ns;
+	/* peers can repeat whatever makes us warn: one line per
+	 * WARN_INTERVAL_MS for each kind */
+	struct ratelimit warn_rl, slow_rl, evict_rl;
 };
 
 enum conn_state { CONN_OPEN, CONN_CLOSING, CONN_DEAD };
@@ -151,26 +151,6 @@ struct grpc_call {
 	grpc_cancel_fn cancel_fn;
 	void *cancel_ud;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* True at most once per WARN_INTERVAL_NS per *last: peers can repeat
- * whatever makes us warn. */
-static bool warn_ratelimit(uint64_t *last)
-{
-	uint64_t t = now_ns();
-
-	if (*last && t - *last < WARN_INTERVAL_NS)
-		return false;
-	*last = t;
-	return true;
-}
 
 /* ---- framing helpers ------------------------------------------------------------------------ */
 
@@ -414,7 +394,7 @@ static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum g
 	if (!srv->observe)
 		return;
 	srv->observe(call->method ? call->method->path : "unknown", code,
-		     call->t_start ? now_ns() - call->t_start : 0, srv->observe_ud);
+		     call->t_start ? clock_now_ns() - call->t_start : 0, srv->observe_ud);
 }
 
 /* The stream is gone (closed, reset, connection freed). Drops the buffers;
@@ -728,7 +708,7 @@ int64_t grpc_call_deadline_left_ms(const struct grpc_call *call)
 
 	if (!call->deadline_ns)
 		return -1;
-	t = now_ns();
+	t = clock_now_ns();
 	return t >= call->deadline_ns ? 0 : (int64_t)((call->deadline_ns - t) / 1000000);
 }
 
@@ -823,7 +803,7 @@ static void call_headers_done(struct grpc_call *call)
 	else if (!(call->method = method_find(call->conn->srv, call->path)))
 		call_reject_unknown(call);
 	else if (call->timeout_ns)
-		call->deadline_ns = now_ns() + call->timeout_ns;
+		call->deadline_ns = clock_now_ns() + call->timeout_ns;
 }
 
 /* The client half-closed: exactly one message must have arrived. */
@@ -833,7 +813,7 @@ static void call_request_done(struct grpc_call *call)
 	struct grpc_server *srv = c->srv;
 	uint8_t *req;
 	uint32_t len;
-	uint64_t t0, dt;
+	uint64_t t0, dt, held;
 
 	if (call->finished || call->dispatched)
 		return;
@@ -853,15 +833,16 @@ static void call_request_done(struct grpc_call *call)
 	srv->stats.calls_active++;
 	req = TAKE_PTR(call->req);
 	len = call->req_len;
-	t0 = call->t_start = now_ns();
+	t0 = call->t_start = clock_now_ns();
 	call->method->fn(call, req ? req : (const uint8_t *)"", len, call->method->userdata);
 	/* call is alive: the stream's ref cannot go while nghttp2 is in recv */
 	free(req);
 	c->buffered -= len;
-	dt = now_ns() - t0;
-	if (dt > HANDLER_BUDGET_NS && warn_ratelimit(&srv->last_slow_ns))
-		log_warn("handler_slow", "path=%s ms=%.1f budget_ms=%llu", call->path,
-			 (double)dt / 1e6, HANDLER_BUDGET_NS / 1000000);
+	dt = clock_now_ns() - t0;
+	if (dt > HANDLER_BUDGET_NS && ratelimit_pass(&srv->slow_rl, &held))
+		log_warn("handler_slow", "path=%s ms=%.1f budget_ms=%llu suppressed=%llu",
+			 call->path, (double)dt / 1e6, HANDLER_BUDGET_NS / 1000000,
+			 (unsigned long long)held);
 }
 
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
@@ -1098,7 +1079,7 @@ static void conn_close_unasked(struct grpc_conn *c)
  * (GOAWAY queued, or DEAD for the timer to free): nothing is freed here. */
 static void srv_sweep_unasked(struct grpc_server *srv)
 {
-	uint64_t now = now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
+	uint64_t now = clock_now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
 
 	for (struct grpc_conn *c = srv->conns; c; c = c->next)
 		if (c->bev && c->state == CONN_OPEN && c->handshaken && !c->requested &&
@@ -1124,7 +1105,7 @@ static void conn_arm_timer(struct grpc_conn *c)
 		ms = lim->first_request_timeout_ms;
 		if (!c->handshaken && lim->handshake_timeout_ms < ms)
 			ms = lim->handshake_timeout_ms;
-		now = now_ns();
+		now = clock_now_ns();
 		due = c->t_accept_ns + ms * 1000000ULL;
 		ms = due > now ? (due - now + 999999) / 1000000 : 0;
 	}
@@ -1176,7 +1157,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!c->requested) {
 		uint64_t idle_ns = (uint64_t)c->srv->limits.idle_timeout_ms * 1000000ULL;
-		uint64_t quiet_ns = now_ns() - c->t_input_ns;
+		uint64_t quiet_ns = clock_now_ns() - c->t_input_ns;
 
 		/* Without a crowd, a client that connected ahead of its
 		 * first call (the kubelet does) is merely idle. */
@@ -1233,7 +1214,7 @@ static void conn_on_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t n;
 
-	c->t_input_ns = now_ns();
+	c->t_input_ns = clock_now_ns();
 	if (c->requested) /* before it, input buys no time: see conn_arm_timer() */
 		conn_arm_timer(c);
 	while (c->state == CONN_OPEN && !c->read_paused &&
@@ -1371,11 +1352,11 @@ static bool conn_evict_idlest(struct grpc_server *srv, const struct grpc_listene
 	if (!victim)
 		return false;
 	srv->stats.conns_evicted++;
-	if (warn_ratelimit(&srv->last_evict_ns))
+	if (ratelimit_pass(&srv->evict_rl, NULL)) /* the total says how many */
 		log_warn("conn_evicted", "socket=%s max=%u idle_ms=%llu evicted_total=%llu "
 					 "action=closed_idlest",
 			 l->path, srv->limits.max_connections,
-			 (unsigned long long)((now_ns() - victim->t_input_ns) / 1000000),
+			 (unsigned long long)((clock_now_ns() - victim->t_input_ns) / 1000000),
 			 (unsigned long long)srv->stats.conns_evicted);
 	conn_abort(victim);
 	return true;
@@ -1388,13 +1369,15 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	struct grpc_server *srv = l->srv;
 	struct bufferevent *bev;
 	struct grpc_conn *c;
+	uint64_t held;
 	struct timeval wt = clock_tv_ms(srv->limits.write_timeout_ms);
 
 	if (srv->n_conns >= srv->limits.max_connections && !conn_evict_idlest(srv, l)) {
 		srv->stats.conns_rejected++;
-		if (warn_ratelimit(&srv->last_warn_ns))
-			log_warn("conn_rejected", "socket=%s max=%u reason=\"all busy\" action=closed",
-				 l->path, srv->limits.max_connections);
+		if (ratelimit_pass(&srv->warn_rl, &held))
+			log_warn("conn_rejected",
+				 "socket=%s max=%u reason=\"all busy\" action=closed suppressed=%llu",
+				 l->path, srv->limits.max_connections, (unsigned long long)held);
 		(void)close(fd);
 		return;
 	}
@@ -1409,7 +1392,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	    (srv->n_conns - 1) * 4 < srv->limits.max_connections)
 		srv_sweep_unasked(srv);
 	srv->stats.conns_accepted++;
-	c->t_accept_ns = c->t_input_ns = now_ns();
+	c->t_accept_ns = c->t_input_ns = clock_now_ns();
 	bufferevent_setcb(bev, conn_on_read, conn_on_write, conn_on_event, c);
 	bufferevent_setwatermark(bev, EV_READ, 0, srv->limits.max_conn_output);
 	(void)bufferevent_set_timeouts(bev, NULL, &wt);
@@ -1433,10 +1416,12 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 	struct grpc_listener *l = arg;
 	struct timeval tv = clock_tv_ms(ACCEPT_RETRY_MS);
 	int err = EVUTIL_SOCKET_ERROR();
+	uint64_t held;
 
-	if (warn_ratelimit(&l->srv->last_warn_ns))
-		log_warn("accept_failed", "socket=%s err=%s action=retry_in_%dms", l->path,
-			 log_quote(strerror(err)), ACCEPT_RETRY_MS);
+	if (ratelimit_pass(&l->srv->warn_rl, &held))
+		log_warn("accept_failed", "socket=%s err=%s action=retry_in_%dms suppressed=%llu",
+			 l->path, log_quote(strerror(err)), ACCEPT_RETRY_MS,
+			 (unsigned long long)held);
 	(void)evconnlistener_disable(lev);
 	(void)evtimer_add(l->retry, &tv);
 }
@@ -1510,6 +1495,9 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 		return -ENOMEM;
 	srv->base = base;
 	srv->limits = lim;
+	ratelimit_init(&srv->warn_rl, WARN_INTERVAL_MS, 1);
+	ratelimit_init(&srv->slow_rl, WARN_INTERVAL_MS, 1);
+	ratelimit_init(&srv->evict_rl, WARN_INTERVAL_MS, 1);
 	if (nghttp2_session_callbacks_new(&srv->cbs) < 0)
 		return -ENOMEM;
 	cbs = srv->cbs;

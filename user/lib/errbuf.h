@@ -7,7 +7,9 @@
  * must guess, and every producer formats with the same truncation rule.
  *
  * NULL means "the caller does not want the text": every function accepts it.
- * Text is always NUL-terminated; longer text is cut at ERRBUF_MAX - 1 bytes.
+ * Text is always NUL-terminated; longer text is cut at ERRBUF_MAX - 1 bytes,
+ * or just before them when the cut would split a UTF-8 character: the text
+ * goes to peers in proto3 strings, which refuse invalid UTF-8.
  *
  *	struct errbuf eb = {};
  *	r = cpuset_parse(v, &set, &eb);

@@ -26,6 +26,7 @@
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "nri_api.pb-c.h"
 #include "nri/ttrpc.h"
 
@@ -444,10 +445,7 @@ struct nri_session {
 	unsigned n_waiting;
 	int (*resume_fn)(void *ctx, uint64_t token);
 	void *resume_ctx;
-	/* handler errors logged in this window, and those held back */
-	int64_t fail_window_ms;
-	int fail_lines;
-	uint64_t fail_held;
+	struct ratelimit fail_rl; /* handler error lines */
 };
 
 /* A CreateContainer from decoding to its answer: the request stays decoded
@@ -513,6 +511,7 @@ int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	ratelimit_init(&s->fail_rl, FAIL_LOG_WINDOW_MS, FAIL_LOG_BURST);
 	r = cfg_init(&s->cfg, cfg);
 	if (r < 0)
 		return r;
@@ -831,27 +830,18 @@ static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
 			const struct nri_container *c, int r, const struct errbuf *err)
 {
 	const char *msg = errbuf_text(err, r < 0 ? r : -EINVAL);
-
-	int64_t now = ttrpc_now_ms();
+	uint64_t held;
 
 	s->st.handler_errors++;
-	if (now - s->fail_window_ms >= FAIL_LOG_WINDOW_MS) {
-		s->fail_window_ms = now;
-		s->fail_lines = 0;
-	}
-	if (s->fail_lines >= FAIL_LOG_BURST) {
-		s->fail_held++;
-	} else {
-		s->fail_lines++;
+	if (ratelimit_pass_at(&s->fail_rl, ttrpc_now_ms(), &held)) {
 		if (c)
 			log_error("nri_handler_failed",
 				  "method=%s container=%s name=%s err=%s held_back=%llu", method,
 				  log_quote(c->id), log_quote(c->name), log_quote(msg),
-				  (unsigned long long)s->fail_held);
+				  (unsigned long long)held);
 		else
 			log_error("nri_handler_failed", "method=%s err=%s held_back=%llu", method,
-				  log_quote(msg), (unsigned long long)s->fail_held);
-		s->fail_held = 0;
+				  log_quote(msg), (unsigned long long)held);
 	}
 	return reply_error(s, sid, TTRPC_UNKNOWN, msg);
 }

@@ -32,11 +32,11 @@
 #include "pinning/bpfmon.h"
 #include "core/cdi.h"
 #include "core/claim.h"
-#include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/hashtab.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/rtctl.h"
@@ -93,9 +93,7 @@ struct pools {
 	const struct pools_fetch_ops *fetch;
 	void *fetch_ud;
 	struct hashtab rereads; /* claim uid -> struct reread */
-	int64_t log_window_ms;	/* refusal lines: this window's start, count, held back */
-	int log_lines;
-	uint64_t log_held;
+	struct ratelimit refusal_rl; /* refusal lines */
 };
 
 static void write_owners(struct pools *p);
@@ -572,25 +570,17 @@ static void report_refusal(struct pools *p, enum refusal why, const char *pod,
 			   const char *pod_uid, const char *container,
 			   const struct state_claim *cl, const char *detail)
 {
-	int64_t now = clock_now_ms();
+	uint64_t held;
 
 	metric_series_add(metric_with(p->refused, refusal_names[why]), 1);
-	if (now - p->log_window_ms >= REFUSAL_LOG_WINDOW_MS) {
-		p->log_window_ms = now;
-		p->log_lines = 0;
-	}
-	if (p->log_lines >= REFUSAL_LOG_BURST) {
-		p->log_held++;
+	if (!ratelimit_pass(&p->refusal_rl, &held))
 		return;
-	}
-	p->log_lines++;
 	log_warn("container_binding_refused",
 		 "reason=%s pod=%s pod_uid=%s container=%s claim=%s/%s claim_uid=%s detail=%s "
 		 "held_back=%llu",
 		 refusal_names[why], log_quote(pod), log_quote(pod_uid), log_quote(container),
 		 cl->ns[0] ? cl->ns : "?", cl->name[0] ? cl->name : "?", cl->uid, log_quote(detail),
-		 (unsigned long long)p->log_held);
-	p->log_held = 0;
+		 (unsigned long long)held);
 }
 
 /* A CreateContainer refused: the runtime's error says why, in eb. */
@@ -1371,6 +1361,7 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 		return -ENOMEM;
 	hashtab_init(&p->ctrs, 0);
 	hashtab_init(&p->rereads, POOLS_MAX_READS);
+	ratelimit_init(&p->refusal_rl, REFUSAL_LOG_WINDOW_MS, REFUSAL_LOG_BURST);
 	p->state = state;
 	p->bpf = bpf;
 	p->o = *o;

@@ -47,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -64,6 +63,7 @@
 #define LOG_MOD "httpd"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 
 #define HTTPD_MAX_CHECKS 16
@@ -96,11 +96,6 @@ struct conn {
 
 TAILQ_HEAD(conn_list, conn);
 
-struct ratelimit {
-	int64_t last_ms;
-	unsigned suppressed;
-};
-
 struct httpd {
 	LIST_ENTRY(httpd) live;
 	struct event_base *base;
@@ -122,14 +117,6 @@ struct httpd {
 	struct metric_series *m_evicted_limit, *m_evicted_fds, *m_shed;
 	struct metric_series *m_accept_fds, *m_accept_mem, *m_accept_other;
 };
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void reply(struct evhttp_request *req, int code, const char *reason, struct evbuffer *body,
 		  const char *ctype)
@@ -188,7 +175,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 {
 	struct httpd *h = arg;
 	struct evbuffer *b = evbuffer_new();
-	long long t0 = now_ns(), dt;
+	long long t0 = (long long)clock_now_ns(), dt;
 
 	if (!b) {
 		evhttp_send_error(req, 500, NULL);
@@ -196,7 +183,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 	}
 	set_nodelay(req);
 	(void)metrics_render(h->metrics, b);
-	dt = now_ns() - t0;
+	dt = (long long)clock_now_ns() - t0;
 	metric_observe(h->scrape_seconds, (double)dt / 1e9);
 	if (dt > HTTPD_SLOW_NS)
 		log_warn("slow_handler", "path=/metrics ms=%.1f", (double)dt / 1e6);
@@ -262,21 +249,6 @@ static struct httpd *httpd_of(const struct evconnlistener *lev)
 }
 
 /* ---- connections ---------------------------------------------------------------------------- */
-
-/* True when a warning is due; *ret_suppressed: how many were held back. */
-static bool warn_due(struct ratelimit *rl, unsigned *ret_suppressed)
-{
-	int64_t t = clock_now_ms();
-
-	if (rl->last_ms && t - rl->last_ms < HTTPD_WARN_INTERVAL_MS) {
-		rl->suppressed++;
-		return false;
-	}
-	rl->last_ms = t;
-	*ret_suppressed = rl->suppressed;
-	rl->suppressed = 0;
-	return true;
-}
 
 static void update_gauge(struct httpd *h)
 {
@@ -354,16 +326,16 @@ static void make_room(struct httpd *h, int room)
 {
 	struct conn *c;
 	int evicted = 0;
-	unsigned held;
+	uint64_t held;
 
 	while (h->n_conns + room > h->max_conns && (c = TAILQ_FIRST(&h->conns))) {
 		evict(h, c, h->m_evicted_limit);
 		evicted++;
 	}
-	if (evicted && warn_due(&h->warn_limit, &held))
+	if (evicted && ratelimit_pass(&h->warn_limit, &held))
 		log_warn("http_connection_limit",
-			 "limit=%d evicted=%d action=closed_least_recently_active suppressed=%u",
-			 h->max_conns, evicted, held);
+			 "limit=%d evicted=%d action=closed_least_recently_active suppressed=%llu",
+			 h->max_conns, evicted, (unsigned long long)held);
 }
 
 /* Adopts the last accept of a batch (no later accept did). */
@@ -461,7 +433,7 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 	bool fds = err == EMFILE || err == ENFILE;
 	bool mem = err == ENOBUFS || err == ENOMEM;
 	char action[64];
-	unsigned held;
+	uint64_t held;
 	struct conn *c;
 
 	if (!h) { /* not ours: cannot happen, but never retry in a loop */
@@ -492,9 +464,9 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 		h->pause_ms = h->pause_ms * 2 > HTTPD_PAUSE_MAX_MS ? HTTPD_PAUSE_MAX_MS
 								    : h->pause_ms * 2;
 	}
-	if (warn_due(&h->warn_accept, &held))
-		log_warn_errno(-err, "http_accept_failed",
-			       "action=%s connections=%d suppressed=%u", action, h->n_conns, held);
+	if (ratelimit_pass(&h->warn_accept, &held))
+		log_warn_errno(-err, "http_accept_failed", "action=%s connections=%d suppressed=%llu",
+			       action, h->n_conns, (unsigned long long)held);
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
@@ -597,6 +569,8 @@ int httpd_new(struct event_base *base, const char *addr, const struct httpd_opts
 	h->metrics = m;
 	h->max_conns = max_conns;
 	h->pause_ms = HTTPD_PAUSE_MIN_MS;
+	ratelimit_init(&h->warn_accept, HTTPD_WARN_INTERVAL_MS, 1);
+	ratelimit_init(&h->warn_limit, HTTPD_WARN_INTERVAL_MS, 1);
 	TAILQ_INIT(&h->pending);
 	TAILQ_INIT(&h->conns);
 	h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

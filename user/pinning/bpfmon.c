@@ -34,6 +34,7 @@
 #include "lib/cpuset.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 
 #include "baseline.skel.h"
@@ -100,10 +101,8 @@ struct bpfmon {
 	char *schedstat_path;
 
 	struct seen seen[SEEN_SLOTS];
-	uint64_t log_window_s;
-	unsigned log_lines;
-	uint64_t log_suppressed;
-	uint64_t slow_logged_s;
+	struct ratelimit log_rl;  /* violation lines, per log_interval_s */
+	struct ratelimit slow_rl; /* slow_handler lines */
 
 	struct pinning_cpu_stats *stats_buf; /* [ncpu] */
 	struct pinning_hist *hist_buf;	     /* [ncpu] */
@@ -438,6 +437,8 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	m->effective = o->enforcement == BPFMON_DENY ? BPFMON_REMEDIATE : o->enforcement;
 	if (!m->opts.log_interval_s)
 		m->opts.log_interval_s = 10;
+	ratelimit_init(&m->log_rl, (int64_t)m->opts.log_interval_s * 1000, LOG_LINES_PER_INTERVAL);
+	ratelimit_init(&m->slow_rl, 60000, 1);
 	m->schedstat_path = strdup(o->schedstat_path ? o->schedstat_path : "/proc/schedstat");
 	if (!m->schedstat_path)
 		return -ENOMEM;
@@ -687,7 +688,8 @@ static const char *remediate(struct bpfmon *m, const struct pinning_event *e)
 
 static void handle_event(struct bpfmon *m, const struct pinning_event *e)
 {
-	uint64_t now_s = clock_now_ns() / 1000000000ull;
+	int64_t now_ms = clock_now_ms();
+	uint64_t now_s = (uint64_t)now_ms / 1000, held;
 	const char *path, *owner = "?", *action = "none";
 	bool acted = false;
 
@@ -708,20 +710,14 @@ static void handle_event(struct bpfmon *m, const struct pinning_event *e)
 
 	if (m->event_fn)
 		m->event_fn(e, path, action, m->event_userdata);
-	if (now_s >= m->log_window_s + m->opts.log_interval_s) {
-		if (m->log_suppressed)
-			log_warn("pinning_violations_suppressed", "count=%" PRIu64
-				 " interval_s=%u", m->log_suppressed, m->opts.log_interval_s);
-		m->log_window_s = now_s;
-		m->log_lines = 0;
-		m->log_suppressed = 0;
-	}
 	/* Lines that report an action always go out; the rest within budget. */
-	if (!acted && m->log_lines >= LOG_LINES_PER_INTERVAL) {
-		m->log_suppressed++;
+	if (acted)
+		ratelimit_force_at(&m->log_rl, now_ms, &held);
+	else if (!ratelimit_pass_at(&m->log_rl, now_ms, &held))
 		return;
-	}
-	m->log_lines++;
+	if (held)
+		log_warn("pinning_violations_suppressed", "count=%" PRIu64 " interval_s=%u", held,
+			 m->opts.log_interval_s);
 	log_warn(e->kind == PINNING_KIND_DENIED ? "affinity_denied" : "pinning_violation",
 		 "cpu=%u pid=%u tgid=%u comm=%s kind=%s cgroup=%s cgroup_id=%" PRIu64
 		 " owner=%s action=%s",
@@ -764,14 +760,13 @@ int bpfmon_drain(struct bpfmon *m)
 static void on_ring_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct bpfmon *m = arg;
-	uint64_t t0 = clock_now_ns(), took;
+	uint64_t t0 = clock_now_ns(), took, held;
 
 	(void)bpfmon_drain(m);
 	took = clock_now_ns() - t0;
-	if (took > HANDLER_BUDGET_NS && t0 / 1000000000ull >= m->slow_logged_s + 60) {
-		m->slow_logged_s = t0 / 1000000000ull;
-		log_warn("slow_handler", "handler=ring_buffer took_ms=%" PRIu64, took / 1000000);
-	}
+	if (took > HANDLER_BUDGET_NS && ratelimit_pass(&m->slow_rl, &held))
+		log_warn("slow_handler", "handler=ring_buffer took_ms=%" PRIu64 " suppressed=%" PRIu64,
+			 took / 1000000, held);
 }
 
 void bpfmon_set_event_fn(struct bpfmon *m, bpfmon_event_fn fn, void *userdata)

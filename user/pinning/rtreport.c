@@ -14,6 +14,7 @@
 #include "host/procfs.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#include "lib/jsonc.h"
 
 #define OWNERS_FILE_MAX (16u << 20)
 
@@ -84,20 +85,6 @@ int rt_owners_json(const struct rt_owners *o, char **ret)
 	return 0;
 }
 
-static int get_str(struct json_object *o, const char *k, char *buf, size_t size)
-{
-	struct json_object *v;
-	const char *s;
-
-	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
-		return -EPROTO;
-	s = json_object_get_string(v);
-	if (strlen(s) >= size)
-		return -EPROTO;
-	memcpy(buf, s, strlen(s) + 1);
-	return 0;
-}
-
 static int get_u64(struct json_object *o, const char *k, uint64_t *ret)
 {
 	struct json_object *v;
@@ -128,7 +115,7 @@ int rt_owners_parse(const char *buf, size_t len, struct rt_owners *ret, struct e
 		r = errbuf_fail(eb, -EPROTO, "not a JSON object");
 		goto out;
 	}
-	if (get_str(root, "cpus", list, sizeof(list)) < 0 || cpuset_parse(list, &o.cpus, NULL) < 0) {
+	if (jsonc_str_copy(root, "cpus", list, sizeof(list)) < 0 || cpuset_parse(list, &o.cpus, NULL) < 0) {
 		r = errbuf_fail(eb, -EPROTO, "\"cpus\" is not a CPU list");
 		goto out;
 	}
@@ -145,9 +132,9 @@ int rt_owners_parse(const char *buf, size_t len, struct rt_owners *ret, struct e
 		if (!json_object_is_type(e, json_type_object) || get_u64(e, "cpu", &cpu) < 0 ||
 		    cpu >= CPUSET_MAX || !cpuset_has(&o.cpus, (int)cpu) ||
 		    get_u64(e, "cgroupId", &w.cgroup_id) < 0 || !w.cgroup_id ||
-		    get_str(e, "cgroup", w.cgroup, sizeof(w.cgroup)) < 0 ||
-		    get_str(e, "claim", w.claim, sizeof(w.claim)) < 0 ||
-		    get_str(e, "container", w.container, sizeof(w.container)) < 0 ||
+		    jsonc_str_copy(e, "cgroup", w.cgroup, sizeof(w.cgroup)) < 0 ||
+		    jsonc_str_copy(e, "claim", w.claim, sizeof(w.claim)) < 0 ||
+		    jsonc_str_copy(e, "container", w.container, sizeof(w.container)) < 0 ||
 		    get_u64(e, "runtimeNs", &w.runtime_ns) < 0 ||
 		    get_u64(e, "periodNs", &w.period_ns) < 0 || w.runtime_ns > w.period_ns) {
 			r = errbuf_fail(eb, -EPROTO, "owner %zu is malformed", i);
