@@ -285,11 +285,15 @@ static size_t update_ctr(struct env *e, const char *id, const char *cpus, char *
 /* The consumer a container of ctr_msg(id) is: its pod. */
 static struct state_consumer pod_of(const char *id)
 {
+	static char names[64][32]; /* a ring: consumers are copied when added */
+	static int next;
 	struct state_consumer c;
+	char *name = names[next++ % 64];
 
 	memset(&c, 0, sizeof(c));
 	snprintf(c.uid, sizeof(c.uid), "pod-%s", id);
-	snprintf(c.name, sizeof(c.name), "sb-%s", id);
+	snprintf(name, sizeof(names[0]), "sb-%s", id);
+	c.name = name;
 	return c;
 }
 
@@ -305,12 +309,14 @@ static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
 	struct state_claim c = { .ns = "default", .name = "claim", .results = &res,
 				 .n_results = 1 };
 	struct state_consumer v[8];
+	struct cpuset set;
 	struct errbuf why = { "" };
 	const char *id;
 	va_list ap;
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
-	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
+	assert_int_equal(cpuset_parse(cpus, &set, NULL), 0);
+	res.cpus = cpuset_view(&set);
 	va_start(ap, cpus);
 	while ((id = va_arg(ap, const char *))) {
 		assert_true(c.n_consumers < 8);
@@ -666,9 +672,11 @@ static void test_pools_claims_restored_without_a_name_bind_nobody(void **state)
 	struct env *e = *state;
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c = { .uid = UID1, .results = &res, .n_results = 1 };
+	struct cpuset set;
 	struct errbuf why = { "" };
 
-	assert_int_equal(cpuset_parse("4-5", &res.cpus, NULL), 0);
+	assert_int_equal(cpuset_parse("4-5", &set, NULL), 0);
+	res.cpus = cpuset_view(&set);
 	assert_int_equal(state_claim_add(e->state, &c, &why), 0);
 	assert_int_equal(create_nowait(e, "x", ENV1), 1);
 	assert_refused(e, "restored from its CDI spec alone");

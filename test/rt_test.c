@@ -247,13 +247,19 @@ static int add_rt(struct state *s, const char *uid, int cpu, int64_t milli, stru
 {
 	struct state_result res = { .rt_milli = milli };
 	struct state_claim c = { .rt = true, .n_results = 1, .results = &res };
+	char name[STATE_NAME_MAX], device[STATE_DEVICE_MAX];
+	struct cpuset set;
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
-	snprintf(c.ns, sizeof(c.ns), "rt");
-	snprintf(c.name, sizeof(c.name), "c-%s", uid + 34);
-	snprintf(res.request, sizeof(res.request), "rt");
-	snprintf(res.device, sizeof(res.device), "cpurt%03d", cpu);
-	cpuset_set(&res.cpus, cpu);
+	c.ns = "rt";
+	snprintf(name, sizeof(name), "c-%s", uid + 34);
+	c.name = name;
+	res.request = "rt";
+	snprintf(device, sizeof(device), "cpurt%03d", cpu);
+	res.device = device;
+	cpuset_zero(&set);
+	cpuset_set(&set, cpu);
+	res.cpus = cpuset_view(&set);
 	c.budget = (struct rt_budget){ .policy = RT_POLICY_DEADLINE, .runtime_ns = 3000000,
 				       .deadline_ns = 10000000, .period_ns = 10000000 };
 	return state_claim_add(s, &c, why);

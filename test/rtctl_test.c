@@ -71,14 +71,16 @@ static void add(struct state *s, const char *uid, const char *cpus, bool rt)
 {
 	struct state_result res = { .rt_milli = rt ? 300 : 0 };
 	struct state_claim c = { .rt = rt, .n_results = 1, .results = &res };
+	struct cpuset set;
 	struct errbuf why = { "" };
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
-	snprintf(c.ns, sizeof(c.ns), "ns");
-	snprintf(c.name, sizeof(c.name), "n");
-	snprintf(res.request, sizeof(res.request), "r");
-	snprintf(res.device, sizeof(res.device), "d");
-	assert_int_equal(cpuset_parse(cpus, &res.cpus, NULL), 0);
+	c.ns = "ns";
+	c.name = "n";
+	res.request = "r";
+	res.device = "d";
+	assert_int_equal(cpuset_parse(cpus, &set, NULL), 0);
+	res.cpus = cpuset_view(&set);
 	c.budget = (struct rt_budget){ .policy = RT_POLICY_DEADLINE, .runtime_ns = 3000000,
 				       .deadline_ns = 10000000, .period_ns = 10000000 };
 	if (state_claim_add(s, &c, &why) < 0)

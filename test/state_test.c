@@ -80,7 +80,9 @@ static struct state *open_state(const char *allocatable)
 /* A claim with one result per list given. */
 static int add(struct state *s, const char *uid, const char *ns, const char *name, ...)
 {
+	static const char *const reqs[] = { "req0", "req1", "req2", "req3" };
 	struct state_result res[4];
+	struct cpuset sets[4];
 	struct state_claim c;
 	struct errbuf why = { "" };
 	const char *l;
@@ -88,15 +90,16 @@ static int add(struct state *s, const char *uid, const char *ns, const char *nam
 
 	memset(&c, 0, sizeof(c));
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
-	snprintf(c.ns, sizeof(c.ns), "%s", ns);
-	snprintf(c.name, sizeof(c.name), "%s", name);
+	c.ns = ns;
+	c.name = name;
 	c.results = res;
 	va_start(ap, name);
 	while ((l = va_arg(ap, const char *))) {
 		memset(&res[c.n_results], 0, sizeof(res[0]));
-		snprintf(res[c.n_results].request, STATE_REQUEST_MAX, "req%d", c.n_results);
-		snprintf(res[c.n_results].device, STATE_DEVICE_MAX, "cpudevnuma000");
-		res[c.n_results].cpus = cs(l);
+		res[c.n_results].request = reqs[c.n_results];
+		res[c.n_results].device = "cpudevnuma000";
+		sets[c.n_results] = cs(l);
+		res[c.n_results].cpus = cpuset_view(&sets[c.n_results]);
 		c.n_results++;
 	}
 	va_end(ap);
@@ -125,6 +128,7 @@ static void test_state_add_reserves_writes_spec_and_shrinks_pool(void **st)
 {
 	_cleanup_(state_freep) struct state *s = open_state("1-7");
 	const struct state_claim *c;
+	struct cpuset held;
 
 	assert_pool(s, "1-7");
 	assert_int_equal(add(s, "u1", "ns", "db", "2-3", "6", NULL), 0);
@@ -132,7 +136,7 @@ static void test_state_add_reserves_writes_spec_and_shrinks_pool(void **st)
 	assert_true(spec_exists("u1"));
 	c = state_claim(s, "u1");
 	assert_non_null(c);
-	assert_int_equal(cpuset_count(&c->cpus), 3);
+	assert_int_equal(cpuset_count(cpuset_from_view(&c->cpus, &held)), 3);
 	assert_int_equal(c->n_results, 2);
 	assert_string_equal(c->name, "db");
 	assert_int_equal(state_claim_count(s), 1);
@@ -624,6 +628,7 @@ static void test_state_checkpoint_keeps_claim_flags(void **st)
 		"\"ownerContainer\":\"\",\"results\":[]}]}";
 	struct state *s = open_state("0-7");
 	struct state_claim c = { 0 };
+	struct cpuset set;
 	struct errbuf why = { "" };
 	unsigned flags[3] = { 9, 9, 9 };
 	char *out;
@@ -634,7 +639,8 @@ static void test_state_checkpoint_keeps_claim_flags(void **st)
 	assert_int_equal(flags[2], 0);
 	/* and written back */
 	snprintf(c.uid, sizeof(c.uid), "u1");
-	assert_int_equal(cpuset_parse("4-5", &c.cpus, NULL), 0);
+	assert_int_equal(cpuset_parse("4-5", &set, NULL), 0);
+	c.cpus = cpuset_view(&set);
 	c.flags = STATE_CLAIM_SHARED_POOL;
 	assert_int_equal(state_claim_add(s, &c, &why), 0);
 	assert_int_equal(state_claim(s, "u1")->flags, STATE_CLAIM_SHARED_POOL);
@@ -651,7 +657,7 @@ static struct state_consumer pod(const char *uid, const char *name)
 
 	memset(&c, 0, sizeof(c));
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
-	snprintf(c.name, sizeof(c.name), "%s", name);
+	c.name = name;
 	return c;
 }
 
@@ -661,17 +667,18 @@ static int add_reserved(struct state *s, const char *uid, const char *cpus,
 {
 	struct state_result res = { .request = "r", .device = "cpudevnuma000" };
 	struct state_claim c;
+	struct cpuset set = cs(cpus);
 	struct errbuf why = { "" };
 
 	memset(&c, 0, sizeof(c));
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
-	snprintf(c.ns, sizeof(c.ns), "team-a");
-	snprintf(c.name, sizeof(c.name), "db");
-	res.cpus = cs(cpus);
+	c.ns = "team-a";
+	c.name = "db";
+	res.cpus = cpuset_view(&set);
 	c.results = &res;
 	c.n_results = 1;
 	c.consumers_known = true;
-	c.consumers = (struct state_consumer *)v;
+	c.consumers = v;
 	c.n_consumers = n;
 	return state_claim_add(s, &c, &why);
 }

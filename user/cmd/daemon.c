@@ -42,6 +42,10 @@
 
 /* How often the online CPUs are read (CPU hotplug). */
 #define HOTPLUG_POLL_MS 1000
+/* Heap trimming (see trim_check): how often the heap is looked at, and how
+ * much its free bytes must have grown since the last trim to trim again. */
+#define TRIM_PERIOD_MS 1000
+#define TRIM_FREED_MIN (256 * 1024)
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
 
@@ -56,6 +60,9 @@ struct daemon {
 	struct devices *devices;
 	struct pcie *pcie;
 	struct event *hotplug_timer;
+	struct event *trim_timer; /* persistent: trim_check */
+	struct event *trim_soon;  /* one-shot: after a burst we know of */
+	size_t trim_free;	  /* free heap bytes right after the last trim */
 	struct cpuset online;	     /* the CPUs online at the last poll */
 	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
 	bool hotplug_failed_logged;
@@ -142,6 +149,10 @@ static void daemon_free(struct daemon *d)
 	pcie_free(d->pcie);
 	if (d->hotplug_timer)
 		event_free(d->hotplug_timer);
+	if (d->trim_timer)
+		event_free(d->trim_timer);
+	if (d->trim_soon)
+		event_free(d->trim_soon);
 	if (d->sigterm)
 		event_free(d->sigterm);
 	if (d->sigint)
@@ -296,11 +307,54 @@ static void on_registered(void *ud, bool ok)
 	httpd_check_set(d->httpd, d->check_registered, ok);
 }
 
+/* ---- heap trimming ------------------------------------------------------------------- */
+
+/* Work in bursts (publishing a 1024-CPU node builds and drops megabytes of
+ * JSON; every prepare builds the checkpoint text) frees heap that glibc
+ * keeps dirty in the process: it returns only the top of the heap by
+ * itself, and one live allocation above a hole keeps the hole. malloc_trim
+ * gives the free pages anywhere in the heap back. It runs a moment after a
+ * burst the daemon knows of, and otherwise when the heap's free bytes have
+ * grown noticeably since the last trim, looked at once a second (cheap: it
+ * walks malloc's bins, not the heap). */
+static void trim_now(struct daemon *d)
+{
+	(void)malloc_trim(0);
+	d->trim_free = mallinfo2().fordblks;
+}
+
+static void on_trim_check(evutil_socket_t fd, short what, void *ud)
+{
+	struct daemon *d = ud;
+
+	(void)fd;
+	(void)what;
+	if (mallinfo2().fordblks > d->trim_free + TRIM_FREED_MIN)
+		trim_now(d);
+}
+
+static void on_trim_soon(evutil_socket_t fd, short what, void *ud)
+{
+	(void)fd;
+	(void)what;
+	trim_now(ud);
+}
+
+static void trim_soon(struct daemon *d)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 50 * 1000 };
+
+	if (d->trim_soon && !evtimer_pending(d->trim_soon, NULL))
+		(void)evtimer_add(d->trim_soon, &tv);
+}
+
 static void on_slices(void *ud, bool ready)
 {
 	struct daemon *d = ud;
 
 	httpd_check_set(d->httpd, d->check_slices, ready);
+	if (ready) /* the publication's JSON is gone */
+		trim_soon(d);
 }
 
 /* The BPF checks and the NRI plugin: both degrade (reported on /metrics and
@@ -670,6 +724,16 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			return log_error_errno(-ENOMEM, "hotplug_timer_failed", "");
 	}
 
+	{
+		struct timeval tv = { .tv_sec = TRIM_PERIOD_MS / 1000,
+				      .tv_usec = (TRIM_PERIOD_MS % 1000) * 1000 };
+
+		d->trim_timer = event_new(d->base, -1, EV_PERSIST, on_trim_check, d);
+		d->trim_soon = evtimer_new(d->base, on_trim_soon, d);
+		if (!d->trim_timer || !d->trim_soon || event_add(d->trim_timer, &tv) < 0)
+			return log_error_errno(-ENOMEM, "trim_timer_failed", "");
+	}
+
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
 	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
 	d->grace = evtimer_new(d->base, on_grace_expired, d);
@@ -692,7 +756,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	httpd_check_set(d->httpd, d->check_serving, true);
 	/* Start-up parsed the checkpoint, the topology and the BPF objects:
 	 * hand the freed heap back before settling down. */
-	(void)malloc_trim(0);
+	trim_now(d);
 
 	r = event_base_dispatch(d->base);
 	if (r < 0)

@@ -240,14 +240,14 @@ static int add_used(void *ud, const struct state_claim *c)
 {
 	struct used *u = ud;
 
-	if (!c->rt || !cpuset_has(&c->cpus, u->cpu))
+	if (!c->rt || !cpuset_view_has(&c->cpus, u->cpu))
 		return 0;
 	if (c->n_results == 0) {
 		u->milli += u->capacity; /* no record of what it holds: all of it */
 		return 0;
 	}
 	for (int i = 0; i < c->n_results; i++)
-		if (cpuset_has(&c->results[i].cpus, u->cpu))
+		if (cpuset_view_has(&c->results[i].cpus, u->cpu))
 			u->milli += c->results[i].rt_milli;
 	return 0;
 }

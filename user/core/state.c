@@ -29,7 +29,10 @@
 /* A claim and its checkpoint record, serialized once per change so that
  * writing the checkpoint is a concatenation, not a re-encoding. */
 struct entry {
+	/* Stays where it is while the claim is prepared (callers may hold it
+	 * across a change); what it points to is in data (claim_pack). */
 	struct state_claim c;
+	void *data;
 	char *record; /* one JSON object, no trailing comma */
 	size_t record_len;
 };
@@ -54,21 +57,12 @@ struct state {
 };
 
 static int write_checkpoint(struct state *s);
-static void claim_free(struct state_claim *c)
-{
-	if (!c)
-		return;
-	free(c->results);
-	free(c->consumers);
-	free(c);
-}
 
 static void entry_free(struct entry *e)
 {
 	if (!e)
 		return;
-	free(e->c.results);
-	free(e->c.consumers);
+	free(e->data);
 	free(e->record);
 	free(e);
 }
@@ -80,52 +74,119 @@ static int consumers_check(const struct state_consumer *v, int n)
 	if (n < 0 || n > STATE_MAX_CONSUMERS)
 		return -E2BIG;
 	for (int i = 0; i < n; i++)
-		if (cdi_uid_valid(v[i].uid) < 0 || claim_name_check(v[i].name) < 0)
+		if (cdi_uid_valid(v[i].uid) < 0 || !v[i].name || claim_name_check(v[i].name) < 0)
 			return -EINVAL;
 	return 0;
 }
 
-/* A copy of n consumers (NULL for none); *ret is untouched on failure. */
-static int consumers_dup(const struct state_consumer *v, int n, struct state_consumer **ret)
+static const char *str_or_empty(const char *s)
 {
-	struct state_consumer *d = NULL;
-
-	if (n > 0) {
-		d = malloc(sizeof(*d) * (size_t)n);
-		if (!d)
-			return -ENOMEM;
-		memcpy(d, v, sizeof(*d) * (size_t)n);
-	}
-	*ret = d;
-	return 0;
+	return s ? s : "";
 }
 
-/* A deep copy of c with cpus recomputed from the results (when it has any). */
-static struct state_claim *claim_dup(const struct state_claim *c)
+/* The strings of an input fit what the record may hold (they reach the
+ * checkpoint, whose parser holds them to the same bounds). */
+static bool claim_sizes_ok(const struct state_claim *c)
 {
-	struct state_claim *n = malloc(sizeof(*n));
+	if (strlen(str_or_empty(c->ns)) >= STATE_NS_MAX ||
+	    strlen(str_or_empty(c->name)) >= STATE_NAME_MAX ||
+	    strlen(str_or_empty(c->owner_container)) >= STATE_NAME_MAX ||
+	    strnlen(c->owner_pod, sizeof(c->owner_pod)) >= sizeof(c->owner_pod))
+		return false;
+	for (int i = 0; i < c->n_results; i++)
+		if (strlen(str_or_empty(c->results[i].request)) >= STATE_REQUEST_MAX ||
+		    strlen(str_or_empty(c->results[i].device)) >= STATE_DEVICE_MAX)
+			return false;
+	return true;
+}
 
-	if (!n)
-		return NULL;
-	*n = *c;
-	n->results = NULL;
-	n->consumers = NULL;
-	if (consumers_dup(c->consumers, c->n_consumers, &n->consumers) < 0) {
-		free(n);
-		return NULL;
-	}
+/* Lays out what a claim record points to in one allocation: its results
+ * and consumers, the words of its CPU sets, then its strings. */
+struct packer {
+	char *p;
+};
+
+static const char *pack_str(struct packer *k, const char *s)
+{
+	size_t n = strlen(str_or_empty(s)) + 1;
+	char *d = k->p;
+
+	memcpy(d, str_or_empty(s), n);
+	k->p += n;
+	return d;
+}
+
+static struct cpuset_view pack_set(struct packer *k, const struct cpuset_view *v)
+{
+	uint64_t *w = (uint64_t *)(void *)k->p;
+
+	if (v->n == 0)
+		return (struct cpuset_view){ .w = NULL, .n = 0 };
+	memcpy(w, v->w, sizeof(*w) * (size_t)v->n);
+	k->p += sizeof(*w) * (size_t)v->n;
+	return (struct cpuset_view){ .w = w, .n = v->n };
+}
+
+/* A record of c into *n, pointing into one block returned in *ret_data for
+ * the caller to free, with cpus the union of the results when it has any
+ * (c->cpus otherwise). c may point into the block of n's old record: that
+ * one is freed only after. 0 or -ENOMEM. */
+static int claim_pack(const struct state_claim *c, struct state_claim *n, void **ret_data)
+{
+	struct cpuset all;
+	struct cpuset_view u;
+	struct state_result *res;
+	struct state_consumer *con;
+	struct packer k;
+	size_t size = 0, words, strs;
+	void *data;
+
 	if (c->n_results > 0) {
-		n->results = malloc(sizeof(*n->results) * (size_t)c->n_results);
-		if (!n->results) {
-			claim_free(n);
-			return NULL;
-		}
-		memcpy(n->results, c->results, sizeof(*n->results) * (size_t)c->n_results);
-		cpuset_zero(&n->cpus);
+		cpuset_zero(&all);
 		for (int i = 0; i < c->n_results; i++)
-			cpuset_or(&n->cpus, &n->cpus, &c->results[i].cpus);
+			cpuset_or_view(&all, &c->results[i].cpus);
+		u = cpuset_view(&all);
+	} else {
+		u = c->cpus;
 	}
-	return n;
+	size += sizeof(*res) * (size_t)c->n_results + sizeof(*con) * (size_t)c->n_consumers;
+	words = (size_t)u.n;
+	strs = strlen(str_or_empty(c->ns)) + strlen(str_or_empty(c->name)) +
+	       strlen(str_or_empty(c->owner_container)) + 3;
+	for (int i = 0; i < c->n_results; i++) {
+		words += (size_t)c->results[i].cpus.n;
+		strs += strlen(str_or_empty(c->results[i].request)) +
+			strlen(str_or_empty(c->results[i].device)) + 2;
+	}
+	for (int i = 0; i < c->n_consumers; i++)
+		strs += strlen(str_or_empty(c->consumers[i].name)) + 1;
+	data = malloc(size + words * sizeof(uint64_t) + strs);
+	if (!data)
+		return -ENOMEM;
+	*n = *c;
+	res = data;
+	con = (struct state_consumer *)(res + c->n_results);
+	k.p = (char *)(con + c->n_consumers);
+	n->results = c->n_results ? res : NULL;
+	n->consumers = c->n_consumers ? con : NULL;
+	n->cpus = pack_set(&k, &u);
+	for (int i = 0; i < c->n_results; i++) {
+		res[i] = c->results[i];
+		res[i].cpus = pack_set(&k, &c->results[i].cpus);
+	}
+	n->ns = pack_str(&k, c->ns);
+	n->name = pack_str(&k, c->name);
+	n->owner_container = pack_str(&k, c->owner_container);
+	for (int i = 0; i < c->n_results; i++) {
+		res[i].request = pack_str(&k, c->results[i].request);
+		res[i].device = pack_str(&k, c->results[i].device);
+	}
+	for (int i = 0; i < c->n_consumers; i++) {
+		con[i] = c->consumers[i];
+		con[i].name = pack_str(&k, c->consumers[i].name);
+	}
+	*ret_data = data;
+	return 0;
 }
 
 static struct entry *find(const struct state *s, const char *uid)
@@ -140,7 +201,7 @@ static void recompute_prepared(struct state *s)
 	cpuset_zero(&s->prepared);
 	HASHTAB_FOREACH(e, &s->claims)
 		if (!e->c.rt)
-			cpuset_or(&s->prepared, &s->prepared, &e->c.cpus);
+			cpuset_or_view(&s->prepared, &e->c.cpus);
 }
 
 static void notify(struct state *s, enum state_event ev, const struct state_claim *c)
@@ -263,9 +324,10 @@ static int add_str(struct json_object *o, const char *k, const char *v)
 	return 0;
 }
 
-static int add_cpus(struct json_object *o, const char *k, const struct cpuset *c)
+static int add_cpus(struct json_object *o, const char *k, const struct cpuset_view *v)
 {
-	_cleanup_free_ char *list = cpuset_to_string(c);
+	struct cpuset c;
+	_cleanup_free_ char *list = cpuset_to_string(cpuset_from_view(v, &c));
 
 	return list ? add_str(o, k, list) : -ENOMEM;
 }
@@ -403,14 +465,14 @@ static int claim_json(const struct state_claim *c, struct json_object **ret)
 	return 0;
 }
 
-/* (Re)builds the cached checkpoint record of e. */
-static int entry_encode(struct entry *e)
+/* The checkpoint record of c into *ret (caller frees). */
+static int record_of(const struct state_claim *c, char **ret, size_t *ret_len)
 {
 	struct json_object *o;
 	char *rec;
 	int r;
 
-	r = claim_json(&e->c, &o);
+	r = claim_json(c, &o);
 	if (r < 0)
 		return r;
 	rec = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
@@ -418,9 +480,60 @@ static int entry_encode(struct entry *e)
 	json_object_put(o);
 	if (!rec)
 		return -ENOMEM;
+	*ret = rec;
+	*ret_len = strlen(rec);
+	return 0;
+}
+
+/* A new entry holding a record of c (claim_pack); with its checkpoint
+ * record when encode. */
+static int entry_new(const struct state_claim *c, bool encode, struct entry **ret)
+{
+	struct entry *e = calloc(1, sizeof(*e));
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	r = claim_pack(c, &e->c, &e->data);
+	if (r < 0) {
+		free(e);
+		return r;
+	}
+	if (encode) {
+		r = record_of(&e->c, &e->record, &e->record_len);
+		if (r < 0) {
+			entry_free(e);
+			return r;
+		}
+	}
+	*ret = e;
+	return 0;
+}
+
+/* e now records c (which may point into e's old record): 0, or -ENOMEM with
+ * e unchanged. */
+static int entry_update(struct entry *e, const struct state_claim *c)
+{
+	struct state_claim n;
+	void *data;
+	char *rec;
+	size_t len;
+	int r;
+
+	r = claim_pack(c, &n, &data);
+	if (r < 0)
+		return r;
+	r = record_of(&n, &rec, &len);
+	if (r < 0) {
+		free(data);
+		return r;
+	}
+	free(e->data);
 	free(e->record);
+	e->c = n;
+	e->data = data;
 	e->record = rec;
-	e->record_len = strlen(rec);
+	e->record_len = len;
 	return 0;
 }
 
@@ -442,9 +555,9 @@ char *state_checkpoint_serialize(const struct state *s)
 	return r < 0 ? NULL : buf_take(&b, NULL);
 }
 
-/* Copies string member k of o into buf (size); -EPROTO when absent, not a
- * string, or too long. */
-static int get_str(struct json_object *o, const char *k, char *buf, size_t size)
+/* String member k of o (borrowed from o) into *ret; -EPROTO when absent,
+ * not a string, or size bytes or longer. */
+static int get_str(struct json_object *o, const char *k, size_t size, const char **ret)
 {
 	struct json_object *v;
 	const char *s;
@@ -454,16 +567,30 @@ static int get_str(struct json_object *o, const char *k, char *buf, size_t size)
 	s = json_object_get_string(v);
 	if (strlen(s) >= size)
 		return -EPROTO;
+	*ret = s;
+	return 0;
+}
+
+/* Same into a fixed array of size bytes. */
+static int get_str_into(struct json_object *o, const char *k, char *buf, size_t size)
+{
+	const char *s;
+
+	if (get_str(o, k, size, &s) < 0)
+		return -EPROTO;
 	memcpy(buf, s, strlen(s) + 1);
 	return 0;
 }
 
-static int get_cpus(struct json_object *o, const char *k, struct cpuset *ret)
+/* CPU list member k of o parsed into *set, with *ret a view of it. */
+static int get_cpus(struct json_object *o, const char *k, struct cpuset *set,
+		    struct cpuset_view *ret)
 {
-	char buf[CPUSET_MAX * 5];
+	const char *list;
 
-	if (get_str(o, k, buf, sizeof(buf)) < 0 || cpuset_parse(buf, ret, NULL) < 0)
+	if (get_str(o, k, CPUSET_MAX * 5, &list) < 0 || cpuset_parse(list, set, NULL) < 0)
 		return -EPROTO;
+	*ret = cpuset_view(set);
 	return 0;
 }
 
@@ -486,8 +613,8 @@ static int get_consumers(struct json_object *e, struct state_claim *c, struct st
 		struct json_object *o = json_object_array_get_idx(list, i);
 
 		if (!json_object_is_type(o, json_type_object) ||
-		    get_str(o, "uid", v[i].uid, sizeof(v[i].uid)) < 0 ||
-		    get_str(o, "name", v[i].name, sizeof(v[i].name)) < 0)
+		    get_str_into(o, "uid", v[i].uid, sizeof(v[i].uid)) < 0 ||
+		    get_str(o, "name", STATE_NAME_MAX, &v[i].name) < 0)
 			return -EPROTO;
 	}
 	if (consumers_check(v, (int)n) < 0)
@@ -505,13 +632,15 @@ int state_checkpoint_parse(const char *buf, size_t len,
 	struct json_tokener *tok = json_tokener_new_ex(8);
 	struct json_object *root = NULL, *claims, *v;
 	struct state_result results[STATE_MAX_RESULTS];
+	_cleanup_free_ struct cpuset *sets = NULL; /* the results', then the claim's */
 	_cleanup_free_ struct state_consumer *pods = NULL;
 	int r = 0;
 
 	if (!tok)
 		return -ENOMEM;
 	pods = malloc(sizeof(*pods) * STATE_MAX_CONSUMERS);
-	if (!pods) {
+	sets = malloc(sizeof(*sets) * (STATE_MAX_RESULTS + 1));
+	if (!pods || !sets) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -539,12 +668,12 @@ int state_checkpoint_parse(const char *buf, size_t len,
 
 		memset(&c, 0, sizeof(c));
 		if (!json_object_is_type(e, json_type_object) ||
-		    get_str(e, "uid", c.uid, sizeof(c.uid)) < 0 || cdi_uid_valid(c.uid) < 0 ||
-		    get_str(e, "namespace", c.ns, sizeof(c.ns)) < 0 ||
-		    get_str(e, "name", c.name, sizeof(c.name)) < 0 ||
-		    get_cpus(e, "cpus", &c.cpus) < 0 ||
-		    get_str(e, "ownerPod", c.owner_pod, sizeof(c.owner_pod)) < 0 ||
-		    get_str(e, "ownerContainer", c.owner_container, sizeof(c.owner_container)) < 0 ||
+		    get_str_into(e, "uid", c.uid, sizeof(c.uid)) < 0 || cdi_uid_valid(c.uid) < 0 ||
+		    get_str(e, "namespace", STATE_NS_MAX, &c.ns) < 0 ||
+		    get_str(e, "name", STATE_NAME_MAX, &c.name) < 0 ||
+		    get_cpus(e, "cpus", &sets[STATE_MAX_RESULTS], &c.cpus) < 0 ||
+		    get_str_into(e, "ownerPod", c.owner_pod, sizeof(c.owner_pod)) < 0 ||
+		    get_str(e, "ownerContainer", STATE_NAME_MAX, &c.owner_container) < 0 ||
 		    get_rt(e, &c) < 0 || !json_object_object_get_ex(e, "results", &rs) ||
 		    !json_object_is_type(rs, json_type_array) ||
 		    json_object_array_length(rs) > STATE_MAX_RESULTS) {
@@ -566,9 +695,9 @@ int state_checkpoint_parse(const char *buf, size_t len,
 			struct json_object *re = json_object_array_get_idx(rs, (size_t)k);
 
 			if (!json_object_is_type(re, json_type_object) ||
-			    get_str(re, "request", results[k].request, STATE_REQUEST_MAX) < 0 ||
-			    get_str(re, "device", results[k].device, STATE_DEVICE_MAX) < 0 ||
-			    get_cpus(re, "cpus", &results[k].cpus) < 0 ||
+			    get_str(re, "request", STATE_REQUEST_MAX, &results[k].request) < 0 ||
+			    get_str(re, "device", STATE_DEVICE_MAX, &results[k].device) < 0 ||
+			    get_cpus(re, "cpus", &sets[k], &results[k].cpus) < 0 ||
 			    get_rt_milli(re, c.rt, &results[k]) < 0) {
 				r = errbuf_fail(eb, -EPROTO,
 						"claim entry %zu result %d is malformed", i, k);
@@ -602,9 +731,9 @@ static int write_checkpoint(struct state *s)
 
 int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf *eb)
 {
-	struct state_claim *n;
+	const struct state_claim *n;
 	struct entry *e;
-	struct cpuset busy;
+	struct cpuset busy, cpus;
 	int r;
 
 	if (cdi_uid_valid(c->uid) < 0)
@@ -617,43 +746,50 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 	if (c->n_results < 0 || c->n_results > STATE_MAX_RESULTS)
 		return errbuf_fail(eb, -EINVAL, "claim %s has %d results (max %d)", c->uid,
 				   c->n_results, STATE_MAX_RESULTS);
+	if (!claim_sizes_ok(c))
+		return errbuf_fail(eb, -EINVAL, "claim %s: a name, request or device is too long",
+				   c->uid);
 	r = consumers_check(c->consumers, c->n_consumers);
 	if (r < 0)
 		return errbuf_fail(eb, r,
 				   "claim %s: %d consumers, or one that is not a pod uid and name",
 				   c->uid, c->n_consumers);
-	n = claim_dup(c);
-	if (!n)
-		return -ENOMEM;
-	for (int i = 0; i < n->n_results; i++)
+	for (int i = 0; i < c->n_results; i++) {
+		struct cpuset a, b;
+
+		(void)cpuset_from_view(&c->results[i].cpus, &a);
 		for (int k = 0; k < i; k++)
-			if (cpuset_intersects(&n->results[i].cpus, &n->results[k].cpus)) {
-				claim_free(n);
+			if (cpuset_intersects(&a, cpuset_from_view(&c->results[k].cpus, &b)))
 				return errbuf_fail(eb, -EINVAL,
 						   "claim %s: results %d and %d overlap", c->uid, k,
 						   i);
-			}
+	}
+	r = entry_new(c, true, &e);
+	if (r < 0)
+		return r;
+	n = &e->c;
+	(void)cpuset_from_view(&n->cpus, &cpus);
 	if (n->rt) {
 		/* Shared with other real-time claims: the ledger (core/rt.h) has
 		 * checked the bandwidth; here only where they may live. */
-		if (cpuset_is_empty(&n->cpus) || !cpuset_is_subset(&n->cpus, &s->rt_cpus)) {
-			claim_free(n);
+		if (cpuset_is_empty(&cpus) || !cpuset_is_subset(&cpus, &s->rt_cpus)) {
+			entry_free(e);
 			return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the real-time CPUs",
 					   c->uid);
 		}
-	} else if (!cpuset_is_subset(&n->cpus, &s->allocatable)) {
-		claim_free(n);
+	} else if (!cpuset_is_subset(&cpus, &s->allocatable)) {
+		entry_free(e);
 		return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the allocatable set",
 				   c->uid);
 	}
 	cpuset_or(&busy, &s->prepared, &s->quarantine);
-	if (!n->rt && cpuset_intersects(&n->cpus, &busy)) {
+	if (!n->rt && cpuset_intersects(&cpus, &busy)) {
 		char list[128];
 		struct cpuset both;
 
-		cpuset_and(&both, &n->cpus, &busy);
+		cpuset_and(&both, &cpus, &busy);
 		(void)cpuset_format(&both, list, sizeof(list));
-		claim_free(n);
+		entry_free(e);
 		return errbuf_fail(eb, -EBUSY, "claim %s: CPUs %s already belong to another claim",
 				   c->uid, list);
 	}
@@ -662,25 +798,12 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 		struct cpuset after;
 
 		state_shared_pool(s, &after);
-		cpuset_andnot(&after, &after, &n->cpus);
+		cpuset_andnot(&after, &after, &cpus);
 		r = s->guard(s->guard_ud, &after, eb);
 		if (r < 0) {
-			claim_free(n);
+			entry_free(e);
 			return r;
 		}
-	}
-	e = calloc(1, sizeof(*e));
-	if (!e) {
-		claim_free(n);
-		return -ENOMEM;
-	}
-	e->c = *n;
-	free(n); /* its results now belong to e */
-	n = &e->c;
-	r = entry_encode(e);
-	if (r < 0) {
-		entry_free(e);
-		return r;
 	}
 
 	/* Reserve, then commit: CDI spec, then checkpoint. */
@@ -690,8 +813,8 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 		return r;
 	}
 	if (!n->rt)
-		cpuset_or(&s->prepared, &s->prepared, &n->cpus);
-	r = cdi_spec_write(s->cdi_dir, n->uid, &n->cpus);
+		cpuset_or(&s->prepared, &s->prepared, &cpus);
+	r = cdi_spec_write(s->cdi_dir, n->uid, &cpus);
 	if (r < 0) {
 		(void)errbuf_fail(eb, r, "writing the CDI spec of claim %s in %s: %s", n->uid,
 				  s->cdi_dir, strerror(-r));
@@ -752,46 +875,48 @@ int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 		     const char *container)
 {
 	struct entry *e = find(s, uid);
-	struct state_claim *c;
+	struct state_claim c;
 	int r;
 
 	if (!e)
 		return -ENOENT;
-	c = &e->c;
-	if (c->owner_pod[0]) {
-		if (strcmp(c->owner_pod, pod_uid) == 0 && strcmp(c->owner_container, container) == 0)
+	if (e->c.owner_pod[0]) {
+		if (strcmp(e->c.owner_pod, pod_uid) == 0 &&
+		    strcmp(e->c.owner_container, container) == 0)
 			return 0;
 		return -EBUSY;
 	}
-	if (strlen(pod_uid) >= sizeof(c->owner_pod) ||
-	    strlen(container) >= sizeof(c->owner_container))
+	if (strlen(pod_uid) >= sizeof(c.owner_pod) || strlen(container) >= STATE_NAME_MAX)
 		return -EINVAL;
-	memcpy(c->owner_pod, pod_uid, strlen(pod_uid) + 1);
-	memcpy(c->owner_container, container, strlen(container) + 1);
+	c = e->c;
+	memcpy(c.owner_pod, pod_uid, strlen(pod_uid) + 1);
+	c.owner_container = container;
 	/* The binding goes into the record now and reaches the disk with the
 	 * next commit, not with a rewrite of its own: after a crash the NRI
 	 * Synchronize rebuilds every binding from the containers' env anyway,
 	 * and a claim holder's CreateContainer is on the pod's start path. */
-	r = entry_encode(e);
+	r = entry_update(e, &c);
 	if (r < 0)
 		return r;
 	s->dirty = true;
-	notify(s, STATE_CLAIM_BOUND, c);
+	notify(s, STATE_CLAIM_BOUND, &e->c);
 	return 0;
 }
 
 int state_claim_unbind(struct state *s, const char *uid)
 {
 	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : find(s, uid);
+	struct state_claim c;
 	int r;
 
 	if (!e)
 		return -ENOENT;
 	if (!e->c.owner_pod[0])
 		return 0;
-	e->c.owner_pod[0] = 0;
-	e->c.owner_container[0] = 0;
-	r = entry_encode(e);
+	c = e->c;
+	c.owner_pod[0] = 0;
+	c.owner_container = "";
+	r = entry_update(e, &c);
 	if (r < 0)
 		return r;
 	s->dirty = true;
@@ -812,16 +937,20 @@ bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, 
 
 static bool consumers_equal(const struct state_claim *c, const struct state_consumer *v, int n)
 {
-	return c->consumers_known && c->n_consumers == n &&
-	       (n == 0 || memcmp(c->consumers, v, sizeof(*v) * (size_t)n) == 0);
+	if (!c->consumers_known || c->n_consumers != n)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (strcmp(c->consumers[i].uid, v[i].uid) != 0 ||
+		    strcmp(c->consumers[i].name, v[i].name) != 0)
+			return false;
+	return true;
 }
 
 int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, const char *name,
 			      const struct state_consumer *v, int n)
 {
 	struct entry *e = cdi_uid_valid(uid) < 0 ? NULL : find(s, uid);
-	struct state_consumer *copy;
-	struct state_claim keep;
+	struct state_claim c;
 	bool named;
 	int r;
 
@@ -832,31 +961,25 @@ int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, 
 		return r;
 	named = !e->c.ns[0] && !e->c.name[0];
 	if (named) {
-		if (claim_namespace_check(ns) < 0 || claim_name_check(name) < 0)
+		if (claim_namespace_check(ns) < 0 || claim_name_check(name) < 0 ||
+		    strlen(ns) >= STATE_NS_MAX || strlen(name) >= STATE_NAME_MAX)
 			return -EINVAL;
 	} else if (strcmp(e->c.ns, ns) != 0 || strcmp(e->c.name, name) != 0) {
 		return -EINVAL;
 	}
 	if (!named && consumers_equal(&e->c, v, n))
 		return 0;
-	r = consumers_dup(v, n, &copy);
-	if (r < 0)
-		return r;
-	keep = e->c;
-	e->c.consumers = copy;
-	e->c.n_consumers = n;
-	e->c.consumers_known = true;
+	c = e->c;
+	c.consumers = v;
+	c.n_consumers = n;
+	c.consumers_known = true;
 	if (named) {
-		(void)snprintf(e->c.ns, sizeof(e->c.ns), "%s", ns);
-		(void)snprintf(e->c.name, sizeof(e->c.name), "%s", name);
+		c.ns = ns;
+		c.name = name;
 	}
-	r = entry_encode(e);
-	if (r < 0) { /* the record cannot say it: keep the old one */
-		e->c = keep;
-		free(copy);
+	r = entry_update(e, &c);
+	if (r < 0) /* the record cannot say it: keep the old one */
 		return r;
-	}
-	free(keep.consumers);
 	/* Written now, not with the next commit: what a restart finds here
 	 * decides whether a running container is trusted. */
 	r = write_checkpoint(s);
@@ -869,22 +992,24 @@ int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, 
 
 struct loader {
 	struct state *s;
-	struct hashtab ckpt; /* checkpoint entries not yet matched to a spec, by uid */
+	struct hashtab ckpt; /* checkpoint entries (struct entry, no record) not yet
+			      * matched to a spec, by uid */
 	int restored, quarantined, bad_specs;
 };
 
 static int collect_ckpt(void *ud, const struct state_claim *c)
 {
 	struct loader *l = ud;
-	struct state_claim *n = claim_dup(c), *old = NULL;
+	struct entry *n, *old = NULL;
 	int r;
 
-	if (!n)
-		return -ENOMEM;
-	r = hashtab_put_str(&l->ckpt, n->uid, n, (void **)&old);
+	r = entry_new(c, false, &n);
 	if (r < 0)
-		claim_free(n);
-	claim_free(old); /* a uid listed twice: the later entry wins */
+		return r;
+	r = hashtab_put_str(&l->ckpt, n->c.uid, n, (void **)&old);
+	if (r < 0)
+		entry_free(n);
+	entry_free(old); /* a uid listed twice: the later entry wins */
 	return r < 0 ? r : 0;
 }
 
@@ -900,44 +1025,43 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 {
 	struct loader *l = ud;
 	struct state *s = l->s;
-	struct state_claim *c = NULL;
-	struct cpuset busy;
+	struct entry *old, *e;
+	struct state_claim c;
+	struct cpuset busy, had;
 	char list[128];
+	int r;
 
-	c = hashtab_del_str(&l->ckpt, uid);
-	if (c && !cpuset_equal(&c->cpus, cpus)) {
+	old = hashtab_del_str(&l->ckpt, uid);
+	if (old) {
+		c = old->c;
+	} else {
+		c = (struct state_claim){ 0 };
+		memcpy(c.uid, uid, strlen(uid) + 1);
+	}
+	if (old && !cpuset_equal(cpuset_from_view(&old->c.cpus, &had), cpus)) {
 		/* Nothing of the entry is trusted then: a binding waits for a read. */
 		log_warn("checkpoint_disagrees", "claim=%s action=using_cdi_spec", uid);
-		free(c->results);
-		c->results = NULL;
-		c->n_results = 0;
-		free(c->consumers);
-		c->consumers = NULL;
-		c->n_consumers = 0;
-		c->consumers_known = false;
+		c.results = NULL;
+		c.n_results = 0;
+		c.consumers = NULL;
+		c.n_consumers = 0;
+		c.consumers_known = false;
 	}
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		memcpy(c->uid, uid, strlen(uid) + 1);
-	}
-	c->cpus = *cpus;
+	c.cpus = cpuset_view(cpus);
 	/* All real-time CPUs: a real-time claim, whatever the checkpoint says
 	 * (without its record it holds the whole bandwidth of its CPUs). */
 	if (!cpuset_is_empty(cpus) && cpuset_is_subset(cpus, &s->rt_cpus)) {
-		if (!c->rt) {
-			c->budget = (struct rt_budget){ .policy = RT_POLICY_NONE };
-			free(c->results);
-			c->results = NULL;
-			c->n_results = 0;
+		if (!c.rt) {
+			c.budget = (struct rt_budget){ .policy = RT_POLICY_NONE };
+			c.results = NULL;
+			c.n_results = 0;
 		}
-		c->rt = true;
+		c.rt = true;
 	} else {
-		c->rt = false;
+		c.rt = false;
 	}
 	cpuset_or(&busy, &s->prepared, &s->quarantine);
-	if ((!c->rt && (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy))) ||
+	if ((!c.rt && (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy))) ||
 	    hashtab_count(&s->claims) >= STATE_MAX_CLAIMS) {
 		(void)cpuset_format(cpus, list, sizeof(list));
 		log_error("claim_quarantined", "claim=%s cpus=%s reason=%s", uid, list,
@@ -947,30 +1071,25 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 		cpuset_and(&busy, cpus, &s->allocatable);
 		cpuset_or(&s->quarantine, &s->quarantine, &busy);
 		l->quarantined++;
-		claim_free(c);
+		entry_free(old);
 		return 0;
 	}
-	{
-		struct entry *e = calloc(1, sizeof(*e));
-
-		if (!e) {
-			claim_free(c);
-			return -ENOMEM;
-		}
-		e->c = *c;
-		free(c);
-		c = &e->c;
-		if (entry_encode(e) < 0 || hashtab_put_str(&s->claims, uid, e, NULL) < 0) {
-			entry_free(e);
-			return -ENOMEM;
-		}
+	/* The union of the results is the spec's CPUs (checked above), so the
+	 * record's cpus come out the same either way. */
+	r = entry_new(&c, true, &e);
+	entry_free(old);
+	if (r < 0)
+		return r;
+	if (hashtab_put_str(&s->claims, uid, e, NULL) < 0) {
+		entry_free(e);
+		return -ENOMEM;
 	}
-	if (!c->rt)
+	if (!e->c.rt)
 		cpuset_or(&s->prepared, &s->prepared, cpus);
 	l->restored++;
 	(void)cpuset_format(cpus, list, sizeof(list));
-	log_info("claim_restored", "claim=%s ns=%s name=%s cpus=%s", uid, c->ns[0] ? c->ns : "?",
-		 c->name[0] ? c->name : "?", list);
+	log_info("claim_restored", "claim=%s ns=%s name=%s cpus=%s", uid,
+		 e->c.ns[0] ? e->c.ns : "?", e->c.name[0] ? e->c.name : "?", list);
 	return 0;
 }
 
@@ -1013,8 +1132,7 @@ int state_load(struct state *s)
 	struct loader l = {.s = s, .ckpt = HASHTAB_INIT(STATE_MAX_CLAIMS)};
 	_cleanup_free_ char *buf = NULL;
 	struct errbuf why = { "" };
-	struct state_claim *c;
-	struct entry *e;
+	struct entry *c, *e;
 	struct stat st;
 	size_t len = 0;
 	int r;
@@ -1053,7 +1171,7 @@ int state_load(struct state *s)
 		goto out;
 	}
 	HASHTAB_FOREACH(c, &l.ckpt)
-		log_info("checkpoint_entry_dropped", "claim=%s reason=\"no CDI spec\"", c->uid);
+		log_info("checkpoint_entry_dropped", "claim=%s reason=\"no CDI spec\"", c->c.uid);
 	r = write_checkpoint(s);
 	if (r < 0)
 		log_error_errno(r, "checkpoint_write_failed", "path=%s", s->checkpoint);
@@ -1063,7 +1181,7 @@ int state_load(struct state *s)
 		notify(s, STATE_CLAIM_ADDED, &e->c);
 out:
 	HASHTAB_FOREACH(c, &l.ckpt)
-		claim_free(c);
+		entry_free(c);
 	hashtab_done(&l.ckpt);
 	return r;
 }

@@ -44,29 +44,36 @@
 #define STATE_MAX_RESULTS 32   /* AllocationResultsMaxSize */
 #define STATE_MAX_CONSUMERS 256 /* status.reservedFor: ResourceClaimReservedForMaxSize */
 
+/* Records are kept compact (a node holds thousands of them, each mostly a
+ * few CPUs and short names): strings are pointers and CPU sets views
+ * (lib/cpuset.h) sized to their highest CPU. In a claim handed to
+ * state_claim_add() they point at the caller's memory, which is copied; in a
+ * record they point into the record, borrowed like it until the next change.
+ * NULL strings in an input read as "". Expand a set with cpuset_from_view(). */
 struct state_result {
-	char request[STATE_REQUEST_MAX];
-	char device[STATE_DEVICE_MAX];
-	struct cpuset cpus;
+	const char *request; /* < STATE_REQUEST_MAX bytes */
+	const char *device;  /* < STATE_DEVICE_MAX bytes */
+	struct cpuset_view cpus;
 	int64_t rt_milli; /* real-time claims: dra.cpu/rtBandwidth consumed on its CPU */
 };
 
 /* A pod the claim is reserved for; its namespace is the claim's. */
 struct state_consumer {
 	char uid[CDI_UID_MAX];
-	char name[STATE_NAME_MAX];
+	const char *name; /* < STATE_NAME_MAX bytes */
 };
 
 struct state_claim {
 	char uid[CDI_UID_MAX];
-	char ns[STATE_NS_MAX];	      /* "" when restored from CDI alone */
-	char name[STATE_NAME_MAX];
-	struct cpuset cpus;	      /* union of the results */
+	const char *ns;	  /* "" when restored from CDI alone; < STATE_NS_MAX bytes */
+	const char *name; /* < STATE_NAME_MAX bytes */
+	/* The union of the results; in an input, read only when it has none. */
+	struct cpuset_view cpus;
 	int n_results;
-	struct state_result *results; /* owned */
+	const struct state_result *results;
 	/* The container holding the claim (NRI), "" when unbound. */
 	char owner_pod[CDI_UID_MAX];
-	char owner_container[STATE_NAME_MAX];
+	const char *owner_container; /* < STATE_NAME_MAX bytes */
 	/* The pods the claim is reserved for (status.reservedFor), as last read
 	 * from the API server: only their containers may hold the claim.
 	 * consumers_known is false when no read is on record (a claim restored
@@ -74,7 +81,7 @@ struct state_claim {
 	 * were recorded): then no pod is a consumer until the claim is read. */
 	bool consumers_known;
 	int n_consumers;
-	struct state_consumer *consumers; /* owned */
+	const struct state_consumer *consumers;
 	/* A real-time claim (core/rt.h): its CPUs are real-time CPUs, shared with
 	 * other real-time claims within each CPU's bandwidth, never in the
 	 * prepared set or the shared pool. budget.policy is NONE when it was

@@ -120,6 +120,7 @@ struct prep_claim {
 	struct errbuf err;	  /* empty, or why the claim is refused */
 	struct claim_alloc alloc; /* what the claim asked of us */
 	struct state_consumer *consumers; /* the pods it is reserved for */
+	struct claim_consumer *consumer_names; /* what their names point into */
 	int n_consumers;
 };
 
@@ -270,7 +271,7 @@ static int pick_grouped(struct dra *d, const struct claim_result *r, const struc
 static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 				 const struct state_claim *have)
 {
-	struct cpuset within;
+	struct cpuset within, held;
 	int64_t total = 0;
 	char list[128];
 
@@ -298,28 +299,29 @@ static int check_same_allocation(struct dra *d, struct prep_claim *pc,
 		total += count;
 		if (have->n_results) {
 			const struct state_result *sr = &have->results[i];
+			struct cpuset named, got;
 
-			struct cpuset named;
-
+			(void)cpuset_from_view(&sr->cpus, &got);
 			if (cr->cpuset[0] && cpuset_parse(cr->cpuset, &named, NULL) == 0 &&
-			    !cpuset_equal(&named, &sr->cpus))
+			    !cpuset_equal(&named, &got))
 				return perr(&pc->err,
 					    "claim is already prepared with other CPUs for request %s "
 					    "than its cpuset %s: unprepare it before preparing it again",
 					    cr->request, cr->cpuset);
 			if (strcmp(sr->request, cr->request) != 0 ||
 			    strcmp(sr->device, cr->device) != 0 ||
-			    cpuset_count(&sr->cpus) != count || !cpuset_is_subset(&sr->cpus, &cpus))
+			    cpuset_count(&got) != count || !cpuset_is_subset(&got, &cpus))
 				return perr(&pc->err,
 					    "claim is already prepared with another allocation (request "
 					    "%s: %d CPUs of %s, now request %s: %lld of %s): unprepare "
 					    "it before preparing it again",
-					    sr->request, cpuset_count(&sr->cpus), sr->device,
+					    sr->request, cpuset_count(&got), sr->device,
 					    cr->request, (long long)count, cr->device);
 		}
 	}
-	if (cpuset_count(&have->cpus) != total || !cpuset_is_subset(&have->cpus, &within)) {
-		(void)cpuset_format(&have->cpus, list, sizeof(list));
+	(void)cpuset_from_view(&have->cpus, &held);
+	if (cpuset_count(&held) != total || !cpuset_is_subset(&held, &within)) {
+		(void)cpuset_format(&held, list, sizeof(list));
 		return perr(&pc->err,
 			    "claim is already prepared with CPUs %s, which its allocation (%lld CPUs) "
 			    "does not name: unprepare it before preparing it again",
@@ -405,18 +407,18 @@ static int result_init(struct prep_claim *pc, const struct claim_result *cr,
 		       struct state_result *sr)
 {
 	memset(sr, 0, sizeof(*sr));
-	if (strlen(cr->request) >= sizeof(sr->request) || strlen(cr->device) >= sizeof(sr->device))
+	if (strlen(cr->request) >= STATE_REQUEST_MAX || strlen(cr->device) >= STATE_DEVICE_MAX)
 		return perr(&pc->err, "request or device name too long");
-	memcpy(sr->request, cr->request, strlen(cr->request) + 1);
-	memcpy(sr->device, cr->device, strlen(cr->device) + 1);
+	sr->request = cr->request; /* borrowed: state copies them */
+	sr->device = cr->device;
 	return 0;
 }
 
 /* The results of a real-time claim as state records them, each checked:
  * a real-time device, the claim's one budget, within the kernel's limits
- * and within what the result consumes. */
+ * and within what the result consumes. res[i].cpus is a view of sets[i]. */
 static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result *res,
-		      struct rt_budget *ret_budget)
+		      struct cpuset *sets, struct rt_budget *ret_budget)
 {
 	const struct rt_limits *l = d->o.rt;
 	const struct rt_budget *b = NULL;
@@ -469,7 +471,9 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 		cpuset_set(&taken, dev->id);
 		if (result_init(pc, cr, sr) < 0)
 			return -EINVAL;
-		cpuset_set(&sr->cpus, dev->id);
+		cpuset_zero(&sets[i]);
+		cpuset_set(&sets[i], dev->id);
+		sr->cpus = cpuset_view(&sets[i]);
 		sr->rt_milli = milli;
 	}
 	if (!b) /* claim_parse() never yields an empty allocation */
@@ -483,16 +487,16 @@ static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result 
 static int check_same_rt(struct dra *d, struct prep_claim *pc, const struct state_claim *have,
 			 const struct state_result *res, const struct rt_budget *b)
 {
-	struct cpuset cpus;
+	struct cpuset cpus, held;
 
 	cpuset_zero(&cpus);
 	for (int i = 0; i < pc->alloc.n; i++)
-		cpuset_or(&cpus, &cpus, &res[i].cpus);
+		cpuset_or_view(&cpus, &res[i].cpus);
 	if (!have->rt)
 		return perr(&pc->err, "claim is already prepared as an ordinary claim: unprepare it "
 				     "before preparing it again");
 	if (have->n_results == 0)
-		return cpuset_equal(&have->cpus, &cpus)
+		return cpuset_equal(cpuset_from_view(&have->cpus, &held), &cpus)
 			       ? 0
 			       : perr(&pc->err, "claim is already prepared on other real-time CPUs: "
 					       "unprepare it before preparing it again");
@@ -527,13 +531,14 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 {
 	const struct rt_limits *l = d->o.rt;
 	struct state_result res[CLAIM_MAX_RESULTS];
+	struct cpuset sets[CLAIM_MAX_RESULTS], held;
 	struct state_claim c;
 	struct errbuf why = { "" };
 	char list[256], have_q[32], cap_q[32], want_q[32];
 	int r;
 
 	memset(&c, 0, sizeof(c));
-	r = rt_results(d, pc, res, &c.budget);
+	r = rt_results(d, pc, res, sets, &c.budget);
 	if (r < 0)
 		return r;
 	if (have) {
@@ -545,7 +550,7 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	/* The scheduler admitted it against the published capacity; the claims
 	 * prepared here are what the kernel will be asked for. */
 	for (int i = 0; i < pc->alloc.n; i++) {
-		int cpu = cpuset_first(&res[i].cpus);
+		int cpu = cpuset_first(&sets[i]);
 		int64_t used = rt_cpu_used_milli(d->state, cpu, l);
 
 		if (used + res[i].rt_milli > l->capacity_milli) {
@@ -560,8 +565,8 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 		}
 	}
 	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
-	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
-	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
+	c.ns = pc->ns;
+	c.name = pc->name;
 	c.rt = true;
 	c.n_results = pc->alloc.n;
 	c.results = res;
@@ -571,7 +576,8 @@ static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_cl
 	r = state_claim_add(d->state, &c, &why);
 	if (r < 0)
 		return perr(&pc->err, "%s", why.s);
-	(void)cpuset_format(&state_claim(d->state, pc->uid)->cpus, list, sizeof(list));
+	(void)cpuset_format(cpuset_from_view(&state_claim(d->state, pc->uid)->cpus, &held), list,
+			    sizeof(list));
 	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d realtime=%s",
 		 pc->ns, pc->name, pc->uid, list, pc->alloc.n, rt_policy_name(c.budget.policy));
 	return 0;
@@ -582,8 +588,8 @@ static int decide(struct dra *d, struct prep_claim *pc)
 {
 	const struct state_claim *have = state_claim(d->state, pc->uid);
 	struct state_result res[CLAIM_MAX_RESULTS];
+	struct cpuset sets[CLAIM_MAX_RESULTS], taken;
 	struct state_claim c;
-	struct cpuset taken;
 	struct errbuf why = { "" };
 	char list[256];
 	int r;
@@ -601,7 +607,8 @@ static int decide(struct dra *d, struct prep_claim *pc)
 
 			for (int i = 0; i < pc->alloc.n; i++)
 				held[i] = d->devices->kind == DEVICE_CPU ? -1
-					  : have->n_results ? cpuset_count(&have->results[i].cpus)
+					  : have->n_results ? cpuset_count(cpuset_from_view(
+								      &have->results[i].cpus, &taken))
 							    : -1;
 			r = write_metadata(d, pc, held);
 		}
@@ -634,17 +641,18 @@ static int decide(struct dra *d, struct prep_claim *pc)
 				return perr(&pc->err,
 					    "device %s (request %s): CPU %d is offline", cr->device,
 					    cr->request, dev->id);
-			cpuset_zero(&sr->cpus);
-			cpuset_set(&sr->cpus, dev->id);
+			cpuset_zero(&sets[i]);
+			cpuset_set(&sets[i], dev->id);
 			if (cpuset_has(&taken, dev->id))
 				return perr(&pc->err, "device %s is allocated twice in the claim",
 					    cr->device);
 		} else {
-			r = pick_grouped(d, cr, &taken, &sr->cpus, &pc->err);
+			r = pick_grouped(d, cr, &taken, &sets[i], &pc->err);
 			if (r < 0)
 				return r;
 		}
-		cpuset_or(&taken, &taken, &sr->cpus);
+		cpuset_or(&taken, &taken, &sets[i]);
+		sr->cpus = cpuset_view(&sets[i]);
 	}
 
 	/* Metadata before the commit: a committed claim always has it. */
@@ -652,14 +660,14 @@ static int decide(struct dra *d, struct prep_claim *pc)
 		int64_t held[CLAIM_MAX_RESULTS];
 
 		for (int i = 0; i < pc->alloc.n; i++)
-			held[i] = d->devices->kind == DEVICE_CPU ? -1 : cpuset_count(&res[i].cpus);
+			held[i] = d->devices->kind == DEVICE_CPU ? -1 : cpuset_count(&sets[i]);
 		r = write_metadata(d, pc, held);
 		if (r < 0)
 			return r;
 	}
 	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
-	(void)snprintf(c.ns, sizeof(c.ns), "%s", pc->ns);
-	(void)snprintf(c.name, sizeof(c.name), "%s", pc->name);
+	c.ns = pc->ns;
+	c.name = pc->name;
 	/* What the container of the claim gets beside its CPUs: one container
 	 * holds all of a claim, so any result asking decides. */
 	for (int i = 0; i < pc->alloc.n; i++) {
@@ -703,6 +711,7 @@ static void prep_free(struct prep *p)
 		free(p->claims[i].name);
 		free(p->claims[i].uid);
 		free(p->claims[i].consumers);
+		free(p->claims[i].consumer_names);
 	}
 	free(p->claims);
 	free(p);
@@ -913,9 +922,9 @@ static int read_consumers(struct json_object *claim, struct prep_claim *pc, stru
 		return errbuf_fail(eb, -ENOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
 		(void)snprintf(pc->consumers[i].uid, sizeof(pc->consumers[i].uid), "%s", v[i].uid);
-		(void)snprintf(pc->consumers[i].name, sizeof(pc->consumers[i].name), "%s",
-			       v[i].name);
+		pc->consumers[i].name = v[i].name;
 	}
+	pc->consumer_names = TAKE_PTR(v);
 	pc->n_consumers = n;
 	return 0;
 }
@@ -1203,9 +1212,10 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 			log_info("claim_prepare_superseded", "uid=%s", uid);
 		c = cdi_uid_valid(uid) == 0 ? state_claim(d->state, uid) : NULL;
 		if (c) {
+			struct cpuset cpus;
 			char list[256];
 
-			(void)cpuset_format(&c->cpus, list, sizeof(list));
+			(void)cpuset_format(cpuset_from_view(&c->cpus, &cpus), list, sizeof(list));
 			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s",
 				 log_quote(c->ns), log_quote(c->name), uid, list);
 		}
@@ -1339,7 +1349,7 @@ static int find_holders(void *ud, const struct state_claim *c)
 	struct cpuset both;
 	size_t len = strlen(h->who);
 
-	cpuset_and(&both, &c->cpus, h->off);
+	cpuset_and(&both, cpuset_from_view(&c->cpus, &both), h->off);
 	if (cpuset_is_empty(&both))
 		return 0;
 	cpuset_or(&h->cpus, &h->cpus, &both);
@@ -1618,7 +1628,7 @@ static int report_offline_claim(void *ud, const struct state_claim *c)
 	struct cpuset off;
 	char list[256];
 
-	cpuset_andnot(&off, &c->cpus, online);
+	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), online);
 	if (cpuset_is_empty(&off))
 		return 0;
 	(void)cpuset_format(&off, list, sizeof(list));
@@ -1632,7 +1642,7 @@ static int count_offline_claims(void *ud, const struct state_claim *c)
 	struct dra *d = ud;
 	struct cpuset off;
 
-	cpuset_andnot(&off, &c->cpus, &d->online);
+	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), &d->online);
 	metric_add(d->g_claims_offline, !cpuset_is_empty(&off));
 	return 0;
 }

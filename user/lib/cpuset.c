@@ -281,3 +281,33 @@ char *cpuset_to_string(const struct cpuset *s)
 		return NULL; /* unreachable: see above */
 	return strdup(buf);
 }
+
+struct cpuset_view cpuset_view(const struct cpuset *s)
+{
+	int last = cpuset_last(s);
+
+	return (struct cpuset_view){ .w = s->w, .n = last < 0 ? 0 : last / 64 + 1 };
+}
+
+const struct cpuset *cpuset_from_view(const struct cpuset_view *v, struct cpuset *ret)
+{
+	assert(v->n >= 0 && v->n <= CPUSET_WORDS);
+	if (v->n > 0)
+		memcpy(ret->w, v->w, sizeof(uint64_t) * (size_t)v->n);
+	memset(ret->w + v->n, 0, sizeof(uint64_t) * (size_t)(CPUSET_WORDS - v->n));
+	return ret;
+}
+
+bool cpuset_view_has(const struct cpuset_view *v, int cpu)
+{
+	if (cpu < 0 || cpu >= v->n * 64)
+		return false;
+	return v->w[cpu / 64] >> (cpu % 64) & 1;
+}
+
+void cpuset_or_view(struct cpuset *dst, const struct cpuset_view *v)
+{
+	assert(v->n >= 0 && v->n <= CPUSET_WORDS);
+	for (int i = 0; i < v->n; i++)
+		dst->w[i] |= v->w[i];
+}

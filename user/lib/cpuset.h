@@ -66,6 +66,24 @@ int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, struct errbuf 
 /* Same over a NUL-terminated string. */
 int cpuset_parse(const char *s, struct cpuset *ret, struct errbuf *eb);
 
+/* A read-only window on a set's low words, as many as its highest member
+ * needs (none for the empty set): how records kept for long (core/state.h)
+ * hold a set of a few CPUs in a few bytes instead of 1 KiB. The words belong
+ * to whoever made the view; every member is below n * 64. */
+struct cpuset_view {
+	const uint64_t *w;
+	int n;
+};
+
+/* A view of s, valid while s is. */
+struct cpuset_view cpuset_view(const struct cpuset *s);
+/* The set v shows, into *ret; returns ret (for use in an expression). */
+const struct cpuset *cpuset_from_view(const struct cpuset_view *v, struct cpuset *ret);
+/* False for ids outside the view. */
+bool cpuset_view_has(const struct cpuset_view *v, int cpu);
+/* dst |= the set v shows. */
+void cpuset_or_view(struct cpuset *dst, const struct cpuset_view *v);
+
 /* Canonical list form (ascending, maximal ranges, "" when empty) into buf.
  * Returns the length without the NUL, or -ENOSPC if size is too small (buf then
  * holds a truncated, NUL-terminated prefix). */

@@ -161,11 +161,12 @@ static void collect_owners(struct metrics *m, void *ud)
 		for (int j = 0; j < c->n_claims; j++) {
 			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2], cpu[16];
+			struct cpuset cpus;
 
 			if (!cl)
 				continue;
 			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
-			CPUSET_FOREACH(k, &cl->cpus)
+			CPUSET_FOREACH(k, cpuset_from_view(&cl->cpus, &cpus))
 			{
 				(void)snprintf(cpu, sizeof(cpu), "%d", k);
 				metric_series_set(metric_with(p->owner_info, cpu, c->pod_ns, c->pod_name,
@@ -272,11 +273,12 @@ static int check_claims(struct pools *p, char uids[][CDI_UID_MAX], const struct 
 {
 	for (int i = 0; i < n; i++) {
 		const struct state_claim *cl = state_claim(p->state, uids[i]);
+		struct cpuset held;
 
 		if (!cl)
 			return errbuf_fail(eb, -ENOENT, "claim %s is not prepared on this node",
 					   uids[i]);
-		if (!cpuset_equal(&cl->cpus, &cpus[i]))
+		if (!cpuset_equal(cpuset_from_view(&cl->cpus, &held), &cpus[i]))
 			return errbuf_fail(eb, -EPERM,
 					   "%s%s does not match the CPUs prepared for the claim "
 					   "(forged or stale)",
@@ -322,7 +324,7 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
 
 		if (cl)
-			cpuset_or(ret, ret, &cl->cpus);
+			cpuset_or_view(ret, &cl->cpus);
 	}
 }
 
@@ -366,10 +368,11 @@ static bool local_mems(const struct pools *p, const struct ctr *c, struct cpuset
 		return false;
 	for (int i = 0; i < c->n_claims; i++) {
 		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+		struct cpuset cpus;
 
 		if (!cl || !(cl->flags & STATE_CLAIM_MEMORY_LOCAL))
 			continue;
-		CPUSET_FOREACH(cpu, &cl->cpus)
+		CPUSET_FOREACH(cpu, cpuset_from_view(&cl->cpus, &cpus))
 		{
 			const struct topo_cpu *tc = topo_cpu(p->o.topo, cpu);
 
@@ -390,7 +393,7 @@ static void exclusive_union(const struct pools *p, const struct ctr *c, struct c
 		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
 
 		if (cl && !cl->rt)
-			cpuset_or(ret, ret, &cl->cpus);
+			cpuset_or_view(ret, &cl->cpus);
 	}
 }
 
@@ -504,8 +507,10 @@ static void write_owners(struct pools *p)
 		(void)snprintf(pod, sizeof(pod), "%s/%s", c->pod_ns, c->pod_name);
 		for (int j = 0; j < c->n_claims; j++) {
 			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
+			struct cpuset cpus;
 			struct json_object *o = json_object_new_object();
-			_cleanup_free_ char *list = cl ? cpuset_to_string(&cl->cpus) : NULL;
+			_cleanup_free_ char *list =
+				cl ? cpuset_to_string(cpuset_from_view(&cl->cpus, &cpus)) : NULL;
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
 
 			if (cl && cl->rt) { /* shared by bandwidth: no owner */
@@ -872,7 +877,7 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 			n = -ENOMEM;
 		for (int i = 0; i < n; i++) {
 			(void)snprintf(sv[i].uid, sizeof(sv[i].uid), "%s", v[i].uid);
-			(void)snprintf(sv[i].name, sizeof(sv[i].name), "%s", v[i].name);
+			sv[i].name = v[i].name;
 		}
 		r = n < 0 ? n : state_claim_set_consumers(p->state, rr->uid, rr->ns, rr->name, sv, n);
 		/* A failed checkpoint write keeps the new consumers in memory. */
@@ -1288,6 +1293,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 
 	if (ev == STATE_CLAIM_REMOVED) {
 		struct reread *rr = hashtab_get_str(&p->rereads, c->uid);
+		struct cpuset cpus;
 
 		/* A read of it is moot: who waits on it is refused now. */
 		if (rr && !rr->answered) {
@@ -1297,7 +1303,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
 			reread_done(p, rr);
 		}
-		disown_cpus(p, &c->cpus);
+		disown_cpus(p, cpuset_from_view(&c->cpus, &cpus));
 		/* Containers still listing the claim lose it (they are gone or
 		 * about to be: Unprepare comes after the pod stopped). */
 		HASHTAB_FOREACH(x, &p->ctrs)

@@ -338,7 +338,7 @@ static void apply(struct rtctl *rt, struct rtc *x)
 		log_warn("rt_refresh_failed", "reason=%s", log_quote(eb.s));
 	/* One CPU: a deadline task's affinity must not be wider than its root
 	 * domain (the kernel would charge one domain and let it run on others). */
-	cpu = cpuset_first(&c->cpus);
+	cpu = cpuset_first(cpuset_from_view(&c->cpus, &one));
 	cpuset_zero(&one);
 	cpuset_set(&one, cpu);
 	r = sched_set_affinity(x->pid, &one);
@@ -507,8 +507,8 @@ static void own(struct rtctl *rt, struct rtc *x, const struct state_claim *cl)
 	    cgroup_id(dir, &id) < 0)
 		return;
 	x->cgroup_id = id;
-	x->owned = cl->cpus;
-	CPUSET_FOREACH(cpu, &cl->cpus)
+	(void)cpuset_from_view(&cl->cpus, &x->owned);
+	CPUSET_FOREACH(cpu, &x->owned)
 	(void)rtmon_own(rt->mon, id, cpu, true);
 	write_owners(rt);
 }
@@ -543,10 +543,12 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 	if (rtdomain_version(rt->dom) == 2 && !x->partitioned) {
 		char dir[PATH_MAX];
 		struct errbuf eb = {};
+		struct cpuset cpus;
 
 		r = ctr_dir(rt, x->cgroups_path, dir, sizeof(dir));
 		if (r == 0)
-			r = rtdomain_v2_acquire(rt->dom, dir, &cl->cpus, &eb);
+			r = rtdomain_v2_acquire(rt->dom, dir, cpuset_from_view(&cl->cpus, &cpus),
+						&eb);
 		if (r < 0) {
 			fail(rt, x, "isolation", "no partition for the container: %s",
 			     eb.s[0] ? eb.s : strerror(-r));
@@ -587,13 +589,15 @@ static void arm_refresh(struct rtctl *rt)
 static void isolate(struct rtctl *rt, const struct state_claim *c)
 {
 	struct errbuf eb = {};
+	struct cpuset cpus;
 
+	(void)cpuset_from_view(&c->cpus, &cpus);
 	if (rt->mon)
-		CPUSET_FOREACH(cpu, &c->cpus)
+		CPUSET_FOREACH(cpu, &cpus)
 	(void)rtmon_watch(rt->mon, cpu, true);
 	if (rtdomain_version(rt->dom) != 1)
 		return;
-	CPUSET_FOREACH(cpu, &c->cpus)
+	CPUSET_FOREACH(cpu, &cpus)
 	if (rtdomain_v1_acquire(rt->dom, cpu, &eb) < 0)
 		log_error("rt_isolation_failed", "claim=%s cpu=%d reason=%s", c->uid, cpu,
 			  log_quote(eb.s));
@@ -604,12 +608,14 @@ static void isolate(struct rtctl *rt, const struct state_claim *c)
 static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 {
 	struct rtctl *rt = ud;
+	struct cpuset cpus;
 
 	if (!c->rt)
 		return;
 	if (ev == STATE_CLAIM_ADDED) {
 		isolate(rt, c);
 	} else if (ev == STATE_CLAIM_REMOVED) {
+		(void)cpuset_from_view(&c->cpus, &cpus);
 		for (int i = rt->n - 1; i >= 0; i--) {
 			struct rtc *x = rt->v[i];
 
@@ -622,10 +628,10 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			drop(rt, x);
 		}
 		if (rtdomain_version(rt->dom) == 1)
-			CPUSET_FOREACH(cpu, &c->cpus)
+			CPUSET_FOREACH(cpu, &cpus)
 		(void)rtdomain_v1_release(rt->dom, cpu);
 		if (rt->mon)
-			CPUSET_FOREACH(cpu, &c->cpus)
+			CPUSET_FOREACH(cpu, &cpus)
 		if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
 			(void)rtmon_watch(rt->mon, cpu, false);
 		update_gauge(rt);
