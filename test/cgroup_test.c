@@ -20,28 +20,10 @@
 
 #include "host/cgroup.h"
 #include "lib/cleanup.h"
+#include "testutil.h"
 
 #define DATA "test/data/procfs"
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "re");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("%s: %s", path, strerror(errno));
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	buf = malloc(n ? (size_t)n : 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 /* ---- paths ---------------------------------------------------------------------------- */
 
@@ -147,7 +129,7 @@ static void test_cgroup_mounts_tell_the_layout(void **st)
 		enum cgroup_hier h;
 
 		snprintf(path, sizeof(path), DATA "/%s", cases[i].file);
-		buf = slurp(path, &len);
+		buf = testutil_slurp(path, &len);
 		assert_int_equal(cgroup_mounts_parse(buf, len, &m), 0);
 		assert_int_equal(cgroup_mounts_layout(&m), cases[i].layout);
 		assert_int_equal(cgroup_mounts_pinning(&m, &h), 0);
@@ -220,7 +202,7 @@ static void test_cgroup_mount_dir_joins_point_and_root(void **st)
 static void test_cgroup_of_task_reads_the_right_line(void **st)
 {
 	size_t len;
-	_cleanup_free_ char *buf = slurp(DATA "/cgroup-hybrid", &len);
+	_cleanup_free_ char *buf = testutil_slurp(DATA "/cgroup-hybrid", &len);
 	char p[PATH_MAX];
 
 	assert_int_equal(cgroup_of_task(buf, len, CGROUP_V1, p, sizeof(p)), 0);

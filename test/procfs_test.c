@@ -17,29 +17,10 @@
 
 #include "host/procfs.h"
 #include "lib/cleanup.h"
+#include "testutil.h"
 
 #define DATA "test/data/procfs"
 
-/* The file's bytes in a buffer of exactly its size (no NUL after them). */
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "re");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("%s: %s", path, strerror(errno));
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	buf = malloc(n ? (size_t)n : 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 /* s without its NUL, in a buffer of exactly strlen(s) bytes. */
 static char *exact(const char *s, size_t *len)
@@ -67,7 +48,7 @@ static void test_procfs_schedstat_reads_run_delay(void **st)
 {
 	uint64_t wait[4] = { 0, 0, 0, 77 };
 	size_t len;
-	_cleanup_free_ char *v15 = slurp(DATA "/schedstat-v15", &len);
+	_cleanup_free_ char *v15 = testutil_slurp(DATA "/schedstat-v15", &len);
 
 	assert_int_equal(procfs_schedstat_parse(v15, len, wait, 4), 2);
 	assert_int_equal(wait[0], 124556212470ull);
@@ -79,7 +60,7 @@ static void test_procfs_schedstat_counts_cpus_beyond_the_array(void **st)
 {
 	uint64_t wait[2] = { 0, 0 };
 	size_t len;
-	_cleanup_free_ char *v17 = slurp(DATA "/schedstat-v17", &len);
+	_cleanup_free_ char *v17 = testutil_slurp(DATA "/schedstat-v17", &len);
 
 	/* cpu3 is beyond n = 2: counted, not stored; domain lines skipped. */
 	assert_int_equal(procfs_schedstat_parse(v17, len, wait, 2), 3);
@@ -109,7 +90,7 @@ struct mount_row {
 static int read_mounts(const char *file, struct mount_row *rows, int max, char **owned)
 {
 	size_t len;
-	_cleanup_free_ char *buf = slurp(file, &len);
+	_cleanup_free_ char *buf = testutil_slurp(file, &len);
 	const char *p = buf, *end = buf + len;
 	struct procfs_mount m;
 	int n = 0, r, k = 0;
@@ -204,7 +185,7 @@ static void test_procfs_list_has_whole_items_only(void **st)
 static void test_procfs_status_reads_name_tgid_allowed(void **st)
 {
 	size_t len;
-	_cleanup_free_ char *buf = slurp(DATA "/status-kworker", &len);
+	_cleanup_free_ char *buf = testutil_slurp(DATA "/status-kworker", &len);
 	struct procfs_status s;
 
 	assert_int_equal(procfs_status_parse(buf, len, &s), 0);
@@ -229,7 +210,7 @@ static void test_procfs_status_cuts_a_long_name(void **st)
 static void test_procfs_stat_counts_fields_after_the_last_paren(void **st)
 {
 	size_t len;
-	_cleanup_free_ char *buf = slurp(DATA "/stat-hostile-comm", &len);
+	_cleanup_free_ char *buf = testutil_slurp(DATA "/stat-hostile-comm", &len);
 	struct procfs_stat s;
 
 	assert_int_equal(procfs_stat_parse(buf, len, &s), 0);
@@ -241,7 +222,7 @@ static void test_procfs_stat_counts_fields_after_the_last_paren(void **st)
 static void test_procfs_cgroup_picks_the_hierarchy(void **st)
 {
 	size_t len;
-	_cleanup_free_ char *hybrid = slurp(DATA "/cgroup-hybrid", &len);
+	_cleanup_free_ char *hybrid = testutil_slurp(DATA "/cgroup-hybrid", &len);
 	char p[PATH_MAX];
 
 	assert_int_equal(procfs_cgroup_parse(hybrid, len, NULL, p, sizeof(p)), 0);
@@ -258,7 +239,7 @@ static void test_procfs_cgroup_picks_the_hierarchy(void **st)
 static void test_procfs_cgroup_v2_only_has_no_v1_line(void **st)
 {
 	size_t len;
-	_cleanup_free_ char *v2 = slurp(DATA "/cgroup-v2", &len);
+	_cleanup_free_ char *v2 = testutil_slurp(DATA "/cgroup-v2", &len);
 	char p[PATH_MAX];
 
 	assert_int_equal(procfs_cgroup_parse(v2, len, "cpuset", p, sizeof(p)), -ENOENT);
@@ -319,7 +300,7 @@ static void test_procfs_parsers_refuse_every_bad_file(void **st)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), DATA "/bad/%s", de->d_name);
-		buf = slurp(path, &len);
+		buf = testutil_slurp(path, &len);
 		r = parse_bad(de->d_name, buf, len);
 		if (r != -EPROTO)
 			fail_msg("%s: got %d, want -EPROTO", de->d_name, r);

@@ -1,8 +1,10 @@
 /* Helpers shared by unit tests (header-only, test code only). */
 #pragma once
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "host/topo.h"
 #include "lib/errbuf.h"
@@ -40,4 +42,28 @@ static inline struct topo *testutil_topo(int sockets, int numa_per_socket, int c
 	}
 	free(cpus);
 	return t;
+}
+
+/* The bytes of the file at path in a buffer of exactly their size (no NUL
+ * after them, so a parser that reads past its length trips ASan); the size in
+ * *len. Caller frees. Aborts the test binary when the file cannot be read:
+ * a fixture that is missing is a broken tree, not a test result. */
+static inline char *testutil_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0) {
+		fprintf(stderr, "testutil_slurp: %s: %s\n", path, strerror(errno));
+		abort();
+	}
+	buf = malloc(n ? (size_t)n : 1);
+	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "testutil_slurp: %s: short read\n", path);
+		abort();
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
 }
