@@ -26,6 +26,9 @@ static void utf8_cut(char *s, size_t len)
 
 /* vsnprintf() into eb, cut at a character boundary. */
 static void format(struct errbuf *eb, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void format(struct errbuf *eb, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(eb->s, sizeof(eb->s), fmt, ap);
 
