@@ -147,6 +147,83 @@ int procfs_mountinfo_next(const char **p, const char *end, struct procfs_mount *
 	return 0;
 }
 
+/* ---- maps --------------------------------------------------------------------------- */
+
+/* A hexadecimal number that is all of f, at most 16 digits. */
+static bool field_hex(struct procfs_field f, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (!f.len || f.len > 16)
+		return false;
+	for (size_t i = 0; i < f.len; i++) {
+		char c = f.s[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else
+			return false;
+		v = v << 4 | d;
+	}
+	*ret = v;
+	return true;
+}
+
+/* f split at the first sep into two hexadecimal numbers. */
+static bool field_hex_pair(struct procfs_field f, char sep, uint64_t *a, uint64_t *b)
+{
+	const char *m = memchr(f.s, sep, f.len);
+
+	return m && field_hex((struct procfs_field){ f.s, (size_t)(m - f.s) }, a) &&
+	       field_hex((struct procfs_field){ m + 1, f.len - (size_t)(m - f.s) - 1 }, b);
+}
+
+/* "rwxp": each position its letter or '-', the last 'p' or 's'. */
+static bool map_perms(struct procfs_field f, struct procfs_map *m)
+{
+	if (f.len != 4 || (f.s[0] != 'r' && f.s[0] != '-') || (f.s[1] != 'w' && f.s[1] != '-') ||
+	    (f.s[2] != 'x' && f.s[2] != '-') || (f.s[3] != 'p' && f.s[3] != 's'))
+		return false;
+	m->read = f.s[0] == 'r';
+	m->write = f.s[1] == 'w';
+	m->exec = f.s[2] == 'x';
+	m->shared = f.s[3] == 's';
+	return true;
+}
+
+int procfs_maps_next(const char **p, const char *end, struct procfs_map *ret)
+{
+	while (*p < end) {
+		const char *eol = line_end(*p, end), *q = *p;
+		struct procfs_field range, perms, off, dev, ino;
+		struct procfs_map m = { 0 };
+		uint64_t major, minor;
+
+		*p = eol < end ? eol + 1 : end;
+		if (!next_field(&q, eol, &range))
+			continue; /* blank */
+		if (!next_field(&q, eol, &perms) || !next_field(&q, eol, &off) ||
+		    !next_field(&q, eol, &dev) || !next_field(&q, eol, &ino) ||
+		    !field_hex_pair(range, '-', &m.start, &m.end) || m.end <= m.start ||
+		    !map_perms(perms, &m) || !field_hex(off, &m.offset) ||
+		    !field_hex_pair(dev, ':', &major, &minor) || major > UINT_MAX ||
+		    minor > UINT_MAX || !field_u64(ino, UINT64_MAX, &m.inode))
+			return -EPROTO;
+		m.major = (unsigned)major;
+		m.minor = (unsigned)minor;
+		/* The path is the rest of the line after the padding, spaces and all. */
+		while (q < eol && *q == ' ')
+			q++;
+		m.path = (struct procfs_field){ q, (size_t)(eol - q) };
+		*ret = m;
+		return 1;
+	}
+	return 0;
+}
+
 char *procfs_unescape(struct procfs_field f)
 {
 	char *r = malloc(f.len + 1), *o = r;
