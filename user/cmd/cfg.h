@@ -66,6 +66,7 @@ struct cfg {
 	bool bpf;
 	int pinning_enforcement; /* enum cfg_enforcement */
 	bool contention_histogram;
+	bool release_unused_libraries; /* host/coldlibs after start */
 	/* HTTP, logs */
 	char *bind_address;
 	int verbosity;

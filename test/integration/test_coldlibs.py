@@ -1,0 +1,89 @@
+"""The daemon hands back the pages of the libraries it loads and never calls
+(host/coldlibs, docs/memory.md): once at start and again 10 s later (the
+second pass takes the pages the kernel still held in per-CPU batches), after
+which, having served the kubelet and the API server, none of their pages is
+the daemon's alone; the libraries it calls stay resident;
+--no-release-unused-libraries keeps them all."""
+
+import os
+import re
+
+from claims import claim, ref
+from driver import wait_for
+
+# Libraries the running daemon calls (cmd/daemon.c used_symbols): never released.
+CALLED = ("libcurl.so", "libssl.so", "libcrypto.so", "libnghttp2.so", "libevent-",
+          "libjson-c.so", "libprotobuf-c.so", "libbpf.so", "libc.so", "libm.so", "ld-linux")
+
+
+def smaps(pid):
+    """{path: {"Rss": KiB, "Private_Clean": KiB, ...}} over file-backed mappings."""
+    out, cur = {}, None
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                cur = head[5] if len(head) > 5 and head[5].startswith("/") else None
+                continue
+            if cur and head[0].endswith(":") and len(head) >= 2 and head[1].isdigit():
+                d = out.setdefault(cur, {})
+                d[head[0][:-1]] = d.get(head[0][:-1], 0) + int(head[1])
+    return out
+
+
+def released(d):
+    """Paths the daemon logged as released (library_released, debug)."""
+    return {m.group(1) for m in re.finditer(r'event=library_released path="([^"]+)"', d.log())}
+
+
+def serve_a_claim(apiserver, kubelet, d):
+    c = apiserver.put_claim(claim("db", [("cpu", "cpudevnuma001", "2")]))
+    r = kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]]
+    assert r.error == ""
+    assert kubelet.unprepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
+
+
+def test_unused_libraries_leave_and_stay_gone(apiserver, make_driver, kubelet):
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start(wait="ready")
+    m = re.search(r"event=libraries_released pass=1 libraries=(\d+) mapped_kib=(\d+) "
+                  r"rss_before_kib=(\d+) rss_after_kib=(\d+)", d.log())
+    assert m, d.log()
+    n = int(m.group(1))
+    paths = released(d)
+    # libcurl's protocol chain (a dozen libraries on Debian) and start-up's own.
+    # (What the resident set loses depends on what other processes map the
+    # same files: their pages are shared and stay; the unit test measures it.)
+    assert n >= 5 and len(paths) >= n, (n, paths)
+    for p in paths:
+        base = os.path.basename(p)
+        assert not base.startswith(CALLED), "a library the daemon calls was released: " + p
+    serve_a_claim(apiserver, kubelet, d)
+    wait_for(lambda: "libraries_released pass=2" in d.log(), 20, "the second release")
+    mapped = smaps(d.proc.pid)
+    # Nothing the daemon did brought a page of them back as its own.
+    back = {p: mapped[p]["Private_Clean"] for p in paths
+            if p in mapped and mapped[p].get("Private_Clean")}
+    assert back == {}, back
+    # The libraries it calls are resident.
+    for lib in ("libcurl.so", "libssl.so", "libevent-"):
+        rss = sum(v.get("Rss", 0) for p, v in mapped.items()
+                  if os.path.basename(p).startswith(lib))
+        assert rss > 0, lib
+
+
+def test_the_release_can_be_turned_off(apiserver, make_driver, kubelet):
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start(wait="ready")
+    paths = released(d)
+    assert paths
+    d.stop()
+    off = make_driver(args=["--no-nri", "--no-bpf", "--no-release-unused-libraries"])
+    off.start(wait="ready")
+    assert "libraries_released" not in off.log()
+    assert "release_unused_libraries=false" in off.log()
+    serve_a_claim(apiserver, kubelet, off)
+    mapped = smaps(off.proc.pid)
+    # the same libraries now have clean pages resident in the daemon (its own,
+    # or shared with whatever else maps them)
+    clean = sum(mapped[p].get("Private_Clean", 0) + mapped[p].get("Shared_Clean", 0)
+                for p in paths if p in mapped)
+    assert clean > 0, {p: mapped.get(p) for p in paths}
