@@ -66,15 +66,27 @@ def rows_slices(t, r):
     counts = r["runs"][-1]["counts"]
     t.add(f, "slices: API requests", str(r["requests"]), "= 11", r["requests"] == 11,
           ", ".join("%s %d" % (k, v) for k, v in sorted(counts.items())))
+    kept = r["memory_without_release_kib"]
     rows_memory(t, f, "slices: daemon RSS/PSS/USS after publish", r["vmrss_kib"], r["pss_kib"],
                 r["uss_kib"], r["private_dirty_kib"], r["private_clean_kib"], r["uss_top_kib"],
-                "RSS anon %.1f + file %.1f MiB" % (r["rss_anon_kib"] / MIB,
-                                                  r["rss_file_kib"] / MIB))
+                "RSS anon %.1f + file %.1f MiB; %s; with --no-release-unused-libraries "
+                "RSS/PSS/USS %.1f/%.1f/%.1f MiB"
+                % (r["rss_anon_kib"] / MIB, r["rss_file_kib"] / MIB,
+                   released_note(r["libraries_released"]), kept["VmRSS"] / MIB,
+                   kept.get("Pss", 0) / MIB, kept.get("USS", 0) / MIB))
     t.add(f, "slices: /metrics render p99", ms(r["render_ms_p99"], 3), "< 5 ms",
           r["render_ms_p99"] < 5,
           "p50 %.3f ms; HTTP GET p50 %.2f / p99 %.2f ms; %d bytes"
           % (r["render_ms_p50"], r["http_get_ms_p50"], r["http_get_ms_p99"],
              r["metrics_bytes"]))
+
+
+def released_note(rel):
+    """What the daemon's first release of unused libraries' pages took."""
+    if not rel:
+        return "no library pages released"
+    return "at start %d unused libraries released: RSS %.1f -> %.1f MiB" % (
+        rel["libraries"], rel["rss_before_kib"] / MIB, rel["rss_after_kib"] / MIB)
 
 
 def rows_memory(t, f, name, rss, pss, uss, dirty, clean, top, more):
@@ -196,9 +208,10 @@ def rows_scale(t, r):
     rows_memory(t, f, "scale: daemon RSS/PSS/USS, 1000 claims+ctrs", m["VmRSS"], m.get("Pss", 0),
                 m.get("USS", 0), m.get("Private_Dirty", 0), m.get("Private_Clean", 0),
                 r["uss_top_kib"],
-                "RSS anon %.1f + file %.1f MiB; after restart RSS %.1f, USS %.1f MiB; BPF %s"
+                "RSS anon %.1f + file %.1f MiB; after restart RSS %.1f, USS %.1f MiB; BPF %s; %s"
                 % (m.get("RssAnon", 0) / MIB, m.get("RssFile", 0) / MIB, ra["VmRSS"] / MIB,
-                   ra.get("USS", 0) / MIB, "loaded" if r["bpf_loaded"] else "off"))
+                   ra.get("USS", 0) / MIB, "loaded" if r["bpf_loaded"] else "off",
+                   released_note(r["libraries_released"])))
     h = r["prepare_hist_ms"]
     t.add(f, "scale: prepare p99 (histogram)", ms(h["p99"]), "< 2 ms", h["p99"] < 2,
           "p50 %.2f ms; daemon CPU p99 %.2f ms (last 100: %.2f); client p99 %.2f ms"

@@ -297,6 +297,18 @@ class Env:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def libraries_released(path):
+    """{"libraries": N, "rss_before_kib": .., "rss_after_kib": ..} of the daemon's
+    first release of unused libraries' pages (host/coldlibs), from its log;
+    None when it logged none (turned off, or a kernel without MADV_PAGEOUT)."""
+    with open(path) as f:
+        for line in f:
+            if "event=libraries_released pass=1 " in line:
+                kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
+                return {k: int(kv[k]) for k in ("libraries", "rss_before_kib", "rss_after_kib")}
+    return None
+
+
 def log_events(path):
     """[(epoch seconds, "mod event", line)] of a daemon log (logfmt, ts= with ms,
     CLOCK_REALTIME like time.time())."""
