@@ -56,20 +56,6 @@ static void fuzz_maps(const char *text, size_t size)
 	}
 }
 
-static void fuzz_maps(const char *text, size_t size)
-{
-	const char *p = text, *end = text + size;
-	struct procfs_map m;
-	int r;
-
-	while ((r = procfs_maps_next(&p, end, &m)) != 0) {
-		assert(r == 1 || r == -EPROTO);
-		assert(p > text && p <= end);
-		if (r == 1)
-			assert(m.end > m.start && inside(text, size, m.path));
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = malloc(size ? size : 1), path[256];
