@@ -29,6 +29,13 @@
 #define MAPS_MAX (4u << 20) /* a few hundred lines: KiBs */
 #define KEEP_MAX 64	    /* used symbols, libc, the loader, the executable */
 
+/* Every process calls these: the C library (glibc names itself with the
+ * first), whatever provides malloc, which is not always the C library (a
+ * sanitizer's runtime, another allocator), and in a sanitizer build the
+ * runtimes its instrumentation calls (absent otherwise: they keep nothing). */
+static const char *const always_used[] = { "gnu_get_libc_version", "malloc", "__asan_init",
+					   "__ubsan_handle_add_overflow", NULL };
+
 static bool same_file(const struct procfs_map *m, const struct coldlibs_file *f)
 {
 	return m->inode == f->inode && m->major == f->major && m->minor == f->minor;
@@ -109,10 +116,11 @@ int coldlibs_release(const char *const *used_symbols, struct coldlibs_result *re
 		return r;
 	}
 	/* The executable (this function is in it), the loader (the start of its
-	 * first mapping is AT_BASE), the C library, then what the caller uses. */
+	 * first mapping is AT_BASE), then what the caller uses. */
 	r = keep_file_at(maps, len, (uintptr_t)coldlibs_release, keep, &n);
 	r = r ?: keep_file_at(maps, len, (uintptr_t)getauxval(AT_BASE), keep, &n);
-	r = r ?: keep_file_at(maps, len, (uintptr_t)dlsym(RTLD_DEFAULT, "malloc"), keep, &n);
+	for (const char *const *s = always_used; !r && *s; s++)
+		r = keep_file_at(maps, len, (uintptr_t)dlsym(RTLD_DEFAULT, *s), keep, &n);
 	for (const char *const *s = used_symbols; !r && *s; s++) {
 		void *a = dlsym(RTLD_DEFAULT, *s);
 

@@ -20,8 +20,8 @@
  * caller names one function per library its code paths call (its own
  * dependencies and what they call on its behalf, OpenSSL under libcurl,
  * say). A library defining one of them is kept, whatever it is called and
- * wherever it lives; so are the C library, the dynamic loader and the
- * executable. Libraries are told apart by device and inode, the identity
+ * wherever it lives; so are the C library, whatever provides malloc, the
+ * dynamic loader and the executable. Libraries are told apart by device and inode, the identity
  * /proc/self/maps gives and a symlinked path would not.
  */
 #pragma once
@@ -52,7 +52,7 @@ bool coldlibs_is_cold(const struct procfs_map *m, const struct coldlibs_file *ke
 
 /* Releases the pages of every shared library that defines none of
  * used_symbols (NULL-terminated, looked up in the global scope) and is not
- * the C library, the loader or the executable. 0 with *ret filled;
+ * the C library, malloc's, the loader or the executable. 0 with *ret filled;
  * -ENOSYS when the kernel has no MADV_PAGEOUT (nothing was released);
  * -EPROTO when /proc/self/maps could not be read as such; -errno otherwise.
  * A used symbol that is not found is no error: it keeps nothing. */
