@@ -116,7 +116,7 @@ static bool claim_sizes_ok(const struct state_claim *c)
 	return true;
 }
 
-/* Fills a block (struct entry) front to back. */
+/* Fills a block (struct block, then what follows it) front to back. */
 struct packer {
 	char *p;
 };
@@ -443,7 +443,7 @@ static int claim_json(const struct state_claim *c, struct json_object **ret)
  * the union of the results when c has any (c->cpus otherwise); the block
  * holds its words only when that is not the one result's set. c may point
  * into the block of n's old record: that one is freed only after. 0 or
- * -ENOMEM. */
+ * -ENOMEM (nothing allocated then). */
 static int claim_pack(const struct state_claim *c, bool encode, struct state_claim *n,
 		      struct block **ret)
 {
