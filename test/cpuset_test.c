@@ -272,6 +272,55 @@ static void test_cpuset_iteration(void **st)
 	fail_msg("empty set iterated %d", cpu);
 }
 
+/* A view holds only the words from the lowest member's to the highest's. */
+static void test_cpuset_view_keeps_only_the_words_in_use(void **st)
+{
+	static const struct {
+		const char *list;
+		int off, n;
+	} cases[] = {
+		{ "", 0, 0 },	     { "0", 0, 1 },	 { "63", 0, 1 },   { "64", 1, 1 },
+		{ "1000", 15, 1 },   { "1000,1023", 15, 1 }, { "960-1087", 15, 2 },
+		{ "3,1000", 0, 16 }, { "8191", 127, 1 },	 { "0,8191", 0, 128 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct cpuset set = parse_ok(cases[i].list), back, acc;
+		struct cpuset_view v = cpuset_view(&set);
+		char buf[64];
+
+		assert_int_equal(v.off, cases[i].off);
+		assert_int_equal(v.n, cases[i].n);
+		assert_true(cpuset_equal(cpuset_from_view(&v, &back), &set));
+		cpuset_format(&back, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].list);
+		/* or_view adds exactly those members, wherever the window is */
+		acc = parse_ok("5");
+		cpuset_or_view(&acc, &v);
+		cpuset_set(&set, 5);
+		assert_true(cpuset_equal(&acc, &set));
+	}
+}
+
+static void test_cpuset_view_has_only_its_members(void **st)
+{
+	struct cpuset set = parse_ok("1000,1023"), none = parse_ok("");
+	struct cpuset_view v = cpuset_view(&set), e = cpuset_view(&none);
+
+	assert_true(cpuset_view_has(&v, 1000));
+	assert_true(cpuset_view_has(&v, 1023));
+	/* in the window but not members, below it, above it, out of range */
+	assert_false(cpuset_view_has(&v, 1001));
+	assert_false(cpuset_view_has(&v, 959));
+	assert_false(cpuset_view_has(&v, 999));
+	assert_false(cpuset_view_has(&v, 1024));
+	assert_false(cpuset_view_has(&v, 0));
+	assert_false(cpuset_view_has(&v, -1));
+	assert_false(cpuset_view_has(&v, CPUSET_MAX));
+	assert_false(cpuset_view_has(&e, 0));
+	assert_false(cpuset_view_has(&e, -1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +337,8 @@ int main(void)
 		cmocka_unit_test(test_cpuset_set_clear_has_bounds),
 		cmocka_unit_test(test_cpuset_set_range_word_boundaries),
 		cmocka_unit_test(test_cpuset_iteration),
+		cmocka_unit_test(test_cpuset_view_keeps_only_the_words_in_use),
+		cmocka_unit_test(test_cpuset_view_has_only_its_members),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

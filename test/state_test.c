@@ -1,4 +1,4 @@
-/* wrap: unlink */
+/* wrap: unlink malloc */
 /* state: reservations, commit order, recovery from CDI specs and checkpoint. */
 #include <errno.h>
 #include <setjmp.h>
@@ -35,6 +35,19 @@ int __wrap_unlink(const char *path)
 	return __real_unlink(path);
 }
 
+/* The n-th malloc() from now (of state and lib code, not of shared
+ * libraries) fails; 0: none does. */
+static int malloc_fail_in;
+
+void *__real_malloc(size_t size);
+void *__wrap_malloc(size_t size);
+void *__wrap_malloc(size_t size)
+{
+	if (malloc_fail_in > 0 && --malloc_fail_in == 0)
+		return NULL;
+	return __real_malloc(size);
+}
+
 static int setup(void **st)
 {
 	snprintf(root, sizeof(root), "/dev/shm/state-test.XXXXXX");
@@ -44,6 +57,7 @@ static int setup(void **st)
 	snprintf(state_dir, sizeof(state_dir), "%s/state", root);
 	log_set_level(LOG_ERROR);
 	unlink_fail_errno = 0;
+	malloc_fail_in = 0;
 	/* A load that blocks on a planted FIFO would stop the suite. */
 	alarm(20);
 	return 0;
@@ -860,6 +874,205 @@ static void test_state_checkpoint_parse_rejects_malformed_consumers(void **st)
 	assert_int_equal(n, 1);
 }
 
+static char *set_text(const struct cpuset_view *v)
+{
+	struct cpuset c;
+
+	return cpuset_to_string(cpuset_from_view(v, &c));
+}
+
+static void assert_view(const struct cpuset_view *v, const char *want)
+{
+	char *got = set_text(v);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* The fields of a and b, sets compared as sets, strings as strings. */
+static void assert_claims_equal(const struct state_claim *a, const struct state_claim *b)
+{
+	char *x = set_text(&a->cpus), *y = set_text(&b->cpus);
+
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	assert_string_equal(a->uid, b->uid);
+	assert_string_equal(a->ns, b->ns);
+	assert_string_equal(a->name, b->name);
+	assert_string_equal(a->owner_pod, b->owner_pod);
+	assert_string_equal(a->owner_container, b->owner_container);
+	assert_int_equal(a->flags, b->flags);
+	assert_int_equal(a->rt, b->rt);
+	assert_int_equal(a->consumers_known, b->consumers_known);
+	assert_int_equal(a->n_consumers, b->n_consumers);
+	for (int i = 0; i < a->n_consumers; i++) {
+		assert_string_equal(a->consumers[i].uid, b->consumers[i].uid);
+		assert_string_equal(a->consumers[i].name, b->consumers[i].name);
+	}
+	assert_int_equal(a->n_results, b->n_results);
+	for (int i = 0; i < a->n_results; i++) {
+		x = set_text(&a->results[i].cpus);
+		y = set_text(&b->results[i].cpus);
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+		assert_string_equal(a->results[i].request, b->results[i].request);
+		assert_string_equal(a->results[i].device, b->results[i].device);
+	}
+}
+
+struct seen {
+	const struct state *s;
+	int n;
+};
+
+static int compare_with_state(void *ud, const struct state_claim *c)
+{
+	struct seen *x = ud;
+	const struct state_claim *have = state_claim(x->s, c->uid);
+
+	assert_non_null(have);
+	assert_claims_equal(c, have);
+	x->n++;
+	return 0;
+}
+
+/* Records hold only the CPU words in use, from wherever the lowest CPU is;
+ * what they say goes to the checkpoint exactly, before and after a change,
+ * and comes back the same from it and from a restart. */
+static void test_state_record_round_trips_cpus_far_from_zero(void **st)
+{
+	static const char *want =
+		"{\"version\":1,\"claims\":["
+		"{\"results\":[{\"request\":\"req0\",\"device\":\"cpudevnuma000\",\"cpus\":\"1000\"},"
+		"{\"request\":\"req1\",\"device\":\"cpudevnuma000\",\"cpus\":\"1023\"}],"
+		"\"uid\":\"u1\",\"namespace\":\"ns\",\"name\":\"db\",\"cpus\":\"1000,1023\","
+		"\"ownerPod\":\"pod-a\",\"ownerContainer\":\"app\"},"
+		"{\"results\":[{\"request\":\"req0\",\"device\":\"cpudevnuma000\",\"cpus\":\"1024,1087\"}],"
+		"\"uid\":\"u2\",\"namespace\":\"ns\",\"name\":\"web\",\"cpus\":\"1024,1087\","
+		"\"ownerPod\":\"\",\"ownerContainer\":\"\"},"
+		"{\"results\":[{\"request\":\"req0\",\"device\":\"cpudevnuma000\",\"cpus\":\"3,1090\"}],"
+		"\"uid\":\"u3\",\"namespace\":\"ns\",\"name\":\"batch\",\"cpus\":\"3,1090\","
+		"\"ownerPod\":\"\",\"ownerContainer\":\"\"}]}\n";
+	struct state *s = open_state("1-1100");
+	const struct state_claim *c;
+	struct seen seen = { 0 };
+	struct errbuf why = { "" };
+	char *text, *again;
+
+	assert_int_equal(add(s, "u1", "ns", "db", "1000", "1023", NULL), 0);
+	assert_int_equal(add(s, "u2", "ns", "web", "1024,1087", NULL), 0);
+	assert_int_equal(add(s, "u3", "ns", "batch", "3,1090", NULL), 0);
+	c = state_claim(s, "u1");
+	assert_view(&c->cpus, "1000,1023");
+	assert_int_equal(c->cpus.off, 15);
+	assert_int_equal(c->cpus.n, 1);
+	assert_view(&c->results[0].cpus, "1000");
+	assert_view(&c->results[1].cpus, "1023");
+	/* one result: the claim's set is the result's, held once */
+	c = state_claim(s, "u2");
+	assert_ptr_equal(c->cpus.w, c->results[0].cpus.w);
+	assert_int_equal(c->cpus.off, 16);
+	assert_int_equal(c->cpus.n, 1);
+	c = state_claim(s, "u3");
+	assert_int_equal(c->cpus.off, 0);
+	assert_int_equal(c->cpus.n, 18);
+	assert_view(&c->cpus, "3,1090");
+
+	/* a change rebuilds the record; the claim stays where it was */
+	c = state_claim(s, "u1");
+	assert_int_equal(state_claim_bind(s, "u1", "pod-a", "app"), 0);
+	assert_ptr_equal(state_claim(s, "u1"), c);
+	assert_string_equal(c->owner_pod, "pod-a");
+	assert_view(&c->cpus, "1000,1023");
+	assert_view(&c->results[1].cpus, "1023");
+	assert_string_equal(c->results[1].request, "req1");
+
+	text = state_checkpoint_serialize(s);
+	assert_string_equal(text, want);
+	seen.s = s;
+	assert_int_equal(state_checkpoint_parse(text, strlen(text), compare_with_state, &seen, &why),
+			 0);
+	assert_int_equal(seen.n, 3);
+	state_free(s); /* writes the binding */
+
+	s = open_state("1-1100");
+	assert_int_equal(state_claim_count(s), 3);
+	/* the same records, in the order the CDI specs were found */
+	again = state_checkpoint_serialize(s);
+	assert_int_equal(strlen(again), strlen(want));
+	seen = (struct seen){ .s = s };
+	assert_int_equal(state_checkpoint_parse(text, strlen(text), compare_with_state, &seen, &why),
+			 0);
+	assert_int_equal(seen.n, 3);
+	free(text);
+	free(again);
+	state_free(s);
+}
+
+/* Out of memory at any allocation of a change: -ENOMEM, and the claim,
+ * the pool and the checkpoint are what they were. */
+static void test_state_enomem_keeps_everything(void **st)
+{
+	_cleanup_(state_freep) struct state *s = open_state("1-1100");
+	struct state_consumer v[1] = { pod("pod-a", "web-0") };
+	const struct state_claim *c;
+	struct state_claim before;
+	char *text, *now;
+	int n, r;
+
+	for (n = 1;; n++) {
+		malloc_fail_in = n;
+		r = add(s, "u1", "ns", "db", "1000", "1023", NULL);
+		malloc_fail_in = 0;
+		if (r == 0)
+			break;
+		assert_int_equal(r, -ENOMEM);
+		assert_null(state_claim(s, "u1"));
+		assert_false(spec_exists("u1"));
+		assert_pool(s, "1-1100");
+	}
+	assert_true(n > 1);
+	c = state_claim(s, "u1");
+	before = *c;
+	text = state_checkpoint_serialize(s);
+
+	for (n = 1;; n++) {
+		malloc_fail_in = n;
+		r = state_claim_bind(s, "u1", "pod-a", "app");
+		malloc_fail_in = 0;
+		if (r == 0)
+			break;
+		assert_int_equal(r, -ENOMEM);
+		assert_ptr_equal(state_claim(s, "u1"), c);
+		assert_memory_equal(c, &before, sizeof(before));
+		assert_claims_equal(c, &before);
+		now = state_checkpoint_serialize(s);
+		assert_string_equal(now, text);
+		free(now);
+	}
+	assert_true(n > 1);
+	assert_string_equal(c->owner_pod, "pod-a");
+
+	before = *c;
+	free(text);
+	text = state_checkpoint_serialize(s);
+	malloc_fail_in = 1;
+	r = state_claim_set_consumers(s, "u1", "ns", "db", v, 1);
+	malloc_fail_in = 0;
+	assert_int_equal(r, -ENOMEM);
+	assert_memory_equal(c, &before, sizeof(before));
+	assert_false(c->consumers_known);
+	now = state_checkpoint_serialize(s);
+	assert_string_equal(now, text);
+	free(now);
+	free(text);
+	assert_int_equal(state_claim_set_consumers(s, "u1", "ns", "db", v, 1), 0);
+	assert_true(state_claim_has_consumer(c, "pod-a", "ns", "web-0"));
+	assert_view(&c->cpus, "1000,1023");
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -890,6 +1103,8 @@ int main(void)
 		T(test_state_old_checkpoint_without_consumers_loads_unverified),
 		T(test_state_set_consumers_checks_its_input),
 		T(test_state_checkpoint_parse_rejects_malformed_consumers),
+		T(test_state_record_round_trips_cpus_far_from_zero),
+		T(test_state_enomem_keeps_everything),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

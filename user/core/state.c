@@ -5,6 +5,7 @@
  */
 #include "core/state.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/hashtab.h"
+#include "lib/jsonc.h"
 #include "lib/log.h"
 
 #define CHECKPOINT_NAME "checkpoint.json"
@@ -27,14 +29,29 @@
 #define CHECKPOINT_MAX (64 * 1024 * 1024)
 
 /* A claim and its checkpoint record, serialized once per change so that
- * writing the checkpoint is a concatenation, not a re-encoding. */
+ * writing the checkpoint is a concatenation, not a re-encoding.
+ *
+ *   struct entry   c: the claim handed out ---------------+
+ *                  data ---> struct block                  | points into
+ *                            results[n_results]  <---------+
+ *                            consumers[n_consumers]
+ *                            CPU words of each result (and of the union
+ *                              when it has several results, or none)
+ *                            strings, NUL-terminated
+ *                            record text (no NUL)
+ *
+ * Two allocations per claim: the entry, because it stays where it is while
+ * the claim is prepared (callers may hold c across a change and read the new
+ * values), and one block for everything c points to, replaced as a whole by
+ * a change (entry_update). */
+struct block {
+	uint32_t record_off; /* from the start of the block */
+	uint32_t record_len; /* one JSON object, no comma; 0: none (load) */
+};
+
 struct entry {
-	/* Stays where it is while the claim is prepared (callers may hold it
-	 * across a change); what it points to is in data (claim_pack). */
 	struct state_claim c;
-	void *data;
-	char *record; /* one JSON object, no trailing comma */
-	size_t record_len;
+	struct block *data;
 };
 
 struct observer {
@@ -63,7 +80,6 @@ static void entry_free(struct entry *e)
 	if (!e)
 		return;
 	free(e->data);
-	free(e->record);
 	free(e);
 }
 
@@ -100,8 +116,7 @@ static bool claim_sizes_ok(const struct state_claim *c)
 	return true;
 }
 
-/* Lays out what a claim record points to in one allocation: its results
- * and consumers, the words of its CPU sets, then its strings. */
+/* Fills a block (struct block, then what follows it) front to back. */
 struct packer {
 	char *p;
 };
@@ -116,77 +131,34 @@ static const char *pack_str(struct packer *k, const char *s)
 	return d;
 }
 
+/* v without the zero words at either end (views made by cpuset_view() have
+ * none; a caller's own may). */
+static struct cpuset_view view_trim(const struct cpuset_view *v)
+{
+	struct cpuset_view t = *v;
+
+	while (t.n > 0 && !t.w[0]) {
+		t.w++;
+		t.off++;
+		t.n--;
+	}
+	while (t.n > 0 && !t.w[t.n - 1])
+		t.n--;
+	if (t.n == 0)
+		t = (struct cpuset_view){ .w = NULL, .off = 0, .n = 0 };
+	return t;
+}
+
+/* v is trimmed. */
 static struct cpuset_view pack_set(struct packer *k, const struct cpuset_view *v)
 {
 	uint64_t *w = (uint64_t *)(void *)k->p;
 
 	if (v->n == 0)
-		return (struct cpuset_view){ .w = NULL, .n = 0 };
+		return *v;
 	memcpy(w, v->w, sizeof(*w) * (size_t)v->n);
 	k->p += sizeof(*w) * (size_t)v->n;
-	return (struct cpuset_view){ .w = w, .n = v->n };
-}
-
-/* A record of c into *n, pointing into one block returned in *ret_data for
- * the caller to free, with cpus the union of the results when it has any
- * (c->cpus otherwise). c may point into the block of n's old record: that
- * one is freed only after. 0 or -ENOMEM. */
-static int claim_pack(const struct state_claim *c, struct state_claim *n, void **ret_data)
-{
-	struct cpuset all;
-	struct cpuset_view u;
-	struct state_result *res;
-	struct state_consumer *con;
-	struct packer k;
-	size_t size = 0, words, strs;
-	void *data;
-
-	if (c->n_results > 0) {
-		cpuset_zero(&all);
-		for (int i = 0; i < c->n_results; i++)
-			cpuset_or_view(&all, &c->results[i].cpus);
-		u = cpuset_view(&all);
-	} else {
-		u = c->cpus;
-	}
-	size += sizeof(*res) * (size_t)c->n_results + sizeof(*con) * (size_t)c->n_consumers;
-	words = (size_t)u.n;
-	strs = strlen(str_or_empty(c->ns)) + strlen(str_or_empty(c->name)) +
-	       strlen(str_or_empty(c->owner_container)) + 3;
-	for (int i = 0; i < c->n_results; i++) {
-		words += (size_t)c->results[i].cpus.n;
-		strs += strlen(str_or_empty(c->results[i].request)) +
-			strlen(str_or_empty(c->results[i].device)) + 2;
-	}
-	for (int i = 0; i < c->n_consumers; i++)
-		strs += strlen(str_or_empty(c->consumers[i].name)) + 1;
-	data = malloc(size + words * sizeof(uint64_t) + strs);
-	if (!data)
-		return -ENOMEM;
-	*n = *c;
-	res = data;
-	con = (struct state_consumer *)(res + c->n_results);
-	k.p = (char *)(con + c->n_consumers);
-	n->results = c->n_results ? res : NULL;
-	n->consumers = c->n_consumers ? con : NULL;
-	n->cpus = pack_set(&k, &u);
-	for (int i = 0; i < c->n_results; i++) {
-		res[i] = c->results[i];
-		res[i].cpus = pack_set(&k, &c->results[i].cpus);
-	}
-	n->ns = pack_str(&k, c->ns);
-	n->name = pack_str(&k, c->name);
-	n->owner_container = pack_str(&k, c->owner_container);
-	for (int i = 0; i < c->n_results; i++) {
-		res[i].request = pack_str(&k, c->results[i].request);
-		res[i].device = pack_str(&k, c->results[i].device);
-	}
-	for (int i = 0; i < c->n_consumers; i++) {
-		con[i] = c->consumers[i];
-		con[i].name = pack_str(&k, c->consumers[i].name);
-	}
-	*ret_data = data;
-	return 0;
+	return (struct cpuset_view){ .w = w, .off = v->off, .n = v->n };
 }
 
 static struct entry *find(const struct state *s, const char *uid)
@@ -313,9 +285,10 @@ int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct 
 
 /* ---- checkpoint ---------------------------------------------------------------------- */
 
+/* v NULL: "" (a claim handed to state_claim_add() may leave strings NULL). */
 static int add_str(struct json_object *o, const char *k, const char *v)
 {
-	struct json_object *s = json_object_new_string(v);
+	struct json_object *s = json_object_new_string(str_or_empty(v));
 
 	if (!s || json_object_object_add(o, k, s) < 0) {
 		json_object_put(s);
@@ -465,46 +438,118 @@ static int claim_json(const struct state_claim *c, struct json_object **ret)
 	return 0;
 }
 
-/* The checkpoint record of c into *ret (caller frees). */
-static int record_of(const struct state_claim *c, char **ret, size_t *ret_len)
+/* A record of c into *n, pointing into one new block returned in *ret for
+ * the caller to free; with its checkpoint record when encode. n->cpus is
+ * the union of the results when c has any (c->cpus otherwise); the block
+ * holds its words only when that is not the one result's set. c may point
+ * into the block of n's old record: that one is freed only after. 0 or
+ * -ENOMEM (nothing allocated then). */
+static int claim_pack(const struct state_claim *c, bool encode, struct state_claim *n,
+		      struct block **ret)
 {
-	struct json_object *o;
-	char *rec;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct cpuset all;
+	struct cpuset_view u, sets[STATE_MAX_RESULTS];
+	struct state_result *res;
+	struct state_consumer *con;
+	struct state_claim t;
+	struct block *b;
+	struct packer k;
+	const char *rec = NULL;
+	size_t size, words = 0, strs, rec_len = 0;
 	int r;
 
-	r = claim_json(c, &o);
-	if (r < 0)
-		return r;
-	rec = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							     JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-	if (!rec)
+	assert(c->n_results >= 0 && c->n_results <= STATE_MAX_RESULTS);
+	for (int i = 0; i < c->n_results; i++) {
+		sets[i] = view_trim(&c->results[i].cpus);
+		words += (size_t)sets[i].n;
+	}
+	if (c->n_results > 1) {
+		cpuset_zero(&all);
+		for (int i = 0; i < c->n_results; i++)
+			cpuset_or_view(&all, &sets[i]);
+		u = cpuset_view(&all);
+		words += (size_t)u.n;
+	} else if (c->n_results == 1) {
+		u = sets[0]; /* shared with the result */
+	} else {
+		u = view_trim(&c->cpus);
+		words += (size_t)u.n;
+	}
+	if (encode) {
+		t = *c;
+		t.cpus = u;
+		r = claim_json(&t, &o);
+		if (r < 0)
+			return r;
+		rec = json_object_to_json_string_length(
+			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &rec_len);
+		if (!rec)
+			return -ENOMEM;
+	}
+	strs = strlen(str_or_empty(c->ns)) + strlen(str_or_empty(c->name)) +
+	       strlen(str_or_empty(c->owner_container)) + 3;
+	for (int i = 0; i < c->n_results; i++)
+		strs += strlen(str_or_empty(c->results[i].request)) +
+			strlen(str_or_empty(c->results[i].device)) + 2;
+	for (int i = 0; i < c->n_consumers; i++)
+		strs += strlen(str_or_empty(c->consumers[i].name)) + 1;
+	size = sizeof(*b) + sizeof(*res) * (size_t)c->n_results +
+	       sizeof(*con) * (size_t)c->n_consumers + sizeof(uint64_t) * words + strs;
+	if (size + rec_len > UINT32_MAX)
+		return -E2BIG; /* unreachable under the caps on results and names */
+	b = malloc(size + rec_len);
+	if (!b)
 		return -ENOMEM;
-	*ret = rec;
-	*ret_len = strlen(rec);
+	*n = *c;
+	res = (struct state_result *)(b + 1);
+	con = (struct state_consumer *)(res + c->n_results);
+	k.p = (char *)(con + c->n_consumers);
+	n->results = c->n_results ? res : NULL;
+	n->consumers = c->n_consumers ? con : NULL;
+	for (int i = 0; i < c->n_results; i++) {
+		res[i] = c->results[i];
+		res[i].cpus = pack_set(&k, &sets[i]);
+	}
+	n->cpus = c->n_results == 1 ? res[0].cpus : pack_set(&k, &u);
+	n->ns = pack_str(&k, c->ns);
+	n->name = pack_str(&k, c->name);
+	n->owner_container = pack_str(&k, c->owner_container);
+	for (int i = 0; i < c->n_results; i++) {
+		res[i].request = pack_str(&k, c->results[i].request);
+		res[i].device = pack_str(&k, c->results[i].device);
+	}
+	for (int i = 0; i < c->n_consumers; i++) {
+		con[i] = c->consumers[i];
+		con[i].name = pack_str(&k, c->consumers[i].name);
+	}
+	assert(k.p == (char *)b + size);
+	b->record_off = (uint32_t)size;
+	b->record_len = (uint32_t)rec_len;
+	if (rec_len)
+		memcpy(k.p, rec, rec_len);
+	*ret = b;
 	return 0;
+}
+
+static const char *record_of(const struct entry *e)
+{
+	return (const char *)e->data + e->data->record_off;
 }
 
 /* A new entry holding a record of c (claim_pack); with its checkpoint
  * record when encode. */
 static int entry_new(const struct state_claim *c, bool encode, struct entry **ret)
 {
-	struct entry *e = calloc(1, sizeof(*e));
+	struct entry *e = malloc(sizeof(*e));
 	int r;
 
 	if (!e)
 		return -ENOMEM;
-	r = claim_pack(c, &e->c, &e->data);
+	r = claim_pack(c, encode, &e->c, &e->data);
 	if (r < 0) {
 		free(e);
 		return r;
-	}
-	if (encode) {
-		r = record_of(&e->c, &e->record, &e->record_len);
-		if (r < 0) {
-			entry_free(e);
-			return r;
-		}
 	}
 	*ret = e;
 	return 0;
@@ -515,25 +560,15 @@ static int entry_new(const struct state_claim *c, bool encode, struct entry **re
 static int entry_update(struct entry *e, const struct state_claim *c)
 {
 	struct state_claim n;
-	void *data;
-	char *rec;
-	size_t len;
+	struct block *b;
 	int r;
 
-	r = claim_pack(c, &n, &data);
+	r = claim_pack(c, true, &n, &b);
 	if (r < 0)
 		return r;
-	r = record_of(&n, &rec, &len);
-	if (r < 0) {
-		free(data);
-		return r;
-	}
 	free(e->data);
-	free(e->record);
 	e->c = n;
-	e->data = data;
-	e->record = rec;
-	e->record_len = len;
+	e->data = b;
 	return 0;
 }
 
@@ -548,7 +583,7 @@ char *state_checkpoint_serialize(const struct state *s)
 	HASHTAB_FOREACH(e, &s->claims)
 	{
 		r = r ?: buf_add_str(&b, sep);
-		r = r ?: buf_add(&b, e->record, e->record_len);
+		r = r ?: buf_add(&b, record_of(e), e->data->record_len);
 		sep = ",";
 	}
 	r = r ?: buf_add_str(&b, "]}\n");

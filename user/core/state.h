@@ -46,10 +46,11 @@
 
 /* Records are kept compact (a node holds thousands of them, each mostly a
  * few CPUs and short names): strings are pointers and CPU sets views
- * (lib/cpuset.h) sized to their highest CPU. In a claim handed to
+ * (lib/cpuset.h) of the words that hold their CPUs. In a claim handed to
  * state_claim_add() they point at the caller's memory, which is copied; in a
- * record they point into the record, borrowed like it until the next change.
- * NULL strings in an input read as "". Expand a set with cpuset_from_view(). */
+ * record they point into the record, borrowed like it until the next change
+ * (a claim's union may share the words of its one result). NULL strings in
+ * an input read as "". Expand a set with cpuset_from_view(). */
 struct state_result {
 	const char *request; /* < STATE_REQUEST_MAX bytes */
 	const char *device;  /* < STATE_DEVICE_MAX bytes */
@@ -63,6 +64,7 @@ struct state_consumer {
 	const char *name; /* < STATE_NAME_MAX bytes */
 };
 
+/* Fields are ordered to leave no padding on LP64: a node holds thousands. */
 struct state_claim {
 	char uid[CDI_UID_MAX];
 	const char *ns;	  /* "" when restored from CDI alone; < STATE_NS_MAX bytes */
@@ -70,6 +72,10 @@ struct state_claim {
 	/* The union of the results; in an input, read only when it has none. */
 	struct cpuset_view cpus;
 	int n_results;
+	/* What the claim's CPUConfig asked of its container (enum
+	 * state_claim_flag); kept in the checkpoint, 0 when restored from the
+	 * CDI spec alone. */
+	unsigned flags;
 	const struct state_result *results;
 	/* The container holding the claim (NRI), "" when unbound. */
 	char owner_pod[CDI_UID_MAX];
@@ -80,18 +86,14 @@ struct state_claim {
 	 * from its CDI spec alone, or from a checkpoint written before consumers
 	 * were recorded): then no pod is a consumer until the claim is read. */
 	bool consumers_known;
-	int n_consumers;
-	const struct state_consumer *consumers;
 	/* A real-time claim (core/rt.h): its CPUs are real-time CPUs, shared with
 	 * other real-time claims within each CPU's bandwidth, never in the
 	 * prepared set or the shared pool. budget.policy is NONE when it was
 	 * restored from its CDI spec alone (it then holds the whole capacity). */
 	bool rt;
-	struct rt_budget budget;
-	/* What the claim's CPUConfig asked of its container (enum
-	 * state_claim_flag); kept in the checkpoint, 0 when restored from the
-	 * CDI spec alone. */
-	unsigned flags;
+	int n_consumers;
+	const struct state_consumer *consumers;
+	struct rt_budget budget; /* of a real-time claim */
 };
 
 enum state_claim_flag {

@@ -284,30 +284,42 @@ char *cpuset_to_string(const struct cpuset *s)
 
 struct cpuset_view cpuset_view(const struct cpuset *s)
 {
-	int last = cpuset_last(s);
+	int lo = 0, hi = CPUSET_WORDS;
 
-	return (struct cpuset_view){ .w = s->w, .n = last < 0 ? 0 : last / 64 + 1 };
+	while (lo < hi && !s->w[lo])
+		lo++;
+	while (hi > lo && !s->w[hi - 1])
+		hi--;
+	if (lo == hi)
+		return (struct cpuset_view){ .w = s->w, .off = 0, .n = 0 };
+	return (struct cpuset_view){ .w = s->w + lo, .off = lo, .n = hi - lo };
+}
+
+static void view_check(const struct cpuset_view *v)
+{
+	assert(v->off >= 0 && v->n >= 0 && v->off <= CPUSET_WORDS - v->n);
+	(void)v;
 }
 
 const struct cpuset *cpuset_from_view(const struct cpuset_view *v, struct cpuset *ret)
 {
-	assert(v->n >= 0 && v->n <= CPUSET_WORDS);
+	view_check(v);
+	memset(ret->w, 0, sizeof(ret->w));
 	if (v->n > 0)
-		memcpy(ret->w, v->w, sizeof(uint64_t) * (size_t)v->n);
-	memset(ret->w + v->n, 0, sizeof(uint64_t) * (size_t)(CPUSET_WORDS - v->n));
+		memcpy(ret->w + v->off, v->w, sizeof(uint64_t) * (size_t)v->n);
 	return ret;
 }
 
 bool cpuset_view_has(const struct cpuset_view *v, int cpu)
 {
-	if (cpu < 0 || cpu >= v->n * 64)
+	if (cpu < v->off * 64 || cpu >= (v->off + v->n) * 64)
 		return false;
-	return v->w[cpu / 64] >> (cpu % 64) & 1;
+	return v->w[cpu / 64 - v->off] >> (cpu % 64) & 1;
 }
 
 void cpuset_or_view(struct cpuset *dst, const struct cpuset_view *v)
 {
-	assert(v->n >= 0 && v->n <= CPUSET_WORDS);
+	view_check(v);
 	for (int i = 0; i < v->n; i++)
-		dst->w[i] |= v->w[i];
+		dst->w[v->off + i] |= v->w[i];
 }

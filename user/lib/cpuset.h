@@ -66,12 +66,15 @@ int cpuset_parse_n(const char *s, size_t len, struct cpuset *ret, struct errbuf 
 /* Same over a NUL-terminated string. */
 int cpuset_parse(const char *s, struct cpuset *ret, struct errbuf *eb);
 
-/* A read-only window on a set's low words, as many as its highest member
- * needs (none for the empty set): how records kept for long (core/state.h)
- * hold a set of a few CPUs in a few bytes instead of 1 KiB. The words belong
- * to whoever made the view; every member is below n * 64. */
+/* A read-only window on the words of a set that hold its members, from the
+ * lowest non-zero word to the highest (none for the empty set): how records
+ * kept for long (core/state.h) hold a set of a few CPUs in a few bytes
+ * instead of 1 KiB, wherever those CPUs are. w[0] is word off of the set;
+ * every member lies in [off * 64, (off + n) * 64). The words belong to
+ * whoever made the view. */
 struct cpuset_view {
 	const uint64_t *w;
+	int off;
 	int n;
 };
 
