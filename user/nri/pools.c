@@ -103,7 +103,7 @@ struct pools {
 	struct pools_opts o;
 	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
 	char *state_dir;
-	struct hashtab ctrs; /* id -> struct ctr, live containers */
+	struct hashtab ctrs; /* id (in the record) -> struct ctr, live containers */
 	int n_shared;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
 	struct metric *refused, *reads;
