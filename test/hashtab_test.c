@@ -78,6 +78,42 @@ static void test_hashtab_key_is_copied(void **st)
 	hashtab_done(&t);
 }
 
+/* A borrowing table reads keys where the values keep them: a replacement
+ * moves the entry to the new value's key, so the old one may be freed (ASan
+ * sees any read of it), and a deleted entry's key is never read again. */
+static void test_hashtab_borrowed_keys_are_the_values_own(void **st)
+{
+	static const char id[] = "a-key-longer-than-eight-bytes";
+	struct hashtab t;
+	char *k1 = strdup(id), *k2 = strdup(id), *k3 = strdup("short"), probe[64];
+	static char more[64][32];
+	void *old = NULL;
+
+	assert_true(k1 && k2 && k3);
+	hashtab_init_borrowing(&t, 0);
+	assert_int_equal(hashtab_put_str(&t, k1, k1, NULL), 0);
+	assert_int_equal(hashtab_put_str(&t, k3, k3, NULL), 0);
+	(void)snprintf(probe, sizeof(probe), "%s", id); /* found by bytes, not address */
+	assert_ptr_equal(hashtab_get_str(&t, probe), k1);
+	assert_int_equal(hashtab_put_str(&t, k2, k2, &old), 1);
+	assert_ptr_equal(old, k1);
+	free(k1);
+	assert_ptr_equal(hashtab_get_str(&t, probe), k2);
+	assert_ptr_equal(hashtab_del_str(&t, "short"), k3);
+	free(k3);
+	/* a rebuild over the dead entry must not read its freed key */
+	for (int i = 0; i < 64; i++) {
+		key_of(i, more[i], sizeof(more[i]));
+		assert_int_equal(hashtab_put_str(&t, more[i], &vals[i], NULL), 0);
+	}
+	assert_ptr_equal(hashtab_get_str(&t, probe), k2);
+	assert_null(hashtab_get_str(&t, "short"));
+	assert_int_equal(hashtab_count(&t), 65);
+	hashtab_done(&t);
+	assert_true(t.borrow_keys); /* still borrowing when used again */
+	free(k2);
+}
+
 static void test_hashtab_u64_keys(void **st)
 {
 	struct hashtab t = HASHTAB_INIT(0);
@@ -311,6 +347,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hashtab_put_get_del_strings),
 		cmocka_unit_test(test_hashtab_key_is_copied),
+		cmocka_unit_test(test_hashtab_borrowed_keys_are_the_values_own),
 		cmocka_unit_test(test_hashtab_u64_keys),
 		cmocka_unit_test(test_hashtab_grows_and_keeps_every_entry),
 		cmocka_unit_test(test_hashtab_delete_reinsert_churn_stays_bounded),

@@ -948,6 +948,273 @@ static void test_pools_owners_file_never_opens_or_follows_what_was_planted(void 
 	assert_int_equal(kind_of(owners), S_IFDIR);
 }
 
+/* ---- the container record ------------------------------------------------------------ */
+
+#define BIG_CLAIMS 32 /* claims a container may name */
+
+/* A container whose strings are as long as their APIs allow: namespace 63
+ * (a DNS label), pod name 253, container name 63, pod uid a UUID, a
+ * 255-byte container id (NAME_MAX: it is a directory of its cgroups path,
+ * between two others), and n claims of uids 36 to 63 bytes long (the
+ * longest first: the record sizes every slot for it), claim i on CPU i + 1
+ * in namespace ns as "claim-<i>". */
+struct big {
+	Nri__PodSandbox pod;
+	Nri__Container c;
+	Nri__LinuxContainer lc;
+	char id[256], pod_uid[37], ns[64], pod_name[254], name[64], path[600], cgroup[800];
+	char uids[BIG_CLAIMS][64], env_buf[BIG_CLAIMS][160];
+	char *env[BIG_CLAIMS];
+	int n;
+};
+
+static void fill(char *s, size_t len, char c)
+{
+	memset(s, c, len);
+	s[len] = 0;
+}
+
+/* The pod of b as a consumer, for its claims. */
+static struct state_consumer big_consumer(const struct big *b)
+{
+	struct state_consumer c;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.uid, sizeof(c.uid), "%s", b->pod_uid);
+	c.name = b->pod_name;
+	return c;
+}
+
+/* b with n claims, prepared (consumers: its pod, or unknown), and its
+ * cgroup made under <root>/cg. id_first: the id's first byte. */
+static void big_init(struct env *e, struct big *b, int n, bool consumers_known, char id_first)
+{
+	struct state_consumer who;
+	char cmd[1024];
+
+	memset(b, 0, sizeof(*b));
+	nri__pod_sandbox__init(&b->pod);
+	nri__container__init(&b->c);
+	nri__linux_container__init(&b->lc);
+	fill(b->id, 255, 'd');
+	b->id[0] = id_first;
+	snprintf(b->pod_uid, sizeof(b->pod_uid), "0b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b");
+	fill(b->ns, 63, 'n');
+	fill(b->pod_name, 253, 'p');
+	fill(b->name, 63, 'k');
+	snprintf(b->path, sizeof(b->path), "/%0200d/%s/init", 0, b->id);
+	snprintf(b->cgroup, sizeof(b->cgroup), "%s/cg%s", e->root, b->path);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", b->cgroup);
+	assert_int_equal(system(cmd), 0);
+	b->pod.id = "sandbox";
+	b->pod.uid = b->pod_uid;
+	b->pod.name = b->pod_name;
+	b->pod.namespace_ = b->ns;
+	b->c.id = b->id;
+	b->c.pod_sandbox_id = "sandbox";
+	b->c.name = b->name;
+	b->c.state = NRI__CONTAINER_STATE__CONTAINER_RUNNING;
+	b->c.pid = 4242;
+	b->lc.cgroups_path = b->path;
+	b->c.linux_ = &b->lc;
+	b->n = n;
+	who = big_consumer(b);
+	for (int i = 0; i < n; i++) {
+		struct state_result res = { .request = "r", .device = "cpudevnuma000" };
+		struct state_claim c = { .ns = b->ns, .results = &res, .n_results = 1 };
+		struct errbuf why = { "" };
+		char name[16];
+		struct cpuset set;
+		size_t len = i == 0 ? 63 : 36 + (size_t)i % 27;
+
+		fill(b->uids[i], len, (char)('a' + i % 26));
+		snprintf(name, sizeof(name), "u%02d", i); /* distinct however long */
+		memcpy(b->uids[i], name, 3);
+		snprintf(b->env_buf[i], sizeof(b->env_buf[i]), "DRA_CPUSET_%s=%d", b->uids[i],
+			 i + 1);
+		b->env[i] = b->env_buf[i];
+		snprintf(name, sizeof(name), "claim-%d", i);
+		c.name = name;
+		snprintf(c.uid, sizeof(c.uid), "%s", b->uids[i]);
+		cpuset_zero(&set);
+		cpuset_set(&set, i + 1);
+		res.cpus = cpuset_view(&set);
+		c.consumers_known = consumers_known;
+		c.consumers = consumers_known ? &who : NULL;
+		c.n_consumers = consumers_known;
+		if (state_claim_add(e->state, &c, &why) < 0)
+			fail_msg("claim %d: %s", i, why.s);
+	}
+	b->c.env = b->env;
+	b->c.n_env = (size_t)n;
+}
+
+static void big_event(struct env *e, const char *method, struct big *b)
+{
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+
+	req.pod = &b->pod;
+	req.container = &b->c;
+	call(e, method, &req.base);
+}
+
+static Nri__SynchronizeResponse *big_synchronize(struct env *e, struct big *b)
+{
+	Nri__SynchronizeRequest req = NRI__SYNCHRONIZE_REQUEST__INIT;
+	Nri__Container *ctrs[1] = { &b->c };
+	Nri__PodSandbox *pods[1] = { &b->pod };
+
+	req.pods = pods;
+	req.n_pods = 1;
+	req.containers = ctrs;
+	req.n_containers = 1;
+	call(e, "Synchronize", &req.base);
+	return nri__synchronize_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
+}
+
+/* owners.json lists b's claims but the one at gone (-1: none), each with
+ * every string of b as it came. */
+static void assert_owners_of(struct env *e, const struct big *b, int gone)
+{
+	char path[160], pod[320], claim[96], cpus[16];
+	struct json_object *root, *arr;
+	int seen = 0;
+
+	snprintf(path, sizeof(path), "%s/owners.json", e->state_dir);
+	root = json_object_from_file(path);
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "owners", &arr));
+	assert_int_equal(json_object_array_length(arr), b->n - (gone >= 0));
+	snprintf(pod, sizeof(pod), "%s/%s", b->ns, b->pod_name);
+	for (size_t k = 0; k < json_object_array_length(arr); k++) {
+		struct json_object *o = json_object_array_get_idx(arr, k), *v;
+		int i;
+
+		assert_true(json_object_object_get_ex(o, "claimUID", &v));
+		for (i = 0; i < b->n; i++)
+			if (strcmp(json_object_get_string(v), b->uids[i]) == 0)
+				break;
+		assert_true(i < b->n && i != gone);
+		seen++;
+		snprintf(claim, sizeof(claim), "%s/claim-%d", b->ns, i);
+		snprintf(cpus, sizeof(cpus), "%d", i + 1);
+		assert_true(json_object_object_get_ex(o, "claim", &v));
+		assert_string_equal(json_object_get_string(v), claim);
+		assert_true(json_object_object_get_ex(o, "cpus", &v));
+		assert_string_equal(json_object_get_string(v), cpus);
+		assert_true(json_object_object_get_ex(o, "cgroup", &v));
+		assert_string_equal(json_object_get_string(v), b->cgroup);
+		assert_true(json_object_object_get_ex(o, "pod", &v));
+		assert_string_equal(json_object_get_string(v), pod);
+		assert_true(json_object_object_get_ex(o, "container", &v));
+		assert_string_equal(json_object_get_string(v), b->name);
+	}
+	assert_int_equal(seen, b->n - (gone >= 0));
+	json_object_put(root);
+}
+
+/* The exclusive-CPU series of cpu for b's claim i. */
+static double owner_info(struct env *e, const struct big *b, int cpu, int i)
+{
+	char series[1024];
+
+	snprintf(series, sizeof(series),
+		 "dra_cpu_cpu_owner_info{cpu=\"%d\",namespace=\"%s\",pod=\"%s\","
+		 "container=\"%s\",claim=\"%s/claim-%d\"}",
+		 cpu, b->ns, b->pod_name, b->name, b->ns, i);
+	return gauge(e, series);
+}
+
+/* Every string of a container at its maximum comes back as it was given,
+ * through each path that replaces its record: CreateContainer again,
+ * Synchronize, a claim unprepared from the middle of its list. */
+static void test_pools_record_keeps_strings_at_their_maxima_across_replacements(void **state)
+{
+	struct env *e = *state;
+	static struct big b, shared;
+	Nri__SynchronizeResponse *r;
+	char cpus[64] = "";
+
+	big_init(e, &b, BIG_CLAIMS, true, 'a');
+	big_event(e, "CreateContainer", &b);
+	assert_created_on(e, "1-32");
+	big_event(e, "StartContainer", &b); /* resolves its cgroup: owners.json */
+	assert_owners_of(e, &b, -1);
+	assert_true(owner_info(e, &b, 1, 0) == 1);
+	assert_true(owner_info(e, &b, 32, 31) == 1);
+	/* a shared container with as long an id is found by it */
+	big_init(e, &shared, 0, true, 'z');
+	big_event(e, "CreateContainer", &shared);
+	assert_created_on(e, "0,33-63");
+	assert_int_equal(update_ctr(e, shared.id, "1", cpus), 1);
+	assert_string_equal(cpus, "0,33-63");
+
+	/* created again: the new record replaces the old, counted once */
+	big_event(e, "CreateContainer", &b);
+	assert_created_on(e, "1-32");
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 1);
+	assert_int_equal(update_ctr(e, b.id, "0", cpus), 1);
+	assert_string_equal(cpus, "1-32");
+
+	/* Synchronize rebuilds it from the runtime's view: same claims, same strings */
+	r = big_synchronize(e, &b);
+	assert_non_null(r);
+	assert_string_equal(cpus_of(r, b.id), "1-32");
+	nri__synchronize_response__free_unpacked(r, NULL);
+	assert_owners_of(e, &b, -1);
+	assert_true(owner_info(e, &b, 17, 16) == 1);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 0); /* not listed: gone */
+
+	/* a claim from the middle unprepared: the others stay, in their slots */
+	assert_int_equal(state_claim_remove(e->state, b.uids[5]), 0);
+	assert_int_equal(update_ctr(e, b.id, "0", cpus), 1);
+	assert_string_equal(cpus, "1-5,7-32");
+	assert_owners_of(e, &b, 5);
+	assert_true(owner_info(e, &b, 6, 5) == -1);
+	assert_true(owner_info(e, &b, 32, 31) == 1);
+	big_event(e, "StopContainer", &b);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 0);
+}
+
+/* A container Synchronize left in the shared pool for want of consumers
+ * holds the claims it wanted once they vouch for it, and its strings. */
+static void test_pools_record_vouched_for_after_synchronize_keeps_its_claims(void **state)
+{
+	struct env *e = *state;
+	static struct big b;
+	Nri__SynchronizeResponse *r;
+	char list[512], cpus[64] = "";
+
+	big_init(e, &b, 2, false, 'a');
+	r = big_synchronize(e, &b);
+	assert_non_null(r);
+	assert_string_equal(cpus_of(r, b.id), "0,3-63");
+	nri__synchronize_response__free_unpacked(r, NULL);
+	assert_int_equal(n_reads, 2);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 1);
+	snprintf(list, sizeof(list),
+		 "[{\"resource\":\"pods\",\"name\":\"%s\",\"uid\":\"%s\"}]", b.pod_name,
+		 b.pod_uid);
+	answer(e, 0, b.uids[0], list, NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 0); /* one still read */
+	answer(e, 1, b.uids[1], list, NULL);
+	assert_true(gauge(e, "dra_cpu_nri_containers_exclusive") == 1);
+	assert_true(gauge(e, "dra_cpu_nri_containers_shared") == 0);
+	assert_string_equal(state_claim(e->state, b.uids[0])->owner_pod, b.pod_uid);
+	assert_string_equal(state_claim(e->state, b.uids[1])->owner_container, b.name);
+	assert_int_equal(update_ctr(e, b.id, "0", cpus), 1);
+	assert_string_equal(cpus, "1-2");
+	assert_owners_of(e, &b, -1);
+}
+
+static int setup_owners_wide(void **state)
+{
+	allocatable = "0-63";
+	return setup_owners(state);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -970,6 +1237,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_pools_owners_file_never_opens_or_follows_what_was_planted, setup_owners,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_pools_record_keeps_strings_at_their_maxima_across_replacements,
+			setup_owners_wide, teardown_wide),
+		cmocka_unit_test_setup_teardown(
+			test_pools_record_vouched_for_after_synchronize_keeps_its_claims,
+			setup_owners_wide, teardown_wide),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

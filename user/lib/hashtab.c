@@ -7,8 +7,11 @@
  * probe passes it, an insert may take it. A rebuild copies the live entries
  * to the front of a new array, in order, and indexes them again. Keys of up
  * to 8 bytes (a uint64_t, a short name) live in the entry; longer ones in
- * one heap copy each. The full 64-bit hash is kept so that a probe compares
- * keys only on a hash match and a rebuild never hashes a key again.
+ * one heap copy each. A borrowing table keeps only a pointer to every key,
+ * short or long: it is the caller's, and a dead entry's is never read again
+ * (probes and rebuilds look at live entries only). The full 64-bit hash is
+ * kept so that a probe compares keys only on a hash match and a rebuild
+ * never hashes a key again.
  */
 #include "lib/hashtab.h"
 
@@ -26,19 +29,22 @@ struct hashtab_entry {
 	void *value; /* NULL: deleted */
 	size_t len;
 	union {
-		char *p;
+		char *p;	 /* our copy */
+		const void *ref; /* the caller's (borrow_keys) */
 		unsigned char b[sizeof(char *)];
 	} key;
 };
 
-static const void *entry_key(const struct hashtab_entry *e)
+static const void *entry_key(const struct hashtab *t, const struct hashtab_entry *e)
 {
+	if (t->borrow_keys)
+		return e->key.ref;
 	return e->len <= sizeof(e->key.b) ? (const void *)e->key.b : e->key.p;
 }
 
-static void entry_drop_key(struct hashtab_entry *e)
+static void entry_drop_key(const struct hashtab *t, struct hashtab_entry *e)
 {
-	if (e->len > sizeof(e->key.b))
+	if (!t->borrow_keys && e->len > sizeof(e->key.b))
 		free(e->key.p);
 }
 
@@ -52,11 +58,17 @@ void hashtab_init(struct hashtab *t, size_t max)
 	*t = HASHTAB_INIT(max);
 }
 
+void hashtab_init_borrowing(struct hashtab *t, size_t max)
+{
+	*t = HASHTAB_INIT(max);
+	t->borrow_keys = true;
+}
+
 void hashtab_done(struct hashtab *t)
 {
 	for (size_t i = 0; i < t->used; i++)
 		if (t->entries[i].value)
-			entry_drop_key(&t->entries[i]);
+			entry_drop_key(t, &t->entries[i]);
 	free(t->entries);
 	free(t->index);
 	t->entries = NULL;
@@ -78,7 +90,7 @@ static uint32_t *find(const struct hashtab *t, uint64_t h, const void *key, size
 		if (!t->index[i])
 			return NULL;
 		e = &t->entries[t->index[i] - 1];
-		if (e->value && e->hash == h && e->len == len && memcmp(entry_key(e), key, len) == 0)
+		if (e->value && e->hash == h && e->len == len && memcmp(entry_key(t, e), key, len) == 0)
 			return &t->index[i];
 	}
 }
@@ -151,11 +163,13 @@ int hashtab_put(struct hashtab *t, const void *key, size_t len, void *value, voi
 		if (ret_old)
 			*ret_old = e->value;
 		e->value = value;
+		if (t->borrow_keys) /* the old key may go with the old value */
+			e->key.ref = key;
 		return 1;
 	}
 	if (t->max && t->n >= t->max)
 		return -E2BIG;
-	if (len > sizeof(e->key.b)) {
+	if (!t->borrow_keys && len > sizeof(e->key.b)) {
 		copy = malloc(len);
 		if (!copy)
 			return -ENOMEM;
@@ -170,7 +184,9 @@ int hashtab_put(struct hashtab *t, const void *key, size_t len, void *value, voi
 	}
 	e = &t->entries[t->used];
 	*e = (struct hashtab_entry){ .hash = h, .value = value, .len = len };
-	if (copy)
+	if (t->borrow_keys)
+		e->key.ref = key;
+	else if (copy)
 		e->key.p = copy;
 	else if (len)
 		memcpy(e->key.b, key, len);
@@ -197,7 +213,7 @@ void *hashtab_del(struct hashtab *t, const void *key, size_t len)
 	/* The slot stays: pointing at a dead entry, it is the tombstone. */
 	e = &t->entries[*slot - 1];
 	v = e->value;
-	entry_drop_key(e);
+	entry_drop_key(t, e);
 	e->value = NULL;
 	t->n--;
 	return v;

@@ -14,7 +14,9 @@
  *
  * Keys are bytes (a string without its NUL, a uint64_t, or several strings
  * joined with NULs); the table keeps its own copy, so a key may come from a
- * stack buffer. Values are pointers the caller owns and the table only lends
+ * stack buffer. A table made with hashtab_init_borrowing() keeps none: there
+ * each key lives in its value (a record's own id), which saves a heap copy
+ * per entry. Values are pointers the caller owns and the table only lends
  * back; NULL is not a value (hashtab_get() returns NULL for "absent").
  *
  * The hash is lib/hash.h's FNV-1a. Keys are ours or bounded (see hash.h):
@@ -24,6 +26,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,6 +40,7 @@ struct hashtab {
 	size_t n;		       /* live entries */
 	size_t used;		       /* live and dead entries */
 	size_t max;		       /* live entries never exceed this; 0: no cap */
+	bool borrow_keys;	       /* keys are the caller's (hashtab_init_borrowing) */
 	/* NULL: FNV-1a. Tests set a poor one to force collisions. */
 	uint64_t (*hash)(const void *key, size_t len);
 };
@@ -46,6 +50,12 @@ struct hashtab {
 /* An empty table of at most max entries (0: no cap); allocates nothing. A
  * zero-filled struct hashtab is an empty table without a cap. */
 void hashtab_init(struct hashtab *t, size_t max);
+/* As hashtab_init(), but the table copies no key: the bytes given to
+ * hashtab_put() must stay valid and unchanged while their entry lives, as a
+ * key inside its value does. A replacement takes the key given with the new
+ * value, so the old value (and its key) may be freed once it is returned.
+ * The u64 helpers below pass a copy on the stack: not for such a table. */
+void hashtab_init_borrowing(struct hashtab *t, size_t max);
 /* Frees the entries and the key copies, not the values; t stays usable, empty. */
 void hashtab_done(struct hashtab *t);
 

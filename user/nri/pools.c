@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,16 +49,33 @@
 #define REFUSAL_LOG_BURST 10	   /* refusal lines per window; the rest are counted */
 #define REFUSAL_LOG_WINDOW_MS 10000
 
+/* A live container, in one block freed with one free():
+ *
+ *   struct ctr | uid slots | id | pod uid | pod ns | pod name | name | path head | path tail
+ *
+ * n_slots claim uids of uid_size bytes each (the longest uid it named, with
+ * its NUL), then NUL-terminated strings. The first n_claims slots are the
+ * claims it holds; or (n_claims 0) the first n_want, those Synchronize found
+ * it running with while their consumers did not list its pod: it is shared
+ * while they are read again. Claims only ever leave (unprepared) or come
+ * from its want list, so a record never grows and nothing that changes it
+ * after creation allocates.
+ *
+ * A container without slots is shared for good: only its id is read again
+ * (updates, stop), so the strings after it are empty. The cgroups path is
+ * kept for the others, the owners' cgroups; the runtime's path names the
+ * container ("/kubepods/pod<uid>/<id>", "...slice:cri-containerd:<id>"), so
+ * the first copy of the id in it is not stored twice: path_has_id says the
+ * id goes between head and tail.
+ */
 struct ctr {
-	char *id, *pod_uid, *pod_ns, *pod_name, *name, *cgroups_path;
-	int n_claims; /* 0: shared */
-	char (*claims)[CDI_UID_MAX]; /* n_claims uids (most containers: none) */
-	uint64_t cgroup_id;
-	/* Synchronize found it running with claims whose consumers did not list
-	 * its pod: it is shared (n_claims 0) while they are read again. */
-	int n_want;
-	char (*want)[CDI_UID_MAX];
-	uint32_t pid; /* as the runtime last told it (Synchronize, events) */
+	uint64_t cgroup_id; /* 0: not resolved yet */
+	uint32_t pid;	    /* as the runtime last told it (Synchronize, events) */
+	uint8_t n_claims;   /* 0: shared */
+	uint8_t n_want;
+	uint8_t n_slots, uid_size;
+	bool path_has_id;
+	char s[];
 };
 
 /* One read of a claim for the pods missing from its consumers. */
@@ -85,7 +103,7 @@ struct pools {
 	struct pools_opts o;
 	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
 	char *state_dir;
-	struct hashtab ctrs; /* id -> struct ctr, live containers */
+	struct hashtab ctrs; /* id (in the record) -> struct ctr, live containers */
 	int n_shared;
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
 	struct metric *refused, *reads;
@@ -100,17 +118,70 @@ static void write_owners(struct pools *p);
 
 static void ctr_free(struct ctr *c)
 {
-	if (!c)
-		return;
-	free(c->id);
-	free(c->pod_uid);
-	free(c->pod_ns);
-	free(c->pod_name);
-	free(c->name);
-	free(c->cgroups_path);
-	free(c->claims);
-	free(c->want);
 	free(c);
+}
+
+/* Slot i of c: a claim it holds (i < n_claims) or wants (i < n_want). */
+static const char *ctr_uid(const struct ctr *c, int i)
+{
+	return c->s + (size_t)i * c->uid_size;
+}
+
+static char *ctr_slot(struct ctr *c, int i)
+{
+	return c->s + (size_t)i * c->uid_size;
+}
+
+static const char *str_next(const char *s)
+{
+	return s + strlen(s) + 1;
+}
+
+static const char *ctr_id(const struct ctr *c)
+{
+	return ctr_uid(c, c->n_slots);
+}
+
+/* Its pod and name ("" for a container without slots: see struct ctr). */
+static const char *ctr_pod_uid(const struct ctr *c)
+{
+	return str_next(ctr_id(c));
+}
+
+static const char *ctr_pod_ns(const struct ctr *c)
+{
+	return str_next(ctr_pod_uid(c));
+}
+
+static const char *ctr_pod_name(const struct ctr *c)
+{
+	return str_next(ctr_pod_ns(c));
+}
+
+static const char *ctr_name(const struct ctr *c)
+{
+	return str_next(ctr_pod_name(c));
+}
+
+/* The runtime's cgroups path of c into buf ("" for a container without
+ * slots); -ENAMETOOLONG if it does not fit. */
+static int ctr_cgroups_path(const struct ctr *c, char *buf, size_t size)
+{
+	const char *head = str_next(ctr_name(c)), *tail = str_next(head);
+	int n = snprintf(buf, size, "%s%s%s", head, c->path_has_id ? ctr_id(c) : "", tail);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* rtctl_started() for c, whose record is x: rtctl takes the claims as an
+ * array of CDI_UID_MAX each. */
+static void rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x)
+{
+	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+
+	for (int i = 0; i < x->n_claims; i++)
+		(void)snprintf(uids[i], CDI_UID_MAX, "%s", ctr_uid(x, i));
+	rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])uids, x->n_claims);
 }
 
 static struct ctr *find(const struct pools *p, const char *id)
@@ -126,7 +197,7 @@ static int count(const struct pools *p)
 /* Forgets c (safe while walking the table). */
 static void drop(struct pools *p, struct ctr *c)
 {
-	(void)hashtab_del_str(&p->ctrs, c->id);
+	(void)hashtab_del_str(&p->ctrs, ctr_id(c));
 	p->n_shared -= !c->n_claims;
 	ctr_free(c);
 }
@@ -159,7 +230,7 @@ static void collect_owners(struct metrics *m, void *ud)
 	HASHTAB_FOREACH(c, &p->ctrs)
 	{
 		for (int j = 0; j < c->n_claims; j++) {
-			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
+			const struct state_claim *cl = state_claim(p->state, ctr_uid(c, j));
 			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2], cpu[16];
 			struct cpuset cpus;
 
@@ -169,8 +240,8 @@ static void collect_owners(struct metrics *m, void *ud)
 			CPUSET_FOREACH(k, cpuset_from_view(&cl->cpus, &cpus))
 			{
 				(void)snprintf(cpu, sizeof(cpu), "%d", k);
-				metric_series_set(metric_with(p->owner_info, cpu, c->pod_ns, c->pod_name,
-							      c->name, claim),
+				metric_series_set(metric_with(p->owner_info, cpu, ctr_pod_ns(c),
+							      ctr_pod_name(c), ctr_name(c), claim),
 						  1);
 			}
 		}
@@ -181,7 +252,7 @@ static void collect_owners(struct metrics *m, void *ud)
 static int put(struct pools *p, struct ctr *c)
 {
 	struct ctr *old = NULL;
-	int r = hashtab_put_str(&p->ctrs, c->id, c, (void **)&old);
+	int r = hashtab_put_str(&p->ctrs, ctr_id(c), c, (void **)&old);
 
 	if (r < 0) {
 		ctr_free(c);
@@ -195,24 +266,50 @@ static int put(struct pools *p, struct ctr *c)
 	return 0;
 }
 
-static struct ctr *ctr_new(const struct nri_container *c)
+static char *append(char *d, const char *s, size_t len)
 {
-	struct ctr *n = calloc(1, sizeof(*n));
+	memcpy(d, s, len);
+	d[len] = 0;
+	return d + len + 1;
+}
 
-	if (!n)
+/* A record of c (see struct ctr) with the n uids in its slots, neither held
+ * nor wanted yet: the caller says which (n_claims or n_want). NULL: -ENOMEM. */
+static struct ctr *ctr_new(const struct nri_container *c, char uids[][CDI_UID_MAX], int n)
+{
+	const struct nri_pod *pod = n ? c->pod : NULL;
+	const char *str[] = { pod ? pod->uid : "", pod ? pod->namespace : "",
+			      pod ? pod->name : "", n ? c->name : "" };
+	const char *path = n ? c->cgroups_path : "";
+	const char *at = c->id[0] ? strstr(path, c->id) : NULL;
+	size_t id_len = strlen(c->id), head = at ? (size_t)(at - path) : strlen(path);
+	const char *tail = at ? at + id_len : path + head;
+	size_t uid_size = 1, size;
+	struct ctr *x;
+	char *d;
+
+	for (int i = 0; i < n; i++) /* each < CDI_UID_MAX bytes: parse_env() */
+		if (strlen(uids[i]) >= uid_size)
+			uid_size = strlen(uids[i]) + 1;
+	size = offsetof(struct ctr, s) + (size_t)n * uid_size + id_len + 1 + head + 1 +
+	       strlen(tail) + 1;
+	for (size_t i = 0; i < ARRAY_SIZE(str); i++)
+		size += strlen(str[i]) + 1;
+	x = calloc(1, size);
+	if (!x)
 		return NULL;
-	n->id = strdup(c->id);
-	n->pod_uid = strdup(c->pod ? c->pod->uid : "");
-	n->pod_ns = strdup(c->pod ? c->pod->namespace : "");
-	n->pod_name = strdup(c->pod ? c->pod->name : "");
-	n->name = strdup(c->name);
-	n->cgroups_path = strdup(c->cgroups_path);
-	n->pid = c->pid;
-	if (!n->id || !n->pod_uid || !n->pod_ns || !n->pod_name || !n->name || !n->cgroups_path) {
-		ctr_free(n);
-		return NULL;
-	}
-	return n;
+	x->pid = c->pid;
+	x->n_slots = (uint8_t)n;
+	x->uid_size = (uint8_t)uid_size;
+	x->path_has_id = at != NULL;
+	for (int i = 0; i < n; i++)
+		memcpy(ctr_slot(x, i), uids[i], strlen(uids[i]) + 1);
+	d = append(ctr_slot(x, n), c->id, id_len);
+	for (size_t i = 0; i < ARRAY_SIZE(str); i++)
+		d = append(d, str[i], strlen(str[i]));
+	d = append(d, path, head);
+	(void)append(d, tail, strlen(tail));
+	return x;
 }
 
 /* The DRA_CPUSET_<uid>=<cpus> entries of a container's env. Keys that only
@@ -321,7 +418,7 @@ static void claims_union(const struct pools *p, const struct ctr *c, struct cpus
 {
 	cpuset_zero(ret);
 	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
 
 		if (cl)
 			cpuset_or_view(ret, &cl->cpus);
@@ -334,7 +431,7 @@ static unsigned ctr_flags(const struct pools *p, const struct ctr *c)
 	unsigned f = 0;
 
 	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
 
 		if (cl)
 			f |= cl->flags;
@@ -367,7 +464,7 @@ static bool local_mems(const struct pools *p, const struct ctr *c, struct cpuset
 	if (!p->o.topo)
 		return false;
 	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
 		struct cpuset cpus;
 
 		if (!cl || !(cl->flags & STATE_CLAIM_MEMORY_LOCAL))
@@ -390,7 +487,7 @@ static void exclusive_union(const struct pools *p, const struct ctr *c, struct c
 {
 	cpuset_zero(ret);
 	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, c->claims[i]);
+		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
 
 		if (cl && !cl->rt)
 			cpuset_or_view(ret, &cl->cpus);
@@ -417,9 +514,9 @@ static int shared_updates(struct pools *p, struct nri_updates *upd, const char *
 		return -ENOMEM;
 	HASHTAB_FOREACH(c, &p->ctrs)
 	{
-		if (c->n_claims || (skip && !strcmp(c->id, skip)))
+		if (c->n_claims || (skip && !strcmp(ctr_id(c), skip)))
 			continue;
-		r = nri_updates_add(upd, c->id, list);
+		r = nri_updates_add(upd, ctr_id(c), list);
 		if (r < 0)
 			return r;
 	}
@@ -429,13 +526,13 @@ static int shared_updates(struct pools *p, struct nri_updates *upd, const char *
 		struct cpuset cpus;
 
 		if (!c->n_claims || !(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL) ||
-		    (skip && !strcmp(c->id, skip)))
+		    (skip && !strcmp(ctr_id(c), skip)))
 			continue;
 		target_cpus(p, c, &cpus);
 		own = cpuset_to_string(&cpus);
 		if (!own)
 			return -ENOMEM;
-		r = nri_updates_add(upd, c->id, own);
+		r = nri_updates_add(upd, ctr_id(c), own);
 		if (r < 0)
 			return r;
 	}
@@ -443,12 +540,15 @@ static int shared_updates(struct pools *p, struct nri_updates *upd, const char *
 }
 
 /* The directory of c's cgroup in the hierarchy bpfmon watches, from the
- * runtime's cgroupsPath. -ENOENT while unknown. */
+ * runtime's cgroupsPath. -ENOENT while unknown. A cgroupsPath that does not
+ * fit PATH_MAX fails here as it would in cgroup_runtime_path(). */
 static int ctr_cgroup_dir(const struct pools *p, const struct ctr *c, char *buf, size_t size)
 {
-	char path[PATH_MAX];
-	int r = cgroup_runtime_path(c->cgroups_path, path, sizeof(path));
+	char given[PATH_MAX], path[PATH_MAX];
+	int r = ctr_cgroups_path(c, given, sizeof(given));
 
+	if (r == 0)
+		r = cgroup_runtime_path(given, path, sizeof(path));
 	if (r < 0)
 		return r;
 	return cgroup_mount_dir(&p->cgroups, path, buf, size);
@@ -468,8 +568,8 @@ static void own_cpus(struct pools *p, struct ctr *c)
 		if (ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0 || cgroup_id(dir, &id) < 0)
 			return;
 		c->cgroup_id = id;
-		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", c->name,
-			 c->pod_uid, dir, (unsigned long long)id);
+		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", ctr_name(c),
+			 ctr_pod_uid(c), dir, (unsigned long long)id);
 		write_owners(p);
 	}
 	if (!p->bpf)
@@ -504,9 +604,9 @@ static void write_owners(struct pools *p)
 
 		if (!c->n_claims || !c->cgroup_id || ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0)
 			continue;
-		(void)snprintf(pod, sizeof(pod), "%s/%s", c->pod_ns, c->pod_name);
+		(void)snprintf(pod, sizeof(pod), "%s/%s", ctr_pod_ns(c), ctr_pod_name(c));
 		for (int j = 0; j < c->n_claims; j++) {
-			const struct state_claim *cl = state_claim(p->state, c->claims[j]);
+			const struct state_claim *cl = state_claim(p->state, ctr_uid(c, j));
 			struct cpuset cpus;
 			struct json_object *o = json_object_new_object();
 			_cleanup_free_ char *list =
@@ -528,7 +628,7 @@ static void write_owners(struct pools *p)
 			json_object_object_add(o, "claim", json_object_new_string(claim));
 			json_object_object_add(o, "claimUID", json_object_new_string(cl->uid));
 			json_object_object_add(o, "pod", json_object_new_string(pod));
-			json_object_object_add(o, "container", json_object_new_string(c->name));
+			json_object_object_add(o, "container", json_object_new_string(ctr_name(c)));
 			json_object_array_add(arr, o);
 		}
 	}
@@ -774,12 +874,12 @@ static void verify_running(struct pools *p, struct ctr *x)
 	for (i = 0; i < x->n_want && !why; i++) {
 		const struct reread *rr;
 
-		cl = state_claim(p->state, x->want[i]);
+		cl = state_claim(p->state, ctr_uid(x, i));
 		if (!cl) {
 			why = "the claim is no longer prepared";
 			break;
 		}
-		if (state_claim_has_consumer(cl, x->pod_uid, x->pod_ns, x->pod_name))
+		if (state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x), ctr_pod_name(x)))
 			continue;
 		rr = hashtab_get_str(&p->rereads, cl->uid);
 		if (rr && !rr->answered)
@@ -792,25 +892,22 @@ static void verify_running(struct pools *p, struct ctr *x)
 	if (!why && pending)
 		return;
 	for (i = 0; !why && i < x->n_want; i++)
-		if (state_claim_bind(p->state, x->want[i], x->pod_uid, x->name) < 0) {
-			cl = state_claim(p->state, x->want[i]);
+		if (state_claim_bind(p->state, ctr_uid(x, i), ctr_pod_uid(x), ctr_name(x)) < 0) {
+			cl = state_claim(p->state, ctr_uid(x, i));
 			why = "the claim is bound to another container";
 		}
-	(void)snprintf(pod, sizeof(pod), "%s/%s", x->pod_ns, x->pod_name);
+	(void)snprintf(pod, sizeof(pod), "%s/%s", ctr_pod_ns(x), ctr_pod_name(x));
 	if (why) {
 		if (cl)
-			report_refusal(p, REFUSE_SYNC, pod, x->pod_uid, x->name, cl, why);
+			report_refusal(p, REFUSE_SYNC, pod, ctr_pod_uid(x), ctr_name(x), cl, why);
 		else
 			log_warn("container_confined", "pod=%s container=%s reason=%s",
-				 log_quote(pod), log_quote(x->name), log_quote(why));
-		free(x->want);
-		x->want = NULL;
+				 log_quote(pod), log_quote(ctr_name(x)), log_quote(why));
 		x->n_want = 0;
 		return;
 	}
-	/* Trusted: it holds its claims from now on. */
+	/* Trusted: it holds its claims from now on (the slots it wanted). */
 	p->n_shared--;
-	x->claims = TAKE_PTR(x->want);
 	x->n_claims = x->n_want;
 	x->n_want = 0;
 	claims_union(p, x, &cpus);
@@ -819,22 +916,25 @@ static void verify_running(struct pools *p, struct ctr *x)
 	write_owners(p);
 	update_gauges(p);
 	if (p->rt) { /* what Synchronize does for a trusted real-time holder */
-		struct nri_pod pv = { .id = "", .uid = x->pod_uid, .name = x->pod_name,
-				      .namespace = x->pod_ns, .cgroup_parent = "" };
-		struct nri_container cv = { .id = x->id, .name = x->name,
-					    .cgroups_path = x->cgroups_path, .pid = x->pid,
-					    .pod = &pv };
+		char path[PATH_MAX];
+		struct nri_pod pv = { .id = "", .uid = ctr_pod_uid(x), .name = ctr_pod_name(x),
+				      .namespace = ctr_pod_ns(x), .cgroup_parent = "" };
+		/* a path over PATH_MAX: rtctl could not resolve it either */
+		struct nri_container cv = {
+			.id = ctr_id(x), .name = ctr_name(x), .pid = x->pid, .pod = &pv,
+			.cgroups_path = ctr_cgroups_path(x, path, sizeof(path)) == 0 ? path : ""
+		};
 
-		rtctl_started(p->rt, &cv, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
+		rt_started(p, &cv, x);
 	}
 	if (list && p->nri && p->o.push_updates &&
-	    nri_push_updates(p->nri, &(struct nri_update){ x->id, list }, 1) == 0)
+	    nri_push_updates(p->nri, &(struct nri_update){ ctr_id(x), list }, 1) == 0)
 		log_info("container_verified", "pod=%s container=%s cpus=%s action=pushed",
-			 log_quote(pod), log_quote(x->name), list);
+			 log_quote(pod), log_quote(ctr_name(x)), list);
 	else
 		log_warn("container_verified", "pod=%s container=%s cpus=%s "
 					       "action=shared_until_restarted",
-			 log_quote(pod), log_quote(x->name), list ? list : "?");
+			 log_quote(pod), log_quote(ctr_name(x)), list ? list : "?");
 }
 
 /* The read's answer: the claim's consumers are what it says, every
@@ -849,7 +949,7 @@ static void reread_done(struct pools *p, struct reread *rr)
 	HASHTAB_FOREACH(x, &p->ctrs)
 	{
 		for (int k = 0; k < x->n_want; k++)
-			if (strcmp(x->want[k], rr->uid) == 0) {
+			if (strcmp(ctr_uid(x, k), rr->uid) == 0) {
 				verify_running(p, x);
 				break;
 			}
@@ -932,7 +1032,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			return r;
 		}
 	}
-	n = ctr_new(c);
+	n = ctr_new(c, uids, k);
 	if (!n)
 		return -ENOMEM;
 	if (k <= 0) { /* parse_env() never gives fewer than none */
@@ -945,11 +1045,6 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 					   "held by a claim");
 		}
 	} else {
-		n->claims = calloc((size_t)k, sizeof(*n->claims));
-		if (!n->claims) {
-			ctr_free(n);
-			return -ENOMEM;
-		}
 		for (int i = 0; i < k; i++) {
 			const struct state_claim *cl = state_claim(p->state, uids[i]);
 
@@ -959,9 +1054,8 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 				ctr_free(n);
 				return errbuf_wrap(eb, r, "binding claim %.63s", uids[i]);
 			}
-			memcpy(n->claims[i], uids[i], sizeof(uids[i]));
 		}
-		n->n_claims = k;
+		n->n_claims = k; /* its slots */
 		target_cpus(p, n, &cpus);
 	}
 	list = cpuset_to_string(&cpus);
@@ -1037,7 +1131,7 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	if (!x)
 		return 0;
 	if (p->rt && x->n_claims)
-		rtctl_stopped(p->rt, x->id);
+		rtctl_stopped(p->rt, ctr_id(x));
 	if (x->n_claims) {
 		claims_union(p, x, &cpus);
 		disown_cpus(p, &cpus);
@@ -1065,7 +1159,7 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 	if (x)
 		own_cpus(p, x);
 	if (x && p->rt && x->n_claims)
-		rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])x->claims, x->n_claims);
+		rt_started(p, c, x);
 	return 0;
 }
 
@@ -1098,11 +1192,9 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			bad++;
 			continue;
 		}
-		n = ctr_new(c);
-		if (!n || (k && !(n->want = calloc((size_t)k, sizeof(*n->want))))) {
-			ctr_free(n);
+		n = ctr_new(c, uids, k);
+		if (!n)
 			return -ENOMEM;
-		}
 		trusted = true;
 		for (int j = 0; j < k; j++) {
 			const struct state_claim *cl;
@@ -1119,19 +1211,20 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			trusted &= c->pod && c->pod->uid[0] &&
 				   state_claim_has_consumer(cl, c->pod->uid, c->pod->namespace,
 							    c->pod->name);
-			memcpy(n->want[n->n_want++], uids[j], CDI_UID_MAX);
+			/* slot n_want <= j: the uids trusted so far come first */
+			memcpy(ctr_slot(n, n->n_want++), uids[j], strlen(uids[j]) + 1);
 		}
 		for (int j = 0; trusted && j < n->n_want; j++)
-			trusted = state_claim_bind(p->state, n->want[j], n->pod_uid, n->name) == 0;
+			trusted = state_claim_bind(p->state, ctr_uid(n, j), ctr_pod_uid(n),
+						   ctr_name(n)) == 0;
 		if (trusted) {
-			n->claims = TAKE_PTR(n->want);
 			n->n_claims = n->n_want;
 			n->n_want = 0;
 		}
 		if (put(p, n) < 0)
 			return -ENOMEM;
 		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
-			rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])n->claims, n->n_claims);
+			rt_started(p, c, n);
 		rebuilt++;
 	}
 	/* The untrusted run in the shared pool while their claims are read. */
@@ -1141,11 +1234,12 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			continue;
 		unverified++;
 		for (int j = 0; p->fetch && j < x->n_want; j++) {
-			const struct state_claim *cl = state_claim(p->state, x->want[j]);
+			const struct state_claim *cl = state_claim(p->state, ctr_uid(x, j));
 			struct reread *rr;
 
 			if (cl->ns[0] &&
-			    !state_claim_has_consumer(cl, x->pod_uid, x->pod_ns, x->pod_name) &&
+			    !state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x),
+						      ctr_pod_name(x)) &&
 			    !hashtab_get_str(&p->rereads, cl->uid))
 				(void)reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
 		}
@@ -1165,10 +1259,10 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			list = cpuset_to_string(&cpus);
 			if (!list)
 				return -ENOMEM;
-			(void)nri_updates_add(upd, x->id, list);
+			(void)nri_updates_add(upd, ctr_id(x), list);
 			own_cpus(p, x);
 		} else if (!cpuset_is_empty(&pool)) {
-			(void)nri_updates_add(upd, x->id, pool_list);
+			(void)nri_updates_add(upd, ctr_id(x), pool_list);
 		}
 	}
 	set_bpf_shared(p);
@@ -1268,7 +1362,7 @@ static void push_pool(struct pools *p)
 		struct cpuset cpus;
 
 		if (!c->n_claims) {
-			u[k++] = (struct nri_update){ c->id, list };
+			u[k++] = (struct nri_update){ ctr_id(c), list };
 			continue;
 		}
 		/* a claim's container that takes the pool too widens with it */
@@ -1278,7 +1372,7 @@ static void push_pool(struct pools *p)
 		own[n_own] = cpuset_to_string(&cpus);
 		if (!own[n_own])
 			break;
-		u[k++] = (struct nri_update){ c->id, own[n_own++] };
+		u[k++] = (struct nri_update){ ctr_id(c), own[n_own++] };
 	}
 	if (k && nri_push_updates(p->nri, u, k) == 0)
 		log_info("shared_pool_widened", "containers=%zu cpus=%s", k, list);
@@ -1311,9 +1405,10 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			bool had = x->n_claims > 0;
 
 			for (int j = 0; j < x->n_claims; j++)
-				if (!strcmp(x->claims[j], c->uid)) {
-					memmove(x->claims[j], x->claims[j + 1],
-						sizeof(x->claims[0]) * (size_t)(x->n_claims - j - 1));
+				if (!strcmp(ctr_uid(x, j), c->uid)) {
+					memmove(ctr_slot(x, j), ctr_uid(x, j + 1),
+						(size_t)x->uid_size *
+							(size_t)(x->n_claims - j - 1));
 					x->n_claims--;
 					j--;
 				}
@@ -1365,7 +1460,7 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 
 	if (!p)
 		return -ENOMEM;
-	hashtab_init(&p->ctrs, 0);
+	hashtab_init_borrowing(&p->ctrs, 0); /* the ids are in the records */
 	hashtab_init(&p->rereads, POOLS_MAX_READS);
 	ratelimit_init(&p->refusal_rl, REFUSAL_LOG_WINDOW_MS, REFUSAL_LOG_BURST);
 	p->state = state;
