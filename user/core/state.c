@@ -65,7 +65,7 @@ struct state {
 	struct cpuset rt_cpus;	  /* where real-time claims live */
 	struct cpuset prepared;	  /* union of claims (real-time ones aside) */
 	struct cpuset quarantine; /* CPUs of specs we could not honour */
-	struct hashtab claims;	  /* uid -> struct entry */
+	struct hashtab claims;	  /* uid -> struct entry, keyed by its c.uid */
 	struct observer observers[8];
 	int n_observers;
 	state_guard_fn guard;
@@ -197,7 +197,8 @@ int state_new(const struct state_opts *o, struct state **ret)
 	}
 	s->allocatable = o->allocatable;
 	s->rt_cpus = o->rt_cpus;
-	hashtab_init(&s->claims, STATE_MAX_CLAIMS);
+	/* keyed by the uid inside each entry: no copy of it */
+	hashtab_init_borrowing(&s->claims, STATE_MAX_CLAIMS);
 	*ret = TAKE_PTR(s);
 	return 0;
 }
@@ -1115,7 +1116,7 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 	entry_free(old);
 	if (r < 0)
 		return r;
-	if (hashtab_put_str(&s->claims, uid, e, NULL) < 0) {
+	if (hashtab_put_str(&s->claims, e->c.uid, e, NULL) < 0) {
 		entry_free(e);
 		return -ENOMEM;
 	}
