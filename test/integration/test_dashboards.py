@@ -59,6 +59,10 @@ def dashboard_panels(d=None):
     return out
 
 
+def exprs_of(panels):
+    return [t["expr"] for p in panels for t in p.get("targets", [])]
+
+
 def dashboard_exprs():
     """(label, expr) of every query, the variable queries included."""
     d = load_dashboard()
@@ -158,7 +162,7 @@ def test_dashboard_grid_has_unique_ids_and_no_overlaps():
 
 
 def test_dashboard_covers_what_operators_need():
-    """The panels issue 8 asks for, by the metrics they must query."""
+    """The panels operators need, by the metrics they must query."""
     used = {family_of(n, registered_families()) or n
             for _, e in dashboard_exprs() for n in METRIC_RE.findall(e)}
     for name in ["dra_cpu_allocated_cpus", "dra_cpu_available_cpus", "dra_cpu_reserved_cpus",
@@ -169,8 +173,38 @@ def test_dashboard_covers_what_operators_need():
                  "dra_cpu_nri_rejected_containers_total", "dra_cpu_pinning_violations_total",
                  "dra_cpu_pinning_violation_seconds_total", "dra_cpu_runqueue_latency_seconds",
                  "dra_cpu_bpf_loaded", "dra_cpu_bpf_program_loaded",
-                 "dra_cpu_pinning_enforcement_info"]:
+                 "dra_cpu_pinning_enforcement_info",
+                 # trust and CPU health
+                 "dra_cpu_nri_binding_refused_total", "dra_cpu_claims_on_offline_cpus",
+                 "dra_cpu_online_cpus",
+                 # real-time CPUs: the kernel's view (BPF monitor) and the driver's
+                 "dra_cpu_rt_bandwidth_used", "dra_cpu_rt_bandwidth_capacity",
+                 "dra_cpu_rt_tasks", "dra_cpu_rt_runtime_seconds",
+                 "dra_cpu_rt_deadline_misses_total", "dra_cpu_rt_overruns_total",
+                 "dra_cpu_rt_throttled_total", "dra_cpu_rt_foreign_switches_total",
+                 "dra_cpu_rt_policy_applied_total", "dra_cpu_rt_policy_failures_total",
+                 "dra_cpu_rt_apply_retries_total", "dra_cpu_rt_cpus_isolated"]:
         assert name in used, "no panel queries %s" % name
+    # Real-time panels sit in their own row, and bandwidth is drawn against capacity.
+    d = load_dashboard()
+    rows = [p for p in d["panels"] if p["type"] == "row"]
+    rt_row = [r for r in rows if "real-time" in r["title"].lower()]
+    assert len(rt_row) == 1, [r["title"] for r in rows]
+    y0 = rt_row[0]["gridPos"]["y"]
+    y1 = min([r["gridPos"]["y"] for r in rows if r["gridPos"]["y"] > y0] or [1 << 30])
+    in_row = [p for p in dashboard_panels(d)
+              if p["type"] != "row" and y0 < p["gridPos"]["y"] < y1]
+    rt_queried = {n for p in in_row for t in p["targets"] for n in METRIC_RE.findall(t["expr"])}
+    assert {n for n in used if n.startswith("dra_cpu_rt_")} <= \
+        {family_of(n, registered_families()) or n for n in rt_queried}, \
+        "real-time families queried outside the real-time row"
+    assert any(any("rt_bandwidth_used" in t["expr"] for t in p["targets"]) and
+               any("rt_bandwidth_capacity" in t["expr"] for t in p["targets"]) for p in in_row)
+    assert any("by (instance, cpu, kind)" in t["expr"] and "rt_foreign_switches" in t["expr"]
+               for p in in_row for t in p["targets"])
+    assert any("histogram_quantile(0.99," in e and "dra_cpu_rt_runtime_seconds_bucket" in e
+               for e in exprs_of(in_row))
+    assert any("by (reason)" in e and "binding_refused" in e for e in dict(dashboard_exprs()).values())
     exprs = dict(dashboard_exprs())
     assert any("histogram_quantile(0.5," in e and "prepare_claim_duration" in e
                for e in exprs.values())
@@ -241,6 +275,24 @@ def test_alert_rules_cover_the_failure_modes():
     assert uses("DraCpuSharedPoolLow", "dra_cpu_shared_pool_cpus")
     assert uses("DraCpuSlicesNotInSync", "dra_cpu_slice_errors_total")
     assert uses("DraCpuSlicesNotPublished", "dra_cpu_slices_published")
+    # A pod naming a claim it does not consume is a security signal; a claim
+    # that could not be read again to check is not.
+    assert uses("DraCpuBindingRefused", "dra_cpu_nri_binding_refused_total")
+    refused = rules["DraCpuBindingRefused"]
+    assert 'reason=~"not_consumer|synchronize"' in refused["expr"]
+    assert refused["labels"].get("category") == "security" and "for" not in refused
+    assert uses("DraCpuClaimsOnOfflineCpus", "dra_cpu_claims_on_offline_cpus")
+    assert uses("DraCpuRtDeadlineMissed", "dra_cpu_rt_deadline_misses_total")
+    assert rules["DraCpuRtDeadlineMissed"]["labels"]["severity"] == "critical"
+    assert "for" not in rules["DraCpuRtDeadlineMissed"]
+    assert uses("DraCpuRtOverruns", "dra_cpu_rt_overruns_total")
+    assert "for" in rules["DraCpuRtOverruns"]  # tick-granularity overruns are routine
+    assert uses("DraCpuRtForeignTask", 'dra_cpu_rt_foreign_switches_total{kind="pinned"}')
+    assert uses("DraCpuRtPolicyFailures", "dra_cpu_rt_policy_failures_total")
+    # Every alert says where to look: a log event, a command or a check to make.
+    for r in rules.values():
+        if r["alert"].startswith(("DraCpuRt", "DraCpuBinding", "DraCpuClaimsOn")):
+            assert re.search(r"event=\w+|`[^`]+`", r["annotations"]["description"]), r["alert"]
     # Every alert is exercised by the promtool unit tests.
     with open(ALERTS_TEST) as f:
         tested = {t["alertname"] for case in yaml.safe_load(f)["tests"]
@@ -290,6 +342,28 @@ def parse_families(text):
     return types, samples
 
 
+def rtctl_monitor_families():
+    """The families rtctl.c registers only with the BPF monitor (register_monitor())."""
+    with open(os.path.join(ROOT, "user", "nri", "rtctl.c")) as f:
+        src = f.read()
+    m = re.search(r"^static int register_monitor\(.*?^}", src, re.M | re.S)
+    assert m, "register_monitor() not found in user/nri/rtctl.c"
+    names = set(re.findall(r'"(dra_cpu_rt_\w+)"', m.group(0)))
+    assert len(names) >= 5, names
+    return names
+
+
+NCPU = os.cpu_count() or 1
+RT_CPU = NCPU - 1
+# --rt-cpus takes a CPU away from the ordinary ones; it needs another one left.
+# The driver's real-time control writes cpusets: root and a cpuset hierarchy.
+RT_SKIP = ("fewer than two CPUs" if NCPU < 2 else
+           "not root (real-time CPUs need cpuset writes)" if os.geteuid() != 0 else
+           "no cpuset cgroup hierarchy" if not (
+               os.path.exists("/sys/fs/cgroup/cpuset/cpuset.cpus") or
+               os.path.exists("/sys/fs/cgroup/cpuset.cpus.effective")) else None)
+
+
 def test_every_queried_family_is_served_by_the_driver(make_driver):
     d = make_driver(args=["--no-nri"]).start()
     code, text = d.http("/metrics")
@@ -298,19 +372,47 @@ def test_every_queried_family_is_served_by_the_driver(make_driver):
     fams = registered_families()
     bpf_loaded = "dra_cpu_bpf_loaded 1" in samples
     schedstat = os.access("/proc/schedstat", os.R_OK)
+    # rtctl.c's families exist only with --rt-cpus: a second driver on this
+    # machine's own topology makes its last CPU a real-time one (no claim, so
+    # no cpuset is written) and serves them; the monitor's need its BPF loaded.
+    rt_live, rt_log, rt_monitor = {}, "", False
+    if RT_SKIP is None:
+        rd = make_driver(topology=None, args=["--no-nri", "--rt-cpus", str(RT_CPU)]).start()
+        code, rt_text = rd.http("/metrics")
+        assert code == 200, rd.log()
+        rt_live, rt_samples = parse_families(rt_text)
+        rt_log = rd.log()
+        rt_monitor = "event=rt_monitor_loaded" in rt_log
+        assert rt_monitor or "event=rt_monitor_not_loaded" in rt_log, rt_log
+        # The capacity the bandwidth panel draws is the kernel's, not a guess.
+        from test_rt_slices import kernel_capacity_milli
+        cap = [float(l.split()[1]) for l in rt_samples
+               if l.startswith("dra_cpu_rt_bandwidth_capacity ")]
+        assert cap == [kernel_capacity_milli() / 1000], (cap, rt_log)
+    monitor = rtctl_monitor_families()
     missing, not_checked = [], []
     for name in sorted(used_families()):
         src = fams[name][2]
-        # bpfmon.c's families exist only once the BPF check is loaded; its
-        # schedstat family only where the kernel exports /proc/schedstat.
-        conditional = (src == "bpfmon.c" and not bpf_loaded) or \
-            (name == "dra_cpu_schedstat_waiting_seconds_total" and not schedstat)
-        if name not in live:
-            (not_checked if conditional else missing).append(name)
+        if src == "rtctl.c":
+            # Excused only where this machine cannot run real-time CPUs, or
+            # the monitor did not load (its log line says why).
+            why = RT_SKIP or ("rt monitor not loaded: " + re.search(
+                r"event=rt_monitor_not_loaded reason=(\S+|\"[^\"]*\")", rt_log).group(1)
+                if name in monitor and not rt_monitor else None)
+            served = rt_live
         else:
-            assert live[name] == fams[name][0], "%s served as %s, registered as %s" % (
-                name, live[name], fams[name][0])
-    assert not missing, "queried but not on /metrics: %s\n%s" % (missing, d.log())
+            # bpfmon.c's families exist only once the BPF check is loaded; its
+            # schedstat family only where the kernel exports /proc/schedstat.
+            why = ("BPF pinning check not loaded" if src == "bpfmon.c" and not bpf_loaded
+                   else "no /proc/schedstat"
+                   if name == "dra_cpu_schedstat_waiting_seconds_total" and not schedstat
+                   else None)
+            served = live
+        if name not in served:
+            (not_checked if why else missing).append("%s (%s)" % (name, why) if why else name)
+        else:
+            assert served[name] == fams[name][0], "%s served as %s, registered as %s" % (
+                name, served[name], fams[name][0])
+    assert not missing, "queried but not on /metrics: %s\n%s\n%s" % (missing, d.log(), rt_log)
     if not_checked:
-        print("not served here (BPF not loaded or no schedstat), checked against the source "
-              "only: %s" % ", ".join(not_checked))
+        print("not served here, checked against the source only: %s" % ", ".join(not_checked))

@@ -899,6 +899,13 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 				    "Tasks of unprepared real-time claims ended by the driver.", NULL);
 	rt->g_isolated = metrics_gauge(m, "dra_cpu_rt_cpus_isolated",
 				       "Real-time CPUs that are their own root domain now.", NULL);
+	/* What dra_cpu_rt_bandwidth_used is measured against: the same on every
+	 * real-time CPU, and what each cpurt device offers as dra.cpu/rtBandwidth. */
+	metric_set(metrics_gauge(m, "dra_cpu_rt_bandwidth_capacity",
+				 "Share of each real-time CPU that deadline tasks may be granted "
+				 "(the kernel's limit less the fair server).",
+				 NULL),
+		   (double)rt->limits.capacity_milli / 1000.0);
 	if (rt->mon) {
 		r = register_monitor(rt, m);
 		if (r < 0)
