@@ -35,6 +35,10 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -MMD -MP \
 	-Iuser -Iinclude -I$(B) -I$(B)/gen $(PKG_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lm
+# Full RELRO: every symbol bound at start, the GOT read-only after. No lazy
+# lookup walks the libraries later either, which would read back pages of the
+# ones the daemon released (host/coldlibs.h).
+LDFLAGS += -Wl,-z,relro -Wl,-z,now
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
