@@ -127,6 +127,13 @@ $(LIB): $(LIB_OBJS)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(B)/obj/cmd/main.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
 $(B)/obj/cmd/bpf_verify.o: CFLAGS += -DDRA_CPU_VERSION='"$(VERSION)"'
+# --version names the commit built: the objects that print it are rebuilt
+# when it changes. The stamp is rewritten (when it differs) as the Makefile is
+# read, not by a rule: every target here is .SECONDARY, and make does not
+# remake a prerequisite of that kind that is missing.
+$(shell mkdir -p $(B) && (echo '$(VERSION)' | cmp -s - $(B)/version.stamp || \
+	echo '$(VERSION)' > $(B)/version.stamp))
+$(B)/obj/cmd/main.o $(B)/obj/cmd/bpf_verify.o: $(B)/version.stamp
 
 $(B)/dra-cpu-driver: $(B)/obj/cmd/main.o $(LIB)
 	$(call msg,LD,$@)
