@@ -52,15 +52,18 @@ static bool names_a_library(struct procfs_field path)
 	return memmem(base, (size_t)(end - base), ".so", 3) != NULL;
 }
 
-bool coldlibs_is_cold(const struct procfs_map *m, const struct coldlibs_file *keep, size_t n)
+static bool kept(const struct procfs_map *m, const struct coldlibs_file *keep, size_t n)
 {
-	if (!m->inode || m->write || m->shared || !m->path.len || m->path.s[0] != '/' ||
-	    !names_a_library(m->path))
-		return false;
 	for (size_t i = 0; i < n; i++)
 		if (same_file(m, &keep[i]))
-			return false;
-	return true;
+			return true;
+	return false;
+}
+
+bool coldlibs_is_cold(const struct procfs_map *m, const struct coldlibs_file *keep, size_t n)
+{
+	return m->inode && !m->write && !m->shared && m->path.len && m->path.s[0] == '/' &&
+	       names_a_library(m->path) && !kept(m, keep, n);
 }
 
 static long rss_kib(void)
@@ -74,33 +77,35 @@ static long rss_kib(void)
 	return pages * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* Adds the file mapped at addr to keep[*n] (once). */
-static int keep_file_at(const char *maps, size_t len, uintptr_t addr, struct coldlibs_file *keep,
-			size_t *n)
+/* The files mapped at addrs[0..n_addrs) into keep[*n], each once. */
+static int keep_files_at(const char *maps, size_t len, const uintptr_t *addrs, size_t n_addrs,
+			 struct coldlibs_file *keep, size_t *n)
 {
 	const char *p = maps, *end = maps + len;
 	struct procfs_map m;
 	int r;
 
 	while ((r = procfs_maps_next(&p, end, &m)) != 0) {
+		bool holds = false;
+
 		if (r < 0)
 			return r;
-		if (addr < m.start || addr >= m.end || !m.inode)
+		for (size_t i = 0; i < n_addrs && !holds; i++)
+			holds = addrs[i] >= m.start && addrs[i] < m.end;
+		if (!holds || !m.inode || kept(&m, keep, *n))
 			continue;
-		for (size_t i = 0; i < *n; i++)
-			if (same_file(&m, &keep[i]))
-				return 0;
 		if (*n == KEEP_MAX)
 			return -E2BIG;
 		keep[(*n)++] = (struct coldlibs_file){ m.major, m.minor, m.inode };
-		return 0;
 	}
-	return 0; /* not a mapped file (a symbol the loader made up): keeps nothing */
+	return 0;
 }
 
 int coldlibs_release(const char *const *used_symbols, struct coldlibs_result *ret)
 {
 	struct coldlibs_file keep[KEEP_MAX];
+	uintptr_t addrs[KEEP_MAX];
+	size_t n_addrs = 0;
 	_cleanup_free_ char *maps = NULL;
 	uint64_t last_inode = 0;
 	struct errbuf eb;
@@ -116,20 +121,22 @@ int coldlibs_release(const char *const *used_symbols, struct coldlibs_result *re
 		return r;
 	}
 	/* The executable (this function is in it), the loader (the start of its
-	 * first mapping is AT_BASE), then what the caller uses. */
-	r = keep_file_at(maps, len, (uintptr_t)coldlibs_release, keep, &n);
-	r = r ?: keep_file_at(maps, len, (uintptr_t)getauxval(AT_BASE), keep, &n);
-	for (const char *const *s = always_used; !r && *s; s++)
-		r = keep_file_at(maps, len, (uintptr_t)dlsym(RTLD_DEFAULT, *s), keep, &n);
-	for (const char *const *s = used_symbols; !r && *s; s++) {
-		void *a = dlsym(RTLD_DEFAULT, *s);
+	 * first mapping is AT_BASE), then what every process and the caller use.
+	 * A symbol not found keeps nothing. */
+	addrs[n_addrs++] = (uintptr_t)coldlibs_release;
+	addrs[n_addrs++] = (uintptr_t)getauxval(AT_BASE);
+	for (int k = 0; k < 2; k++)
+		for (const char *const *s = k ? used_symbols : always_used; *s; s++) {
+			void *a = dlsym(RTLD_DEFAULT, *s);
 
-		if (!a) {
-			log_debug("used_symbol_missing", "symbol=%s", *s);
-			continue;
+			if (!a)
+				log_debug("used_symbol_missing", "symbol=%s", *s);
+			else if (n_addrs < KEEP_MAX)
+				addrs[n_addrs++] = (uintptr_t)a;
+			else
+				return -E2BIG;
 		}
-		r = keep_file_at(maps, len, (uintptr_t)a, keep, &n);
-	}
+	r = keep_files_at(maps, len, addrs, n_addrs, keep, &n);
 	if (r < 0)
 		return r;
 
