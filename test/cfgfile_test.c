@@ -15,6 +15,7 @@
 #include "cmd/cfg.h"
 #include "cmd/cfgfile.h"
 #include "lib/errbuf.h"
+#include "testutil.h"
 
 static struct cfgfile *parse_ok(const char *yaml)
 {
@@ -324,6 +325,50 @@ static void test_missing_or_special_file_is_a_clear_error(void **state)
 	cfg_done(&c);
 }
 
+/* The DaemonSet mounts the ConfigMap as a volume: config.yaml is a link to
+ * ..data/config.yaml, ..data a link to a timestamped directory. It must be
+ * read through them (this used to exit 2 on every node), and what the links
+ * end in must still be a regular file. */
+static void test_file_in_a_configmap_volume_is_read_through_its_links(void **state)
+{
+	struct errbuf err = { "" };
+	char vol[256], fifo[256], dir[256], link[256];
+	const char *path;
+	uint64_t first;
+	struct cfg c;
+
+	(void)snprintf(vol, sizeof(vol), "%s/configmap", tmpdir);
+	path = testutil_volume_write(vol, "config.yaml", "cpuDeviceMode: individual\n");
+	assert_int_equal(parse_argv(&c, &err, "--config", path, NULL), 0);
+	assert_int_equal(c.device_mode, DEVICES_INDIVIDUAL);
+	first = c.config_digest;
+	assert_true(first != 0);
+	cfg_done(&c);
+
+	/* An update in place: a new ..data; the same path reads the new file. */
+	path = testutil_volume_write(vol, "config.yaml", "cpuDeviceMode: grouped\n");
+	assert_int_equal(parse_argv(&c, &err, "--config", path, NULL), 0);
+	assert_int_equal(c.device_mode, DEVICES_GROUPED);
+	assert_true(c.config_digest != first);
+	cfg_done(&c);
+
+	/* Links that end in a FIFO or a directory are still refused. */
+	(void)snprintf(fifo, sizeof(fifo), "%s/end-fifo", tmpdir);
+	(void)snprintf(dir, sizeof(dir), "%s/end-dir", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	(void)snprintf(link, sizeof(link), "%s/to-fifo.yaml", tmpdir);
+	assert_int_equal(symlink(fifo, link), 0);
+	assert_int_equal(parse_argv(&c, &err, "--config", link, NULL), -EINVAL);
+	assert_non_null(strstr(err.s, "is a FIFO, not a regular file"));
+	cfg_done(&c);
+	(void)snprintf(link, sizeof(link), "%s/to-dir.yaml", tmpdir);
+	assert_int_equal(symlink(dir, link), 0);
+	assert_int_equal(parse_argv(&c, &err, "--config", link, NULL), -EINVAL);
+	assert_non_null(strstr(err.s, "is a directory, not a regular file"));
+	cfg_done(&c);
+}
+
 static int group_setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -343,6 +388,7 @@ int main(void)
 		cmocka_unit_test(test_scalars_are_typed_as_yaml_core_schema),
 		cmocka_unit_test(test_quoted_boolean_is_a_string),
 		cmocka_unit_test(test_empty_file_and_comments_set_nothing),
+		cmocka_unit_test(test_file_in_a_configmap_volume_is_read_through_its_links),
 		cmocka_unit_test(test_bad_files_are_refused_with_line_and_reason),
 		cmocka_unit_test(test_caps_bound_what_a_file_can_make_us_hold),
 		cmocka_unit_test(test_file_sets_values_and_flags_and_env_win),

@@ -156,6 +156,16 @@ static void test_fileio_refuses_symlink(void **st)
 	assert_int_equal(fileio_read_at(AT_FDCWD, at(f, "link"), FILEIO_FOLLOW, &b, NULL), 0);
 	assert_string_equal(buf_str(&b), "secret");
 	buf_done(&b);
+	/* and so are the files the kubelet mounts (a ConfigMap key is a link) */
+	{
+		char *text = NULL;
+		size_t len = 0;
+
+		assert_int_equal(fileio_read_mounted(at(f, "link"), 4096, &text, &len, NULL), 0);
+		assert_string_equal(text, "secret");
+		assert_int_equal(len, 6);
+		free(text);
+	}
 }
 
 static void test_fileio_refuses_directory(void **st)

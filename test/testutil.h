@@ -2,9 +2,13 @@
 #pragma once
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "host/topo.h"
 #include "lib/errbuf.h"
@@ -66,4 +70,58 @@ static inline char *testutil_slurp(const char *path, size_t *len)
 	fclose(f);
 	*len = (size_t)n;
 	return buf;
+}
+
+/* Writes key = text into dir as the kubelet's atomic writer lays out a
+ * ConfigMap, Secret or projected volume (test/sim/volume.py says how): a new
+ * "..<timestamp>.<n>" directory with the key, a "..data_tmp" link to it
+ * renamed over "..data", and "key -> ..data/key" at the top. Calling it again
+ * updates the volume in place the same way and removes the old directory.
+ * Returns the path a container reads (dir/key), valid until the next call. Aborts on
+ * failure: a fixture that cannot be laid out is a broken test. */
+static inline const char *testutil_volume_write(const char *dir, const char *key,
+						const char *text)
+{
+	static unsigned seq;
+	static char *ret;
+	char stamp[32], old[256] = "", *ts, *file, *tmp, *data, *link, *gone;
+	time_t now = time(NULL);
+	struct tm tm;
+	ssize_t n;
+	FILE *f;
+
+	(void)gmtime_r(&now, &tm);
+	(void)strftime(stamp, sizeof(stamp), "..%Y_%m_%d_%H_%M_%S", &tm);
+	free(ret);
+	if (asprintf(&ts, "%s/%s.%u%u", dir, stamp, (unsigned)getpid(), ++seq) < 0 ||
+	    asprintf(&file, "%s/%s", ts, key) < 0 || asprintf(&tmp, "%s/..data_tmp", dir) < 0 ||
+	    asprintf(&data, "%s/..data", dir) < 0 || asprintf(&link, "..data/%s", key) < 0 ||
+	    asprintf(&ret, "%s/%s", dir, key) < 0)
+		abort();
+	n = readlink(data, old, sizeof(old) - 1);
+	old[n > 0 ? n : 0] = 0;
+	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || mkdir(ts, 0755) < 0 ||
+	    !(f = fopen(file, "we"))) {
+		fprintf(stderr, "testutil_volume_write: %s: %s\n", file, strerror(errno));
+		abort();
+	}
+	if (fputs(text, f) < 0 || fclose(f) != 0 || symlink(strrchr(ts, '/') + 1, tmp) < 0 ||
+	    rename(tmp, data) < 0 || (symlink(link, ret) < 0 && errno != EEXIST)) {
+		fprintf(stderr, "testutil_volume_write: %s: %s\n", dir, strerror(errno));
+		abort();
+	}
+	if (*old) {
+		if (asprintf(&gone, "%s/%s/%s", dir, old, key) < 0)
+			abort();
+		(void)unlink(gone);
+		*strrchr(gone, '/') = 0;
+		(void)rmdir(gone);
+		free(gone);
+	}
+	free(ts);
+	free(file);
+	free(tmp);
+	free(data);
+	free(link);
+	return ret;
 }

@@ -9,6 +9,7 @@ streams and counters against the kube-apiserver's documented behaviour
 import copy
 import http.client
 import json
+import os
 import re
 import shutil
 import socket
@@ -676,7 +677,12 @@ def test_standalone_process_writes_a_kubeconfig_and_serves(apiserver_process):
     p = apiserver_process
     import yaml
     cfg = yaml.safe_load(open(p.kubeconfig))
-    assert cfg["clusters"][0]["cluster"] == {"server": p.url, "certificate-authority": p.ca}
+    cluster = cfg["clusters"][0]["cluster"]
+    # The CA as a pod reads it: a link in the projected service-account volume.
+    assert cluster["server"] == p.url
+    assert cluster["certificate-authority"].endswith("/serviceaccount/ca.crt")
+    assert os.path.islink(cluster["certificate-authority"])
+    assert open(cluster["certificate-authority"], "rb").read() == open(p.ca, "rb").read()
     assert cfg["users"][0]["user"] == {"token": p.token}
     c = p.client()
     assert create(c, make_slice(name="s1"))["metadata"]["name"] == "s1"

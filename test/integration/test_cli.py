@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 from conftest import BUILD_DIR, ROOT
+from sim import volume
 
 DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
 TOPOS = os.path.join(ROOT, "test", "data", "topologies")
@@ -218,9 +219,9 @@ def validate_new_fields(items, tmp_path, new_fields):
 
 
 def conf_file(tmp_path, text):
-    p = tmp_path / "config.yaml"
-    p.write_text(text)
-    return str(p)
+    """config.yaml in a ConfigMap volume, laid out as the kubelet does."""
+    volume.write(str(tmp_path / "configmap"), {"config.yaml": text})
+    return volume.path(str(tmp_path / "configmap"), "config.yaml")
 
 
 @pytest.mark.parametrize("mode,mapping", [

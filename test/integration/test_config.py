@@ -1,11 +1,15 @@
 """--config: the real driver reads a configuration file, flags and the
 environment win over it, and a bad file stops it with status 2 and one line
-naming the file, the line and the key (docs/config.md)."""
+naming the file, the line and the key (docs/config.md). Every file is laid
+out as the kubelet mounts a ConfigMap volume (test/sim/volume.py)."""
 import json
 import os
 import subprocess
 
 import pytest
+
+from driver import wait_for
+from sim import volume
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER = os.path.join(ROOT, os.environ.get("B", "build"), "dra-cpu-driver")
@@ -30,10 +34,11 @@ def devices(p):
 
 @pytest.fixture
 def conf(tmp_path):
+    """Writes config.yaml into a ConfigMap volume (each call an update in
+    place) and returns the path the container reads: a link."""
     def write(text):
-        path = tmp_path / "config.yaml"
-        path.write_text(text)
-        return str(path)
+        volume.write(str(tmp_path / "configmap"), {"config.yaml": text})
+        return volume.path(str(tmp_path / "configmap"), "config.yaml")
     return write
 
 
@@ -106,3 +111,40 @@ def test_expose_pcie_roots_from_file_env_and_flag(conf, tmp_path):
                       "--no-expose-pcie-roots"))
     p = run("--config", conf("exposePCIeRoots: \"on\"\n"), "--dry-run")
     assert p.returncode == 2 and "exposePCIeRoots: must be a boolean" in p.stderr
+
+
+def test_configmap_volume_is_read_through_its_links(conf, tmp_path):
+    """config.yaml -> ..data/config.yaml, ..data -> ..<timestamp>/: the
+    DaemonSet's layout. Refusing the links made every pod exit 2."""
+    path = conf("cpuDeviceMode: individual\n")
+    assert os.path.islink(path) and os.path.islink(os.path.join(os.path.dirname(path), "..data"))
+    assert devices(run("--config", path, "--dry-run"))[0] == "cpudev000"
+    path = conf("cpuDeviceMode: grouped\n")  # updated in place: the same path, a new ..data
+    assert devices(run("--config", path, "--dry-run"))[0] == "cpudevnuma000"
+
+
+def test_links_must_still_end_in_a_regular_file(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    os.mkdir(tmp_path / "dir")
+    for end, what in (("fifo", "is a FIFO"), ("dir", "is a directory")):
+        link = tmp_path / ("to-" + end)
+        os.symlink(tmp_path / end, link)
+        p = run("--config", str(link), "--dry-run")
+        assert p.returncode == 2 and what + ", not a regular file" in p.stderr, p.stderr
+
+
+def test_a_changed_configmap_asks_for_a_restart(make_driver, conf):
+    """The kubelet swaps ..data under the running driver: it keeps the
+    configuration it started with, says once that a restart applies the new
+    one, and says so again when the file is back (docs/config.md)."""
+    path = conf("cpuDeviceMode: grouped\n")
+    d = make_driver(args=["--config", path]).start()
+    assert d.metrics()["dra_cpu_config_restart_required"] == 0
+    conf("cpuDeviceMode: individual\n")
+    wait_for(lambda: d.metrics()["dra_cpu_config_restart_required"] == 1, what="stale config")
+    assert d.log().count("event=config_file_changed") == 1, d.log()
+    assert "restart the driver's pod to apply it" in d.log()
+    conf("cpuDeviceMode: grouped\n")
+    wait_for(lambda: d.metrics()["dra_cpu_config_restart_required"] == 0, what="restored")
+    assert "event=config_file_restored" in d.log()
+    assert d.log().count("event=config_file_changed") == 1

@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from conftest import BUILD_DIR, ROOT
+from sim import volume
 
 DEPLOY = os.path.join(ROOT, "deploy")
 DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
@@ -281,12 +282,12 @@ def test_daemonset_arguments_are_accepted_by_the_driver(overlay, first_device):
 
 
 def config_args(docs, args, tmp):
-    """args with --config pointed at the ConfigMap's file, written under tmp:
-    the driver parses the very file the DaemonSet mounts."""
+    """args with --config pointed at the ConfigMap's file, laid out under tmp
+    as the kubelet mounts the volume (config.yaml -> ..data/config.yaml): the
+    driver parses the very file the DaemonSet mounts, the way it is mounted."""
     cm = find(docs, "ConfigMap", "dra-cpu-config")
-    path = os.path.join(tmp, "config.yaml")
-    with open(path, "w") as f:
-        f.write(cm["data"]["config.yaml"])
+    volume.write(os.path.join(tmp, "config"), cm["data"])
+    path = volume.path(os.path.join(tmp, "config"), "config.yaml")
     out = [("--config=" + path) if a.startswith("--config=") else a for a in args]
     assert out != list(args), "the DaemonSet does not pass --config"
     return out
@@ -297,8 +298,9 @@ def test_configmap_is_read_by_the_driver_and_flags_win():
     _, c = driver_container(docs)
     with tempfile.TemporaryDirectory() as tmp:
         args = config_args(docs, c["args"], tmp)
-        with open(os.path.join(tmp, "config.yaml"), "a") as f:
-            f.write("cpuDeviceMode: individual\n")
+        cm = find(docs, "ConfigMap", "dra-cpu-config")
+        volume.write(os.path.join(tmp, "config"),  # an update in place: a new ..data
+                     {"config.yaml": cm["data"]["config.yaml"] + "cpuDeviceMode: individual\n"})
         # The appended key repeats one the ConfigMap sets: refused, with the line.
         p = run_driver(*args, "--dry-run", "--topology-file", TOPO_384)
         assert p.returncode == 2

@@ -38,6 +38,7 @@ import pytest
 import yaml
 
 from conftest import BUILD_DIR, ROOT
+from sim import volume
 from sim.k8svalidate import (API_DOCS, ApiDocument, is_dns_label, is_dns_subdomain,
                              is_label_name, label_errors, parse_quantity, strip_nulls)
 
@@ -851,12 +852,13 @@ def run_rendered(objs, tmp_path):
     """The driver with the DaemonSet's args and the ConfigMap's file, as the
     pod would run it, with --dry-run on the 384-CPU topology. NODE_NAME stands
     for the pod's fieldRef."""
-    path = tmp_path / "config.yaml"
-    path.write_text(config_text(objs))
     args = args_of(objs)
     assert "--config=/etc/dra-cpu/config.yaml" in args
     mount = [m for m in container(objs)["volumeMounts"] if m["name"] == "config"]
     assert mount == [{"name": "config", "mountPath": "/etc/dra-cpu", "readOnly": True}]
+    # The volume as the kubelet lays it out: config.yaml -> ..data/config.yaml.
+    volume.write(str(tmp_path / "etc-dra-cpu"), {"config.yaml": config_text(objs)})
+    path = volume.path(str(tmp_path / "etc-dra-cpu"), "config.yaml")
     args = ["--config=%s" % path if a.startswith("--config=") else a for a in args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRA_CPU_")}
     env["NODE_NAME"] = "node-x"

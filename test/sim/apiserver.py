@@ -61,8 +61,10 @@ import uuid
 
 if __package__:
     from . import k8svalidate as V
+    from . import volume
 else:  # run as a script: this directory is sys.path[0]
     import k8svalidate as V
+    import volume
 
 # The release simulated: its schema decodes every request body.
 _SPEC = V.ApiDocument(V.API_DOCS["1.36"])
@@ -915,7 +917,9 @@ class ApiServer:
         self.name_suffixes = []
         self.token = token or secrets.token_urlsafe(24)
         self.tokens = {self.token}
-        self.token_file = os.path.join(self.dir, "token")
+        # The projected service-account volume, laid out as the kubelet does.
+        self.sa_dir = os.path.join(self.dir, "serviceaccount")
+        self.token_file = volume.path(self.sa_dir, "token")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.kubeconfig_tokenfile = os.path.join(self.dir, "kubeconfig-tokenfile")
         self.stats_lock = threading.Lock()
@@ -1019,10 +1023,12 @@ class ApiServer:
     # ---- tokens [s11]
 
     def _write_token_file(self, tok):
-        tmp = self.token_file + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.write(tok)
-        os.replace(tmp, self.token_file)  # atomic, like the kubelet's symlink swap
+        """Rotation as the kubelet does it: a new ..data for the whole volume."""
+        files = {"token": tok, "namespace": "dra-cpu"}
+        if self.ca:
+            with open(self.ca, "rb") as fh:
+                files["ca.crt"] = fh.read()
+        volume.write(self.sa_dir, files)
 
     def _write_kubeconfigs(self):
         q = json.dumps  # a JSON string is a valid YAML scalar
@@ -1030,8 +1036,8 @@ class ApiServer:
                            (self.kubeconfig_tokenfile, "tokenFile: %s" % q(self.token_file))):
             lines = ["apiVersion: v1", "kind: Config", "clusters:", "- name: sim", "  cluster:",
                      "    server: %s" % q(self.url)]
-            if self.ca:
-                lines.append("    certificate-authority: %s" % q(self.ca))
+            if self.ca:  # the CA as a pod sees it: a link in the projected volume
+                lines.append("    certificate-authority: %s" % q(volume.path(self.sa_dir, "ca.crt")))
             lines += ["users:", "- name: sim", "  user:", "    " + user, "contexts:", "- name: sim",
                       "  context:", "    cluster: sim", "    user: sim", "current-context: sim", ""]
             with open(path, "w") as fh:

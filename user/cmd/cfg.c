@@ -363,6 +363,7 @@ static int apply_file(struct cfg *c, const char *path, struct errbuf *err)
 	if (r < 0)
 		return errbuf_fail(err, -EINVAL, "config file %s%s%s", path,
 				   strncmp(eb.s, "line ", 5) ? ": " : " ", errbuf_text(&eb, r));
+	c->config_digest = f->digest;
 	for (int i = 0; i < f->n; i++) {
 		const struct cfgfile_entry *e = &f->v[i];
 		const struct file_key *k = find_file_key(e->key, false);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/devices.h"
@@ -71,6 +72,7 @@ struct cfg {
 	char *bind_address;
 	int verbosity;
 	char *config_file; /* --config: read before the environment and the flags */
+	uint64_t config_digest; /* of the file's bytes as read (host/filewatch.h) */
 	/* Kubernetes 1.36/1.37 slice and claim features (docs/node-allocatable.md) */
 	bool node_allocatable; /* file only: nodeAllocatableResources.cpu on every device */
 	bool expose_pcie_roots; /* resource.kubernetes.io/pcieRoot (docs/pcie-roots.md) */

@@ -11,6 +11,7 @@
 
 #include <yaml.h>
 
+#include "host/filewatch.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 
@@ -209,10 +210,14 @@ int cfgfile_load(const char *path, struct cfgfile **ret, struct errbuf *err)
 	size_t len;
 	int r;
 
-	r = fileio_read(path, CFGFILE_SIZE_MAX, &data, &len, err);
+	r = fileio_read_mounted(path, CFGFILE_SIZE_MAX, &data, &len, err);
 	if (r < 0)
 		return errbuf_wrap(err, r, "cannot read it");
-	return cfgfile_parse(data, len, ret, err);
+	r = cfgfile_parse(data, len, ret, err);
+	if (r < 0)
+		return r;
+	(*ret)->digest = filewatch_digest(data, len);
+	return 0;
 }
 
 struct cfgfile *cfgfile_free(struct cfgfile *f)

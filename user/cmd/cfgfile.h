@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/cleanup.h"
 
@@ -36,6 +37,7 @@ struct cfgfile_entry {
 };
 
 struct cfgfile {
+	uint64_t digest; /* of the bytes read (cfgfile_load), for filewatch.h */
 	int n;
 	struct cfgfile_entry v[CFGFILE_KEYS_MAX];
 };
@@ -45,7 +47,8 @@ struct cfgfile {
  * -ENOMEM. */
 int cfgfile_parse(const char *data, size_t len, struct cfgfile **ret, struct errbuf *err);
 
-/* Reads and parses path (a regular file of at most CFGFILE_SIZE_MAX bytes). */
+/* Reads and parses path: a regular file of at most CFGFILE_SIZE_MAX bytes,
+ * or links to one, as the kubelet mounts a ConfigMap key. */
 int cfgfile_load(const char *path, struct cfgfile **ret, struct errbuf *err);
 
 struct cfgfile *cfgfile_free(struct cfgfile *f);

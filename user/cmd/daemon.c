@@ -14,6 +14,7 @@
 
 #define LOG_MOD "daemon"
 #include "cmd/cfg.h"
+#include "cmd/cfgfile.h"
 #include "lib/cleanup.h"
 #include "core/devices.h"
 #include "core/metadata.h"
@@ -35,6 +36,7 @@
 #include "core/state.h"
 #include "host/cgroup.h"
 #include "host/coldlibs.h"
+#include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/pcie.h"
 #include "host/sched.h"
@@ -64,6 +66,8 @@ struct daemon {
 	struct devices *devices;
 	struct pcie *pcie;
 	struct event *hotplug_timer;
+	struct filewatch *config_watch; /* --config: changes need a restart */
+	struct metric *g_config_stale;
 	struct event *trim_timer; /* persistent: trim_check */
 	struct event *trim_soon;  /* one-shot: after a burst we know of */
 	size_t trim_free;	  /* free heap bytes right after the last trim */
@@ -154,6 +158,7 @@ static void daemon_free(struct daemon *d)
 	pcie_free(d->pcie);
 	if (d->hotplug_timer)
 		event_free(d->hotplug_timer);
+	filewatch_free(d->config_watch);
 	if (d->trim_timer)
 		event_free(d->trim_timer);
 	if (d->trim_soon)
@@ -640,6 +645,45 @@ int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie
 	return 0;
 }
 
+/* The configuration file changed under us (a ConfigMap update swaps
+ * ..data). The driver keeps what it started with: mode, grouping and reserved
+ * CPUs shape the published devices and the claims already prepared on them,
+ * so a new file takes effect at the next start, which the pod's restart
+ * gives. Say so once per change; a file back to what was read clears it. */
+static void on_config_changed(void *ud, int r, uint64_t digest, const struct errbuf *eb)
+{
+	struct daemon *d = ud;
+	bool stale = r < 0 || digest != d->cfg->config_digest;
+
+	metric_set(d->g_config_stale, stale);
+	if (r < 0)
+		log_warn("config_file_unreadable", "file=%s error=%s action=\"keeping the "
+			 "configuration read at start\"", log_quote(d->cfg->config_file),
+			 log_quote(errbuf_text(eb, r)));
+	else if (stale)
+		log_warn("config_file_changed", "file=%s action=\"restart the driver's pod to "
+			 "apply it; the configuration read at start stays in effect\"",
+			 log_quote(d->cfg->config_file));
+	else
+		log_info("config_file_restored", "file=%s", log_quote(d->cfg->config_file));
+}
+
+static void watch_config(struct daemon *d)
+{
+	int r;
+
+	if (!d->cfg->config_file || !*d->cfg->config_file)
+		return;
+	d->g_config_stale = metrics_gauge(d->metrics, "dra_cpu_config_restart_required",
+					  "1 when the configuration file changed since start "
+					  "(a restart applies it).", NULL);
+	r = filewatch_new(d->base, d->cfg->config_file, CFGFILE_SIZE_MAX, d->cfg->config_digest,
+			  on_config_changed, d, &d->config_watch);
+	if (r < 0)
+		log_warn_errno(r, "config_watch_failed", "file=%s action=\"changes to the file go "
+			       "unnoticed until a restart\"", log_quote(d->cfg->config_file));
+}
+
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
 {
 	_cleanup_(daemon_freep) struct daemon *d = NULL;
@@ -685,6 +729,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	if (r < 0)
 		return r;
 	register_gauges(d);
+	watch_config(d);
 
 	r = httpd_new(d->base, cfg->bind_address, NULL, d->metrics, &d->httpd);
 	if (r < 0)

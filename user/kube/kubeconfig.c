@@ -76,27 +76,10 @@ struct kubeconfig *kubeconfig_free(struct kubeconfig *c)
 
 /* ---- files --------------------------------------------------------------------------- */
 
-/* Reads a regular file of at most max bytes, NUL-terminated, through lib/fileio.
- * Symlinks are followed: kubeconfig files point at them (the service account
- * token is ..data/token, the kubelet's client certificate
- * kubelet-client-current.pem). A FIFO planted where a token should be is
- * refused without a read, never waited on. */
-static int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_(buf_done) struct buf b = BUF_INIT(max);
-	char *p;
-	int r;
-
-	r = fileio_read_at(AT_FDCWD, path, FILEIO_FOLLOW, &b, NULL);
-	if (r < 0)
-		return r;
-	p = buf_take(&b, ret_len);
-	if (!p)
-		return -ENOMEM;
-	*ret = p;
-	return 0;
-}
-
+/* Every file a kubeconfig names is read with fileio_read_mounted(): they are
+ * links where the kubelet mounts them (the service account token is
+ * ..data/token, the kubelet's client certificate kubelet-client-current.pem),
+ * and a FIFO planted where a token should be is refused without a read. */
 int kubeconfig_read_token(const char *path, char **ret)
 {
 	_cleanup_free_ char *raw = NULL;
@@ -104,7 +87,7 @@ int kubeconfig_read_token(const char *path, char **ret)
 	char *tok;
 	int r;
 
-	r = read_file_capped(path, KUBECONFIG_TOKEN_MAX, &raw, &len);
+	r = fileio_read_mounted(path, KUBECONFIG_TOKEN_MAX, &raw, &len, NULL);
 	if (r < 0)
 		return r;
 	while (a < len && isspace((unsigned char)raw[a]))
@@ -142,7 +125,7 @@ int kubeconfig_read_pem(const char *path, const char *pem_label, char **ret, siz
 
 	if (snprintf(marker, sizeof(marker), "%s-----", pem_label) >= (int)sizeof(marker))
 		return -EINVAL;
-	r = read_file_capped(path, KUBECONFIG_PEM_MAX, &raw, &len);
+	r = fileio_read_mounted(path, KUBECONFIG_PEM_MAX, &raw, &len, NULL);
 	if (r < 0)
 		return r;
 	/* "-----BEGIN ": a file being rewritten may have its end but not its start. */
@@ -788,7 +771,7 @@ int kubeconfig_load(const char *path, unsigned flags, struct kubeconfig **ret,
 
 	if (err)
 		err[0] = 0;
-	r = read_file_capped(path, KUBECONFIG_MAX_SIZE, &data, &len);
+	r = fileio_read_mounted(path, KUBECONFIG_MAX_SIZE, &data, &len, NULL);
 	if (r == -E2BIG)
 		return kc_errf(err, r, "kubeconfig %s: larger than %u bytes", path,
 			       KUBECONFIG_MAX_SIZE);

@@ -107,10 +107,11 @@ int fileio_read_at(int dfd, const char *path, unsigned flags, struct buf *b, str
 	return r;
 }
 
-int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struct errbuf *eb)
+static int read_whole(const char *path, unsigned flags, size_t max, char **ret, size_t *ret_len,
+		      struct errbuf *eb)
 {
 	_cleanup_(buf_done) struct buf b = BUF_INIT(max);
-	int r = fileio_read_at(AT_FDCWD, path, 0, &b, eb);
+	int r = fileio_read_at(AT_FDCWD, path, flags, &b, eb);
 	char *p;
 
 	if (r < 0)
@@ -120,6 +121,17 @@ int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struc
 		return errbuf_fail(eb, -ENOMEM, "%s: %s", path, strerror(ENOMEM));
 	*ret = p;
 	return 0;
+}
+
+int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struct errbuf *eb)
+{
+	return read_whole(path, 0, max, ret, ret_len, eb);
+}
+
+int fileio_read_mounted(const char *path, size_t max, char **ret, size_t *ret_len,
+			struct errbuf *eb)
+{
+	return read_whole(path, FILEIO_FOLLOW, max, ret, ret_len, eb);
 }
 
 int fileio_read_lines(int dfd, const char *path, unsigned flags, size_t max,

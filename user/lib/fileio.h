@@ -28,8 +28,11 @@
 struct buf;
 struct errbuf;
 
-/* Follow a symlink in the last component. For kernel files only (sysfs names
- * devices through links); our own state and config files are never links. */
+/* Follow symlinks in the last component. For kernel files (sysfs names devices
+ * through links) and for files the kubelet mounts: a ConfigMap, Secret or
+ * projected volume presents each key as "key -> ..data/key" with "..data ->
+ * ..<timestamp>/", swapped atomically on update. What the links end in must
+ * still be a regular file. Our own state files are never links. */
 #define FILEIO_FOLLOW 1u
 
 /* Reads the regular file at path (relative to dfd: AT_FDCWD or an open
@@ -41,6 +44,11 @@ int fileio_read_at(int dfd, const char *path, unsigned flags, struct buf *b, str
  * NUL-terminated copy in *ret (caller frees), its length without the NUL in
  * *ret_len (may be NULL). *ret is written only on success. */
 int fileio_read(const char *path, size_t max, char **ret, size_t *ret_len, struct errbuf *eb);
+
+/* fileio_read() for a file the kubelet mounts (FILEIO_FOLLOW): the
+ * configuration file, a kubeconfig, a token, a CA bundle. */
+int fileio_read_mounted(const char *path, size_t max, char **ret, size_t *ret_len,
+			struct errbuf *eb);
 
 /* Reads the file like fileio_read_at() (at most max bytes) and calls fn once
  * per line, the line NUL-terminated without its '\n' (writable, valid during
