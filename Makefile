@@ -34,6 +34,8 @@ endif
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -MMD -MP \
 	-Iuser -Iinclude -I$(B) -I$(B)/gen $(PKG_CFLAGS)
+# Tests, fuzz targets and bench programs find the test helpers by name.
+TEST_CFLAGS := -Itest/helpers
 LDLIBS := $(PKG_LIBS) -lm
 # Full RELRO: every symbol bound at start, the GOT read-only after. No lazy
 # lookup walks the libraries later either, which would read back pages of the
@@ -75,8 +77,8 @@ LIB      := $(B)/libdracpu.a
 BINS := $(B)/dra-cpu-driver $(if $(wildcard user/cmd/alloc_main.c),$(B)/dra-cpu-alloc) \
 	$(if $(wildcard user/cmd/bpf_verify.c),$(B)/bpf-verify)
 
-TEST_SRCS  := $(wildcard test/*_test.c)
-TEST_BINS  := $(patsubst test/%_test.c,$(B)/test/%_test,$(TEST_SRCS))
+TEST_SRCS  := $(wildcard test/unit/*_test.c)
+TEST_BINS  := $(patsubst test/unit/%_test.c,$(B)/test/%_test,$(TEST_SRCS))
 FUZZ_SRCS  := $(wildcard test/fuzz/*_fuzz.c)
 FUZZ_REPLAY := $(patsubst test/fuzz/%_fuzz.c,$(B)/fuzz/%_replay,$(FUZZ_SRCS))
 FUZZ_LIBF  := $(patsubst test/fuzz/%_fuzz.c,build/fuzz-lf/%_fuzz,$(FUZZ_SRCS))
@@ -147,11 +149,11 @@ $(B)/bpf-verify: $(B)/obj/cmd/bpf_verify.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# Unit tests: test/<module>_test.c, cmocka, linked against the library. A test may name
+# Unit tests: test/unit/<module>_test.c, cmocka, linked against the library. A test may name
 # functions to wrap in a first-line comment: /* wrap: open read */
-$(B)/test/%_test: test/%_test.c $(LIB) | $(B)/test $(GEN_HDRS)
+$(B)/test/%_test: test/unit/%_test.c $(LIB) | $(B)/test $(GEN_HDRS)
 	$(call msg,TEST,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
+	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
 		$(patsubst %,-Wl$(comma)--wrap=%,$(shell sed -n '1s|^/\* wrap: \(.*\) \*/|\1|p' $<)) -o $@
 
 comma := ,
@@ -159,7 +161,7 @@ comma := ,
 # Fuzz targets: a replay main (any compiler) and libFuzzer binaries (clang only).
 $(B)/fuzz/%_replay: test/fuzz/%_fuzz.c test/fuzz/replay_main.c $(LIB) | $(B)/fuzz $(GEN_HDRS)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< test/fuzz/replay_main.c \
+	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< test/fuzz/replay_main.c \
 		$(LIB) $(LDLIBS) -o $@
 
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
@@ -171,7 +173,7 @@ FUZZ_LIB_OBJS := $(patsubst user/%.c,build/fuzz-lf/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst $(B)/gen/%.pb-c.c,build/fuzz-lf/lib/%.pb-c.o,$(PB_SRCS))
 build/fuzz-lf/%_fuzz: test/fuzz/%_fuzz.c $(FUZZ_LIB_OBJS) | build/fuzz-lf
 	$(call msg,LIBFUZZ,$@)
-	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) -Wno-missing-prototypes $(FUZZ_CFLAGS) -MF $@.d \
+	$(Q)$(CLANG) $(filter-out -O2,$(CFLAGS)) $(TEST_CFLAGS) -Wno-missing-prototypes $(FUZZ_CFLAGS) -MF $@.d \
 		$< $(FUZZ_LIB_OBJS) $(LDLIBS) -o $@
 
 FUZZ_SECONDS ?= 60
@@ -210,7 +212,7 @@ bench: deps
 	$(Q)B=$(B) PYTHON=$(PYTHON) sh test/bench/run.sh
 
 format:
-	$(Q)clang-format -i user/*/*.[ch] test/*.c test/fuzz/*.c bpf/*.c include/*.h
+	$(Q)clang-format -i user/*/*.[ch] test/unit/*.c test/helpers/*.[ch] test/fuzz/*.c bpf/*.c include/*.h
 
 lint:
 	$(Q)$(PYTHON) tools/check-layers.py
@@ -227,25 +229,25 @@ clean:
 
 # ---- grpc: echo/stand-in plugin server for test/integration/test_grpc.py -----------------
 GRPC_ECHO := $(B)/test/grpc_echo
-$(GRPC_ECHO): test/grpc_echo.c $(LIB) | $(B)/test $(GEN_HDRS)
+$(GRPC_ECHO): test/helpers/grpc_echo.c $(LIB) | $(B)/test $(GEN_HDRS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 all: $(GRPC_ECHO)
 
 # ---- NRI test plugin: user/nri.c with a trivial env-driven policy, run by
-# test/integration/test_nri_proto.py against the runtime simulator test/nri/nrisim.py.
-$(B)/test/nri_echo_plugin: test/nri_echo_plugin.c $(LIB) | $(B)/test $(GEN_HDRS)
+# test/integration/test_nri_proto.py against the runtime simulator test/sim/nrisim.py.
+$(B)/test/nri_echo_plugin: test/helpers/nri_echo_plugin.c $(LIB) | $(B)/test $(GEN_HDRS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 all: $(B)/test/nri_echo_plugin
 
 # ---- bench: the C benchmarks test/bench/run.sh calls (methods in test/bench/README.md) ------
 BENCH_BINS := $(B)/alloc_bench $(B)/bpf_bench
 $(B)/alloc_bench: test/bench/alloc_bench.c $(LIB) | $(GEN_HDRS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 $(B)/bpf_bench: test/bench/bpf_bench.c $(LIB) | $(GEN_HDRS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
+	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
 		-lpthread -o $@
 -include $(wildcard $(B)/*_bench.d)

@@ -37,8 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B = os.path.join(ROOT, os.environ.get("B", "build"))
 sys.path.insert(0, os.path.join(ROOT, "test"))
 
-from kubelet.kubelet_client import KubeletClient  # noqa: E402
-from nri.nrisim import Cgroups, Runtime  # noqa: E402
+from sim.kubelet_client import KubeletClient  # noqa: E402
+from sim.nrisim import Cgroups, Runtime  # noqa: E402
 from sim.apiserver import ApiServer  # noqa: E402
 
 NODE = "demo-node"

@@ -1,8 +1,8 @@
 """Shared pieces of `make bench` (test/bench/bench.py): statistics, what the
 kernel says about a process (CPU time, RSS), Prometheus histogram quantiles,
 /metrics scraping, and a driver + simulators environment built from the same
-parts the integration tests use (test/integration/driver.py, test/sim,
-test/kubelet, test/nri).
+parts the integration tests use (test/helpers/driver.py, test/sim,
+test/sim).
 
 Nothing here asserts a target: figures are returned as numbers, bench.py
 compares and prints them.
@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TEST = os.path.join(ROOT, "test")
-for p in (TEST, os.path.join(TEST, "integration")):
+for p in (TEST, os.path.join(TEST, "helpers")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
@@ -271,14 +271,14 @@ class Env:
         return d
 
     def runtime(self, **kw):
-        from nri.nrisim import Runtime
+        from sim.nrisim import Runtime
         rt = Runtime(os.path.join(self.dir, "nri%d.sock" % len(self.runtimes)), **kw).start()
         self.runtimes.append(rt)
         return rt
 
     def kubelet_client(self):
         if self.kubelet is None:
-            from kubelet.kubelet_client import KubeletClient
+            from sim.kubelet_client import KubeletClient
             self.kubelet = KubeletClient()
         return self.kubelet
 

@@ -1,5 +1,5 @@
 """Issue 5: the NRI plugin under 500 live containers, driven by the runtime
-simulator (test/nri/nrisim.py, no real cgroups: the cgroup writes are the
+simulator (test/sim/nrisim.py, no real cgroups: the cgroup writes are the
 runtime's cost, not the plugin's).
 
   round trip  perf_counter inside the simulator around Conn.call
@@ -29,7 +29,7 @@ class NriProbe:
     Conn._update_containers to time them; close() restores both."""
 
     def __init__(self, pid_fn):
-        from nri import nrisim
+        from sim import nrisim
         self.nrisim = nrisim
         self.pid_fn = pid_fn
         self.creates = []   # (seconds, daemon cpu ns, updates in the reply)

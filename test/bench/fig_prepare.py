@@ -48,7 +48,7 @@ def _check(resp, c):
 
 def _concurrent(k, sock, claims, inflight):
     """Prepare all claims keeping `inflight` calls outstanding; seconds taken."""
-    from kubelet.kubelet_client import DRA
+    from sim.kubelet_client import DRA
     pb = k.pb.v1
     fn = k.channel(sock).unary_unary(DRA["v1"] + "NodePrepareResources",
                                      request_serializer=lambda m: m.SerializeToString(),

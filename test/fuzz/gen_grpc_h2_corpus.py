@@ -1,14 +1,14 @@
 #!/usr/bin/python3
 """Writes the seed corpus of test/fuzz/grpc_h2_fuzz.c into
 test/fuzz/corpus/grpc_h2/: client byte streams, each starting like a real
-gRPC client (preface + SETTINGS), built with test/integration/h2raw.py.
+gRPC client (preface + SETTINGS), built with test/helpers/h2raw.py.
 The files are committed; rerun after changing this script."""
 import os
 import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 import h2raw as h  # noqa: E402
 
 OUT = os.path.join(HERE, "corpus", "grpc_h2")

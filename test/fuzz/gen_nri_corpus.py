@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the seed corpora of test/fuzz/ttrpc_fuzz.c and nri_msg_fuzz.c.
 
-    /usr/bin/python3 test/nri/gen_fuzz_corpus.py     (from the project root)
+    /usr/bin/python3 test/fuzz/gen_nri_corpus.py     (from the project root)
 
 Seeds are real exchanges (wire-protocols.md appendix A.1) and messages built
 with our own .proto files, plus the malformed inputs the unit tests cover.
@@ -12,7 +12,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "sim"))
 from nrisim import api, tt, SVC_PLUGIN  # noqa: E402
 
 

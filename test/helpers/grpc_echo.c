@@ -8,7 +8,7 @@
  *   /echo.Echo/Fail    "<code> <message>": fails with that status
  *   /echo.Echo/Big     "<n>": replies with n bytes of 'x'
  *   /echo.Echo/Stats   JSON: grpc_stats, cancels seen, completed calls by code
- * and, as a stand-in DRA plugin for test/kubelet/kubelet_client.py (protobuf-c):
+ * and, as a stand-in DRA plugin for test/sim/kubelet_client.py (protobuf-c):
  *   /pluginregistration.Registration/{GetInfo,NotifyRegistrationStatus}
  *   /k8s.io.kubelet.pkg.apis.dra.{v1,v1beta1}.DRAPlugin/Node{Prepare,Unprepare}Resources
  *   /v1alpha1.DRAResourceHealth/NodeWatchResources (every --health-ms)

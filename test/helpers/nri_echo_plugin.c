@@ -1,6 +1,6 @@
 /* nri_echo_plugin: the smallest daemon around user/nri/nri.c, for the NRI
  * integration tests (test/integration/test_nri_proto.py) against the runtime
- * simulator (test/nri/nrisim.py). Its policy reads the container's env:
+ * simulator (test/sim/nrisim.py). Its policy reads the container's env:
  *
  *   PIN=<cpus>             CreateContainer adjusts the container to <cpus>;
  *                          Synchronize re-pins it to <cpus>

@@ -18,8 +18,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEST_DIR = os.path.join(ROOT, "test")
 BUILD_DIR = os.path.join(ROOT, os.environ.get("B", "build"))
-if TEST_DIR not in sys.path:
-    sys.path.insert(0, TEST_DIR)
+# test/ for the simulators (sim.*), test/helpers for the shared helpers (driver, claims).
+for _p in (TEST_DIR, os.path.join(TEST_DIR, "helpers")):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
 from sim.apiserver import ApiServer, SimClient, make_certs, start_process  # noqa: E402
 
@@ -108,7 +110,7 @@ def make_driver(apiserver, node, driver_dir):
 @pytest.fixture
 def kubelet():
     """A kubelet speaking real gRPC (python3-grpcio) over unix sockets."""
-    from kubelet.kubelet_client import KubeletClient
+    from sim.kubelet_client import KubeletClient
 
     k = KubeletClient()
     yield k

@@ -46,7 +46,7 @@ def assert_disjoint(d, stats):
 
 
 def test_chaos_churn(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import CreateContainerError, Runtime
+    from sim.nrisim import CreateContainerError, Runtime
 
     rng = random.Random(int(os.environ.get("CHAOS_SEED", "20261122")))
     sock = os.path.join(driver_dir, "nri.sock")

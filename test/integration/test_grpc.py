@@ -1,6 +1,6 @@
 """user/kubelet/grpc.c against a real gRPC stack (python3-grpcio) and against raw
 sockets that misbehave, through test/grpc_echo (built by `make`; B selects
-the build dir, default build). Also exercises test/kubelet/kubelet_client.py
+the build dir, default build). Also exercises test/sim/kubelet_client.py
 against the echo server's stand-in DRA plugin.
 
 Run: /usr/bin/python3 -m pytest test/integration  (from the project root)
@@ -22,8 +22,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "test", "kubelet"))
+sys.path.insert(0, os.path.join(ROOT, "test", "helpers"))
+sys.path.insert(0, os.path.join(ROOT, "test", "sim"))
 
 import h2raw  # noqa: E402
 import kubelet_client  # noqa: E402
@@ -573,7 +573,7 @@ def test_kubelet_watch_resources(plugin):
 
 
 def test_kubelet_client_cli(plugin):
-    cli = [sys.executable, os.path.join(ROOT, "test", "kubelet", "kubelet_client.py")]
+    cli = [sys.executable, os.path.join(ROOT, "test", "sim", "kubelet_client.py")]
     out = subprocess.run(cli + ["register", "--socket", plugin.reg], check=True,
                          capture_output=True, text=True).stdout
     assert json.loads(out)["api"] == "v1"

@@ -1,4 +1,4 @@
-"""The kube client (user/kube/kube.c) over real TLS, driven through test/kube_cli.
+"""The kube client (user/kube/kube.c) over real TLS, driven through test/helpers/kube_cli.
 
 Against the project's strict API-server simulator (test/sim/apiserver.py, the
 `apiserver` fixture in conftest.py):
@@ -59,7 +59,7 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs o
 
 @pytest.fixture(scope="session")
 def kube_cli(tmp_path_factory):
-    """test/kube_cli.c linked here against $B/libdracpu.a (what make builds first)."""
+    """test/helpers/kube_cli.c linked here against $B/libdracpu.a (what make builds first)."""
     b = os.environ.get("B", "build")
     lib = ROOT / b / "libdracpu.a"
     if not lib.exists():
@@ -71,7 +71,7 @@ def kube_cli(tmp_path_factory):
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] if "san" in b else []
     subprocess.run([os.environ.get("CC", "cc"), "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-g",
                     "-Wall", "-Werror", "-Wno-unused-parameter", "-Iuser", *san,
-                    "test/kube_cli.c", str(lib), *pkg, "-o", str(out)], check=True, cwd=ROOT)
+                    "test/helpers/kube_cli.c", str(lib), *pkg, "-o", str(out)], check=True, cwd=ROOT)
     return str(out)
 
 

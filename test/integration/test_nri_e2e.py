@@ -16,7 +16,7 @@ sys_path_added = False
 
 @pytest.fixture
 def nri_env(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
 
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock).start()
@@ -85,7 +85,7 @@ def test_multi_claim_container_gets_the_union(nri_env):
     ({"DRA_CPUSET_../x": "1"}, "bad claim uid"),
 ])
 def test_malformed_and_unknown_env_fail_closed(nri_env, env, msg):
-    from nri.nrisim import CreateContainerError
+    from sim.nrisim import CreateContainerError
     apiserver, d, kubelet, rt = nri_env
     with pytest.raises(CreateContainerError) as e:
         rt.create_container(rt.add_pod("x"), "app", env=env)
@@ -93,7 +93,7 @@ def test_malformed_and_unknown_env_fail_closed(nri_env, env, msg):
 
 
 def test_forged_and_stale_env_fail(nri_env):
-    from nri.nrisim import CreateContainerError
+    from sim.nrisim import CreateContainerError
     apiserver, d, kubelet, rt = nri_env
     c, line = prep(nri_env, "db")
     k, v = line.split("=", 1)
@@ -103,7 +103,7 @@ def test_forged_and_stale_env_fail(nri_env):
 
 
 def test_claim_reused_by_another_pod_and_restart(nri_env):
-    from nri.nrisim import CreateContainerError
+    from sim.nrisim import CreateContainerError
     apiserver, d, kubelet, rt = nri_env
     pod, other = rt.add_pod("db"), rt.add_pod("other")
     # shared by two pods: still one container holds it
@@ -139,7 +139,7 @@ def test_unprepare_widens_the_pool(nri_env):
 
 
 def test_empty_pool_refusal(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import CreateContainerError, Runtime
+    from sim.nrisim import CreateContainerError, Runtime
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock).start()
     try:
@@ -188,7 +188,7 @@ def test_synchronize_after_kill9_with_50_live_containers(nri_env):
 
 
 def test_runtime_restart_and_late_socket(apiserver, make_driver, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
     sock = os.path.join(driver_dir, "nri.sock")
     d = make_driver(args=["--nri-socket", sock, "--no-bpf"]).start()
     wait_for(lambda: "event=nri_connect_failed" in d.log(), what="a failed NRI connect")
@@ -232,7 +232,7 @@ def test_real_cgroups_owners_file_and_bpf_owner(apiserver, make_driver, kubelet,
     """Real processes in real cgroups: the container's cgroup becomes the BPF
     owner of its CPU and is listed in owners.json for bpf-verify."""
     import json
-    from nri.nrisim import Cgroups, Runtime
+    from sim.nrisim import Cgroups, Runtime
     if os.geteuid() != 0 or not Cgroups.available():
         pytest.skip("needs root and a writable cgroup hierarchy")
     sock = os.path.join(driver_dir, "nri.sock")
@@ -302,7 +302,7 @@ def test_memory_local_sets_mems_to_the_claims_nodes(nri_env):
 
 
 def test_memory_locality_node_default(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock).start()
     try:

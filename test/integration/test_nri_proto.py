@@ -1,5 +1,5 @@
 """NRI protocol end to end: user/nri/nri.c (in test/nri_echo_plugin) against the
-strict runtime simulator test/nri/nrisim.py.
+strict runtime simulator test/sim/nrisim.py.
 
 Run from the project root: B=build /usr/bin/python3 -m pytest test/integration
 (B selects the build flavour whose nri_echo_plugin is used).
@@ -19,7 +19,7 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "test", "nri"))
+sys.path.insert(0, os.path.join(ROOT, "test", "sim"))
 import nrisim  # noqa: E402
 from nrisim import api, tt  # noqa: E402
 

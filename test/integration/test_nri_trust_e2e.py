@@ -19,7 +19,7 @@ ALL = set(range(1, 384))  # synthetic-384 minus reserved CPU 0
 
 @pytest.fixture
 def env(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
 
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock).start()
@@ -43,7 +43,7 @@ def claim_gets(apiserver):
 
 
 def refused(rt, pod, env_):
-    from nri.nrisim import CreateContainerError
+    from sim.nrisim import CreateContainerError
     with pytest.raises(CreateContainerError) as e:
         rt.create_container(pod, "app", env=env_)
     return str(e.value)

@@ -156,7 +156,7 @@ REUSE_MSG = "StreamID cannot be re-used and must increment"
 
 @pytest.fixture
 def nri_runtime(make_driver, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
 
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock).start()
@@ -170,7 +170,7 @@ def test_nri_bad_stream_ids_are_answered_on_a_connection_that_stays(nri_runtime)
     """As containerd/ttrpc's server: a request on an even stream id, or on one
     already used (still in flight or not), gets INVALID_ARGUMENT on that id;
     the plugin keeps its connection and goes on serving the runtime."""
-    from nri.nrisim import INVALID_ARGUMENT, OK, api
+    from sim.nrisim import INVALID_ARGUMENT, OK, api
 
     rt, d = nri_runtime
     conn = rt.wait_plugin()

@@ -18,7 +18,7 @@ def fds(pid):
 
 
 def test_no_fd_leak_across_1000_prepare_unprepare(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
     sock = os.path.join(driver_dir, "nri.sock")
     rt = Runtime(sock).start()
     try:
@@ -46,7 +46,7 @@ def test_no_fd_leak_across_1000_prepare_unprepare(apiserver, make_driver, kubele
 @pytest.mark.skipif("san" in os.path.basename(os.environ.get("B", "build")),
                     reason="valgrind cannot run a sanitizer build (ASan covers it there)")
 def test_scenario_under_valgrind_is_clean(apiserver, make_driver, kubelet, driver_dir):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
     sock = os.path.join(driver_dir, "nri.sock")
     vlog = os.path.join(driver_dir, "valgrind.log")
     rt = Runtime(sock, request_timeout=10.0).start()

@@ -104,7 +104,7 @@ def restore_node():
 
 @pytest.fixture
 def rt_env(apiserver, make_driver, kubelet, driver_dir, request):
-    from nri.nrisim import Runtime
+    from sim.nrisim import Runtime
 
     kw = dict(getattr(request, "param", {}))  # Runtime options, through indirect parametrize
     bpf = kw.pop("bpf", False)

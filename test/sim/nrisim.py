@@ -41,7 +41,7 @@ As a library (pytest fixtures):
     assert ctr.cpus == "1"
     rt.stop()
 
-Standalone: test/nri/nrisim.py --socket PATH [--cgroups] [--sync-parts N]
+Standalone: test/sim/nrisim.py --socket PATH [--cgroups] [--sync-parts N]
 then commands on stdin (help lists them).
 """
 
