@@ -331,6 +331,13 @@ def main():
             show("exit code", "%d (0 = the containers never ran on the claimed CPU)"
                  % v.returncode)
 
+        step("   dra-cpu-driver map: the node as the driver sees it")
+        m = subprocess.run([B + "/dra-cpu-driver", "map", "--url",
+                            "http://127.0.0.1:%d/nodemap" % port] +
+                           ([] if sys.stdout.isatty() else ["--color", "never"]),
+                           capture_output=True, text=True)
+        print("\n".join("    " + l for l in (m.stdout + m.stderr).splitlines()))
+
         step("5. The pod ends: unprepare, and the shared pool widens again")
         rt.stop_container(pinned)
         rt.remove_container(pinned)

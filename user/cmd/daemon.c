@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #define LOG_MOD "daemon"
@@ -18,6 +19,7 @@
 #include "lib/cleanup.h"
 #include "core/devices.h"
 #include "core/metadata.h"
+#include "core/nodemap.h"
 #include "kube/slices.h"
 #include "kubelet/dra.h"
 #include "obs/httpd.h"
@@ -42,6 +44,7 @@
 #include "host/sched.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
+#include "lib/jsonc.h"
 
 /* How often the online CPUs are read (CPU hotplug). */
 #define HOTPLUG_POLL_MS 1000
@@ -645,6 +648,26 @@ int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie
 	return 0;
 }
 
+/* GET /nodemap: the picture `dra-cpu-driver map` draws (core/nodemap.h). */
+static int serve_nodemap(void *ud, struct evbuffer *out)
+{
+	struct daemon *d = ud;
+	struct nodemap_input in = { .node = d->node, .topo = d->topo, .state = d->state,
+				    .online = &d->online, .reserved = &d->cfg->reserved,
+				    .rt_cpus = &d->cfg->rt_cpus };
+	_cleanup_json_ struct json_object *doc = NULL;
+	const char *text;
+	int r;
+
+	r = nodemap_build(&in, &doc);
+	if (r < 0)
+		return r;
+	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	if (!text || evbuffer_add(out, text, strlen(text)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* The configuration file changed under us (a ConfigMap update swaps
  * ..data). The driver keeps what it started with: mode, grouping and reserved
  * CPUs shape the published devices and the claims already prepared on them,
@@ -740,6 +763,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 				      : httpd_check_add(d->httpd, "kubelet-registration",
 							HTTPD_HEALTH | HTTPD_READY);
 	d->check_slices = httpd_check_add(d->httpd, "resourceslices", HTTPD_READY);
+	r = httpd_document(d->httpd, "/nodemap", serve_nodemap, d);
+	if (r < 0)
+		return log_error_errno(r, "http_route_failed", "path=/nodemap");
 
 	/* Every prepared claim is reserved again before any socket opens. */
 	{

@@ -1,5 +1,5 @@
 /* dra-cpu-driver: flags, topology, then one of the actions (run the daemon,
- * print the topology, print the slices). Exit codes: 0 ok, 1 runtime failure,
+ * print the topology, print the slices); or `dra-cpu-driver map` (cmd/map.c). Exit codes: 0 ok, 1 runtime failure,
  * 2 bad flags or input. */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "cmd/cfg.h"
 #include "lib/cleanup.h"
 #include "cmd/daemon.h"
+#include "cmd/map.h"
 #include "core/devices.h"
 #include "core/rt.h"
 #include "lib/errbuf.h"
@@ -97,6 +98,9 @@ int main(int argc, char **argv)
 	struct cfg c;
 	int r;
 
+	/* Subcommands come first; everything else is the driver's flags. */
+	if (argc > 1 && !strcmp(argv[1], "map"))
+		return map_main(argc - 1, argv + 1);
 	r = cfg_parse(&c, argc, argv, &err);
 	if (r < 0) {
 		fprintf(stderr, "dra-cpu-driver: %s\n", err.s);

@@ -223,37 +223,15 @@ static int parse_top(struct json_object *top, struct topo **ret, struct errbuf *
 
 int topo_parse_json(const char *buf, size_t len, struct topo **ret, struct errbuf *eb)
 {
-	_cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
-	_cleanup_(json_object_putp) struct json_object *top = NULL;
-	enum json_tokener_error jerr;
-	const char *nul;
-	size_t end;
+	_cleanup_json_ struct json_object *top = NULL;
+	int r;
 
 	if (len > TOPO_JSON_MAX_BYTES)
 		return errbuf_fail(eb, -E2BIG, "topology JSON of %zu bytes, more than %u", len,
 			    TOPO_JSON_MAX_BYTES);
-	/* json-c stops at a NUL inside a string; nothing valid holds one. */
-	nul = memchr(buf, '\0', len);
-	if (nul)
-		return errbuf_fail(eb, -EINVAL, "NUL byte at offset %zu", (size_t)(nul - buf));
-	tok = json_tokener_new_ex(TOPO_JSON_MAX_DEPTH + 1); /* json-c counts from 1 below the top */
-	if (!tok)
-		return -ENOMEM;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	top = json_tokener_parse_ex(tok, buf, (int)len);
-	jerr = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	if (jerr == json_tokener_error_depth)
-		return errbuf_fail(eb, -E2BIG, "JSON nested deeper than %d levels at offset %zu",
-			    TOPO_JSON_MAX_DEPTH, end);
-	if (jerr == json_tokener_continue)
-		return errbuf_fail(eb, -EINVAL, "JSON ends early at offset %zu", len);
-	if (jerr != json_tokener_success || !top)
-		return errbuf_fail(eb, -EINVAL, "JSON syntax error at offset %zu: %s", end,
-			    json_tokener_error_desc(jerr));
-	for (; end < len; end++)
-		if (!strchr(" \t\r\n", buf[end]))
-			return errbuf_fail(eb, -EINVAL, "trailing data at offset %zu", end);
+	r = jsonc_parse(buf, len, TOPO_JSON_MAX_DEPTH, &top, eb);
+	if (r < 0)
+		return r;
 	return parse_top(top, ret, eb);
 }
 

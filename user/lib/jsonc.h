@@ -1,5 +1,5 @@
-/* Scope cleanup for json-c objects, and reading a string member: the one
- * copy every module uses.
+/* Scope cleanup for json-c objects, reading a string member, and the strict
+ * parse of a whole document: the one copy every module uses.
  *
  * _cleanup_json_ struct json_object *o = NULL;    put at scope exit
  * _cleanup_(json_tokener_freep) struct json_tokener *t = NULL;
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -78,3 +79,14 @@ static inline int jsonc_push(struct json_object *arr, struct json_object *val)
 	}
 	return 0;
 }
+
+struct errbuf;
+
+/* Parses len bytes as exactly one JSON value, strictly (RFC 8259: no
+ * comments, no trailing commas, valid UTF-8), nested at most depth levels
+ * below the top. A NUL byte anywhere, trailing data after the value, or a
+ * value cut short is refused. Errors: -EINVAL (eb names the offset and
+ * json-c's reason), -E2BIG when nested deeper than depth, -ENOMEM.
+ * *ret (put it) is written only on success. */
+int jsonc_parse(const char *buf, size_t len, int depth, struct json_object **ret,
+		struct errbuf *eb);

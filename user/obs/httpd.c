@@ -67,6 +67,7 @@
 #include "obs/metrics.h"
 
 #define HTTPD_MAX_CHECKS 16
+#define HTTPD_MAX_DOCUMENTS 8
 /* Slow handler warning threshold (STYLE: 10 ms). */
 #define HTTPD_SLOW_NS 10000000LL
 #define HTTPD_BACKLOG 1024
@@ -106,6 +107,12 @@ struct httpd {
 	struct check checks[HTTPD_MAX_CHECKS];
 	int n_checks;
 	struct metric *scrape_seconds;
+	struct document {
+		struct httpd *h;
+		httpd_document_fn fn;
+		void *ud;
+	} docs[HTTPD_MAX_DOCUMENTS];
+	int n_docs;
 
 	struct conn_list pending, conns;
 	int n_conns, max_conns;
@@ -189,6 +196,42 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 		log_warn("slow_handler", "path=/metrics ms=%.1f", (double)dt / 1e6);
 	reply(req, 200, "OK", b, "text/plain; version=0.0.4; charset=utf-8");
 	evbuffer_free(b);
+}
+
+static void on_document(struct evhttp_request *req, void *arg)
+{
+	struct document *d = arg;
+	struct evbuffer *b;
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_send_error(req, 405, "Method Not Allowed");
+		return;
+	}
+	b = evbuffer_new();
+	if (!b) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	set_nodelay(req);
+	if (d->fn(d->ud, b) < 0)
+		evhttp_send_error(req, 500, NULL);
+	else
+		reply(req, 200, "OK", b, "application/json");
+	evbuffer_free(b);
+}
+
+int httpd_document(struct httpd *h, const char *path, httpd_document_fn fn, void *ud)
+{
+	struct document *d;
+
+	if (h->n_docs == HTTPD_MAX_DOCUMENTS)
+		return -E2BIG;
+	d = &h->docs[h->n_docs];
+	*d = (struct document){ .h = h, .fn = fn, .ud = ud };
+	if (evhttp_set_cb(h->http, path, on_document, d) != 0)
+		return -EEXIST;
+	h->n_docs++;
+	return 0;
 }
 
 static void on_other(struct evhttp_request *req, void *arg)

@@ -1,4 +1,5 @@
-/* The daemon's HTTP endpoint (libevent evhttp): /healthz, /readyz, /metrics.
+/* The daemon's HTTP endpoint (libevent evhttp): /healthz, /readyz, /metrics,
+ * and the documents other parts add with httpd_document() (/nodemap).
  *
  * /healthz is 200 once every part the daemon registered as required reports
  * healthy (the kubelet confirmed registration, slices published...), 503 with
@@ -52,3 +53,9 @@ int httpd_connections(const struct httpd *h);
  * Returns its id (>= 0) for httpd_check_set(). */
 int httpd_check_add(struct httpd *h, const char *name, int kinds);
 void httpd_check_set(struct httpd *h, int id, bool ok);
+
+/* A GET path served as a JSON document: fn appends it to out on the loop
+ * (bounded work) and returns 0, or -errno for a 500. At most 8 documents. */
+struct evbuffer;
+typedef int (*httpd_document_fn)(void *ud, struct evbuffer *out);
+int httpd_document(struct httpd *h, const char *path, httpd_document_fn fn, void *ud);
