@@ -62,15 +62,37 @@ static void test_log_quote_cuts_long_values_inside_the_quotes(void **state)
 	assert_int_equal((n - 2) % 2, 0); /* whole escapes only */
 }
 
-static void test_log_quote_buffers_survive_three_more_calls(void **state)
+/* A line's quotes are all intact however many it has (the earlier ring of
+ * four buffers silently overwrote the first with the fifth); past the space
+ * the value says so; a written or filtered line starts the space over. */
+static void test_log_quotes_of_one_line_never_overwrite_each_other(void **state)
 {
-	const char *a = log_quote("a b"), *b = log_quote("c d"), *c = log_quote("e f");
-	const char *d = log_quote("g h");
+	static char want[64][LOG_QUOTE_MAX + 4];
+	const char *q[64];
+	char in[241];
+	int n = 0;
 
-	assert_string_equal(a, "\"a b\"");
-	assert_string_equal(b, "\"c d\"");
-	assert_string_equal(c, "\"e f\"");
-	assert_string_equal(d, "\"g h\"");
+	log_set_level(LOG_INFO);
+	log_debug("filtered", "x=%s", log_quote("a b")); /* filtered: the space starts over */
+	assert_int_equal(log_quote_exhausted(), 0);
+	/* Values of 240 bytes, each quoted whole: make them until the space ends. */
+	for (; n < 64; n++) {
+		memset(in, 'a' + n % 26, 240);
+		snprintf(in + 236, 5, " %03d", n);
+		snprintf(want[n], sizeof(want[n]), "\"%s\"", in);
+		q[n] = log_quote(in);
+		if (log_quote_exhausted())
+			break;
+	}
+	assert_true(n >= LOG_QUOTE_SPACE / LOG_QUOTE_MAX); /* the promise: 32 at least */
+	assert_string_equal(q[n], "\"(log_quote: no space left in this line)\"");
+	for (int i = 0; i < n; i++) /* every earlier one intact */
+		assert_string_equal(q[i], want[i]);
+
+	log_debug("filtered", "x=%s", log_quote("a b")); /* still full: refused, counted */
+	assert_int_equal(log_quote_exhausted(), 2);
+	assert_string_equal(log_quote("c d"), "\"c d\""); /* the line is done: room again */
+	assert_int_equal(log_quote_exhausted(), 2);
 }
 
 int main(void)
@@ -79,7 +101,7 @@ int main(void)
 		cmocka_unit_test(test_log_quote_leaves_plain_values_alone),
 		cmocka_unit_test(test_log_quote_escapes),
 		cmocka_unit_test(test_log_quote_cuts_long_values_inside_the_quotes),
-		cmocka_unit_test(test_log_quote_buffers_survive_three_more_calls),
+		cmocka_unit_test(test_log_quotes_of_one_line_never_overwrite_each_other),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

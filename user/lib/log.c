@@ -42,20 +42,40 @@ static int needs_quote(const char *s)
 	return 0;
 }
 
+/* The quotes of the line being built. Every log_quote() of a statement is
+ * evaluated before its log_emit() runs, and log_emit() starts the space over
+ * once the line is out (or filtered): so a line may hold as many quoted
+ * values as fit here, each intact, and never one overwritten by the next. */
+static struct {
+	char buf[LOG_QUOTE_SPACE];
+	size_t used;
+	unsigned long exhausted; /* quotes refused since start (tests read it) */
+} quotes;
+
+static const char quote_exhausted[] = "\"(log_quote: no space left in this line)\"";
+
+unsigned long log_quote_exhausted(void)
+{
+	return quotes.exhausted;
+}
+
 const char *log_quote(const char *s)
 {
-	static char bufs[4][256];
-	static unsigned next;
-	char *b = bufs[next++ % 4];
+	char *b;
 	size_t o = 0;
 
 	if (!s)
 		return "\"\"";
 	if (!needs_quote(s))
 		return s;
+	if (sizeof(quotes.buf) - quotes.used < LOG_QUOTE_MAX) {
+		quotes.exhausted++;
+		return quote_exhausted;
+	}
+	b = quotes.buf + quotes.used;
 	b[o++] = '"';
 	/* Room for the longest escape (4), the closing quote and the NUL. */
-	for (; *s && o < sizeof(bufs[0]) - 6; s++) {
+	for (; *s && o < LOG_QUOTE_MAX - 6; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\') {
@@ -71,7 +91,8 @@ const char *log_quote(const char *s)
 		}
 	}
 	b[o++] = '"';
-	b[o] = 0;
+	b[o++] = 0;
+	quotes.used += o;
 	return b;
 }
 
@@ -84,7 +105,7 @@ void log_emitv(enum log_level level, const char *mod, const char *event, const c
 	int n, m;
 
 	if (level > cur_level)
-		return;
+		goto done;
 	(void)clock_gettime(CLOCK_REALTIME, &ts);
 	(void)gmtime_r(&ts.tv_sec, &tm);
 	n = snprintf(line, sizeof(line),
@@ -103,14 +124,14 @@ void log_emitv(enum log_level level, const char *mod, const char *event, const c
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
 	(void)!write(STDERR_FILENO, line, (size_t)n);
+done:
+	quotes.used = 0; /* the line is out: its quotes are done with */
 }
 
 void log_emit(enum log_level level, const char *mod, const char *event, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (level > cur_level)
-		return;
 	va_start(ap, fmt);
 	log_emitv(level, mod, event, fmt, ap);
 	va_end(ap);
@@ -122,8 +143,10 @@ int log_errno(enum log_level level, const char *mod, int r, const char *event, c
 	char buf[1536];
 	va_list ap;
 
-	if (level > cur_level)
+	if (level > cur_level) {
+		quotes.used = 0; /* filtered: the quotes made for it are done with */
 		return r;
+	}
 	buf[0] = 0;
 	if (fmt) {
 		va_start(ap, fmt);

@@ -26,10 +26,20 @@ void log_emitv(enum log_level level, const char *mod, const char *event, const c
 
 /* Quote s for a logfmt value when it is empty or holds spaces, quotes, '=',
  * backslashes or control bytes (escaped: \n \t \r \xNN), so a peer-supplied
- * value never splits or forges a line. Long values are cut (still quoted).
- * Returns s itself or a buffer owned by the log module, valid until the 4th
- * next call. */
+ * value never splits or forges a line. Long values are cut at LOG_QUOTE_MAX
+ * bytes (still quoted). Returns s itself or text in the line's quote space,
+ * valid until the next log line is written or filtered: use it only as an
+ * argument of a log statement, and call nothing that logs in that
+ * statement's arguments. A line may hold LOG_QUOTE_SPACE / LOG_QUOTE_MAX
+ * quoted values at least; past the space, the value reads
+ * "(log_quote: no space left in this line)": visible, never an earlier value
+ * overwritten. */
+#define LOG_QUOTE_MAX 256
+#define LOG_QUOTE_SPACE 8192
 const char *log_quote(const char *s);
+
+/* How many log_quote() calls found no space left (tests). */
+unsigned long log_quote_exhausted(void);
 
 #ifndef LOG_MOD
 #define LOG_MOD "main"
