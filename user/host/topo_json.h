@@ -28,5 +28,10 @@ int topo_load_json_file(const char *path, struct topo **ret, struct errbuf *eb);
 
 /* Writes the --print-topology JSON above (keys in that order, CPUs ascending,
  * "offline" a CPU list, "" when none) as one newline-terminated line to f.
- * Parsing the output gives back the same topology. -EIO if f reports an error. */
+ * Parsing the output gives back the same topology. -EIO if f reports an error.
+ * The one JSON the project writes from a template instead of json-c: every
+ * value is an integer, a CPU list or a fixed core-type name (nothing to
+ * escape), and its layout ({"cpu": 0, "socket": 0, ...}, a space after each
+ * colon and comma) is what users diff and the README shows; json-c prints
+ * either no spaces or spaces inside the brackets too. */
 int topo_write_json(const struct topo *t, FILE *f);
