@@ -1,33 +1,21 @@
-/* bpf-verify: proves, right now, that exclusive CPUs run only their owners.
- * For an SRE on a node, or `kubectl exec` in the driver's pod.
- *
- *   bpf-verify [--duration S] [--state-dir DIR | --exclusive CPUS=CGROUP...] [--json]
- *   bpf-verify --probe [--json]
- *   bpf-verify --realtime [--duration S] [--state-dir DIR | --rt-cpus LIST] [--json]
+/* The checks of bpf-verify: watching exclusive CPUs, probing the kernel's
+ * BPF support, watching real-time CPUs. See verify.h; the flags and the
+ * output are user/cmd/bpf_verify.c's.
  *
  * The check attaches the daemon's BPF object through its own bpfmon (own
  * maps: it works beside a running daemon and without one), marks each
- * exclusive CPU's owner, watches for --duration seconds, then scans every
- * task's allowed CPUs; pinning/owners, report, scan and report_{text,json}
- * decide and render. The probe loads
- * every BPF object of the project and says which kernel features exist.
- * --realtime watches the real-time CPUs with the real-time monitor
- * (pinning/rtmon, its own maps) and judges each deadline task against its
- * budget (pinning/rtreport): over budget, past its deadline, or a task no
- * claim owns on a real-time CPU is a violation.
- *
- * Exit status: 0 clean, 1 violations found, 2 could not check (the reason in
- * one line on stderr; with --json also as {"verdict":"error",...} on stdout)
- * or, with --scope, a verdict left open ("incomplete").
+ * exclusive CPU's owner, watches for the duration, then scans every task's
+ * allowed CPUs; owners, report and scan decide. The probe loads every BPF
+ * object of the project and says which kernel features exist. The real-time
+ * window watches the real-time CPUs with the real-time monitor (rtmon, its
+ * own maps) and judges each deadline task against its budget (rtreport).
  */
+#include "pinning/verify.h"
+
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <math.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +26,7 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "cmd/cfg.h"
+#define LOG_MOD "verify"
 #include "host/cgroup.h"
 #include "lib/caps.h"
 #include "lib/cleanup.h"
@@ -51,23 +39,9 @@
 #include "pinning/bpfmon.h"
 #include "pinning/owners.h"
 #include "pinning/report.h"
-#include "pinning/report_json.h"
-#include "pinning/report_text.h"
 #include "pinning/rtmon.h"
 #include "pinning/rtreport.h"
 #include "pinning/scan.h"
-
-#ifndef DRA_CPU_VERSION
-#define DRA_CPU_VERSION "unknown"
-#endif
-
-#define PROG "bpf-verify"
-#define DEFAULT_STATE_DIR "/var/run/dra-cpu"
-#define DEFAULT_DURATION 5.0
-#define MAX_DURATION 86400.0
-#define EXIT_CLEAN 0
-#define EXIT_VIOLATION 1
-#define EXIT_CANNOT 2
 
 /* Every violation becomes an event while we watch (the daemon rate-limits
  * to protect its log; a CLI counts): 1M/s per CPU, bursts of 100k. A ring
@@ -80,286 +54,7 @@
 #define CAP_PERFMON 38
 #define CAP_BPF 39
 
-enum opt_id {
-	OPT_DURATION = 1,
-	OPT_STATE_DIR,
-	OPT_EXCLUSIVE,
-	OPT_SCOPE,
-	OPT_JSON,
-	OPT_STRICT_KTHREADS,
-	OPT_PROBE,
-	OPT_REALTIME,
-	OPT_RT_CPUS,
-	OPT_VERBOSE,
-	OPT_HELP,
-	OPT_VERSION,
-};
-
-/* The one table of flags: getopt_long's options and --help. */
-static const struct cfg_cli_opt opts[] = {
-	{ OPT_DURATION, "duration", "SECONDS",
-	  "how long to watch the exclusive CPUs, 0.1-86400 (default 5)" },
-	{ OPT_STATE_DIR, "state-dir", "DIR",
-	  "the driver's state directory: owners come from DIR/owners.json (default "
-	  "/var/run/dra-cpu)" },
-	{ OPT_EXCLUSIVE, "exclusive", "CPUS=CGROUP",
-	  "instead of the driver's state: CPUS (a list such as 4-7) are exclusive to the cgroup "
-	  "directory CGROUP (v2 or cpuset v1) and its descendants; repeatable" },
-	{ OPT_SCOPE, "scope", "CGROUP",
-	  "only tasks under the cgroup directory CGROUP (such as kubepods.slice) can be "
-	  "violations; the others are counted apart, like kernel threads (default: every task)" },
-	{ OPT_JSON, "json", NULL, "print one JSON object instead of tables" },
-	{ OPT_STRICT_KTHREADS, "strict-kthreads", NULL,
-	  "kernel threads on exclusive CPUs are violations too (default: listed apart)" },
-	{ OPT_PROBE, "probe", NULL,
-	  "load every BPF object of the project against this kernel and list its features" },
-	{ OPT_REALTIME, "realtime", NULL,
-	  "watch the real-time CPUs instead: each deadline task with its budget and the CPU "
-	  "time it used per period (p50, p99, max), overruns, deadline misses, and tasks no "
-	  "claim owns; owners come from DIR/rt-owners.json" },
-	{ OPT_RT_CPUS, "rt-cpus", "LIST",
-	  "with --realtime, instead of the driver's state: watch these CPUs; every task on "
-	  "them is then unowned" },
-	{ OPT_VERBOSE, "verbose", NULL, "log what happens (logfmt on stderr)" },
-	{ OPT_HELP, "help", NULL, "print this help" },
-	{ OPT_VERSION, "version", NULL, "print the version" },
-};
-
-struct args {
-	double duration;
-	const char *state_dir;
-	bool has_state_dir;
-	const char **exclusive; /* borrowed from argv */
-	int nexclusive;
-	const char *scope; /* NULL: every task */
-	const char *rt_cpus; /* --realtime --rt-cpus */
-	bool json, strict_kthreads, verbose;
-	enum opt_id verb; /* OPT_PROBE, OPT_HELP, OPT_VERSION, or 0: check */
-};
-
-/* The verbs: the flag that selects one (0: the default) and what it does. */
-static int verb_check(const struct args *a);
-static int verb_probe(const struct args *a);
-static int verb_realtime(const struct args *a);
-static int verb_help(const struct args *a);
-static int verb_version(const struct args *a);
-
-static const struct verb {
-	enum opt_id flag;
-	const char *name;
-	int (*run)(const struct args *a);
-} verbs[] = {
-	{ 0, "check", verb_check },
-	{ OPT_PROBE, "probe", verb_probe },
-	{ OPT_REALTIME, "realtime", verb_realtime },
-	{ OPT_HELP, "help", verb_help },
-	{ OPT_VERSION, "version", verb_version },
-};
-
-/* ---- output helpers ------------------------------------------------------------------- */
-
-static int print_json(struct json_object *o)
-{
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-							      JSON_C_TO_STRING_NOSLASHESCAPE);
-
-	if (!s)
-		return -ENOMEM;
-	printf("%s\n", s);
-	return 0;
-}
-
-static int cannot_check(const struct args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* "Could not check": the reason in one line on stderr (and as JSON). */
-static int cannot_check(const struct args *a, const char *fmt, ...)
-{
-	char reason[ERRBUF_MAX + 128];
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	for (char *p = reason; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-	fprintf(stderr, PROG ": could not check: %s\n", reason);
-	if (a && a->json) {
-		struct json_object *o = json_object_new_object();
-
-		if (o) {
-			json_object_object_add(o, "verdict", json_object_new_string("error"));
-			json_object_object_add(o, "exitCode", json_object_new_int(EXIT_CANNOT));
-			json_object_object_add(o, "error", json_object_new_string(reason));
-			(void)print_json(o);
-			json_object_put(o);
-		}
-	}
-	return EXIT_CANNOT;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [--duration SECONDS] [--state-dir DIR | --exclusive CPUS=CGROUP]...\n"
-		"                  [--scope CGROUP] [--json] [--strict-kthreads]\n"
-		"       " PROG " --probe [--json]\n"
-		"       " PROG " --realtime [--duration SECONDS] [--state-dir DIR | --rt-cpus LIST]\n"
-		"                  [--json]\n\n"
-		"Proves that exclusive CPUs run only their owners, right now. Watches each\n"
-		"exclusive CPU with the driver's BPF check for the duration: any task outside the\n"
-		"owner's cgroup (descendants count as the owner) that runs there is a violation.\n"
-		"Then reads every task's allowed CPUs: a foreign task allowed only on exclusive\n"
-		"CPUs is a violation too; one allowed on them among others is \"unconfined\".\n"
-		"Per-CPU kernel threads are listed apart. Needs CAP_BPF and CAP_PERFMON (root).\n\n"
-		"Options:\n");
-	cfg_cli_print_options(f, opts, ARRAY_SIZE(opts), 27);
-	fprintf(f, "\nExit status: 0 clean, 1 violations found, 2 could not check (no CAP_BPF,\n"
-		   "no BTF, bad arguments, a cgroup that does not exist, unreadable state; with\n"
-		   "--scope also: switch-ins no event could place inside or outside it).\n");
-}
-
-/* ---- arguments ------------------------------------------------------------------------ */
-
-static const char *opt_name(enum opt_id id)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
-		if (opts[i].id == (int)id)
-			return opts[i].name;
-	return "?";
-}
-
-static int parse_duration(const char *s, double *ret, char *err, size_t size)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v) || v < 0.1 || v > MAX_DURATION) {
-		(void)snprintf(err, size, "--duration: \"%s\" is not a number of seconds in 0.1-86400",
-			       s);
-		return -EINVAL;
-	}
-	*ret = v;
-	return 0;
-}
-
-static int parse_args(int argc, char **argv, struct args *a, char *err, size_t size)
-{
-	struct option lopts[ARRAY_SIZE(opts) + 1];
-	int c;
-
-	cfg_cli_getopt_table(opts, ARRAY_SIZE(opts), lopts);
-	*a = (struct args){ .duration = DEFAULT_DURATION, .state_dir = DEFAULT_STATE_DIR };
-	a->exclusive = calloc((size_t)argc + 1, sizeof(*a->exclusive));
-	if (!a->exclusive)
-		return -ENOMEM;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_DURATION:
-			if (parse_duration(optarg, &a->duration, err, size) < 0)
-				return -EINVAL;
-			break;
-		case OPT_STATE_DIR:
-			a->state_dir = optarg;
-			a->has_state_dir = true;
-			break;
-		case OPT_EXCLUSIVE:
-			a->exclusive[a->nexclusive++] = optarg;
-			break;
-		case OPT_SCOPE:
-			a->scope = optarg;
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case OPT_STRICT_KTHREADS:
-			a->strict_kthreads = true;
-			break;
-		case OPT_VERBOSE:
-			a->verbose = true;
-			break;
-		case OPT_RT_CPUS:
-			a->rt_cpus = optarg;
-			break;
-		case OPT_PROBE:
-		case OPT_REALTIME:
-		case OPT_HELP:
-		case OPT_VERSION:
-			/* --help wins over anything; otherwise one verb. */
-			if (a->verb && a->verb != (enum opt_id)c && c != OPT_HELP &&
-			    a->verb != OPT_HELP) {
-				(void)snprintf(err, size, "--%s and --%s cannot be combined",
-					       opt_name(a->verb), opt_name((enum opt_id)c));
-				return -EINVAL;
-			}
-			if (a->verb != OPT_HELP)
-				a->verb = (enum opt_id)c;
-			break;
-		case ':':
-			(void)snprintf(err, size, "%s needs a value", argv[optind - 1]);
-			return -EINVAL;
-		default:
-			(void)snprintf(err, size, "unknown option '%s'", argv[optind - 1]);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		(void)snprintf(err, size, "unexpected argument '%s'", argv[optind]);
-		return -EINVAL;
-	}
-	if (a->nexclusive && a->has_state_dir) {
-		(void)snprintf(err, size, "--exclusive and --state-dir cannot be combined: owners "
-					  "come from one or the other");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* ---- help, version -------------------------------------------------------------------- */
-
-static int verb_help(const struct args *a)
-{
-	struct json_object *o, *arr;
-
-	if (!a->json) {
-		usage(stdout);
-		return 0;
-	}
-	o = json_object_new_object();
-	arr = json_object_new_array();
-	if (!o || !arr) {
-		json_object_put(o);
-		json_object_put(arr);
-		return cannot_check(a, "out of memory");
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
-		struct json_object *x = json_object_new_object();
-
-		json_object_object_add(x, "name", json_object_new_string(opts[i].name));
-		if (opts[i].arg)
-			json_object_object_add(x, "arg", json_object_new_string(opts[i].arg));
-		json_object_object_add(x, "help", json_object_new_string(opts[i].help));
-		json_object_array_add(arr, x);
-	}
-	json_object_object_add(o, "usage", json_object_new_string(PROG " [options]"));
-	json_object_object_add(o, "options", arr);
-	(void)print_json(o);
-	json_object_put(o);
-	return 0;
-}
-
-static int verb_version(const struct args *a)
-{
-	if (a->json)
-		printf("{\"name\": \"" PROG "\", \"version\": \"%s\"}\n", DRA_CPU_VERSION);
-	else
-		printf(PROG " %s\n", DRA_CPU_VERSION);
-	return 0;
-}
+#define OOM(eb) errbuf_fail((eb), -ENOMEM, "out of memory")
 
 /* ---- privileges ----------------------------------------------------------------------- */
 
@@ -377,15 +72,17 @@ static const char *load_hint(unsigned features)
 	return NULL;
 }
 
-static void load_failure(const struct bpfmon *m, char *buf, size_t size)
+static int load_failure(const struct bpfmon *m, struct errbuf *eb)
 {
 	const char *hint = load_hint(bpfmon_features(m));
 
 	if (hint)
-		(void)snprintf(buf, size, "%s", hint);
-	else /* the verifier's say is long: --probe prints it */
-		(void)snprintf(buf, size, "%s (bpf-verify --probe prints the verifier log)",
-			       bpfmon_error(m));
+		return errbuf_fail(eb, -EPERM, "the BPF check did not load: %s", hint);
+	/* the verifier's say is long: --probe prints it */
+	return errbuf_fail(eb, -ENOEXEC,
+			   "the BPF check did not load: %s (bpf-verify --probe prints the verifier "
+			   "log)",
+			   bpfmon_error(m));
 }
 
 /* ---- check ---------------------------------------------------------------------------- */
@@ -414,9 +111,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)event_base_loopbreak(w->base);
 }
 
-/* Owners from --exclusive or the state directory; *ret_source names which. */
-static int load_owners(const struct args *a, struct verify_owners *o, char *source,
-		       size_t source_size)
+/* Owners from the flags or the state directory; source names which. */
+static int load_owners(const struct verify_check_opts *a, struct verify_owners *o, char *source,
+		       size_t source_size, struct errbuf *eb)
 {
 	struct errbuf why = { "" };
 	int r;
@@ -425,43 +122,43 @@ static int load_owners(const struct args *a, struct verify_owners *o, char *sour
 		for (int i = 0; i < a->nexclusive; i++) {
 			r = verify_owners_add_flag(o, a->exclusive[i], &why);
 			if (r == -ENOMEM)
-				return cannot_check(a, "out of memory");
+				return OOM(eb);
 			if (r < 0)
-				return cannot_check(a, "%s", why.s);
+				return errbuf_fail(eb, r, "%s", why.s);
 		}
 		(void)snprintf(source, source_size, "--exclusive");
 	} else {
 		_cleanup_free_ char *buf = NULL;
-		struct errbuf eb = { "" };
+		struct errbuf rb = { "" };
 		size_t len = 0;
 
 		(void)snprintf(source, source_size, "%s/owners.json", a->state_dir);
-		r = fileio_read(source, VERIFY_STATE_MAX, &buf, &len, &eb);
+		r = fileio_read(source, VERIFY_STATE_MAX, &buf, &len, &rb);
 		if (r == -ENOENT)
-			return cannot_check(a,
-					    "no %s: is dra-cpu-driver running with --state-dir %s, "
-					    "and has it bound a claim yet? (or name owners with "
-					    "--exclusive CPUS=CGROUP)",
-					    source, a->state_dir);
-		if (r < 0) /* eb names the path and, for a FIFO or a link, what it is */
-			return cannot_check(a, "cannot read %s", errbuf_text(&eb, r));
+			return errbuf_fail(eb, r,
+					   "no %s: is dra-cpu-driver running with --state-dir %s, "
+					   "and has it bound a claim yet? (or name owners with "
+					   "--exclusive CPUS=CGROUP)",
+					   source, a->state_dir);
+		if (r < 0) /* rb names the path and, for a FIFO or a link, what it is */
+			return errbuf_fail(eb, r, "cannot read %s", errbuf_text(&rb, r));
 		r = verify_owners_add_json(o, buf, len, &why);
 		if (r == -ENOMEM)
-			return cannot_check(a, "out of memory");
+			return OOM(eb);
 		if (r < 0)
-			return cannot_check(a, "%s: %s", source, why.s);
+			return errbuf_fail(eb, r, "%s: %s", source, why.s);
 	}
 	if (a->scope) {
 		r = verify_owners_set_scope(o, a->scope, &why);
 		if (r == -ENOMEM)
-			return cannot_check(a, "out of memory");
+			return OOM(eb);
 		if (r < 0)
-			return cannot_check(a, "%s", why.s);
+			return errbuf_fail(eb, r, "%s", why.s);
 	}
 	return 0;
 }
 
-static int resolve_owners(const struct args *a, struct verify_owners *o)
+static int resolve_owners(struct verify_owners *o, struct errbuf *eb)
 {
 	_cleanup_free_ char *possible = NULL;
 	struct errbuf why = { "" }, cwhy = { "" };
@@ -472,21 +169,25 @@ static int resolve_owners(const struct args *a, struct verify_owners *o)
 
 	r = cgroup_mounts_read(&mounts);
 	if (r < 0)
-		return cannot_check(a, "cannot read /proc/self/mountinfo: %s", strerror(-r));
+		return errbuf_fail(eb, r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
 	r = verify_owners_resolve(o, &mounts, &why);
 	cgroup_mounts_done(&mounts);
 	if (r == -ENOMEM)
-		return cannot_check(a, "out of memory");
+		return OOM(eb);
 	if (r < 0)
-		return cannot_check(a, "%s", why.s);
+		return errbuf_fail(eb, r, "%s", why.s);
 	r = fileio_read("/sys/devices/system/cpu/possible", 4096, &possible, &plen, NULL);
-	if (r < 0 || cpuset_parse_n(possible, plen, &cpus, &cwhy) < 0)
-		return cannot_check(a, "cannot read the possible CPUs (/sys/devices/system/cpu/"
-				       "possible): %s",
-				    r < 0 ? strerror(-r) : cwhy.s);
+	if (r >= 0)
+		r = cpuset_parse_n(possible, plen, &cpus, &cwhy);
+	else
+		errbuf_set(&cwhy, "%s", strerror(-r));
+	if (r < 0)
+		return errbuf_fail(eb, r, "cannot read the possible CPUs (/sys/devices/system/cpu/"
+					  "possible): %s",
+				   cwhy.s);
 	r = verify_owners_check_cpus(o, &cpus, &why);
 	if (r < 0)
-		return cannot_check(a, "%s", why.s);
+		return errbuf_fail(eb, r, "%s", why.s);
 	return 0;
 }
 
@@ -515,8 +216,9 @@ static void step_aside(struct verify_report *rep, const struct cpuset *exclusive
 					"it may be counted as a foreign task");
 }
 
-/* Watches the exclusive CPUs for a->duration seconds. 0, or the exit code. */
-static int watch(const struct args *a, const struct verify_owners *o, struct verify_report *rep)
+/* Watches the exclusive CPUs for duration seconds. 0, or -errno with eb. */
+static int watch(double duration, const struct verify_owners *o, struct verify_report *rep,
+		 struct errbuf *eb)
 {
 	struct bpfmon_opts bo = {
 		.cgroup = o->mode,
@@ -533,25 +235,22 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	struct watch w = { .r = rep };
 	struct timeval tv;
 	uint64_t t0;
-	int r = 0, ret = 0;
+	int r = 0;
 
 	before = calloc((size_t)rep->ncpus, sizeof(*before));
 	base = event_base_new();
 	if (!before || !base) {
-		ret = cannot_check(a, "out of memory");
+		r = OOM(eb);
 		goto out;
 	}
 	w.base = base;
 	r = bpfmon_new(base, &bo, &m);
 	if (r < 0) {
-		ret = cannot_check(a, "BPF: %s", strerror(-r));
+		r = errbuf_fail(eb, r, "BPF: %s", strerror(-r));
 		goto out;
 	}
 	if (!bpfmon_is_loaded(m)) {
-		char why[ERRBUF_MAX];
-
-		load_failure(m, why, sizeof(why));
-		ret = cannot_check(a, "the BPF check did not load: %s", why);
+		r = load_failure(m, eb);
 		goto out;
 	}
 	rep->events = bpfmon_features(m) & BPFMON_FEAT_RINGBUF;
@@ -564,7 +263,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 
 		r = bpfmon_set_owner(m, c->cpu, o->v[c->owner].cgroup_id);
 		if (r < 0) {
-			ret = cannot_check(a, "cannot mark CPU %d: %s", c->cpu, strerror(-r));
+			r = errbuf_fail(eb, r, "cannot mark CPU %d: %s", c->cpu, strerror(-r));
 			goto out;
 		}
 	}
@@ -576,7 +275,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	for (int i = 0; i < rep->ncpus; i++) {
 		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &before[i]);
 		if (r < 0) {
-			ret = cannot_check(a, "cannot read the BPF counters: %s", strerror(-r));
+			r = errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
 			goto out;
 		}
 	}
@@ -585,21 +284,21 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	sigterm = evsignal_new(base, SIGTERM, on_signal, &w);
 	if (!timer || !sigint || !sigterm || evsignal_add(sigint, NULL) < 0 ||
 	    evsignal_add(sigterm, NULL) < 0) {
-		ret = cannot_check(a, "out of memory");
+		r = OOM(eb);
 		goto out;
 	}
-	tv.tv_sec = (time_t)a->duration;
-	tv.tv_usec = (suseconds_t)((a->duration - (double)tv.tv_sec) * 1e6);
+	tv.tv_sec = (time_t)duration;
+	tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) * 1e6);
 	if (evtimer_add(timer, &tv) < 0) {
-		ret = cannot_check(a, "cannot arm the timer");
+		r = errbuf_fail(eb, -EIO, "cannot arm the timer");
 		goto out;
 	}
-	log_info("window_started", "cpus=%d duration_s=%.3f", rep->ncpus, a->duration);
+	log_info("window_started", "cpus=%d duration_s=%.3f", rep->ncpus, duration);
 	(void)event_base_dispatch(base);
 	/* The timer fired via on_signal too: only a real signal interrupts. */
 	if (w.interrupted && evtimer_pending(timer, NULL))
 		verify_report_note(rep, "interrupted: watched %.2f s of %.2f s",
-				   (double)(clock_now_ns() - t0) / 1e9, a->duration);
+				   (double)(clock_now_ns() - t0) / 1e9, duration);
 	rep->t1_ns = clock_now_ns();
 	rep->duration_s = (double)(rep->t1_ns - t0) / 1e9;
 	for (int i = 0; i < rep->ncpus; i++) {
@@ -607,7 +306,7 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 
 		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &after);
 		if (r < 0) {
-			ret = cannot_check(a, "cannot read the BPF counters: %s", strerror(-r));
+			r = errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
 			goto out;
 		}
 		verify_report_set_counters(rep, rep->cpus[i].cpu, &before[i], &after);
@@ -620,10 +319,11 @@ static int watch(const struct args *a, const struct verify_owners *o, struct ver
 	(void)bpfmon_drain(m);
 	log_info("window_closed", "duration_s=%.3f", rep->duration_s);
 	if (w.err) {
-		ret = cannot_check(a, "out of memory");
+		r = OOM(eb);
 		goto out;
 	}
 	rep->watched = true;
+	r = 0;
 out:
 	if (timer)
 		event_free(timer);
@@ -635,56 +335,53 @@ out:
 	if (base)
 		event_base_free(base);
 	free(before);
-	return ret;
+	return r;
 }
 
-static int verb_check(const struct args *a)
+struct verify_check *verify_check_free(struct verify_check *c)
 {
-	_cleanup_(verify_owners_freep) struct verify_owners *o = NULL;
-	_cleanup_(verify_report_freep) struct verify_report *rep = NULL;
-	struct verify_tally t;
-	char source[PATH_MAX + 32];
+	if (!c)
+		return NULL;
+	verify_report_free(c->report); /* borrows the owners */
+	verify_owners_free(c->owners);
+	free(c);
+	return NULL;
+}
+
+int verify_check_run(const struct verify_check_opts *o, struct verify_check **ret,
+		     struct errbuf *eb)
+{
+	_cleanup_(verify_check_freep) struct verify_check *c = calloc(1, sizeof(*c));
+	struct verify_report *rep;
 	int r;
 
-	if (verify_owners_new(&o) < 0)
-		return cannot_check(a, "out of memory");
-	r = load_owners(a, o, source, sizeof(source));
-	if (r)
+	if (!c || verify_owners_new(&c->owners) < 0)
+		return OOM(eb);
+	r = load_owners(o, c->owners, c->source, sizeof(c->source), eb);
+	if (r < 0)
 		return r;
-	r = resolve_owners(a, o);
-	if (r)
+	r = resolve_owners(c->owners, eb);
+	if (r < 0)
 		return r;
-	if (verify_report_new(o, a->strict_kthreads, &rep) < 0)
-		return cannot_check(a, "out of memory");
-	rep->source = source;
+	if (verify_report_new(c->owners, o->strict_kthreads, &c->report) < 0)
+		return OOM(eb);
+	rep = c->report;
+	rep->source = c->source;
 	if (rep->ncpus) {
-		step_aside(rep, &o->exclusive);
-		r = watch(a, o, rep);
-		if (r)
+		step_aside(rep, &c->owners->exclusive);
+		r = watch(o->duration, c->owners, rep, eb);
+		if (r < 0)
 			return r;
 		r = verify_report_scan(rep, "/proc");
 		if (r == -ENOMEM)
-			return cannot_check(a, "out of memory");
+			return OOM(eb);
 		if (r < 0)
-			return cannot_check(a, "cannot list /proc: %s", strerror(-r));
+			return errbuf_fail(eb, r, "cannot list /proc: %s", strerror(-r));
 		if (rep->unreadable)
 			verify_report_note(rep, "%d threads could not be read", rep->unreadable);
 	}
-	verify_report_tally(rep, &t);
-	if (a->json) {
-		struct json_object *j = NULL;
-
-		if (verify_report_json(rep, &j) < 0)
-			return cannot_check(a, "out of memory");
-		json_object_object_add(j, "version", json_object_new_string(DRA_CPU_VERSION));
-		r = print_json(j);
-		json_object_put(j);
-		if (r < 0)
-			return cannot_check(a, "out of memory");
-	} else {
-		verify_report_print(rep, stdout);
-	}
-	return t.exit_code;
+	*ret = TAKE_PTR(c);
+	return 0;
 }
 
 /* ---- probe ---------------------------------------------------------------------------- */
@@ -723,119 +420,139 @@ static const char *obj_state(const struct bpfmon_probe_obj *o, char *buf, size_t
 	return buf;
 }
 
-static int verb_probe(const struct args *a)
+struct verify_probe *verify_probe_free(struct verify_probe *p)
 {
-	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
-	enum cgroup_hier mode = cgroup_pinning_hier(); /* as dra-cpu-driver picks it */
+	if (!p)
+		return NULL;
+	bpfmon_probe_free(p->probe);
+	free(p);
+	return NULL;
+}
+
+int verify_probe_run(struct verify_probe **ret, struct errbuf *eb)
+{
+	_cleanup_(verify_probe_freep) struct verify_probe *p = calloc(1, sizeof(*p));
 	const struct bpfmon_probe_obj *pin;
 	struct utsname u;
-	bool ok;
-	char buf[128];
 	int r;
 
+	if (!p)
+		return OOM(eb);
+	p->mode = cgroup_pinning_hier(); /* as dra-cpu-driver picks it */
 	if (uname(&u) < 0)
-		(void)snprintf(u.release, sizeof(u.release), "?");
-	r = bpfmon_probe_new(mode, &p);
+		(void)snprintf(p->kernel, sizeof(p->kernel), "?");
+	else
+		(void)snprintf(p->kernel, sizeof(p->kernel), "%s", u.release);
+	r = bpfmon_probe_new(p->mode, &p->probe);
 	if (r < 0)
-		return cannot_check(a, "probe: %s", strerror(-r));
-	pin = &p->obj[BPFMON_OBJ_PINNING];
-	ok = pin->load == 0 && pin->attach == 0;
+		return errbuf_fail(eb, r, "probe: %s", strerror(-r));
+	pin = &p->probe->obj[BPFMON_OBJ_PINNING];
+	p->ok = pin->load == 0 && pin->attach == 0;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
 
-	if (a->json) {
-		struct json_object *o = json_object_new_object(), *f = json_object_new_object();
-		struct json_object *objs = json_object_new_array();
+int verify_probe_json(const struct verify_probe *vp, struct json_object **ret)
+{
+	const struct bpfmon_probe *p = vp->probe;
+	struct json_object *o = json_object_new_object(), *f = json_object_new_object();
+	struct json_object *objs = json_object_new_array();
+	char buf[128];
 
-		if (!o || !f || !objs) {
-			json_object_put(o);
-			json_object_put(f);
-			json_object_put(objs);
-			return cannot_check(a, "out of memory");
-		}
-		json_object_object_add(o, "verdict", json_object_new_string(ok ? "ok" : "error"));
-		json_object_object_add(o, "exitCode", json_object_new_int(ok ? 0 : EXIT_CANNOT));
-		json_object_object_add(o, "kernel", json_object_new_string(u.release));
-		json_object_object_add(o, "cgroupMode",
-				       json_object_new_string(cgroup_hier_name(mode)));
-		for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
-			int s = feature_state(p, &features[i]);
-
-			json_object_object_add(f, features[i].json,
-					       s < 0 ? NULL : json_object_new_boolean(s));
-		}
-		json_object_object_add(o, "features", f);
-		for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
-			const struct bpfmon_probe_obj *ob = &p->obj[i];
-			struct json_object *x = json_object_new_object();
-
-			json_object_object_add(x, "name", json_object_new_string(ob->name));
-			json_object_object_add(x, "loaded", json_object_new_boolean(ob->load == 0));
-			json_object_object_add(x, "attached",
-					       json_object_new_boolean(ob->load == 0 && ob->attach == 0));
-			if (ob->load < 0 || ob->attach < 0)
-				json_object_object_add(x, "error", json_object_new_string(
-									   obj_state(ob, buf, sizeof(buf))));
-			json_object_object_add(x, "log", json_object_new_string(ob->log));
-			json_object_array_add(objs, x);
-		}
-		json_object_object_add(o, "objects", objs);
-		json_object_object_add(o, "version", json_object_new_string(DRA_CPU_VERSION));
-		r = print_json(o);
+	if (!o || !f || !objs) {
 		json_object_put(o);
-		if (r < 0)
-			return cannot_check(a, "out of memory");
-	} else {
-		printf(PROG " --probe: kernel %s, cgroup mode %s (as dra-cpu-driver picks it)\n\n"
-		       "features:\n",
-		       u.release, cgroup_hier_name(mode));
-		for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
-			int s = feature_state(p, &features[i]);
+		json_object_put(f);
+		json_object_put(objs);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "verdict", json_object_new_string(vp->ok ? "ok" : "error"));
+	json_object_object_add(o, "exitCode",
+			       json_object_new_int(vp->ok ? VERIFY_EXIT_CLEAN : VERIFY_EXIT_CANNOT));
+	json_object_object_add(o, "kernel", json_object_new_string(vp->kernel));
+	json_object_object_add(o, "cgroupMode", json_object_new_string(cgroup_hier_name(vp->mode)));
+	for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
+		int s = feature_state(p, &features[i]);
 
-			printf("  %-14s %-8s %s\n", features[i].name,
-			       s < 0 ? "unknown" : s ? "yes" : "no", features[i].what);
-		}
-		printf("\nobjects:\n");
-		for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
-			const struct bpfmon_probe_obj *ob = &p->obj[i];
+		json_object_object_add(f, features[i].json, s < 0 ? NULL : json_object_new_boolean(s));
+	}
+	json_object_object_add(o, "features", f);
+	for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
+		const struct bpfmon_probe_obj *ob = &p->obj[i];
+		struct json_object *x = json_object_new_object();
 
-			printf("  %-10s %s\n", ob->name, obj_state(ob, buf, sizeof(buf)));
-			/* The verifier log (and libbpf's reasons) only where it failed. */
-			if ((ob->load < 0 || ob->attach < 0) && ob->log[0]) {
-				const char *s = ob->log;
+		json_object_object_add(x, "name", json_object_new_string(ob->name));
+		json_object_object_add(x, "loaded", json_object_new_boolean(ob->load == 0));
+		json_object_object_add(x, "attached",
+				       json_object_new_boolean(ob->load == 0 && ob->attach == 0));
+		if (ob->load < 0 || ob->attach < 0)
+			json_object_object_add(x, "error", json_object_new_string(
+								   obj_state(ob, buf, sizeof(buf))));
+		json_object_object_add(x, "log", json_object_new_string(ob->log));
+		json_object_array_add(objs, x);
+	}
+	json_object_object_add(o, "objects", objs);
+	*ret = o;
+	return 0;
+}
 
-				while (*s) {
-					int n = (int)strcspn(s, "\n");
+void verify_probe_print(const struct verify_probe *vp, FILE *out)
+{
+	const struct bpfmon_probe *p = vp->probe;
+	char buf[128];
 
-					printf("    | %.*s\n", n, s);
-					s += n;
-					if (*s)
-						s++;
-				}
+	fprintf(out,
+		"bpf-verify --probe: kernel %s, cgroup mode %s (as dra-cpu-driver picks it)\n\n"
+		"features:\n",
+		vp->kernel, cgroup_hier_name(vp->mode));
+	for (size_t i = 0; i < ARRAY_SIZE(features); i++) {
+		int s = feature_state(p, &features[i]);
+
+		fprintf(out, "  %-14s %-8s %s\n", features[i].name,
+			s < 0 ? "unknown" : s ? "yes" : "no", features[i].what);
+	}
+	fprintf(out, "\nobjects:\n");
+	for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
+		const struct bpfmon_probe_obj *ob = &p->obj[i];
+
+		fprintf(out, "  %-10s %s\n", ob->name, obj_state(ob, buf, sizeof(buf)));
+		/* The verifier log (and libbpf's reasons) only where it failed. */
+		if ((ob->load < 0 || ob->attach < 0) && ob->log[0]) {
+			const char *s = ob->log;
+
+			while (*s) {
+				int n = (int)strcspn(s, "\n");
+
+				fprintf(out, "    | %.*s\n", n, s);
+				s += n;
+				if (*s)
+					s++;
 			}
 		}
-		printf("\nverdict: %s\n",
-		       ok ? (p->obj[BPFMON_OBJ_ENFORCE].load == 0 &&
-				     p->obj[BPFMON_OBJ_ENFORCE].attach == 0
-			     ? "ok: the pinning check and deny mode load here"
-			     : "ok: the pinning check loads here; deny mode does not (the driver "
-			       "falls back to remediate)")
-			  : "the pinning check does not load here: bpf-verify and the driver's checks "
-			    "cannot run");
 	}
-	if (!ok) {
-		const char *hint = load_hint(p->features);
+	fprintf(out, "\nverdict: %s\n",
+		vp->ok ? (p->obj[BPFMON_OBJ_ENFORCE].load == 0 &&
+				  p->obj[BPFMON_OBJ_ENFORCE].attach == 0
+			  ? "ok: the pinning check and deny mode load here"
+			  : "ok: the pinning check loads here; deny mode does not (the driver "
+			    "falls back to remediate)")
+		       : "the pinning check does not load here: bpf-verify and the driver's checks "
+			 "cannot run");
+}
 
-		fprintf(stderr, PROG ": could not check: the pinning check does not load: %s\n",
-			hint ? hint : strerror(pin->load < 0 ? -pin->load : -pin->attach));
-		return EXIT_CANNOT;
-	}
-	return 0;
+const char *verify_probe_why(const struct verify_probe *vp)
+{
+	const struct bpfmon_probe_obj *pin = &vp->probe->obj[BPFMON_OBJ_PINNING];
+	const char *hint = load_hint(vp->probe->features);
+
+	return hint ? hint : strerror(pin->load < 0 ? -pin->load : -pin->attach);
 }
 
 /* ---- realtime ------------------------------------------------------------------------- */
 
 /* The real-time CPUs and their owners: the driver's rt-owners.json, or
- * --rt-cpus alone. */
-static int rt_load_owners(const struct args *a, struct rt_owners *o)
+ * the CPUs alone. */
+static int rt_load_owners(const struct verify_realtime_opts *a, struct rt_owners *o,
+			  struct errbuf *eb)
 {
 	struct errbuf why = { "" };
 	_cleanup_free_ char *buf = NULL;
@@ -845,144 +562,110 @@ static int rt_load_owners(const struct args *a, struct rt_owners *o)
 
 	if (a->rt_cpus) {
 		*o = (struct rt_owners){ 0 };
-		if (cpuset_parse(a->rt_cpus, &o->cpus, &why) < 0)
-			return cannot_check(a, "--rt-cpus: %s", why.s);
+		r = cpuset_parse(a->rt_cpus, &o->cpus, &why);
+		if (r < 0)
+			return errbuf_fail(eb, r, "--rt-cpus: %s", why.s);
 		return 0;
 	}
 	(void)snprintf(path, sizeof(path), "%s/%s", a->state_dir, RTREPORT_OWNERS_FILE);
 	r = fileio_read(path, 16 << 20, &buf, &len, NULL);
 	if (r == -ENOENT)
-		return cannot_check(a,
-				    "no %s: is dra-cpu-driver running with --rt-cpus and --state-dir "
-				    "%s? (or name the CPUs with --rt-cpus)",
-				    path, a->state_dir);
+		return errbuf_fail(eb, r,
+				   "no %s: is dra-cpu-driver running with --rt-cpus and --state-dir "
+				   "%s? (or name the CPUs with --rt-cpus)",
+				   path, a->state_dir);
 	if (r < 0)
-		return cannot_check(a, "cannot read %s: %s", path, strerror(-r));
+		return errbuf_fail(eb, r, "cannot read %s: %s", path, strerror(-r));
 	r = rt_owners_parse(buf, len, o, &why);
 	if (r < 0)
-		return cannot_check(a, "%s: %s", path, why.s);
+		return errbuf_fail(eb, r, "%s: %s", path, why.s);
 	return 0;
 }
 
-static int verb_realtime(const struct args *a)
+struct verify_realtime *verify_realtime_free(struct verify_realtime *v)
 {
+	if (!v)
+		return NULL;
+	rtreport_done(&v->report); /* borrows the owners */
+	rt_owners_done(&v->owners);
+	free(v);
+	return NULL;
+}
+
+int verify_realtime_run(const struct verify_realtime_opts *a, struct verify_realtime **ret,
+			struct errbuf *eb)
+{
+	_cleanup_(verify_realtime_freep) struct verify_realtime *v = calloc(1, sizeof(*v));
 	_cleanup_(rtmon_freep) struct rtmon *m = NULL;
 	struct rtmon_opts mo = { 0 };
-	struct rt_owners own = { 0 };
 	struct rtmon_task *tasks = NULL;
 	struct rtreport_cpu *cpus = NULL;
-	struct rtreport rep = { 0 };
 	struct cgroup_mounts mounts = { 0 };
 	bool have_mounts = false;
 	enum cgroup_hier hier = CGROUP_V2;
-	struct errbuf eb = { "" };
 	struct timespec ts;
-	int n_tasks = 0, n_cpus = 0, ret, r;
+	int n_tasks = 0, n_cpus = 0, r;
 
-	ret = rt_load_owners(a, &own);
-	if (ret)
-		return ret;
-	if (cpuset_is_empty(&own.cpus)) {
-		rt_owners_done(&own);
-		return cannot_check(a, "no real-time CPU in use (%s)",
-				    a->rt_cpus ? "--rt-cpus is empty" : "no real-time claim bound");
-	}
+	if (!v)
+		return OOM(eb);
+	r = rt_load_owners(a, &v->owners, eb);
+	if (r < 0)
+		return r;
+	if (cpuset_is_empty(&v->owners.cpus))
+		return errbuf_fail(eb, -ENOENT, "no real-time CPU in use (%s)",
+				   a->rt_cpus ? "--rt-cpus is empty" : "no real-time claim bound");
 	if (cgroup_mounts_read(&mounts) == 0) {
 		(void)cgroup_mounts_pinning(&mounts, &hier);
 		have_mounts = true;
 	}
 	mo.cgroup_v1 = hier == CGROUP_V1;
-	r = rtmon_new(&mo, &m, &eb);
-	if (r < 0) {
-		rt_owners_done(&own);
-		return cannot_check(a, "%s", eb.s);
-	}
-	cpus = calloc((size_t)cpuset_count(&own.cpus), sizeof(*cpus));
+	r = rtmon_new(&mo, &m, eb);
+	if (r < 0)
+		goto out;
+	cpus = calloc((size_t)cpuset_count(&v->owners.cpus), sizeof(*cpus));
 	if (!cpus) {
-		ret = cannot_check(a, "out of memory");
+		r = OOM(eb);
 		goto out;
 	}
-	CPUSET_FOREACH(cpu, &own.cpus)
+	CPUSET_FOREACH(cpu, &v->owners.cpus)
 	{
 		r = rtmon_watch(m, cpu, true);
 		if (r < 0) {
-			ret = cannot_check(a, "cannot watch CPU %d: %s", cpu, strerror(-r));
+			r = errbuf_fail(eb, r, "cannot watch CPU %d: %s", cpu, strerror(-r));
 			goto out;
 		}
 	}
-	for (int i = 0; i < own.n; i++)
-		(void)rtmon_own(m, own.v[i].cgroup_id, own.v[i].cpu, true);
+	for (int i = 0; i < v->owners.n; i++)
+		(void)rtmon_own(m, v->owners.v[i].cgroup_id, v->owners.v[i].cpu, true);
 	log_info("rt_window_started", "cpus=%d owners=%d duration_s=%.3f",
-		 cpuset_count(&own.cpus), own.n, a->duration);
+		 cpuset_count(&v->owners.cpus), v->owners.n, a->duration);
 	ts.tv_sec = (time_t)a->duration;
 	ts.tv_nsec = (long)((a->duration - (double)ts.tv_sec) * 1e9);
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 	r = rtmon_tasks(m, &tasks, &n_tasks);
 	if (r < 0) {
-		ret = cannot_check(a, "cannot read the monitor: %s", strerror(-r));
+		r = errbuf_fail(eb, r, "cannot read the monitor: %s", strerror(-r));
 		goto out;
 	}
-	CPUSET_FOREACH(cpu, &own.cpus)
+	CPUSET_FOREACH(cpu, &v->owners.cpus)
 	{
 		cpus[n_cpus].cpu = cpu;
 		if (rtmon_cpu(m, cpu, &cpus[n_cpus].c) == 0)
 			n_cpus++;
 	}
-	if (rtreport_build(&own, tasks, n_tasks, cpus, n_cpus, a->duration, &rep) < 0 ||
-	    rtreport_scan_pinned(&rep, &own, "/proc", hier,
+	if (rtreport_build(&v->owners, tasks, n_tasks, cpus, n_cpus, a->duration, &v->report) < 0 ||
+	    rtreport_scan_pinned(&v->report, &v->owners, "/proc", hier,
 				 have_mounts ? &mounts.h[hier] : NULL) == -ENOMEM) {
-		ret = cannot_check(a, "out of memory");
+		r = OOM(eb);
 		goto out;
 	}
-	if (a->json) {
-		struct json_object *j = NULL;
-
-		if (rtreport_to_json(&rep, &j) < 0) {
-			ret = cannot_check(a, "out of memory");
-			goto out;
-		}
-		json_object_object_add(j, "version", json_object_new_string(DRA_CPU_VERSION));
-		(void)print_json(j);
-		json_object_put(j);
-	} else {
-		rtreport_print(&rep, stdout);
-	}
-	ret = rtreport_exit_code(&rep);
+	*ret = TAKE_PTR(v);
+	r = 0;
 out:
-	rtreport_done(&rep);
 	free(tasks);
 	free(cpus);
-	rt_owners_done(&own);
 	if (have_mounts)
 		cgroup_mounts_done(&mounts);
-	return ret;
-}
-
-/* ---- main ----------------------------------------------------------------------------- */
-
-int main(int argc, char **argv)
-{
-	struct args a;
-	char err[ERRBUF_MAX] = "";
-	int r;
-
-	r = parse_args(argc, argv, &a, err, sizeof(err));
-	if (r < 0) {
-		struct args ja = { .json = false };
-
-		free(a.exclusive);
-		/* --json may come after the bad flag: look for it anywhere. */
-		for (int i = 1; i < argc; i++)
-			ja.json |= !strcmp(argv[i], "--json");
-		return cannot_check(&ja, "%s (see --help)", r == -ENOMEM ? "out of memory" : err);
-	}
-	log_set_level(a.verbose ? LOG_INFO : LOG_ERROR);
-	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
-		if (verbs[i].flag == a.verb) {
-			r = verbs[i].run(&a);
-			break;
-		}
-	free(a.exclusive);
 	return r;
 }
