@@ -29,12 +29,11 @@
 #include <json-c/json.h>
 
 #define LOG_MOD "dra"
-#include "core/allocator.h"
 #include "core/cdi.h"
 #include "core/claim.h"
 #include "core/devices.h"
 #include "core/metadata.h"
-#include "core/rt.h"
+#include "core/prepare.h"
 #include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
@@ -46,7 +45,6 @@
 #include "lib/log.h"
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
-#include "lib/quantity.h"
 #include "core/state.h"
 #include "host/topo.h"
 
@@ -86,7 +84,7 @@ struct dra {
 	struct state *state;
 	const struct topo *topo;
 	const struct devices *devices;
-	struct alloc_topo *alloc;
+	struct prepare *prepare; /* the policy: which CPUs, may it be prepared again */
 	struct grpc_server *grpc;
 	struct prep *preps; /* calls with claims not done */
 	/* claims waiting for a fetch slot, oldest first */
@@ -141,562 +139,6 @@ struct prep {
 #define perr(eb, ...) errbuf_fail((eb), -EINVAL, __VA_ARGS__)
 
 static const struct cpuset *online_now(const struct dra *d);
-
-/* ---- deciding CPUs ----------------------------------------------------------------- */
-
-static enum alloc_policy to_alloc_policy(enum claim_policy p)
-{
-	switch (p) {
-	case CLAIM_POLICY_SPREAD_CORES:
-		return ALLOC_SPREAD_CORES;
-	case CLAIM_POLICY_DISTRIBUTED:
-		return ALLOC_DISTRIBUTED;
-	default:
-		return ALLOC_PACKED;
-	}
-}
-
-/* The CPUs a cpuset override names, checked the way the reference driver
- * checks them: online, not reserved, inside the device, as many as the
- * request consumed, not used by another result of the claim, and free. */
-static int pick_exact(struct dra *d, const struct claim_result *r, const struct device *dev,
-		      int64_t count, const struct cpuset *taken, struct cpuset *out,
-		      struct errbuf *err)
-{
-	struct cpuset want, bad, group, pool, reserved;
-	char list[256];
-
-	if (cpuset_parse(r->cpuset, &want, NULL) < 0)
-		return perr(err, "request %s: cpuConfig.cpuset is not a CPU list", r->request);
-	cpuset_andnot(&bad, &want, online_now(d));
-	if (!cpuset_is_empty(&bad)) {
-		(void)cpuset_format(&bad, list, sizeof(list));
-		return perr(err, "request %s: cpuset %s: CPUs %s are not online", r->request,
-			    r->cpuset, list);
-	}
-	cpuset_andnot(&reserved, &d->topo->online, state_allocatable(d->state));
-	cpuset_and(&bad, &want, &reserved);
-	if (!cpuset_is_empty(&bad)) {
-		(void)cpuset_format(&bad, list, sizeof(list));
-		return perr(err, "request %s: cpuset %s: CPUs %s are reserved (--reserved-cpus)",
-			    r->request, r->cpuset, list);
-	}
-	device_cpus(dev, &group);
-	cpuset_andnot(&bad, &want, &group);
-	if (!cpuset_is_empty(&bad)) {
-		(void)cpuset_format(&bad, list, sizeof(list));
-		return perr(err, "request %s: cpuset %s: CPUs %s are not in device %s", r->request,
-			    r->cpuset, list, r->device);
-	}
-	if (cpuset_count(&want) != count)
-		return perr(err,
-			    "request %s: cpuset %s has %d CPUs, the allocation consumed %lld "
-			    "(dra.cpu/cpu \"%s\")",
-			    r->request, r->cpuset, cpuset_count(&want), (long long)count,
-			    r->consumed);
-	cpuset_and(&bad, &want, taken);
-	if (!cpuset_is_empty(&bad)) {
-		(void)cpuset_format(&bad, list, sizeof(list));
-		return perr(err, "request %s: cpuset %s: CPUs %s are used by another device of the "
-				 "claim",
-			    r->request, r->cpuset, list);
-	}
-	state_shared_pool(d->state, &pool);
-	cpuset_andnot(&bad, &want, &pool);
-	if (!cpuset_is_empty(&bad)) {
-		(void)cpuset_format(&bad, list, sizeof(list));
-		return perr(err, "request %s: cpuset %s: CPUs %s are held by another claim",
-			    r->request, r->cpuset, list);
-	}
-	*out = want;
-	return 0;
-}
-
-/* CPUs for one result of a grouped claim, chosen inside the device's group
- * among CPUs nobody holds and this claim has not picked yet. */
-static int pick_grouped(struct dra *d, const struct claim_result *r, const struct cpuset *taken,
-			struct cpuset *out, struct errbuf *err)
-{
-	const struct device *dev = devices_find(d->devices, r->device);
-	struct cpuset avail, group, reserved;
-	struct alloc_opts ao = { 0 };
-	struct errbuf why = { "" }, qwhy = { "" };
-	int64_t count;
-	int rc;
-
-	if (!dev)
-		return perr(err, "device %s (request %s) is not a device of this node", r->device,
-			    r->request);
-	if (!r->consumed[0])
-		return perr(err,
-			    "result for request %s has no consumedCapacity[\"dra.cpu/cpu\"]: the "
-			    "cluster needs the DRAConsumableCapacity feature",
-			    r->request);
-	rc = quantity_parse_count(r->consumed, dev->n_cpus, &count, &qwhy);
-	if (rc < 0)
-		return perr(err, "request %s: dra.cpu/cpu %s (device %s has %d CPUs)", r->request,
-			    qwhy.s, r->device, dev->n_cpus);
-	if (r->cpuset[0])
-		return pick_exact(d, r, dev, count, taken, out, err);
-	device_cpus(dev, &group);
-	state_shared_pool(d->state, &avail);
-	cpuset_and(&avail, &avail, &group);
-	cpuset_and(&avail, &avail, online_now(d)); /* never a CPU that went offline */
-	cpuset_andnot(&avail, &avail, taken);
-	if (cpuset_count(&avail) < count)
-		return perr(err, "request %s: dra.cpu/cpu \"%s\" is more than the %d CPUs %s has free",
-			    r->request, r->consumed, cpuset_count(&avail), r->device);
-	cpuset_andnot(&reserved, &d->topo->online, state_allocatable(d->state));
-	ao.policy = to_alloc_policy(r->config.policy);
-	/* alignL3 defaults on for packed only: kubelet refuses uncore alignment
-	 * with the spread and distributed policies, so only an explicit request
-	 * for that combination is an error. */
-	ao.align_l3 = r->config.align_l3_set ? r->config.align_l3
-					     : ao.policy == ALLOC_PACKED;
-	ao.full_cores = r->config.full_cores;
-	ao.reserved = &reserved;
-	rc = alloc_take(d->alloc, &avail, (int)count, &ao, out, &why);
-	if (rc < 0)
-		return perr(err, "request %s: %s", r->request, why.s);
-	return 0;
-}
-
-/* A claim prepared before is prepared again only to what it holds: the same
- * results in the same order (request, device, CPU count), each one's CPUs
- * inside its device. A claim restored from its CDI spec alone has no record
- * of its results: then its CPUs must be as many as asked and inside the
- * devices. Anything else is another allocation (the claim was deallocated
- * and allocated again while the kubelet still had it prepared): refused, so
- * the pod never runs on CPUs that were not allocated to it. */
-static int check_same_allocation(struct dra *d, struct prep_claim *pc,
-				 const struct state_claim *have)
-{
-	struct cpuset within, held;
-	int64_t total = 0;
-	char list[128];
-
-	cpuset_zero(&within);
-	if (have->n_results && have->n_results != pc->alloc.n)
-		return perr(&pc->err,
-			    "claim is already prepared with %d results, its allocation now has %d: "
-			    "unprepare it before preparing it again",
-			    have->n_results, pc->alloc.n);
-	for (int i = 0; i < pc->alloc.n; i++) {
-		const struct claim_result *cr = &pc->alloc.results[i];
-		const struct device *dev = devices_find(d->devices, cr->device);
-		struct errbuf qwhy = { "" };
-		struct cpuset cpus;
-		int64_t count = 1;
-
-		if (!dev)
-			return perr(&pc->err, "device %s (request %s) is not a device of this node",
-				    cr->device, cr->request);
-		if (d->devices->kind != DEVICE_CPU &&
-		    quantity_parse_count(cr->consumed, dev->n_cpus, &count, &qwhy) < 0)
-			return perr(&pc->err, "request %s: dra.cpu/cpu %s", cr->request, qwhy.s);
-		device_cpus(dev, &cpus);
-		cpuset_or(&within, &within, &cpus);
-		total += count;
-		if (have->n_results) {
-			const struct state_result *sr = &have->results[i];
-			struct cpuset named, got;
-
-			(void)cpuset_from_view(&sr->cpus, &got);
-			if (cr->cpuset[0] && cpuset_parse(cr->cpuset, &named, NULL) == 0 &&
-			    !cpuset_equal(&named, &got))
-				return perr(&pc->err,
-					    "claim is already prepared with other CPUs for request %s "
-					    "than its cpuset %s: unprepare it before preparing it again",
-					    cr->request, cr->cpuset);
-			if (strcmp(sr->request, cr->request) != 0 ||
-			    strcmp(sr->device, cr->device) != 0 ||
-			    cpuset_count(&got) != count || !cpuset_is_subset(&got, &cpus))
-				return perr(&pc->err,
-					    "claim is already prepared with another allocation (request "
-					    "%s: %d CPUs of %s, now request %s: %lld of %s): unprepare "
-					    "it before preparing it again",
-					    sr->request, cpuset_count(&got), sr->device,
-					    cr->request, (long long)count, cr->device);
-		}
-	}
-	(void)cpuset_from_view(&have->cpus, &held);
-	if (cpuset_count(&held) != total || !cpuset_is_subset(&held, &within)) {
-		(void)cpuset_format(&held, list, sizeof(list));
-		return perr(&pc->err,
-			    "claim is already prepared with CPUs %s, which its allocation (%lld CPUs) "
-			    "does not name: unprepare it before preparing it again",
-			    list, (long long)total);
-	}
-	return 0;
-}
-
-/* The metadata files of a claim (device_metadata on): one per base
- * request, its devices with their slice attributes and, grouped, the CPUs
- * each result holds (held[i], -1 for individual devices). */
-static int write_metadata(struct dra *d, struct prep_claim *pc, const int64_t *held)
-{
-	struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
-				    .driver = DRA_DRIVER, .pool = d->node };
-	struct json_object *attrs[CLAIM_MAX_RESULTS] = { 0 };
-	struct metadata_claim *mc = calloc(1, sizeof(*mc));
-	struct errbuf why = { "" };
-	int r = 0;
-
-	if (!mc)
-		return perr(&pc->err, "out of memory");
-	mc->ns = pc->ns;
-	mc->name = pc->name;
-	mc->uid = pc->uid;
-	mc->pod_claim_name = pc->alloc.pod_claim_name;
-	for (int i = 0; i < pc->alloc.n && r >= 0; i++) {
-		const struct claim_result *cr = &pc->alloc.results[i];
-		size_t base = metadata_base_len(cr->request);
-		struct metadata_request *mr = NULL;
-
-		/* results of one base request share its file */
-		for (int k = 0; k < mc->n; k++)
-			if (metadata_base_len(mc->requests[k].name) == base &&
-			    !strncmp(mc->requests[k].name, cr->request, base))
-				mr = &mc->requests[k];
-		if (!mr) {
-			mr = &mc->requests[mc->n++];
-			mr->name = cr->request;
-		}
-		if (d->o.device_attributes)
-			r = d->o.device_attributes(d->o.attributes_ud, cr->device, &attrs[i]);
-		mr->devices[mr->n++] = (struct metadata_device){ .name = cr->device,
-								 .attributes = attrs[i],
-								 .allocated_cpus = held[i] };
-	}
-	if (r >= 0)
-		r = metadata_write(&mo, mc, &why);
-	for (int i = 0; i < pc->alloc.n; i++)
-		if (attrs[i])
-			(void)json_object_put(attrs[i]);
-	free(mc);
-	if (r < 0)
-		return perr(&pc->err, "writing the device metadata: %s",
-			    why.s[0] ? why.s : strerror(-r));
-	return 0;
-}
-
-static void remove_metadata(struct dra *d, const char *uid)
-{
-	struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
-				    .driver = DRA_DRIVER, .pool = d->node };
-
-	(void)metadata_remove(&mo, uid, NULL);
-}
-
-/* ---- real-time claims ---------------------------------------------------------------- */
-
-/* Does the claim name a real-time device? Then all of it must be real-time. */
-static bool is_rt_claim(const struct dra *d, const struct prep_claim *pc)
-{
-	for (int i = 0; i < pc->alloc.n; i++) {
-		const struct device *dev = devices_find(d->devices, pc->alloc.results[i].device);
-
-		if (dev && dev->kind == DEVICE_RT)
-			return true;
-	}
-	return false;
-}
-
-/* A fresh state record for result cr, named as the claim names it. */
-static int result_init(struct prep_claim *pc, const struct claim_result *cr,
-		       struct state_result *sr)
-{
-	memset(sr, 0, sizeof(*sr));
-	if (strlen(cr->request) >= STATE_REQUEST_MAX || strlen(cr->device) >= STATE_DEVICE_MAX)
-		return perr(&pc->err, "request or device name too long");
-	sr->request = cr->request; /* borrowed: state copies them */
-	sr->device = cr->device;
-	return 0;
-}
-
-/* The results of a real-time claim as state records them, each checked:
- * a real-time device, the claim's one budget, within the kernel's limits
- * and within what the result consumes. res[i].cpus is a view of sets[i]. */
-static int rt_results(struct dra *d, struct prep_claim *pc, struct state_result *res,
-		      struct cpuset *sets, struct rt_budget *ret_budget)
-{
-	const struct rt_limits *l = d->o.rt;
-	const struct rt_budget *b = NULL;
-	struct cpuset taken;
-	struct errbuf why = { "" };
-
-	cpuset_zero(&taken);
-	for (int i = 0; i < pc->alloc.n; i++) {
-		const struct claim_result *cr = &pc->alloc.results[i];
-		const struct device *dev = devices_find(d->devices, cr->device);
-		struct state_result *sr = &res[i];
-		int64_t milli;
-
-		if (!dev)
-			return perr(&pc->err, "device %s (request %s) is not a device of this node",
-				    cr->device, cr->request);
-		if (dev->kind != DEVICE_RT || !l)
-			return perr(&pc->err,
-				    "request %s: device %s is not a real-time CPU: a claim's devices "
-				    "must all be real-time CPUs or none",
-				    cr->request, cr->device);
-		if (!cr->config.rt_set)
-			return perr(&pc->err,
-				    "request %s: device %s is a real-time CPU: the claim needs a "
-				    "CPUConfig with \"realtime\" (docs/realtime.md)",
-				    cr->request, cr->device);
-		if (b && !rt_budget_equal(b, &cr->config.rt))
-			return perr(&pc->err, "request %s: every request of a real-time claim must "
-					     "carry the same CPUConfig.realtime",
-				    cr->request);
-		b = &cr->config.rt;
-		if (rt_budget_check(b, l, &why) < 0)
-			return perr(&pc->err, "request %s: %s", cr->request, why.s);
-		if (!cr->rt_consumed[0])
-			return perr(&pc->err,
-				    "result for request %s has no consumedCapacity[\"%s\"]: the "
-				    "cluster needs the DRAConsumableCapacity feature",
-				    cr->request, RT_CAPACITY_KEY);
-		if (rt_milli_parse(cr->rt_consumed, &milli, &why) < 0)
-			return perr(&pc->err, "request %s: %s %s", cr->request, RT_CAPACITY_KEY,
-				    why.s);
-		if (milli > dev->rt_capacity_milli)
-			return perr(&pc->err, "request %s: %s \"%s\" is more than device %s has",
-				    cr->request, RT_CAPACITY_KEY, cr->rt_consumed, cr->device);
-		if (rt_budget_fits(b, milli, l, cr->device, &why) < 0)
-			return perr(&pc->err, "request %s: %s", cr->request, why.s);
-		if (cpuset_has(&taken, dev->id))
-			return perr(&pc->err, "device %s is allocated twice in the claim",
-				    cr->device);
-		cpuset_set(&taken, dev->id);
-		if (result_init(pc, cr, sr) < 0)
-			return -EINVAL;
-		cpuset_zero(&sets[i]);
-		cpuset_set(&sets[i], dev->id);
-		sr->cpus = cpuset_view(&sets[i]);
-		sr->rt_milli = milli;
-	}
-	if (!b) /* claim_parse() never yields an empty allocation */
-		return perr(&pc->err, "the allocation has no results");
-	*ret_budget = *b;
-	return 0;
-}
-
-/* A real-time claim prepared again: the same devices, bandwidth and budget
- * (or, restored from its CDI spec alone, the same CPUs). */
-static int check_same_rt(struct dra *d, struct prep_claim *pc, const struct state_claim *have,
-			 const struct state_result *res, const struct rt_budget *b)
-{
-	struct cpuset cpus, held;
-
-	cpuset_zero(&cpus);
-	for (int i = 0; i < pc->alloc.n; i++)
-		cpuset_or_view(&cpus, &res[i].cpus);
-	if (!have->rt)
-		return perr(&pc->err, "claim is already prepared as an ordinary claim: unprepare it "
-				     "before preparing it again");
-	if (have->n_results == 0)
-		return cpuset_equal(cpuset_from_view(&have->cpus, &held), &cpus)
-			       ? 0
-			       : perr(&pc->err, "claim is already prepared on other real-time CPUs: "
-					       "unprepare it before preparing it again");
-	if (have->n_results != pc->alloc.n || !rt_budget_equal(&have->budget, b))
-		return perr(&pc->err, "claim is already prepared with another real-time budget or "
-				     "devices: unprepare it before preparing it again");
-	for (int i = 0; i < pc->alloc.n; i++)
-		if (strcmp(have->results[i].device, res[i].device) != 0 ||
-		    strcmp(have->results[i].request, res[i].request) != 0 ||
-		    have->results[i].rt_milli != res[i].rt_milli)
-			return perr(&pc->err,
-				    "claim is already prepared with %s of %s, now %s: unprepare it "
-				    "before preparing it again",
-				    have->results[i].device, have->results[i].request, res[i].device);
-	return 0;
-}
-
-/* A claim prepared again (another pod of a shared claim, or a claim restored
- * without its consumers): this read of its consumers is newer. */
-static void record_consumers(struct dra *d, struct prep_claim *pc)
-{
-	int r = state_claim_set_consumers(d->state, pc->uid, pc->ns, pc->name, pc->consumers,
-					  pc->n_consumers);
-
-	if (r < 0)
-		log_warn_errno(r, "claim_consumers_not_recorded",
-			       "claim=%s/%s uid=%s action=next_read_retries", pc->ns, pc->name,
-			       pc->uid);
-}
-
-static int decide_rt(struct dra *d, struct prep_claim *pc, const struct state_claim *have)
-{
-	const struct rt_limits *l = d->o.rt;
-	struct state_result res[CLAIM_MAX_RESULTS];
-	struct cpuset sets[CLAIM_MAX_RESULTS], held;
-	struct state_claim c;
-	struct errbuf why = { "" };
-	char list[256], have_q[32], cap_q[32], want_q[32];
-	int r;
-
-	memset(&c, 0, sizeof(c));
-	r = rt_results(d, pc, res, sets, &c.budget);
-	if (r < 0)
-		return r;
-	if (have) {
-		r = check_same_rt(d, pc, have, res, &c.budget);
-		if (r == 0)
-			record_consumers(d, pc);
-		return r;
-	}
-	/* The scheduler admitted it against the published capacity; the claims
-	 * prepared here are what the kernel will be asked for. */
-	for (int i = 0; i < pc->alloc.n; i++) {
-		int cpu = cpuset_first(&sets[i]);
-		int64_t used = rt_cpu_used_milli(d->state, cpu, l);
-
-		if (used + res[i].rt_milli > l->capacity_milli) {
-			rt_milli_format(used, have_q, sizeof(have_q));
-			rt_milli_format(l->capacity_milli, cap_q, sizeof(cap_q));
-			rt_milli_format(res[i].rt_milli, want_q, sizeof(want_q));
-			return perr(&pc->err,
-				    "request %s: %s %s does not fit on %s: the real-time claims "
-				    "prepared on it hold %s of %s",
-				    res[i].request, RT_CAPACITY_KEY, want_q, res[i].device, have_q,
-				    cap_q);
-		}
-	}
-	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
-	c.ns = pc->ns;
-	c.name = pc->name;
-	c.rt = true;
-	c.n_results = pc->alloc.n;
-	c.results = res;
-	c.consumers_known = true;
-	c.consumers = pc->consumers;
-	c.n_consumers = pc->n_consumers;
-	r = state_claim_add(d->state, &c, &why);
-	if (r < 0)
-		return perr(&pc->err, "%s", why.s);
-	(void)cpuset_format(cpuset_from_view(&state_claim(d->state, pc->uid)->cpus, &held), list,
-			    sizeof(list));
-	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d realtime=%s",
-		 pc->ns, pc->name, pc->uid, list, pc->alloc.n, rt_policy_name(c.budget.policy));
-	return 0;
-}
-
-/* Decides and commits a claim, or says in pc->err why not. */
-static int decide(struct dra *d, struct prep_claim *pc)
-{
-	const struct state_claim *have = state_claim(d->state, pc->uid);
-	struct state_result res[CLAIM_MAX_RESULTS];
-	struct cpuset sets[CLAIM_MAX_RESULTS], taken;
-	struct state_claim c;
-	struct errbuf why = { "" };
-	char list[256];
-	int r;
-
-	if (is_rt_claim(d, pc))
-		return decide_rt(d, pc, have);
-	if (have && have->rt)
-		return perr(&pc->err, "claim is already prepared as a real-time claim: unprepare it "
-				     "before preparing it again");
-	if (have) {
-		r = check_same_allocation(d, pc, have);
-		/* the retry repairs metadata a crash or a hand removed */
-		if (r >= 0 && d->o.device_metadata) {
-			int64_t held[CLAIM_MAX_RESULTS];
-
-			for (int i = 0; i < pc->alloc.n; i++)
-				held[i] = d->devices->kind == DEVICE_CPU ? -1
-					  : have->n_results ? cpuset_count(cpuset_from_view(
-								      &have->results[i].cpus, &taken))
-							    : -1;
-			r = write_metadata(d, pc, held);
-		}
-		if (r >= 0)
-			record_consumers(d, pc);
-		return r;
-	}
-	memset(&c, 0, sizeof(c));
-	cpuset_zero(&taken);
-	for (int i = 0; i < pc->alloc.n; i++) {
-		const struct claim_result *cr = &pc->alloc.results[i];
-		struct state_result *sr = &res[i];
-
-		r = result_init(pc, cr, sr);
-		if (r < 0)
-			return r;
-		if (d->devices->kind == DEVICE_CPU) {
-			const struct device *dev = devices_find(d->devices, cr->device);
-
-			if (!dev)
-				return perr(&pc->err,
-					    "device %s (request %s) is not a device of this node",
-					    cr->device, cr->request);
-			if (cr->cpuset[0])
-				return perr(&pc->err,
-					    "request %s: a cpuset override (cpuConfig.cpuset) needs "
-					    "grouped devices; device %s is one CPU",
-					    cr->request, cr->device);
-			if (!cpuset_has(online_now(d), dev->id))
-				return perr(&pc->err,
-					    "device %s (request %s): CPU %d is offline", cr->device,
-					    cr->request, dev->id);
-			cpuset_zero(&sets[i]);
-			cpuset_set(&sets[i], dev->id);
-			if (cpuset_has(&taken, dev->id))
-				return perr(&pc->err, "device %s is allocated twice in the claim",
-					    cr->device);
-		} else {
-			r = pick_grouped(d, cr, &taken, &sets[i], &pc->err);
-			if (r < 0)
-				return r;
-		}
-		cpuset_or(&taken, &taken, &sets[i]);
-		sr->cpus = cpuset_view(&sets[i]);
-	}
-
-	/* Metadata before the commit: a committed claim always has it. */
-	if (d->o.device_metadata) {
-		int64_t held[CLAIM_MAX_RESULTS];
-
-		for (int i = 0; i < pc->alloc.n; i++)
-			held[i] = d->devices->kind == DEVICE_CPU ? -1 : cpuset_count(&sets[i]);
-		r = write_metadata(d, pc, held);
-		if (r < 0)
-			return r;
-	}
-	memcpy(c.uid, pc->uid, strlen(pc->uid) + 1);
-	c.ns = pc->ns;
-	c.name = pc->name;
-	/* What the container of the claim gets beside its CPUs: one container
-	 * holds all of a claim, so any result asking decides. */
-	for (int i = 0; i < pc->alloc.n; i++) {
-		const struct claim_config *cc = &pc->alloc.results[i].config;
-
-		if (cc->memory == CLAIM_MEMORY_LOCAL ||
-		    (cc->memory == CLAIM_MEMORY_DEFAULT && d->o.memory_local))
-			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
-		if (cc->shared_pool)
-			c.flags |= STATE_CLAIM_SHARED_POOL;
-	}
-	c.n_results = pc->alloc.n;
-	c.results = res;
-	c.consumers_known = true;
-	c.consumers = pc->consumers;
-	c.n_consumers = pc->n_consumers;
-	r = state_claim_add(d->state, &c, &why);
-	if (r < 0 && d->o.device_metadata)
-		remove_metadata(d, pc->uid);
-	if (r == -EBUSY && d->devices->kind == DEVICE_CPU)
-		return perr(&pc->err, "overlapping device assignment: %s", why.s);
-	if (r < 0)
-		return perr(&pc->err, "%s", why.s);
-	(void)cpuset_format(&taken, list, sizeof(list));
-	log_info("claim_prepared", "claim=%s/%s uid=%s cpus=%s results=%d", pc->ns, pc->name,
-		 pc->uid, list, pc->alloc.n);
-	metric_observe(d->claim_cpus, cpuset_count(&taken));
-	return 0;
-}
 
 /* ---- NodePrepareResources ------------------------------------------------------------ */
 
@@ -929,6 +371,19 @@ static int read_consumers(struct json_object *claim, struct prep_claim *pc, stru
 	return 0;
 }
 
+/* Hands a claim whose allocation is read to the policy (core/prepare.h);
+ * a refusal stays in pc->err for the reply. */
+static void decide(struct dra *d, struct prep_claim *pc)
+{
+	struct prepare_request rq = { .ns = pc->ns, .name = pc->name, .uid = pc->uid,
+				      .alloc = &pc->alloc, .consumers = pc->consumers,
+				      .n_consumers = pc->n_consumers };
+	struct prepare_result res;
+
+	if (prepare_claim(d->prepare, &rq, &res, &pc->err) == 0 && !res.again && !res.rt)
+		metric_observe(d->claim_cpus, res.n_cpus);
+}
+
 static void on_claim_fetched(void *ud, struct json_object *claim, const char *err)
 {
 	struct prep_claim *pc = ud;
@@ -948,7 +403,7 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 		    read_consumers(claim, pc, &cerr) < 0)
 			(void)perr(&pc->err, "%s", cerr.s);
 		else
-			(void)decide(d, pc);
+			decide(d, pc);
 	}
 	prep_claim_done(pc);
 }
@@ -1585,9 +1040,19 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	if (!d->pump)
 		return -ENOMEM;
 	register_metrics(d, metrics);
-	r = alloc_topo_from_topo(topo, &d->alloc);
-	if (r < 0)
-		return log_error_errno(r, "allocator_init_failed", "");
+	{
+		struct prepare_opts po = { .state = state, .topo = topo, .devices = devices,
+					   .rt = o->rt, .memory_local = o->memory_local,
+					   .device_metadata = o->device_metadata,
+					   .data_dir = d->data_dir, .cdi_dir = o->cdi_dir,
+					   .driver = DRA_DRIVER, .pool = d->node,
+					   .device_attributes = o->device_attributes,
+					   .attributes_ud = o->attributes_ud };
+
+		r = prepare_new(&po, &d->prepare);
+		if (r < 0)
+			return log_error_errno(r, "allocator_init_failed", "");
+	}
 	grpc_limits_default(&lim);
 	if (o->first_request_timeout_ms > 0)
 		lim.first_request_timeout_ms = (uint32_t)o->first_request_timeout_ms;
@@ -1662,6 +1127,7 @@ void dra_set_online(struct dra *d, const struct cpuset *online)
 	}
 	d->online = *online;
 	d->has_online = true;
+	prepare_set_online(d->prepare, online);
 	metric_set(d->g_claims_offline, 0);
 	(void)state_foreach_claim(d->state, count_offline_claims, d);
 	for (struct health_stream *hs = d->streams; hs; hs = hs->next)
@@ -1695,7 +1161,7 @@ struct dra *dra_free(struct dra *d)
 	}
 	if (d->pump)
 		event_free(d->pump);
-	alloc_topo_free(d->alloc);
+	prepare_free(d->prepare);
 	free(d->node);
 	free(d->kubelet_root);
 	free(d->endpoint);

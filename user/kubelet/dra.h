@@ -6,19 +6,13 @@
  *
  * Prepare, per claim: check the kubelet's namespace and name (Kubernetes
  * names, before they reach a URL or a log line), fetch the claim from the API
- * server (async, through the fetch operations the daemon lends), read our
- * results (claim module), turn them into CPUs (individual: device name -> CPU;
- * grouped: allocator inside the device's group, consumedCapacity CPUs),
- * commit through state (CDI spec + checkpoint), answer with pool/device/request
+ * server (async, through the claim source the daemon lends), read our
+ * results (core/claim.h), hand them to the Prepare policy (core/prepare.h:
+ * which CPUs, real-time budgets, prepared again or refused, the commit
+ * through state: CDI spec + checkpoint), answer with pool/device/request
  * names and the CDI device id. Problems are per-claim errors in the reply; the
  * call itself succeeds. v1 and v1beta1 share field numbers, so one set of
  * messages serves both (v1beta1 replies just never carry share_id).
- *
- * Real-time claims (devices cpurtNNN, core/rt.h) are decided apart: every
- * result a real-time device, one CPUConfig.realtime budget for all of them,
- * checked against the kernel's limits and against the dra.cpu/rtBandwidth
- * each result consumes, then against the ledger of claims already prepared
- * on each CPU (the scheduler admitted them; this is the second line).
  *
  * Timing rules (the kubelet gives up after 45 s, or sooner, and retries):
  *   - nothing outlives the call: at its deadline every fetch of the call is
