@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "core/cdi.h"
+#include "core/claimsource.h"
 #include "core/devices.h"
 #include "core/rt.h"
 #include "core/state.h"
@@ -290,7 +291,7 @@ struct fetch {
 	bool live, cancelled;
 	char ns[64], name[256];
 	int64_t timeout_ms;
-	dra_claim_cb cb;
+	claimsource_cb cb;
 	void *cb_ud;
 };
 
@@ -299,7 +300,7 @@ static int n_fetches;
 static int fetch_start_error; /* next start fails with this */
 
 static int ff_start(void *ud, const char *ns, const char *name, int64_t timeout_ms,
-		    dra_claim_cb cb, void *cb_ud, void **ret)
+		    claimsource_cb cb, void *cb_ud, void **ret)
 {
 	struct fetch *f;
 
@@ -331,7 +332,7 @@ static void ff_cancel(void *ud, void *handle)
 	f->cancelled = true;
 }
 
-static const struct dra_fetch_ops fetch_ops = { .start = ff_start, .cancel = ff_cancel };
+static const struct claimsource fetch_ops = { .start = ff_start, .cancel = ff_cancel };
 
 static int live_fetches(void)
 {
@@ -442,7 +443,7 @@ int __wrap_cdi_spec_remove(const char *dir, const char *uid)
 static void start(int mode, int max_fetches)
 {
 	struct state_opts so = { 0 };
-	struct dra_opts o = { .node = "node-1", .device_mode = mode, .fetch = &fetch_ops,
+	struct dra_opts o = { .node = "node-1", .device_mode = mode, .claims = &fetch_ops,
 			      .max_fetches = max_fetches };
 
 	assert_int_equal(devices_build(fx.topo, NULL, mode, DEVICES_BY_NUMANODE, &fx.devices), 0);
@@ -1277,7 +1278,7 @@ static void start_rt(int mode)
 {
 	struct cpuset rt = cs("14-15");
 	struct state_opts so = { 0 };
-	struct dra_opts o = { .node = "node-1", .device_mode = mode, .fetch = &fetch_ops,
+	struct dra_opts o = { .node = "node-1", .device_mode = mode, .claims = &fetch_ops,
 			      .rt = &rt_limits };
 
 	assert_int_equal(devices_build(fx.topo, &rt, mode, DEVICES_BY_NUMANODE, &fx.devices), 0);
@@ -1439,7 +1440,7 @@ static void start_metadata(void)
 {
 	struct state_opts so = { 0 };
 	struct dra_opts o = { .node = "node-1", .device_mode = DEVICES_GROUPED,
-			      .fetch = &fetch_ops, .device_metadata = true, .cdi_dir = fx.cdi,
+			      .claims = &fetch_ops, .device_metadata = true, .cdi_dir = fx.cdi,
 			      .device_attributes = test_attributes };
 
 	assert_int_equal(devices_build(fx.topo, NULL, DEVICES_GROUPED, DEVICES_BY_NUMANODE,
@@ -1459,7 +1460,7 @@ static void start_metadata(void)
 static void start_grouped(int mode, int group_by, const char *reserved, int max_fetches)
 {
 	struct state_opts so = { 0 };
-	struct dra_opts o = { .node = "node-1", .device_mode = mode, .fetch = &fetch_ops,
+	struct dra_opts o = { .node = "node-1", .device_mode = mode, .claims = &fetch_ops,
 			      .max_fetches = max_fetches };
 	struct cpuset res;
 

@@ -25,6 +25,7 @@
 #include "nri_api.pb-c.h"
 #include "nri_pipe.h"
 #include "nri/pools.h"
+#include "core/claimsource.h"
 #include "core/state.h"
 #include "nri/ttrpc.h"
 #include "lib/errbuf.h"
@@ -39,14 +40,14 @@
 static struct read {
 	char ns[64], name[254];
 	int64_t timeout_ms;
-	pools_claim_cb cb;
+	claimsource_cb cb;
 	void *cb_ud;
 	bool live, cancelled;
 } reads[64];
 static int n_reads, read_start_error;
 
 static int read_start(void *ud, const char *ns, const char *name, int64_t timeout_ms,
-		      pools_claim_cb cb, void *cb_ud, void **ret)
+		      claimsource_cb cb, void *cb_ud, void **ret)
 {
 	struct read *f;
 
@@ -73,7 +74,7 @@ static void read_cancel(void *ud, void *handle)
 	f->cancelled = true;
 }
 
-static const struct pools_fetch_ops read_ops = { .start = read_start, .cancel = read_cancel };
+static const struct claimsource read_ops = { .start = read_start, .cancel = read_cancel };
 
 struct env {
 	char root[64], cdi_dir[96], state_dir[96];
@@ -115,7 +116,7 @@ static int setup(void **state)
 	static const struct ttrpc_mux_ops ops = { .write = rt_write };
 	struct env *e = calloc(1, sizeof(*e));
 	struct state_opts so = { 0 };
-	struct pools_opts po = { .cgroup_root = "/nonexistent", .fetch = &read_ops };
+	struct pools_opts po = { .cgroup_root = "/nonexistent", .claims = &read_ops };
 	char cg[128];
 
 	assert_non_null(e);

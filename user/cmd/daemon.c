@@ -23,6 +23,7 @@
 #include "kube/slices.h"
 #include "kubelet/dra.h"
 #include "obs/httpd.h"
+#include "kube/claims.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "lib/log.h"
@@ -80,6 +81,7 @@ struct daemon {
 	bool hotplug_failed_logged;
 	struct metric *g_online;
 	struct kube *kube;
+	struct kube_claims claims; /* claim reads for dra and pools, over kube */
 	struct publisher *publisher;
 	struct state *state;
 	struct dra *dra;
@@ -93,13 +95,6 @@ struct daemon {
 	bool stopping;
 	bool rt_on; /* --rt-cpus names CPUs */
 	struct rt_limits rt;
-};
-
-/* A claim fetch in flight: the kube call and where its answer goes. */
-struct fetch {
-	struct kube_call *call;
-	dra_claim_cb cb;
-	void *cb_ud;
 };
 
 /* ---- real-time CPUs ------------------------------------------------------------------ */
@@ -244,60 +239,6 @@ static void register_gauges(struct daemon *d)
 				    "Prepared ResourceClaims.", NULL);
 }
 
-static void on_claim_got(void *ud, const struct kube_result *r)
-{
-	struct fetch *f = ud;
-
-	f->cb(f->cb_ud, r->error ? NULL : r->body, r->error ? r->error_text : NULL);
-	free(f);
-}
-
-/* The plugin's claim fetch over the API client: GET the claim, retried on
- * throttling and server errors, each attempt within what is left of the
- * kubelet's patience (the plugin cancels the fetch at that deadline). */
-static int fetch_claim(void *ud, const char *ns, const char *name, int64_t timeout_ms,
-		       dra_claim_cb cb, void *cb_ud, void **ret)
-{
-	struct daemon *d = ud;
-	struct kube_req_opts o = { .timeout_ms = timeout_ms < 10000 ? (int)timeout_ms : 10000,
-				   .max_attempts = 3 };
-	struct fetch *f;
-	char path[1024];
-	int r;
-
-	if (!d->kube) /* NRI may ask before the API client is up */
-		return -ENOTCONN;
-	f = malloc(sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->cb = cb;
-	f->cb_ud = cb_ud;
-	if (snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
-		     ns, name) >= (int)sizeof(path)) {
-		free(f);
-		return -ENAMETOOLONG;
-	}
-	r = kube_request(d->kube, KUBE_GET, path, NULL, &o, on_claim_got, f, &f->call);
-	if (r < 0) {
-		free(f);
-		return r;
-	}
-	*ret = f;
-	return 0;
-}
-
-static void fetch_cancel(void *ud, void *handle)
-{
-	struct fetch *f = handle;
-
-	kube_call_cancel(f->call);
-	free(f);
-}
-
-static const struct dra_fetch_ops fetch_ops = { .start = fetch_claim, .cancel = fetch_cancel };
-/* The same reads for the NRI consumer checks (the callback types agree). */
-static const struct pools_fetch_ops pools_fetch = { .start = fetch_claim, .cancel = fetch_cancel };
-
 /* A device's slice attributes, for the device metadata files: as published
  * now (PCIe roots, online CPUs). */
 static int device_attributes(void *ud, const char *device, struct json_object **ret)
@@ -429,8 +370,7 @@ static int start_node_agents(struct daemon *d)
 	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
 				 .state_dir = cfg->state_dir,
 				 .topo = d->topo,
-				 .fetch = &pools_fetch,
-				 .fetch_ud = d };
+				 .claims = &d->claims.source };
 	int r;
 
 	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
@@ -562,6 +502,7 @@ static int start_kube(struct daemon *d)
 	r = kube_new(d->base, kc, NULL, &d->kube);
 	if (r < 0)
 		return log_error_errno(r, "api_client_failed", "server=%s", kc->server);
+	kube_claims_set_kube(&d->claims, d->kube);
 	r = metrics_add_collector(d->metrics, collect_kube, d);
 	if (r < 0)
 		return r;
@@ -718,6 +659,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	d->cfg = cfg;
 	d->topo = topo;
 	d->online = topo->online;
+	kube_claims_init(&d->claims);
 	r = cfg_node_name(cfg, d->node, sizeof(d->node));
 	if (r < 0)
 		return log_error_errno(r, "node_name_failed", "hint=\"set --hostname-override\"");
@@ -821,8 +763,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.kubelet_root = cfg->kubelet_root_dir,
 			.device_mode = cfg->device_mode,
 			.first_request_timeout_ms = cfg->kubelet_first_request_timeout_s * 1000,
-			.fetch = &fetch_ops,
-			.fetch_ud = d,
+			.claims = &d->claims.source,
 			.on_registered = on_registered,
 			.registered_ud = d,
 			.device_metadata = cfg->device_metadata,

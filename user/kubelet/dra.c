@@ -31,6 +31,7 @@
 #define LOG_MOD "dra"
 #include "core/cdi.h"
 #include "core/claim.h"
+#include "core/claimsource.h"
 #include "core/devices.h"
 #include "core/metadata.h"
 #include "core/prepare.h"
@@ -328,7 +329,7 @@ static void pc_stop(struct prep_claim *pc)
 	if (pc->st == PC_QUEUED) {
 		queue_remove(d, pc);
 	} else if (pc->st == PC_FETCHING) {
-		d->o.fetch->cancel(d->o.fetch_ud, pc->fetch);
+		claimsource_cancel(d->o.claims, pc->fetch);
 		pc->fetch = NULL;
 		d->fetching--;
 		metric_series_add(d->fetch_cancelled, 1);
@@ -420,8 +421,8 @@ static void on_pump(evutil_socket_t fd, short what, void *ud)
 		int r;
 
 		queue_remove(d, pc);
-		r = d->o.fetch->start(d->o.fetch_ud, pc->ns, pc->name, left > 1 ? left : 1,
-				      on_claim_fetched, pc, &pc->fetch);
+		r = claimsource_start(d->o.claims, pc->ns, pc->name, left > 1 ? left : 1,
+				       on_claim_fetched, pc, &pc->fetch);
 		if (r >= 0) {
 			pc->st = PC_FETCHING;
 			d->fetching++;
@@ -1017,7 +1018,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 
 	if (!d)
 		return -ENOMEM;
-	if (!o->fetch || !o->fetch->start || !o->fetch->cancel)
+	if (!claimsource_is_valid(o->claims))
 		return -EINVAL;
 	d->base = base;
 	d->o = *o;

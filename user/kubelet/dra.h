@@ -43,25 +43,9 @@ struct devices;
 struct metrics;
 struct dra;
 struct cpuset;
+struct claimsource;
 
 #define DRA_DRIVER "dra.cpu"
-
-/* The result of a claim fetch: claim is borrowed for the callback only; on
- * failure claim is NULL and err says why (HTTP status or transport error). */
-typedef void (*dra_claim_cb)(void *cb_ud, struct json_object *claim, const char *err);
-
-/* The claim fetch, lent by the daemon (the API client is in a sibling layer). */
-struct dra_fetch_ops {
-	/* Starts fetching namespace/name (both already checked Kubernetes names).
-	 * timeout_ms bounds the whole fetch, retries and any Retry-After wait
-	 * included; the plugin cancels it then in any case. cb runs exactly once,
-	 * later, on the loop (never from inside this call), unless cancel() runs
-	 * first. Returns 0 and a handle in *ret, or -errno (cb never runs then). */
-	int (*start)(void *ud, const char *ns, const char *name, int64_t timeout_ms,
-		     dra_claim_cb cb, void *cb_ud, void **ret);
-	/* Stops a fetch whose callback has not run: it never runs. */
-	void (*cancel)(void *ud, void *handle);
-};
 
 /* Registration state changes (the kubelet accepted or rejected us). */
 typedef void (*dra_registered_fn)(void *ud, bool registered);
@@ -76,8 +60,9 @@ struct dra_opts {
 	const char *node;	  /* pool name */
 	const char *kubelet_root; /* sockets go under it */
 	int device_mode;	  /* enum devices_mode */
-	const struct dra_fetch_ops *fetch; /* borrowed; must outlive the plugin */
-	void *fetch_ud;
+	/* Where claims are read (core/claimsource.h); borrowed, must outlive
+	 * the plugin. */
+	const struct claimsource *claims;
 	int prepare_timeout_ms;	  /* 0: DRA_PREPARE_TIMEOUT_MS; also caps a longer deadline */
 	int max_fetches;	  /* 0: DRA_MAX_FETCHES */
 	int first_request_timeout_ms; /* sockets: a connection's first request; 0: grpc's default */
@@ -115,7 +100,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 void dra_set_online(struct dra *d, const struct cpuset *online);
 
 /* Cancels health streams, cancels every fetch still in flight (through the
- * fetch operations: free the plugin before the API client), closes the
+ * claim source: free the plugin before the API client), closes the
  * sockets. NULL-safe. */
 struct dra *dra_free(struct dra *d);
 DEFINE_FREEP(dra, dra_free)

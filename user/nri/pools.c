@@ -33,6 +33,7 @@
 #include "pinning/bpfmon.h"
 #include "core/cdi.h"
 #include "core/claim.h"
+#include "core/claimsource.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/hashtab.h"
@@ -108,8 +109,7 @@ struct pools {
 	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
 	struct metric *refused, *reads;
 	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
-	const struct pools_fetch_ops *fetch;
-	void *fetch_ud;
+	const struct claimsource *claims; /* NULL: no claim reads */
 	struct hashtab rereads; /* claim uid -> struct reread */
 	struct ratelimit refusal_rl; /* refusal lines */
 };
@@ -740,8 +740,8 @@ static int reread_start(struct pools *p, const struct state_claim *cl, int64_t t
 		reread_free(rr);
 		return r;
 	}
-	r = p->fetch->start(p->fetch_ud, rr->ns, rr->name, timeout_ms > 1 ? timeout_ms : 1,
-			    on_reread, rr, &rr->fetch);
+	r = claimsource_start(p->claims, rr->ns, rr->name, timeout_ms > 1 ? timeout_ms : 1,
+			      on_reread, rr, &rr->fetch);
 	if (r < 0) {
 		(void)hashtab_del_str(&p->rereads, rr->uid);
 		reread_free(rr);
@@ -830,7 +830,7 @@ static int verify_consumers(struct pools *p, const struct nri_container *c,
 				      "pod %.63s/%.63s is not among the recorded consumers of claim "
 				      "%.63s/%.63s, which could not be read again in time",
 				      pod->namespace, pod->name, cl->ns, cl->name);
-		if (!rr && (nri_adjust_attempt(adj) > 0 || !p->fetch || !cl->ns[0]))
+		if (!rr && (nri_adjust_attempt(adj) > 0 || !p->claims || !cl->ns[0]))
 			return not_consumer(p, c, cl, eb); /* no read to wait for */
 		if (!rr) {
 			r = reread_start(p, cl, nri_adjust_wait_left_ms(adj), &rr);
@@ -1233,7 +1233,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		if (!x->n_want)
 			continue;
 		unverified++;
-		for (int j = 0; p->fetch && j < x->n_want; j++) {
+		for (int j = 0; p->claims && j < x->n_want; j++) {
 			const struct state_claim *cl = state_claim(p->state, ctr_uid(x, j));
 			struct reread *rr;
 
@@ -1391,7 +1391,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 
 		/* A read of it is moot: who waits on it is refused now. */
 		if (rr && !rr->answered) {
-			p->fetch->cancel(p->fetch_ud, rr->fetch);
+			claimsource_cancel(p->claims, rr->fetch);
 			rr->fetch = NULL;
 			rr->failed = true;
 			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
@@ -1494,8 +1494,7 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	p->reads = metrics_counter(m, "dra_cpu_nri_claim_reads_total",
 				   "Claims read again for a pod missing from their consumers, by result.",
 				   "result");
-	p->fetch = o->fetch && o->fetch->start && o->fetch->cancel ? o->fetch : NULL;
-	p->fetch_ud = o->fetch_ud;
+	p->claims = claimsource_is_valid(o->claims) ? o->claims : NULL;
 	r = metrics_add_collector(m, collect_owners, p);
 	if (r < 0)
 		return r;
@@ -1520,7 +1519,7 @@ struct pools *pools_free(struct pools *p)
 	HASHTAB_FOREACH(rr, &p->rereads)
 	{
 		if (rr->fetch)
-			p->fetch->cancel(p->fetch_ud, rr->fetch);
+			claimsource_cancel(p->claims, rr->fetch);
 		reread_free(rr);
 	}
 	hashtab_done(&p->rereads);

@@ -52,23 +52,11 @@ struct topo;
 struct cpuset;
 struct bpfmon;
 struct metrics;
+struct claimsource;
 struct nri;
 struct nri_handlers;
 struct pools;
 struct rtctl;
-
-/* A claim read's answer: claim borrowed for the callback; NULL on failure,
- * err saying why. */
-typedef void (*pools_claim_cb)(void *cb_ud, struct json_object *claim, const char *err);
-
-/* Claim reads, lent by the daemon (the API client is in a sibling layer),
- * with the contract of dra.h's struct dra_fetch_ops: cb runs exactly once,
- * later, on the loop, unless cancel() runs first. */
-struct pools_fetch_ops {
-	int (*start)(void *ud, const char *ns, const char *name, int64_t timeout_ms,
-		     pools_claim_cb cb, void *cb_ud, void **ret);
-	void (*cancel)(void *ud, void *handle);
-};
 
 #define POOLS_MAX_READS 16 /* claim reads in flight for bindings; more: refused */
 
@@ -87,8 +75,7 @@ struct pools_opts {
 	const struct cpuset *memory_nodes;
 	/* Claim reads (NULL: none; a pod missing from the recorded consumers is
 	 * refused at once). Borrowed; must outlive the pools. */
-	const struct pools_fetch_ops *fetch;
-	void *fetch_ud;
+	const struct claimsource *claims;
 };
 
 /* <state-dir>/owners.json, rewritten atomically whenever an owner changes:
