@@ -11,6 +11,7 @@
 
 #include "cmd/cfg.h"
 #include "core/devices.h"
+#include "core/rt.h"
 #include "testutil.h"
 
 static struct cpuset cs(const char *s)
@@ -237,6 +238,32 @@ static void test_devices_rt_in_grouped_mode_and_bad_sets(void **st)
 	assert_int_equal(devices_add_rt(e, t, &rt, 950), -EINVAL);
 }
 
+/* The node's devices: reserved and real-time CPUs left out of the ordinary
+ * devices, the real-time ones appended only with the kernel's limits. */
+static void test_devices_build_node_leaves_out_reserved_and_rt_cpus(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 4, 1); /* CPUs 0-3 */
+	_cleanup_(devices_freep) struct devices *d = NULL, *e = NULL;
+	struct cpuset reserved = cs("0"), rt = cs("3");
+	struct rt_limits limits = { .capacity_milli = 950 };
+	struct cpuset left = cs("1-2");
+
+	assert_int_equal(devices_build_node(t, &reserved, &rt, DEVICES_INDIVIDUAL, 0, &limits, &d),
+			 0);
+	assert_int_equal(d->n, 3);
+	assert_int_equal(d->n_rt, 1);
+	assert_int_equal(d->v[0].id, 1);
+	assert_int_equal(d->v[1].id, 2);
+	assert_string_equal(d->v[2].name, "cpurt003");
+	assert_int_equal(d->v[2].rt_capacity_milli, 950);
+	assert_true(cpuset_equal(&d->allocatable, &left));
+	/* without the kernel's limits: the real-time CPUs are only left out */
+	assert_int_equal(devices_build_node(t, NULL, &rt, DEVICES_INDIVIDUAL, 0, NULL, &e), 0);
+	assert_int_equal(e->n, 3);
+	assert_int_equal(e->n_rt, 0);
+	assert_false(cpuset_has(&e->allocatable, 3));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_devices_socket_ids_beyond_the_cpu_limit),
 		cmocka_unit_test(test_devices_rt_cpus_are_named_by_cpu_id_after_the_others),
 		cmocka_unit_test(test_devices_rt_in_grouped_mode_and_bad_sets),
+		cmocka_unit_test(test_devices_build_node_leaves_out_reserved_and_rt_cpus),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,8 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
+#include "core/claimsource.h"
+#include "kube/claims.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "lib/log.h"
@@ -603,6 +605,12 @@ static void srv_handle(struct evhttp_request *req, void *arg)
 				     "\"ServiceUnavailable\",\"status\":\"Failure\"}");
 	} else if (strcmp(uri, "/error500") == 0) {
 		reply_json(req, 500, "<html>oops</html>");
+	} else if (strcmp(uri, "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1") == 0) {
+		reply_json(req, 200, "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c1\"}}");
+	} else if (strcmp(uri, "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/down") ==
+		   0) {
+		reply_json(req, 503, "{\"kind\":\"Status\",\"code\":503,\"reason\":"
+				     "\"ServiceUnavailable\",\"status\":\"Failure\"}");
 	} else if (strcmp(uri, "/auth") == 0) {
 		h = evhttp_find_header(in, "Authorization");
 		if (h && strcmp(h, "Bearer good-token") == 0)
@@ -930,6 +938,68 @@ static void test_kube_retries_exhausted_report_last_status(void **st)
 	assert_int_equal(kube_request(f->k, KUBE_GET, "/error500", NULL, &o, on_done, f, NULL), 0);
 	assert_true(run_until(f, &f->done, 3, 5000));
 	assert_int_equal(f->res.attempts, 3);
+}
+
+/* ---- kube/claims: the claim source over the client ----------------------------------- */
+
+struct claim_got {
+	int n;
+	char name[64];
+	char err[256];
+};
+
+static void on_claim(void *ud, struct json_object *claim, const char *err)
+{
+	struct claim_got *g = ud;
+	struct json_object *md, *name;
+
+	g->n++;
+	g->name[0] = g->err[0] = 0;
+	if (claim && json_object_object_get_ex(claim, "metadata", &md) &&
+	    json_object_object_get_ex(md, "name", &name))
+		snprintf(g->name, sizeof(g->name), "%s", json_object_get_string(name));
+	snprintf(g->err, sizeof(g->err), "%s", err ? err : "");
+}
+
+static void test_kube_claims_get_a_claim_retried_three_times(void **st)
+{
+	struct fix *f = *st;
+	struct kube_opts ko = { .backoff_initial_ms = 5, .backoff_max_ms = 10 };
+	struct claim_got got = { 0 }, never = { 0 };
+	struct kube_claims kc;
+	void *h = NULL;
+
+	kube_claims_init(&kc);
+	/* no API client yet */
+	assert_int_equal(claimsource_start(&kc.source, "default", "c1", 5000, on_claim, &got, &h),
+			 -ENOTCONN);
+	f->k = client_new(f, &ko);
+	kube_claims_set_kube(&kc, f->k);
+	assert_int_equal(claimsource_start(&kc.source, "default", "c1", 5000, on_claim, &got, &h),
+			 0);
+	assert_int_equal(got.n, 0); /* never from inside start */
+	assert_true(run_until(f, &got.n, 1, 5000));
+	assert_string_equal(got.name, "c1");
+	assert_string_equal(got.err, "");
+	assert_string_equal(f->srv.last_method, "GET");
+
+	/* 503 every time: three attempts, then the error */
+	f->srv.hits = 0;
+	assert_int_equal(claimsource_start(&kc.source, "default", "down", 5000, on_claim, &got, &h),
+			 0);
+	assert_true(run_until(f, &got.n, 2, 5000));
+	assert_int_equal(f->srv.hits, KUBE_CLAIMS_ATTEMPTS);
+	assert_string_equal(got.name, "");
+	assert_non_null(strstr(got.err, "503"));
+
+	/* cancelled: its callback never runs, the next read's does */
+	assert_int_equal(claimsource_start(&kc.source, "default", "c1", 5000, on_claim, &never, &h),
+			 0);
+	claimsource_cancel(&kc.source, h);
+	assert_int_equal(claimsource_start(&kc.source, "default", "c1", 5000, on_claim, &got, &h),
+			 0);
+	assert_true(run_until(f, &got.n, 3, 5000));
+	assert_int_equal(never.n, 0);
 }
 
 static void test_kube_401_rereads_token_and_retries_once(void **st)
@@ -1613,6 +1683,7 @@ int main(void)
 		LOOP(test_kube_request_rejects_bad_arguments),
 		LOOP(test_kube_retry_after_is_honoured),
 		LOOP(test_kube_retries_exhausted_report_last_status),
+		LOOP(test_kube_claims_get_a_claim_retried_three_times),
 		LOOP(test_kube_401_rereads_token_and_retries_once),
 		LOOP(test_kube_new_needs_a_readable_token_file),
 		LOOP(test_kube_token_refreshed_periodically),

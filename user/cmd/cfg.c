@@ -584,6 +584,16 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf 
 	return 0;
 }
 
+const char *cfg_sysfs_root(const struct cfg *c)
+{
+	return c->sysfs_root && *c->sysfs_root ? c->sysfs_root : NULL;
+}
+
+bool cfg_has_topology_file(const struct cfg *c)
+{
+	return c->topology_file && *c->topology_file;
+}
+
 int cfg_node_name(const struct cfg *c, char *buf, size_t size)
 {
 	const char *src = c->hostname_override;

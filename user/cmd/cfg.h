@@ -94,6 +94,12 @@ int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf 
  * lower-cased and trimmed. Writes into buf (size >= 256). */
 int cfg_node_name(const struct cfg *c, char *buf, size_t size);
 
+/* --sysfs-root, or NULL for the live /sys. */
+const char *cfg_sysfs_root(const struct cfg *c);
+/* Was the topology given as a file (--topology-file)? Then it describes
+ * another machine: no PCI tree, no hotplug to follow. */
+bool cfg_has_topology_file(const struct cfg *c);
+
 /* The option table of the project's smaller CLIs (dra-cpu-alloc,
  * bpf-verify): one row per long option drives both getopt_long and --help. */
 struct cfg_cli_opt {

@@ -42,7 +42,6 @@
 #include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/pcie.h"
-#include "host/sched.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
 #include "lib/jsonc.h"
@@ -96,43 +95,6 @@ struct daemon {
 	bool rt_on; /* --rt-cpus names CPUs */
 	struct rt_limits rt;
 };
-
-/* ---- real-time CPUs ------------------------------------------------------------------ */
-
-int daemon_rt_limits(struct rt_limits *ret, struct errbuf *eb)
-{
-	struct sched_limits sl;
-	int r = sched_limits_read("", NULL, &sl, eb);
-
-	if (r < 0)
-		return r;
-	*ret = (struct rt_limits){ .capacity_milli = sl.capacity_milli,
-				   .period_min_ns = sl.period_min_ns,
-				   .period_max_ns = sl.period_max_ns };
-	log_debug("rt_limits", "capacity_milli=%lld fair_milli=%lld fair_source=%s",
-		  (long long)sl.capacity_milli, (long long)sl.fair_milli, sl.fair_source);
-	return 0;
-}
-
-int daemon_devices(const struct cfg *c, const struct topo *t, const struct rt_limits *rt,
-		   struct devices **ret)
-{
-	_cleanup_(devices_freep) struct devices *d = NULL;
-	struct cpuset off;
-	int r;
-
-	cpuset_or(&off, &c->reserved, &c->rt_cpus);
-	r = devices_build(t, &off, c->device_mode, c->group_by, &d);
-	if (r < 0)
-		return r;
-	if (rt && !cpuset_is_empty(&c->rt_cpus)) {
-		r = devices_add_rt(d, t, &c->rt_cpus, rt->capacity_milli);
-		if (r < 0)
-			return r;
-	}
-	*ret = TAKE_PTR(d);
-	return 0;
-}
 
 static void daemon_free(struct daemon *d)
 {
@@ -553,42 +515,6 @@ static void on_hotplug_poll(evutil_socket_t fd, short what, void *ud)
 	publisher_set_online(d->publisher, &now);
 }
 
-int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie **ret)
-{
-	_cleanup_(pcie_freep) struct pcie *p = NULL;
-	const char *root = cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL;
-	struct errbuf eb = {};
-	struct cpuset none;
-	char list[256];
-	int r;
-
-	*ret = NULL;
-	if (!cfg->expose_pcie_roots)
-		return 0;
-	if (cfg->topology_file && *cfg->topology_file) {
-		log_warn("pcie_roots_unknown", "reason=\"a topology file has no PCI tree\" "
-					       "action=publishing_without_pcieRoot");
-		return 0;
-	}
-	r = pcie_load(root, &p, &eb);
-	if (r < 0)
-		return log_error_errno(r, "pcie_scan_failed", "error=%s", log_quote(errbuf_text(&eb, r)));
-	if (p->n_skipped)
-		log_warn("pcie_roots_skipped", "count=%d first=%s", p->n_skipped,
-			 log_quote(p->skipped));
-	none = topo->online;
-	for (int i = 0; i < p->n; i++)
-		cpuset_andnot(&none, &none, &p->v[i].cpus);
-	(void)cpuset_format(&none, list, sizeof(list));
-	if (p->n == 0)
-		log_warn("pcie_roots_none", "sysfs=%s action=publishing_without_pcieRoot",
-			 root ? log_quote(root) : "/sys");
-	else
-		log_info("pcie_roots", "roots=%d cpus_without_root=%s", p->n, list[0] ? list : "none");
-	*ret = TAKE_PTR(p);
-	return 0;
-}
-
 /* GET /nodemap: the picture `dra-cpu-driver map` draws (core/nodemap.h). */
 static int serve_nodemap(void *ud, struct evbuffer *out)
 {
@@ -682,17 +608,21 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	if (d->rt_on) {
 		struct errbuf eb = {};
 
-		r = daemon_rt_limits(&d->rt, &eb);
+		r = rt_limits_read(&d->rt, &eb);
 		if (r < 0)
 			return log_error_errno(r, "rt_limits_failed", "error=%s",
 					       log_quote(errbuf_text(&eb, r)));
 	}
-	r = daemon_devices(cfg, topo, d->rt_on ? &d->rt : NULL, &d->devices);
+	r = devices_build_node(topo, &cfg->reserved, &cfg->rt_cpus, cfg->device_mode,
+			       cfg->group_by, d->rt_on ? &d->rt : NULL, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
-	r = daemon_load_pcie(cfg, topo, &d->pcie);
-	if (r < 0)
-		return r;
+	if (cfg->expose_pcie_roots) {
+		r = pcie_load_logged(cfg_sysfs_root(cfg), cfg_has_topology_file(cfg), &topo->online,
+				     &d->pcie);
+		if (r < 0)
+			return r;
+	}
 	register_gauges(d);
 	watch_config(d);
 

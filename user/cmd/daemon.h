@@ -11,30 +11,8 @@
 #pragma once
 
 struct cfg;
-struct devices;
-struct errbuf;
-struct rt_limits;
-struct pcie;
 struct topo;
 
 /* Runs until SIGTERM/SIGINT. Returns 0 after a clean shutdown, -errno when
  * startup fails (already logged). Takes ownership of nothing. */
 int daemon_run(const struct cfg *cfg, const struct topo *topo);
-
-/* --expose-pcie-roots: the PCIe roots of the machine the topology came from
- * (--sysfs-root, else the live /sys); *ret stays NULL when the option is off
- * or the topology is a --topology-file (no PCI tree to go with it). Roots
- * left out and CPUs local to none are logged. -errno only when sysfs cannot
- * be read at all. */
-int daemon_load_pcie(const struct cfg *cfg, const struct topo *topo, struct pcie **ret);
-
-/* The real-time limits of this kernel (host/sched.h) for --rt-cpus. -errno
- * with eb when the kernel leaves deadline tasks nothing. */
-int daemon_rt_limits(struct rt_limits *ret, struct errbuf *eb);
-
-/* The devices this node publishes: devices_build() with the real-time CPUs
- * reserved, then one cpurt device per real-time CPU of rt->capacity_milli
- * (rt may be NULL when --rt-cpus is empty). Caller frees with
- * devices_free(). */
-int daemon_devices(const struct cfg *c, const struct topo *t, const struct rt_limits *rt,
-		   struct devices **ret);

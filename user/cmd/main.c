@@ -60,18 +60,21 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	o.node = node;
 	o.node_allocatable = c->node_allocatable;
 	if (!cpuset_is_empty(&c->rt_cpus)) {
-		r = daemon_rt_limits(&rt, &eb);
+		r = rt_limits_read(&rt, &eb);
 		if (r < 0) {
 			fprintf(stderr, "dra-cpu-driver: flag rt-cpus: %s\n", errbuf_text(&eb, r));
 			return r;
 		}
 	}
-	r = daemon_devices(c, t, cpuset_is_empty(&c->rt_cpus) ? NULL : &rt, &d);
+	r = devices_build_node(t, &c->reserved, &c->rt_cpus, c->device_mode, c->group_by,
+			       cpuset_is_empty(&c->rt_cpus) ? NULL : &rt, &d);
 	if (r < 0)
 		return r;
-	r = daemon_load_pcie(c, t, &pcie);
-	if (r < 0)
-		return r;
+	if (c->expose_pcie_roots) {
+		r = pcie_load_logged(cfg_sysfs_root(c), cfg_has_topology_file(c), &t->online, &pcie);
+		if (r < 0)
+			return r;
+	}
 	o.pcie = pcie;
 	r = slices_build(d, &o, &items);
 	if (r < 0)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rt.h"
 
 struct devices *devices_free(struct devices *d)
 {
@@ -259,4 +260,29 @@ void device_cpus(const struct device *dev, struct cpuset *ret)
 	}
 	cpuset_zero(ret);
 	cpuset_set(ret, dev->id);
+}
+
+int devices_build_node(const struct topo *t, const struct cpuset *reserved,
+		       const struct cpuset *rt_cpus, int mode, int group_by,
+		       const struct rt_limits *rt, struct devices **ret)
+{
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset off;
+	int r;
+
+	cpuset_zero(&off);
+	if (reserved)
+		cpuset_or(&off, &off, reserved);
+	if (rt_cpus)
+		cpuset_or(&off, &off, rt_cpus);
+	r = devices_build(t, &off, mode, group_by, &d);
+	if (r < 0)
+		return r;
+	if (rt && rt_cpus && !cpuset_is_empty(rt_cpus)) {
+		r = devices_add_rt(d, t, rt_cpus, rt->capacity_milli);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(d);
+	return 0;
 }

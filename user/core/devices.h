@@ -71,6 +71,16 @@ struct devices {
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret);
 
+struct rt_limits;
+
+/* The devices a node publishes: devices_build() with reserved and rt_cpus
+ * left out, then, when rt is not NULL and rt_cpus not empty, one DEVICE_RT
+ * per CPU of rt_cpus of rt->capacity_milli. reserved and rt_cpus may be
+ * NULL. Caller frees with devices_free(). */
+int devices_build_node(const struct topo *t, const struct cpuset *reserved,
+		       const struct cpuset *rt_cpus, int mode, int group_by,
+		       const struct rt_limits *rt, struct devices **ret);
+
 /* Appends a DEVICE_RT per CPU of rt (ascending), each of capacity_milli.
  * Once, after devices_build() with rt among the reserved CPUs: -EINVAL when
  * a CPU of rt is offline or allocatable, or when called twice. */

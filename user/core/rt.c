@@ -8,8 +8,11 @@
 
 #include <json-c/json.h>
 
+#define LOG_MOD "rt"
 #include "core/state.h"
+#include "host/sched.h"
 #include "lib/errbuf.h"
+#include "lib/log.h"
 #include "lib/quantity.h"
 
 /* Every refusal here is bad input: -EINVAL with the reason. */
@@ -280,5 +283,20 @@ int rt_milli_parse(const char *s, int64_t *ret, struct errbuf *why)
 	if (m <= 0)
 		return fail(why, "\"%.32s\" must be more than 0", s);
 	*ret = m;
+	return 0;
+}
+
+int rt_limits_read(struct rt_limits *ret, struct errbuf *eb)
+{
+	struct sched_limits sl;
+	int r = sched_limits_read("", NULL, &sl, eb);
+
+	if (r < 0)
+		return r;
+	*ret = (struct rt_limits){ .capacity_milli = sl.capacity_milli,
+				   .period_min_ns = sl.period_min_ns,
+				   .period_max_ns = sl.period_max_ns };
+	log_debug("rt_limits", "capacity_milli=%lld fair_milli=%lld fair_source=%s",
+		  (long long)sl.capacity_milli, (long long)sl.fair_milli, sl.fair_source);
 	return 0;
 }

@@ -76,6 +76,11 @@ int64_t rt_budget_milli(const struct rt_budget *b);
 
 bool rt_budget_equal(const struct rt_budget *a, const struct rt_budget *b);
 
+/* The real-time limits of the running kernel (host/sched.h): what deadline
+ * tasks may use per CPU and the periods it takes. -errno with eb when the
+ * kernel leaves deadline tasks nothing or its limits cannot be read. */
+int rt_limits_read(struct rt_limits *ret, struct errbuf *eb);
+
 /* Milli-CPU the prepared real-time claims in s hold on cpu (their results on
  * that CPU; a claim restored without its record holds the whole capacity). */
 int64_t rt_cpu_used_milli(const struct state *s, int cpu, const struct rt_limits *l);

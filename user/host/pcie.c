@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LOG_MOD "pcie"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#include "lib/log.h"
 
 /* cpulistaffinity is one line; 8192 CPUs as a list fit in far less. */
 #define AFFINITY_MAX (64 * 1024)
@@ -152,4 +154,38 @@ int pcie_roots_of(const struct pcie *p, const struct cpuset *cpus, int *idx)
 			idx[n++] = i;
 	}
 	return n;
+}
+
+int pcie_load_logged(const char *root, bool no_tree, const struct cpuset *online,
+		     struct pcie **ret)
+{
+	_cleanup_(pcie_freep) struct pcie *p = NULL;
+	struct errbuf eb = {};
+	struct cpuset none;
+	char list[256];
+	int r;
+
+	if (no_tree) {
+		log_warn("pcie_roots_unknown", "reason=\"a topology file has no PCI tree\" "
+					       "action=publishing_without_pcieRoot");
+		*ret = NULL;
+		return 0;
+	}
+	r = pcie_load(root, &p, &eb);
+	if (r < 0)
+		return log_error_errno(r, "pcie_scan_failed", "error=%s", log_quote(errbuf_text(&eb, r)));
+	if (p->n_skipped)
+		log_warn("pcie_roots_skipped", "count=%d first=%s", p->n_skipped,
+			 log_quote(p->skipped));
+	none = *online;
+	for (int i = 0; i < p->n; i++)
+		cpuset_andnot(&none, &none, &p->v[i].cpus);
+	(void)cpuset_format(&none, list, sizeof(list));
+	if (p->n == 0)
+		log_warn("pcie_roots_none", "sysfs=%s action=publishing_without_pcieRoot",
+			 root ? log_quote(root) : "/sys");
+	else
+		log_info("pcie_roots", "roots=%d cpus_without_root=%s", p->n, list[0] ? list : "none");
+	*ret = TAKE_PTR(p);
+	return 0;
 }

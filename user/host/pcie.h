@@ -48,6 +48,14 @@ bool pcie_is_root_name(const char *name);
  * -errno when the directory cannot be listed; eb says why. */
 int pcie_load(const char *sysfs_root, struct pcie **ret, struct errbuf *eb);
 
+/* The PCIe roots a node publishes (--expose-pcie-roots): pcie_load() with
+ * what it found logged (roots left out, the CPUs of online local to no
+ * root). no_tree: the topology came from a file, with no PCI tree to go with
+ * it: *ret NULL, logged. -errno, logged, only when sysfs cannot be read at
+ * all. */
+int pcie_load_logged(const char *sysfs_root, bool no_tree, const struct cpuset *online,
+		     struct pcie **ret);
+
 /* Adds root name with the text of its cpulistaffinity (len bytes; NULL
  * when the file could not be read), keeping p->v sorted: 1 added, 0 left
  * out and counted in n_skipped (missing, garbage or empty affinity),
