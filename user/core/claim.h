@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/rt.h"
+#include "core/rtbudget.h"
 
 struct errbuf;
 struct json_object;

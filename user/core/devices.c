@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rt.h"
+#include "core/rtbudget.h"
 
 struct devices *devices_free(struct devices *d)
 {

@@ -1,5 +1,5 @@
-/* Real-time budgets and the bandwidth ledger. See rt.h. */
-#include "core/rt.h"
+/* The real-time budget value type. See rtbudget.h. */
+#include "core/rtbudget.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,11 +8,7 @@
 
 #include <json-c/json.h>
 
-#define LOG_MOD "rt"
-#include "core/state.h"
-#include "host/sched.h"
 #include "lib/errbuf.h"
-#include "lib/log.h"
 #include "lib/quantity.h"
 
 /* Every refusal here is bad input: -EINVAL with the reason. */
@@ -234,35 +230,6 @@ bool rt_budget_equal(const struct rt_budget *a, const struct rt_budget *b)
 	       a->period_ns == b->period_ns && a->on_failure == b->on_failure;
 }
 
-struct used {
-	int cpu;
-	int64_t milli, capacity;
-};
-
-static int add_used(void *ud, const struct state_claim *c)
-{
-	struct used *u = ud;
-
-	if (!c->rt || !cpuset_view_has(&c->cpus, u->cpu))
-		return 0;
-	if (c->n_results == 0) {
-		u->milli += u->capacity; /* no record of what it holds: all of it */
-		return 0;
-	}
-	for (int i = 0; i < c->n_results; i++)
-		if (cpuset_view_has(&c->results[i].cpus, u->cpu))
-			u->milli += c->results[i].rt_milli;
-	return 0;
-}
-
-int64_t rt_cpu_used_milli(const struct state *s, int cpu, const struct rt_limits *l)
-{
-	struct used u = { .cpu = cpu, .capacity = l->capacity_milli };
-
-	(void)state_foreach_claim(s, add_used, &u);
-	return u.milli;
-}
-
 void rt_milli_format(int64_t milli, char *buf, size_t size)
 {
 	if (milli % 1000 == 0)
@@ -283,20 +250,5 @@ int rt_milli_parse(const char *s, int64_t *ret, struct errbuf *why)
 	if (m <= 0)
 		return fail(why, "\"%.32s\" must be more than 0", s);
 	*ret = m;
-	return 0;
-}
-
-int rt_limits_read(struct rt_limits *ret, struct errbuf *eb)
-{
-	struct sched_limits sl;
-	int r = sched_limits_read("", NULL, &sl, eb);
-
-	if (r < 0)
-		return r;
-	*ret = (struct rt_limits){ .capacity_milli = sl.capacity_milli,
-				   .period_min_ns = sl.period_min_ns,
-				   .period_max_ns = sl.period_max_ns };
-	log_debug("rt_limits", "capacity_milli=%lld fair_milli=%lld fair_source=%s",
-		  (long long)sl.capacity_milli, (long long)sl.fair_milli, sl.fair_source);
 	return 0;
 }

@@ -1,5 +1,7 @@
-/* Real-time budgets: what a claim on a real-time CPU asks the kernel for, and
- * the per-CPU bandwidth the driver has admitted.
+/* rtbudget: the real-time budget, a value type: what a claim on a real-time
+ * CPU asks the kernel for, and the limits it is checked against. Claims,
+ * state and the checkpoint carry it; the ledger that sums what the prepared
+ * claims hold per CPU is core/rt.h, above state.
  *
  * A real-time CPU (--rt-cpus) is published as one device, cpurt%03d, whose
  * consumable capacity dra.cpu/rtBandwidth is the share of that CPU deadline
@@ -17,7 +19,7 @@
  *   sched_deadline_period_{min,max}_us; runtime/period <= the bandwidth the
  *   claim consumes on each device; FIFO/RR consume a CPU's whole capacity;
  *   the bandwidth of every prepared claim on a CPU sums to at most its
- *   capacity (rt_cpu_used_milli over state, the one ledger: a claim restored
+ *   capacity (rt_cpu_used_milli over state, core/rt.h, the one ledger: a claim restored
  *   after a restart is counted once because it is in state once).
  *
  * Bandwidth is in milli-CPU, rounded up from the budget, so the driver's sum
@@ -31,7 +33,6 @@
 
 struct errbuf;
 struct json_object;
-struct state;
 
 #define RT_CAPACITY_KEY "dra.cpu/rtBandwidth"
 #define RT_MIN_RUNTIME_NS 1024ull /* the kernel's 1 << DL_SCALE */
@@ -75,15 +76,6 @@ int rt_budget_fits(const struct rt_budget *b, int64_t consumed_milli, const stru
 int64_t rt_budget_milli(const struct rt_budget *b);
 
 bool rt_budget_equal(const struct rt_budget *a, const struct rt_budget *b);
-
-/* The real-time limits of the running kernel (host/sched.h): what deadline
- * tasks may use per CPU and the periods it takes. -errno with eb when the
- * kernel leaves deadline tasks nothing or its limits cannot be read. */
-int rt_limits_read(struct rt_limits *ret, struct errbuf *eb);
-
-/* Milli-CPU the prepared real-time claims in s hold on cpu (their results on
- * that CPU; a claim restored without its record holds the whole capacity). */
-int64_t rt_cpu_used_milli(const struct state *s, int cpu, const struct rt_limits *l);
 
 /* "1m".."900m": a milli quantity as Kubernetes prints it (canonical). */
 void rt_milli_format(int64_t milli, char *buf, size_t size);

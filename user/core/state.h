@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "core/cdi.h"
-#include "core/rt.h"
+#include "core/rtbudget.h"
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 

@@ -13,7 +13,7 @@
 #include "lib/jsonc.h"
 #include "lib/cleanup.h"
 #include "core/devices.h"
-#include "core/rt.h"
+#include "core/rtbudget.h"
 #include "host/pcie.h"
 #include "lib/quantity.h"
 
