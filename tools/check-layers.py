@@ -17,6 +17,11 @@ Order, lowest first (DESIGN.md section 2):
   kube | kubelet | nri    the three peers: API server, kubelet, runtime
   cmd      wiring, flags, the loop
 
+Within a layer, modules (user/<layer>/<module>.c and .h together) must not
+include each other in a circle (a.c includes b.h, b.c includes c.h, c.c
+includes a.h): a circle means none of them can be read, tested or moved
+without the others. Each circle is printed once, as the modules in order.
+
 Generated headers belong to the layer that owns them: *.skel.h to pinning,
 kubelet_*.pb-c.h to kubelet, nri_*.pb-c.h to nri; include/*.h (shared with
 BPF) may be included from any layer.
@@ -49,11 +54,47 @@ def layer_of_include(name, shared):
     return None
 
 
+def module_of(rel):
+    """user/core/state.c -> core/state"""
+    return rel[len("user/"):].rsplit(".", 1)[0]
+
+
+def cycles(edges):
+    """The include circles of a module graph {module: {module, ...}}, each once,
+    as a list starting at its smallest module."""
+    found = set()
+    out = []
+    index = {}
+    stack = []
+
+    def walk(m):
+        index[m] = len(stack)
+        stack.append(m)
+        for n in sorted(edges.get(m, ())):
+            if n in index and index[n] is not None:
+                circle = stack[index[n]:]
+                i = circle.index(min(circle))
+                key = tuple(circle[i:] + circle[:i])
+                if key not in found:
+                    found.add(key)
+                    out.append(list(key))
+            elif n not in index:
+                walk(n)
+        stack.pop()
+        index[m] = None
+
+    for m in sorted(edges):
+        if m not in index:
+            walk(m)
+    return out
+
+
 def check(root):
     user = os.path.join(root, "user")
     shared = set(os.listdir(os.path.join(root, "include")))
     errors = []
     files = 0
+    edges = {}
     for entry in sorted(os.listdir(user)):
         path = os.path.join(user, entry)
         if not os.path.isdir(path):
@@ -77,7 +118,13 @@ def check(root):
                     if to is None:
                         errors.append(f"{rel}:{lineno}: \"{inc}\" names no layer "
                                       f"(write \"<layer>/{inc}\")")
-                    elif to == "shared" or to == entry:
+                    elif to == "shared":
+                        continue
+                    elif to == entry:
+                        dep = inc.rsplit(".", 1)[0]
+                        if "/" in inc and dep != module_of(rel) and \
+                                os.path.exists(os.path.join(user, inc)):
+                            edges.setdefault(module_of(rel), set()).add(dep)
                         continue
                     elif not os.path.exists(os.path.join(user, inc)) and "/" in inc:
                         errors.append(f"{rel}:{lineno}: \"{inc}\" does not exist")
@@ -88,6 +135,8 @@ def check(root):
                         errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
                                       f"a sibling layer ({to}); go through a lower "
                                       f"layer or through cmd")
+    for c in cycles(edges):
+        errors.append("include cycle: " + " -> ".join(c + [c[0]]))
     return files, errors
 
 
