@@ -44,7 +44,8 @@
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
-struct cfg {
+/* The caller's struct nri_config, copied, with the defaults filled in. */
+struct nri_settings {
 	char *socket_path;
 	char *name;
 	char *idx;
@@ -56,12 +57,12 @@ struct cfg {
 	unsigned create_wait_ms;
 };
 
-static void cfg_done(struct cfg *c)
+static void settings_done(struct nri_settings *c)
 {
 	free(c->socket_path);
 	free(c->name);
 	free(c->idx);
-	*c = (struct cfg){ 0 };
+	*c = (struct nri_settings){ 0 };
 }
 
 /* The runtime's own checks for external plugins (wire-protocols.md 4.6). */
@@ -83,12 +84,12 @@ static unsigned or_default(unsigned v, unsigned def)
 	return v ? v : def;
 }
 
-static int cfg_init(struct cfg *c, const struct nri_config *in)
+static int settings_init(struct nri_settings *c, const struct nri_config *in)
 {
 	static const struct nri_config none;
 	const struct nri_config *i = in ? in : &none;
 
-	*c = (struct cfg){
+	*c = (struct nri_settings){
 		.socket_path = strdup(i->socket_path ? i->socket_path : NRI_SOCKET_DEFAULT),
 		.name = strdup(i->plugin_name ? i->plugin_name : NRI_PLUGIN_NAME),
 		.idx = strdup(i->plugin_idx ? i->plugin_idx : NRI_PLUGIN_IDX),
@@ -100,11 +101,11 @@ static int cfg_init(struct cfg *c, const struct nri_config *in)
 		.create_wait_ms = or_default(i->create_wait_ms, NRI_CREATE_WAIT_MS),
 	};
 	if (!c->socket_path || !c->name || !c->idx) {
-		cfg_done(c);
+		settings_done(c);
 		return -ENOMEM;
 	}
 	if (!is_valid_name(c->name) || !is_valid_idx(c->idx) || !*c->socket_path) {
-		cfg_done(c);
+		settings_done(c);
 		return -EINVAL;
 	}
 	if (c->backoff_max_ms < c->backoff_min_ms)
@@ -419,7 +420,7 @@ const char *nri_container_getenv(const struct nri_container *c, const char *key)
 /* ---- the session -------------------------------------------------------------------------- */
 
 struct nri_session {
-	struct cfg cfg;
+	struct nri_settings conf;
 	struct nri_handlers h;
 	void *ud;
 	int (*write)(void *wud, const void *buf, size_t len);
@@ -512,7 +513,7 @@ int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, 
 	if (!s)
 		return -ENOMEM;
 	ratelimit_init(&s->fail_rl, FAIL_LOG_WINDOW_MS, FAIL_LOG_BURST);
-	r = cfg_init(&s->cfg, cfg);
+	r = settings_init(&s->conf, cfg);
 	if (r < 0)
 		return r;
 	s->h = *h;
@@ -562,7 +563,7 @@ struct nri_session *nri_session_free(struct nri_session *s)
 		s->waiting = cc->next;
 		create_call_free(cc);
 	}
-	cfg_done(&s->cfg);
+	settings_done(&s->conf);
 	free(s);
 	return NULL;
 }
@@ -619,7 +620,7 @@ static void on_registered(void *ud, int r, int code, const char *msg, const uint
 		return;
 	if (r < 0) {
 		errbuf_set(&s->why, "no RegisterPlugin reply within %u ms",
-			   s->cfg.register_timeout_ms);
+			   s->conf.register_timeout_ms);
 		s->fatal = r;
 		return;
 	}
@@ -631,7 +632,7 @@ static void on_registered(void *ud, int r, int code, const char *msg, const uint
 	}
 	s->registered = true;
 	s->st.registrations++;
-	log_info("nri_registered", "plugin=%s-%s", s->cfg.idx, s->cfg.name);
+	log_info("nri_registered", "plugin=%s-%s", s->conf.idx, s->conf.name);
 	s->connected_called = true;
 	if (s->h.connected)
 		s->h.connected(s->ud);
@@ -643,14 +644,14 @@ int nri_session_start(struct nri_session *s)
 	uint8_t buf[256];
 	size_t len;
 
-	req.plugin_name = s->cfg.name;
-	req.plugin_idx = s->cfg.idx;
+	req.plugin_name = s->conf.name;
+	req.plugin_idx = s->conf.idx;
 	len = nri__register_plugin_request__get_packed_size(&req);
 	if (len > sizeof(buf)) /* name < 64 bytes: cannot happen */
 		return -E2BIG;
 	(void)nri__register_plugin_request__pack(&req, buf);
 	return ttrpc_mux_call(s->mux, SVC_RUNTIME, "RegisterPlugin", buf, len,
-			      s->cfg.register_timeout_ms, on_registered, s, NULL);
+			      s->conf.register_timeout_ms, on_registered, s, NULL);
 }
 
 static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t *payload,
@@ -719,7 +720,7 @@ static size_t update_end(const struct nri_updates *u, size_t off)
 static int push_chunk(struct nri_session *s, const uint8_t *buf, size_t len, size_t n)
 {
 	int r = ttrpc_mux_call(s->mux, SVC_RUNTIME, "UpdateContainers", buf, len,
-			       s->cfg.call_timeout_ms, on_pushed, s, NULL);
+			       s->conf.call_timeout_ms, on_pushed, s, NULL);
 
 	if (r < 0)
 		return r;
@@ -779,7 +780,7 @@ int nri_session_push_evict(struct nri_session *s, const char *container_id, cons
 		return -ENOMEM;
 	(void)nri__update_containers_request__pack(&req, buf);
 	return ttrpc_mux_call(s->mux, SVC_RUNTIME, "UpdateContainers", buf, len,
-			      s->cfg.call_timeout_ms, on_pushed, s, NULL);
+			      s->conf.call_timeout_ms, on_pushed, s, NULL);
 }
 
 /* ---- Plugin service ----------------------------------------------------------------------- */
@@ -1088,7 +1089,7 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 		if (!err.s[0])
 			errbuf_set(&err,
 				   "no decision within the %u ms a container creation may wait",
-				   s->cfg.create_wait_ms);
+				   s->conf.create_wait_ms);
 		r = -ETIMEDOUT;
 	}
 	if (cc->waiting)
@@ -1131,7 +1132,7 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
 {
 	struct create_call *cc = calloc(1, sizeof(*cc));
-	int64_t wait = s->cfg.create_wait_ms;
+	int64_t wait = s->conf.create_wait_ms;
 	int r;
 
 	if (!cc)
@@ -1441,7 +1442,7 @@ int nri_session_expire(struct nri_session *s, int64_t now_ms)
 
 struct nri {
 	struct event_base *base;
-	struct cfg cfg;
+	struct nri_settings conf;
 	struct nri_handlers h;
 	void *ud;
 	struct sockaddr_un addr;
@@ -1638,7 +1639,7 @@ static void on_setup_timeout(evutil_socket_t fd, short what, void *arg)
 	if (!n->s || nri_session_is_synchronized(n->s))
 		return;
 	n->s->st.timeouts++;
-	errbuf_set(&n->s->why, "not synchronized within %u ms", n->cfg.setup_timeout_ms);
+	errbuf_set(&n->s->why, "not synchronized within %u ms", n->conf.setup_timeout_ms);
 	log_error("nri_setup_timeout", "why=%s", log_quote(nri_session_why(n->s)));
 	conn_drop(n, -ETIMEDOUT);
 }
@@ -1673,8 +1674,8 @@ static int conn_write(void *ud, const void *buf, size_t len)
 static void on_retry(evutil_socket_t unused, short what, void *arg)
 {
 	struct nri *n = arg;
-	struct timeval tv = { n->cfg.setup_timeout_ms / 1000,
-			      (n->cfg.setup_timeout_ms % 1000) * 1000 };
+	struct timeval tv = { n->conf.setup_timeout_ms / 1000,
+			      (n->conf.setup_timeout_ms % 1000) * 1000 };
 	uint32_t ms;
 	int fd, r;
 
@@ -1700,12 +1701,12 @@ static void on_retry(evutil_socket_t unused, short what, void *arg)
 	 * epoll. The kernel takes what fits in the socket buffer in one go anyway. */
 	(void)bufferevent_set_max_single_write(n->bev, NRI_OUTBUF_MAX);
 	n->totals.connects++;
-	log_info("nri_connected", "socket=%s", log_quote(n->cfg.socket_path));
-	r = nri_session_new(&(struct nri_config){ .plugin_name = n->cfg.name,
-						  .plugin_idx = n->cfg.idx,
-						  .register_timeout_ms = n->cfg.register_timeout_ms,
-						  .call_timeout_ms = n->cfg.call_timeout_ms,
-						  .create_wait_ms = n->cfg.create_wait_ms },
+	log_info("nri_connected", "socket=%s", log_quote(n->conf.socket_path));
+	r = nri_session_new(&(struct nri_config){ .plugin_name = n->conf.name,
+						  .plugin_idx = n->conf.idx,
+						  .register_timeout_ms = n->conf.register_timeout_ms,
+						  .call_timeout_ms = n->conf.call_timeout_ms,
+						  .create_wait_ms = n->conf.create_wait_ms },
 			    &n->h, n->ud, conn_write, n, &n->s);
 	if (r < 0) {
 		conn_drop(n, r);
@@ -1727,10 +1728,10 @@ fail:
 	ms = schedule_retry(n);
 	if (r != n->last_connect_err)
 		log_warn_errno(r, "nri_connect_failed", "socket=%s retry_ms=%u action=retrying",
-			       log_quote(n->cfg.socket_path), ms);
+			       log_quote(n->conf.socket_path), ms);
 	else
 		log_debug("nri_connect_failed", "socket=%s retry_ms=%u",
-			  log_quote(n->cfg.socket_path), ms);
+			  log_quote(n->conf.socket_path), ms);
 	n->last_connect_err = r;
 }
 
@@ -1746,19 +1747,19 @@ int nri_new(struct event_base *base, const struct nri_config *cfg, const struct 
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
-	r = cfg_init(&n->cfg, cfg);
+	r = settings_init(&n->conf, cfg);
 	if (r < 0)
 		return r;
-	len = strlen(n->cfg.socket_path);
+	len = strlen(n->conf.socket_path);
 	if (len >= sizeof(n->addr.sun_path))
 		return -ENAMETOOLONG;
 	n->addr.sun_family = AF_UNIX;
-	memcpy(n->addr.sun_path, n->cfg.socket_path, len + 1);
+	memcpy(n->addr.sun_path, n->conf.socket_path, len + 1);
 	n->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
 	n->base = base;
 	n->h = *h;
 	n->ud = ud;
-	backoff_init(&n->backoff, n->cfg.backoff_min_ms, n->cfg.backoff_max_ms);
+	backoff_init(&n->backoff, n->conf.backoff_min_ms, n->conf.backoff_max_ms);
 	n->retry = evtimer_new(base, on_retry, n);
 	n->deadline = evtimer_new(base, on_deadline, n);
 	n->setup = evtimer_new(base, on_setup_timeout, n);
@@ -1784,7 +1785,7 @@ struct nri *nri_free(struct nri *n)
 		event_free(n->deadline);
 	if (n->setup)
 		event_free(n->setup);
-	cfg_done(&n->cfg);
+	settings_done(&n->conf);
 	free(n);
 	return NULL;
 }
