@@ -4,7 +4,7 @@
  * The kubelet is played by hand: the method handlers the plugin registers are
  * captured and called with encoded requests on fake call handles (their
  * replies, failures, cancel callbacks and deadlines are the test's). The API
- * server is the fetch operations the plugin is given: each fetch waits until
+ * server is the claim source the plugin is given: each fetch waits until
  * the test completes it with a claim, an error, or never. Time is virtual
  * (faketimer.h); the next loop turn is event_base_loop(NONBLOCK). State, CDI
  * specs and the checkpoint are real files in a temporary directory; their
