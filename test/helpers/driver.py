@@ -9,7 +9,8 @@ import subprocess
 import time
 import urllib.request
 
-from conftest import BUILD_DIR, ROOT
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD_DIR = os.path.join(ROOT, os.environ.get("B", "build"))
 
 DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
 TOPO_DATA = os.path.join(ROOT, "test", "data", "topo")
