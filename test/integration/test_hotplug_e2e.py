@@ -162,3 +162,27 @@ def test_grouped_capacity_follows_the_online_cpus(apiserver, make_driver, sysfs,
     wait_for(lambda: cap() == {"cpudevnuma000": 16, "cpudevnuma001": 16}, what="back to 16")
     wait_for(lambda: w.last().get("cpudevnuma000", (0,))[0] == HEALTHY, what="healthy")
     w.close()
+
+
+def test_live_sysfs_is_followed_by_uevents_a_capture_by_polling(make_driver, sysfs):
+    """On the live machine the driver reads the online CPUs again when the
+    kernel says a CPU came or went (a uevent), not every second: a synthetic
+    "online" uevent of CPU 0 (no CPU changes state) makes it read once. A
+    capture sends no uevents: it is polled every second."""
+    live = make_driver(topology=None, args=["--no-nri", "--no-bpf"]).start()
+    assert "event=cpu_hotplug_followed by=uevents check_every_s=60" in live.log(), live.log()
+    key = 'dra_cpu_hotplug_checks_total{trigger="uevent"}'
+    before = live.metrics().get(key, 0)
+    try:
+        with open("/sys/devices/system/cpu/cpu0/uevent", "w") as f:
+            f.write("online")
+    except OSError as e:
+        pytest.skip("cannot ask the kernel for a uevent here: %s" % e)
+    wait_for(lambda: live.metrics().get(key, 0) > before, what="a read after the uevent")
+    assert live.metrics().get('dra_cpu_hotplug_checks_total{trigger="timer"}', 0) == 0
+    assert "event=cpus_hotplugged" not in live.log()  # nothing changed, nothing said
+
+    capture = make_driver(topology=None, args=["--no-nri", "--no-bpf", "--sysfs-root", sysfs])
+    capture.start()
+    assert ('event=cpu_hotplug_followed by=polling every_ms=1000 '
+            'reason="a sysfs capture sends no uevents"') in capture.log(), capture.log()

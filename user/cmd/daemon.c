@@ -41,13 +41,17 @@
 #include "host/coldlibs.h"
 #include "host/filewatch.h"
 #include "host/hotplug.h"
+#include "host/uevent.h"
 #include "host/pcie.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
 #include "lib/jsonc.h"
 
-/* How often the online CPUs are read (CPU hotplug). */
+/* How often the online CPUs are read (CPU hotplug): every second where the
+ * kernel's uevents cannot be had (a sysfs capture, a socket refused), else
+ * once a minute as a safety net under the uevents. */
 #define HOTPLUG_POLL_MS 1000
+#define HOTPLUG_CHECK_MS 60000
 /* Heap trimming (see trim_check): how often the heap is looked at, and how
  * much its free bytes must have grown since the last trim to trim again. */
 #define TRIM_PERIOD_MS 1000
@@ -69,6 +73,9 @@ struct daemon {
 	struct devices *devices;
 	struct pcie *pcie;
 	struct event *hotplug_timer;
+	struct event *uevents; /* the kernel's CPU hotplug messages, NULL: polling */
+	int uevent_fd;
+	struct metric_series *checks_uevent, *checks_timer;
 	struct filewatch *config_watch; /* --config: changes need a restart */
 	struct metric *g_config_stale;
 	struct event *trim_timer; /* persistent: trim_check */
@@ -118,6 +125,10 @@ static void daemon_free(struct daemon *d)
 	pcie_free(d->pcie);
 	if (d->hotplug_timer)
 		event_free(d->hotplug_timer);
+	if (d->uevents)
+		event_free(d->uevents);
+	if (d->uevent_fd >= 0)
+		(void)close(d->uevent_fd);
 	filewatch_free(d->config_watch);
 	if (d->trim_timer)
 		event_free(d->trim_timer);
@@ -476,9 +487,9 @@ static int start_kube(struct daemon *d)
  * (one small read; the per-CPU files too under a capture root). A change
  * goes to the plugin (health, no new claim on an offline CPU) and to the
  * publisher (devices leave or come back, groups shrink or grow). */
-static void on_hotplug_poll(evutil_socket_t fd, short what, void *ud)
+/* Reads the online CPUs again; true when they changed. */
+static bool hotplug_check(struct daemon *d)
 {
-	struct daemon *d = ud;
 	const char *root = d->cfg->sysfs_root && *d->cfg->sysfs_root ? d->cfg->sysfs_root : NULL;
 	struct cpuset known, now, went, came;
 	struct errbuf eb = {};
@@ -492,11 +503,11 @@ static void on_hotplug_poll(evutil_socket_t fd, short what, void *ud)
 			log_warn("hotplug_poll_failed", "error=%s action=keeping_the_last_view",
 				 log_quote(errbuf_text(&eb, r)));
 		d->hotplug_failed_logged = true;
-		return;
+		return false;
 	}
 	d->hotplug_failed_logged = false;
 	if (cpuset_equal(&now, &d->online))
-		return;
+		return false;
 	cpuset_andnot(&went, &d->online, &now);
 	cpuset_andnot(&came, &now, &d->online);
 	(void)cpuset_format(&went, a, sizeof(a));
@@ -513,6 +524,83 @@ static void on_hotplug_poll(evutil_socket_t fd, short what, void *ud)
 	metric_set(d->g_online, cpuset_count(&now));
 	dra_set_online(d->dra, &now);
 	publisher_set_online(d->publisher, &now);
+	return true;
+}
+
+static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud);
+
+static int hotplug_timer_start(struct daemon *d, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (!d->hotplug_timer)
+		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_timer, d);
+	if (!d->hotplug_timer || event_add(d->hotplug_timer, &tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud)
+{
+	struct daemon *d = ud;
+
+	metric_series_add(d->checks_timer, 1);
+	/* The safety net caught what no uevent announced: they do not reach us
+	 * here after all (a user namespace, a filter), so poll from now on. */
+	if (hotplug_check(d) && d->uevents) {
+		log_warn("cpu_hotplug_without_uevent",
+			 "action=\"reading the online CPUs every second from now on\"");
+		event_free(d->uevents);
+		d->uevents = NULL;
+		if (hotplug_timer_start(d, HOTPLUG_POLL_MS) < 0)
+			log_warn("hotplug_timer_failed", "action=\"CPU hotplug is no longer followed\"");
+	}
+}
+
+static void on_uevent(evutil_socket_t fd, short what, void *ud)
+{
+	struct daemon *d = ud;
+	int r = uevent_drain_cpu(fd);
+
+	if (r < 0 && r != -ENOBUFS && r != -EAGAIN)
+		log_warn_errno(r, "uevent_read_failed", "action=\"reading sysfs again\"");
+	if (r != 0) { /* a CPU came or went, or messages were lost */
+		metric_series_add(d->checks_uevent, 1);
+		(void)hotplug_check(d);
+	}
+}
+
+/* Follows CPU hotplug: the kernel's uevents on the loop with a slow safety
+ * poll, or a poll every second where uevents cannot be had. A topology file
+ * describes another machine: nothing to follow then. */
+static int hotplug_start(struct daemon *d)
+{
+	const char *root = d->cfg->sysfs_root;
+	struct metric *checks;
+	int r;
+
+	if (cfg_has_topology_file(d->cfg))
+		return 0;
+	checks = metrics_counter(d->metrics, "dra_cpu_hotplug_checks_total",
+				 "Reads of the online CPUs, by what asked for them (a CPU uevent, "
+				 "or the timer).",
+				 "trigger");
+	d->checks_uevent = metric_with_labels(checks, "uevent", NULL);
+	d->checks_timer = metric_with_labels(checks, "timer", NULL);
+	d->uevent_fd = root && *root ? -EOPNOTSUPP : uevent_open();
+	if (d->uevent_fd >= 0) {
+		d->uevents = event_new(d->base, d->uevent_fd, EV_READ | EV_PERSIST, on_uevent, d);
+		if (!d->uevents || event_add(d->uevents, NULL) < 0)
+			return -ENOMEM;
+		log_info("cpu_hotplug_followed", "by=uevents check_every_s=%d",
+			 HOTPLUG_CHECK_MS / 1000);
+		return hotplug_timer_start(d, HOTPLUG_CHECK_MS);
+	}
+	r = d->uevent_fd;
+	d->uevent_fd = -1;
+	log_info("cpu_hotplug_followed", "by=polling every_ms=%d reason=%s", HOTPLUG_POLL_MS,
+		 log_quote(root && *root ? "a sysfs capture sends no uevents" : strerror(-r)));
+	return hotplug_timer_start(d, HOTPLUG_POLL_MS);
 }
 
 /* GET /nodemap: the picture `dra-cpu-driver map` draws (core/nodemap.h). */
@@ -582,6 +670,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
+	d->uevent_fd = -1;
 	d->cfg = cfg;
 	d->topo = topo;
 	d->online = topo->online;
@@ -712,15 +801,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	d->g_online = metrics_gauge(d->metrics, "dra_cpu_online_cpus",
 				    "CPUs online now (CPU hotplug followed).", NULL);
 	metric_set(d->g_online, cpuset_count(&topo->online));
-	/* A topology file describes another machine: nothing here to follow. */
-	if (!(cfg->topology_file && *cfg->topology_file)) {
-		struct timeval tv = { .tv_sec = HOTPLUG_POLL_MS / 1000,
-				      .tv_usec = (HOTPLUG_POLL_MS % 1000) * 1000 };
-
-		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_poll, d);
-		if (!d->hotplug_timer || event_add(d->hotplug_timer, &tv) < 0)
-			return log_error_errno(-ENOMEM, "hotplug_timer_failed", "");
-	}
+	r = hotplug_start(d);
+	if (r < 0)
+		return log_error_errno(r, "hotplug_setup_failed", "");
 
 	{
 		struct timeval tv = { .tv_sec = TRIM_PERIOD_MS / 1000,
