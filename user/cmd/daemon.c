@@ -585,8 +585,8 @@ static int hotplug_start(struct daemon *d)
 				 "Reads of the online CPUs, by what asked for them (a CPU uevent, "
 				 "or the timer).",
 				 "trigger");
-	d->checks_uevent = metric_with_labels(checks, "uevent", NULL);
-	d->checks_timer = metric_with_labels(checks, "timer", NULL);
+	d->checks_uevent = metric_with(checks, "uevent");
+	d->checks_timer = metric_with(checks, "timer");
 	d->uevent_fd = root && *root ? -EOPNOTSUPP : uevent_open();
 	if (d->uevent_fd >= 0) {
 		d->uevents = event_new(d->base, d->uevent_fd, EV_READ | EV_PERSIST, on_uevent, d);
