@@ -112,13 +112,14 @@ static void test_cgroup_mounts_tell_the_layout(void **st)
 		const char *file;
 		enum cgroup_layout layout;
 		enum cgroup_hier pinning;
-		const char *v2, *v1, *v1_root;
+		const char *v2, *v1, *v1_root, *cpu;
 	} cases[] = {
 		{ "mountinfo-hybrid", CGROUP_LAYOUT_HYBRID, CGROUP_V1, "/sys/fs/cgroup/unified",
-		  "/sys/fs/cgroup/cpu\\set", "/kubepods" },
+		  "/sys/fs/cgroup/cpu\\set", "/kubepods", "/sys/fs/cgroup/cpu acct" },
 		{ "mountinfo-legacy", CGROUP_LAYOUT_LEGACY, CGROUP_V1, NULL, "/sys/fs/cgroup/cpuset",
-		  "/" },
-		{ "mountinfo-v2only", CGROUP_LAYOUT_UNIFIED, CGROUP_V2, "/sys/fs/cgroup", NULL, NULL },
+		  "/", "/sys/fs/cgroup/cpu,cpuacct" },
+		{ "mountinfo-v2only", CGROUP_LAYOUT_UNIFIED, CGROUP_V2, "/sys/fs/cgroup", NULL, NULL,
+		  NULL },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -144,8 +145,29 @@ static void test_cgroup_mounts_tell_the_layout(void **st)
 		} else {
 			assert_null(m.h[CGROUP_V1].point);
 		}
+		/* The cpu controller's v1 hierarchy (cpuacct alone is not it). */
+		if (cases[i].cpu)
+			assert_string_equal(m.cpu_v1.point, cases[i].cpu);
+		else
+			assert_null(m.cpu_v1.point);
 		cgroup_mounts_done(&m);
 	}
+}
+
+static void test_cgroup_parent_path_expands_a_pod_slice(void **st)
+{
+	char buf[256];
+
+	assert_int_equal(cgroup_parent_path("kubepods-burstable-pod1.slice", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/kubepods.slice/kubepods-burstable.slice/"
+				 "kubepods-burstable-pod1.slice");
+	assert_int_equal(cgroup_parent_path("/kubepods/pod1", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/kubepods/pod1");
+	assert_int_equal(cgroup_parent_path("", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(cgroup_parent_path("kubepods/pod1", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(cgroup_parent_path("/kubepods/../etc", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(cgroup_parent_path("a:b:c.slice", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(cgroup_parent_path("kubepods-a-b-c.slice", buf, 20), -ENAMETOOLONG);
 }
 
 static void test_cgroup_mounts_without_cgroups(void **st)
@@ -548,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_mount_dir_joins_point_and_root),
 		cmocka_unit_test(test_cgroup_of_task_reads_the_right_line),
 		cmocka_unit_test(test_cgroup_runtime_path_expands_systemd_slices),
+		cmocka_unit_test(test_cgroup_parent_path_expands_a_pod_slice),
 		cmocka_unit_test_setup_teardown(test_cgroup_place_finds_hierarchy_path_and_id,
 						tree_setup, tree_teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_hierarchy_maps_ids_and_paths_by_walking,

@@ -29,6 +29,7 @@
 #include "core/state.h"
 #include "nri/ttrpc.h"
 #include "lib/errbuf.h"
+#include "lib/fileio.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define UID1 "11111111-2222-3333-4444-555555555555"
@@ -110,6 +111,11 @@ static const char *allocatable = "0-15";
 /* setup_owners(): pools write owners.json to the state dir and resolve
  * cgroups under <root>/cg (plain directories: a cgroup id is an inode). */
 static bool with_owners;
+/* setup_quota*(): pod cgroups are found under <root>/cpufs (a fake cgroupfs);
+ * keep_quota: --cpu-quota=keep. */
+static bool with_cpufs, keep_quota;
+/* add_claim()'s claims carry these state flags. */
+static unsigned claim_flags;
 
 static int setup(void **state)
 {
@@ -133,6 +139,11 @@ static int setup(void **state)
 	assert_int_equal(state_new(&so, &e->state), 0);
 	assert_int_equal(state_load(e->state), 0);
 	assert_int_equal(metrics_new(&e->m), 0);
+	if (with_cpufs) {
+		snprintf(cg, sizeof(cg), "%s/cpufs", e->root);
+		po.cpu_cgroup_root = cg;
+		po.keep_cpu_quota = keep_quota;
+	}
 	if (with_owners) {
 		snprintf(cg, sizeof(cg), "%s/cg", e->root);
 		po.cgroup_root = cg;
@@ -316,6 +327,7 @@ static int add_claim(struct env *e, const char *uid, const char *cpus, ...)
 	va_list ap;
 
 	snprintf(c.uid, sizeof(c.uid), "%s", uid);
+	c.flags = claim_flags;
 	assert_int_equal(cpuset_parse(cpus, &set, NULL), 0);
 	res.cpus = cpuset_view(&set);
 	va_start(ap, cpus);
@@ -1216,12 +1228,163 @@ static int setup_owners_wide(void **state)
 	return setup_owners(state);
 }
 
+/* ---- CFS quota on exclusive CPUs (nri/quota.h) ---------------------------------------- */
+
+static int setup_quota(void **state)
+{
+	int r;
+
+	with_cpufs = true;
+	r = setup(state);
+	with_cpufs = false;
+	return r;
+}
+
+static int setup_quota_keep(void **state)
+{
+	int r;
+
+	keep_quota = true;
+	r = setup_quota(state);
+	keep_quota = false;
+	return r;
+}
+
+/* A pod cgroup in the fake cgroupfs, its cpu file holding text. */
+static void pod_cgroup(struct env *e, const char *pod, const char *file, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpufs/kubepods/%s", e->root, pod);
+	assert_int_equal(fileio_mkdir_p(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/cpufs/kubepods/%s/%s", e->root, pod, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void assert_pod_cgroup(struct env *e, const char *pod, const char *file, const char *text)
+{
+	char path[256], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpufs/kubepods/%s/%s", e->root, pod, file);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, text);
+}
+
+/* CreateContainer of id in a pod whose cgroup parent is /kubepods/pod-<id>;
+ * returns 1 with the quota the reply set in *ret, or 0 when it set none. */
+static int create_quota(struct env *e, const char *id, const char *claim, int64_t *ret)
+{
+	Nri__ContainerRequest req = NRI__CONTAINER_REQUEST__INIT;
+	Nri__LinuxPodSandbox lpod = NRI__LINUX_POD_SANDBOX__INIT;
+	Nri__CreateContainerResponse *resp;
+	struct ctr_msg m;
+	char parent[64];
+	int set;
+
+	ctr_msg(&m, id, claim);
+	snprintf(parent, sizeof(parent), "/kubepods/pod-%s", id);
+	lpod.cgroup_parent = parent;
+	m.pod.linux_ = &lpod;
+	req.pod = &m.pod;
+	req.container = &m.c;
+	call(e, "CreateContainer", &req.base);
+	resp = nri__create_container_response__unpack(NULL, e->reply.len, pipe_bytes(&e->reply));
+	assert_non_null(resp);
+	assert_non_null(resp->adjust);
+	set = resp->adjust->linux_->resources->cpu->quota != NULL;
+	if (set)
+		*ret = resp->adjust->linux_->resources->cpu->quota->value;
+	nri__create_container_response__free_unpacked(resp, NULL);
+	return set;
+}
+
+static void test_pools_exclusive_container_and_its_pod_lose_their_quota(void **state)
+{
+	struct env *e = *state;
+	int64_t q = 0;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "x1", NULL), 0);
+	pod_cgroup(e, "pod-x1", "cpu.max", "50000 100000\n");
+	assert_int_equal(create_quota(e, "x1", ENV1, &q), 1);
+	assert_int_equal(q, -1);
+	assert_pod_cgroup(e, "pod-x1", "cpu.max", "max");
+	assert_true(gauge(e, "dra_cpu_cpu_quota_dropped_total{level=\"container\"}") == 1);
+	assert_true(gauge(e, "dra_cpu_cpu_quota_dropped_total{level=\"pod\"}") == 1);
+}
+
+static void test_pools_v1_pod_quota_becomes_minus_one(void **state)
+{
+	struct env *e = *state;
+	int64_t q = 0;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "x1", NULL), 0);
+	pod_cgroup(e, "pod-x1", "cpu.cfs_quota_us", "50000\n");
+	assert_int_equal(create_quota(e, "x1", ENV1, &q), 1);
+	assert_pod_cgroup(e, "pod-x1", "cpu.cfs_quota_us", "-1");
+}
+
+static void test_pools_shared_and_shared_pool_containers_keep_their_quota(void **state)
+{
+	struct env *e = *state;
+	int64_t q = 0;
+
+	pod_cgroup(e, "pod-s1", "cpu.max", "50000 100000\n");
+	assert_int_equal(create_quota(e, "s1", NULL, &q), 0);
+	assert_pod_cgroup(e, "pod-s1", "cpu.max", "50000 100000\n");
+
+	claim_flags = STATE_CLAIM_SHARED_POOL;
+	assert_int_equal(add_claim(e, UID1, "4-5", "x1", NULL), 0);
+	claim_flags = 0;
+	pod_cgroup(e, "pod-x1", "cpu.max", "50000 100000\n");
+	assert_int_equal(create_quota(e, "x1", ENV1, &q), 0);
+	assert_pod_cgroup(e, "pod-x1", "cpu.max", "50000 100000\n");
+	assert_true(gauge(e, "dra_cpu_cpu_quota_dropped_total{level=\"container\"}") <= 0);
+}
+
+static void test_pools_keep_option_leaves_every_quota(void **state)
+{
+	struct env *e = *state;
+	int64_t q = 0;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "x1", NULL), 0);
+	pod_cgroup(e, "pod-x1", "cpu.max", "50000 100000\n");
+	assert_int_equal(create_quota(e, "x1", ENV1, &q), 0);
+	assert_pod_cgroup(e, "pod-x1", "cpu.max", "50000 100000\n");
+}
+
+static void test_pools_a_pod_cgroup_not_found_is_counted_the_container_still_loses_its_quota(
+	void **state)
+{
+	struct env *e = *state;
+	int64_t q = 0;
+
+	assert_int_equal(add_claim(e, UID1, "4-5", "x1", NULL), 0);
+	assert_int_equal(create_quota(e, "x1", ENV1, &q), 1);
+	assert_int_equal(q, -1);
+	assert_true(gauge(e, "dra_cpu_cpu_quota_errors_total") == 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TQ(f) cmocka_unit_test_setup_teardown(f, setup_quota, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_pools_claim_holder_updates_exactly_the_live_shared_containers),
 		T(test_pools_update_container_finds_it_among_many),
+		TQ(test_pools_exclusive_container_and_its_pod_lose_their_quota),
+		TQ(test_pools_v1_pod_quota_becomes_minus_one),
+		TQ(test_pools_shared_and_shared_pool_containers_keep_their_quota),
+		cmocka_unit_test_setup_teardown(test_pools_keep_option_leaves_every_quota,
+						setup_quota_keep, teardown),
+		TQ(test_pools_a_pod_cgroup_not_found_is_counted_the_container_still_loses_its_quota),
 		T(test_pools_synchronize_rebuilds_the_table),
 		T(test_pools_guard_counts_shared_containers),
 		T(test_pools_a_pod_not_among_the_consumers_is_refused_the_owner_is_not),

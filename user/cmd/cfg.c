@@ -52,6 +52,7 @@ static const char *const device_modes[] = { "grouped", "individual", NULL };
 static const char *const group_bys[] = { "numanode", "socket", "machine", NULL };
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
 static const char *const memories[] = { "all", "local", NULL };
+static const char *const cpu_quotas[] = { "drop", "keep", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 
@@ -99,6 +100,7 @@ static const struct file_key file_keys[] = {
 	{ "exposePCIeRoots", "expose-pcie-roots", NULL },
 	{ "deviceMetadata", "device-metadata", NULL },
 	{ "memoryLocality", "memory-locality", NULL },
+	{ "cpuQuota", "cpu-quota", NULL },
 };
 
 static const struct opt opts[] = {
@@ -179,6 +181,10 @@ static const struct opt opts[] = {
 	{ "memory-locality", NULL, OPT_ENUM, F(memory_locality), "all", 0, 0, memories, 0,
 	  "Claims that do not say (CPUConfig memory): local sets their containers' cpuset.mems "
 	  "to the NUMA nodes of their CPUs; all leaves every node." },
+	{ "cpu-quota", NULL, OPT_ENUM, F(cpu_quota), "drop", 0, 0, cpu_quotas, 0,
+	  "Containers whose CPUs are all exclusive: drop runs them and their pods without CFS "
+	  "quota, as the kubelet does for its exclusive CPUs; keep leaves the quota of their "
+	  "CPU limit (docs/cpu-quota.md)." },
 	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
 	  "Give containers a read-only file describing their devices (KEP-5304, "
 	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },

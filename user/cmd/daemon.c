@@ -343,7 +343,8 @@ static int start_node_agents(struct daemon *d)
 	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
 				 .state_dir = cfg->state_dir,
 				 .topo = d->topo,
-				 .claims = &d->claims.source };
+				 .claims = &d->claims.source,
+				 .keep_cpu_quota = cfg->cpu_quota == CFG_CPU_QUOTA_KEEP };
 	int r;
 
 	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only

@@ -160,6 +160,16 @@ void cgroup_mounts_done(struct cgroup_mounts *m)
 		free(m->h[i].root);
 		m->h[i] = (struct cgroup_mount){ NULL, NULL };
 	}
+	free(m->cpu_v1.point);
+	free(m->cpu_v1.root);
+	m->cpu_v1 = (struct cgroup_mount){ NULL, NULL };
+}
+
+static int mount_set(struct cgroup_mount *mnt, const struct procfs_mount *e)
+{
+	mnt->point = procfs_unescape(e->point);
+	mnt->root = procfs_unescape(e->root);
+	return mnt->point && mnt->root ? 0 : -ENOMEM;
 }
 
 int cgroup_mounts_parse(const char *mountinfo, size_t len, struct cgroup_mounts *ret)
@@ -171,26 +181,27 @@ int cgroup_mounts_parse(const char *mountinfo, size_t len, struct cgroup_mounts 
 
 	memset(&m, 0, sizeof(m));
 	while ((r = procfs_mountinfo_next(&p, end, &e)) > 0) {
-		int which;
+		struct cgroup_mount *mnt;
 
 		if (procfs_field_is(e.fstype, "cgroup2")) {
-			which = CGROUP_V2;
+			mnt = &m.h[CGROUP_V2];
 		} else if (procfs_field_is(e.fstype, "cgroup")) {
 			m.v1 = true;
+			/* cpu may share a mount with cpuset or cpuacct */
+			if (procfs_list_has(e.super.s, e.super.len, "cpu") && !m.cpu_v1.point &&
+			    (r = mount_set(&m.cpu_v1, &e)) < 0)
+				break;
 			if (!procfs_list_has(e.super.s, e.super.len, "cpuset"))
 				continue;
-			which = CGROUP_V1;
+			mnt = &m.h[CGROUP_V1];
 		} else {
 			continue;
 		}
-		if (m.h[which].point)
+		if (mnt->point)
 			continue; /* the first mount of a hierarchy is the one we use */
-		m.h[which].point = procfs_unescape(e.point);
-		m.h[which].root = procfs_unescape(e.root);
-		if (!m.h[which].point || !m.h[which].root) {
-			r = -ENOMEM;
+		r = mount_set(mnt, &e);
+		if (r < 0)
 			break;
-		}
 	}
 	if (r < 0) {
 		cgroup_mounts_done(&m);
@@ -325,6 +336,24 @@ int cgroup_of_task(const char *buf, size_t len, enum cgroup_hier h, char *path, 
 
 /* ---- container runtimes ----------------------------------------------------------------- */
 
+/* The ancestry of slice name[0..slen) (without ".slice") into buf: "a-b" is
+ * "/a.slice/a-b.slice" (systemd.slice(5)). Returns the length written. */
+static int slice_path(const char *name, size_t slen, char *buf, size_t size)
+{
+	size_t o = 0;
+	int n;
+
+	for (size_t i = 1; i <= slen; i++) {
+		if (i < slen && name[i] != '-')
+			continue;
+		n = snprintf(buf + o, size - o, "/%.*s.slice", (int)i, name);
+		if (n < 0 || (size_t)n >= size - o)
+			return -ENAMETOOLONG;
+		o += (size_t)n;
+	}
+	return (int)o;
+}
+
 /* The runtime's cgroupsPath as a hierarchy path into buf, not checked. */
 static int runtime_path(const char *path, char *buf, size_t size)
 {
@@ -344,16 +373,11 @@ static int runtime_path(const char *path, char *buf, size_t size)
 	if (!c1 || !c2 || strchr(c2 + 1, ':') || strchr(path, '/') || c1 == path ||
 	    (size_t)(c1 - path) < 7 || strncmp(c1 - 6, ".slice", 6) != 0)
 		return -EINVAL;
-	o = 0;
 	slen = (size_t)(c1 - 6 - path); /* the slice name without ".slice" */
-	for (size_t i = 1; i <= slen; i++) {
-		if (i < slen && path[i] != '-')
-			continue;
-		n = snprintf(buf + o, size - o, "/%.*s.slice", (int)i, path);
-		if (n < 0 || (size_t)n >= size - o)
-			return -ENAMETOOLONG;
-		o += (size_t)n;
-	}
+	n = slice_path(path, slen, buf, size);
+	if (n < 0)
+		return n;
+	o = (size_t)n;
 	n = snprintf(buf + o, size - o, "/%.*s-%s.scope", (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
 	return n < 0 || (size_t)n >= size - o ? -ENAMETOOLONG : 0;
 }
@@ -370,6 +394,61 @@ int cgroup_runtime_path(const char *cgroups_path, char *buf, size_t size)
 	if (r == 0 && cgroup_path_depth(buf) < 0)
 		r = -EINVAL;
 	return r;
+}
+
+int cgroup_parent_path(const char *parent, char *buf, size_t size)
+{
+	size_t len;
+	int r;
+
+	if (!parent || !*parent)
+		return -ENOENT;
+	len = strlen(parent);
+	if (parent[0] == '/') {
+		r = snprintf(buf, size, "%s", parent) >= (int)size ? -ENAMETOOLONG : 0;
+	} else if (len > 6 && !strcmp(parent + len - 6, ".slice") && !strchr(parent, '/') &&
+		   !strchr(parent, ':')) {
+		r = slice_path(parent, len - 6, buf, size);
+		r = r < 0 ? r : 0;
+	} else {
+		r = -EINVAL;
+	}
+	if (r == 0 && cgroup_path_depth(buf) < 0)
+		r = -EINVAL;
+	return r;
+}
+
+/* ---- CFS quota ---------------------------------------------------------------------------- */
+
+int cgroup_cpu_dir(const struct cgroup_mounts *m, const char *path, char *buf, size_t size)
+{
+	return cgroup_mount_dir(m->cpu_v1.point ? &m->cpu_v1 : &m->h[CGROUP_V2], path, buf, size);
+}
+
+int cgroup_cpu_quota_drop(const char *dir)
+{
+	_cleanup_(buf_done) struct buf b = BUF_INIT(256);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool v2;
+	int r;
+
+	if (dfd < 0)
+		return -errno;
+	r = fileio_read_at(dfd, "cpu.max", 0, &b, NULL);
+	v2 = r >= 0;
+	if (r == -ENOENT) {
+		b = BUF_INIT(256); /* a failed read freed it */
+		r = fileio_read_at(dfd, "cpu.cfs_quota_us", 0, &b, NULL);
+	}
+	if (r < 0)
+		return r;
+	/* v2: "<quota|max> <period>"; v1: "<quota|-1>" */
+	if (v2 ? !strncmp(buf_str(&b), "max", 3) : !strncmp(buf_str(&b), "-1", 2))
+		return 0;
+	if (buf_len(&b) == 0 || !strchr("0123456789", buf_str(&b)[0]))
+		return -EPROTO;
+	r = fileio_write_value(dfd, v2 ? "cpu.max" : "cpu.cfs_quota_us", v2 ? "max" : "-1");
+	return r < 0 ? r : 1;
 }
 
 /* ---- an open hierarchy ------------------------------------------------------------------ */

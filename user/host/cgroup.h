@@ -77,6 +77,7 @@ struct cgroup_mount {
 
 struct cgroup_mounts {
 	struct cgroup_mount h[CGROUP_HIER_MAX]; /* the first mount of each */
+	struct cgroup_mount cpu_v1;		/* the v1 hierarchy with the cpu controller */
 	bool v1;				/* some v1 hierarchy is mounted */
 };
 
@@ -126,6 +127,25 @@ int cgroup_of_task(const char *buf, size_t len, enum cgroup_hier h, char *path, 
  * cri-containerd-abc.scope"). -ENOENT for an empty one, -EINVAL for a
  * malformed one or one with a "." or ".." component, -ENAMETOOLONG. */
 int cgroup_runtime_path(const char *cgroups_path, char *buf, size_t size);
+
+/* A pod's cgroup parent (NRI's PodSandbox linux.cgroup_parent) as a
+ * hierarchy path: cgroupfs "/kubepods/burstable/pod1" as is; a systemd slice
+ * "kubepods-burstable-pod1.slice" as its ancestry
+ * ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice").
+ * Errors as cgroup_runtime_path(). */
+int cgroup_parent_path(const char *parent, char *buf, size_t size);
+
+/* ---- CFS quota ---------------------------------------------------------------------------- */
+
+/* The directory of hierarchy path in the hierarchy that holds the cpu
+ * controller: v1 "cpu" where one is mounted, else v2. As cgroup_mount_dir(). */
+int cgroup_cpu_dir(const struct cgroup_mounts *m, const char *path, char *buf, size_t size);
+
+/* Removes the CFS bandwidth limit of the cgroup at directory dir, keeping
+ * its period: cpu.max "max" (v2) or cpu.cfs_quota_us -1 (v1). 1 when it had
+ * a limit, 0 when it had none, -ENOENT when dir has neither file (no cpu
+ * controller there), -EPROTO for a file we cannot read, -errno of the write. */
+int cgroup_cpu_quota_drop(const char *dir);
 
 /* ---- an open hierarchy ------------------------------------------------------------------ */
 

@@ -285,3 +285,18 @@ int fileio_mkdir_p(const char *path, mode_t mode)
 		return -errno;
 	return 0;
 }
+
+int fileio_write_value(int dfd, const char *path, const char *value)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(value);
+	ssize_t n;
+
+	fd = openat(dfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, value, len);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}

@@ -82,6 +82,12 @@ int fileio_remove_stale_temps(const char *dir, const char *prefix);
 /* unlink + fsync of the directory; a missing file is success. */
 int fileio_remove(const char *dir, const char *name);
 
+/* Writes value to an existing kernel file (cgroupfs, procfs) in one write(),
+ * as those files want a whole value per write: no create, no symlink
+ * followed. -errno of open() or write() (a kernel refusing the value says so
+ * with write()'s errno, e.g. -EIO or -EINVAL), -EIO for a short write. */
+int fileio_write_value(int dfd, const char *path, const char *value);
+
 /* mkdir -p: parents 0755, the last component with mode. An existing
  * directory is success (its mode is left alone). */
 int fileio_mkdir_p(const char *path, mode_t mode);

@@ -120,6 +120,8 @@ struct create_call;
 struct nri_adjust {
 	char *cpus;
 	char *mems;
+	bool has_quota;
+	int64_t quota;
 	bool has_sched;
 	struct nri_scheduler sched;
 	struct nri_session *s;
@@ -259,6 +261,15 @@ int nri_adjust_set_mems(struct nri_adjust *a, const char *mems)
 		return -ENOMEM;
 	free(a->mems);
 	a->mems = dup;
+	return 0;
+}
+
+int nri_adjust_set_cpu_quota(struct nri_adjust *a, int64_t quota)
+{
+	if (quota < -1 || quota == 0)
+		return -EINVAL;
+	a->quota = quota;
+	a->has_quota = true;
 	return 0;
 }
 
@@ -1052,6 +1063,7 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 	Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
 	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
 	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
+	Nri__OptionalInt64 quota = NRI__OPTIONAL_INT64__INIT;
 	Nri__LinuxScheduler sched = NRI__LINUX_SCHEDULER__INIT;
 	Nri__LinuxSchedulerFlag flags[NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1];
 	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
@@ -1094,10 +1106,15 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 	}
 	if (cc->waiting)
 		unlink_waiting(s, cc);
-	if (r >= 0 && adj.cpus) {
-		cpu.cpus = adj.cpus;
+	if (r >= 0 && (adj.cpus || adj.has_quota)) {
+		if (adj.cpus)
+			cpu.cpus = adj.cpus;
 		if (adj.mems)
 			cpu.mems = adj.mems;
+		if (adj.has_quota) {
+			quota.value = adj.quota;
+			cpu.quota = &quota;
+		}
 		res.cpu = &cpu;
 		ladj.resources = &res;
 		adjust.linux_ = &ladj;

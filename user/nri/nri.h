@@ -122,6 +122,12 @@ int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus);
  * node list, same rules as cpus; copied). Not called: the runtime's
  * default, every node. */
 int nri_adjust_set_mems(struct nri_adjust *a, const char *mems);
+/* Set the CFS quota of the container being created, in microseconds per
+ * period (LinuxCPU.quota); -1 is the OCI spelling of "no quota", which runc
+ * and crun write as cpu.cfs_quota_us -1 (v1) or cpu.max "max" (v2). Not
+ * called: the quota the runtime derived from the CPU limit. -EINVAL for 0 or
+ * below -1. */
+int nri_adjust_set_cpu_quota(struct nri_adjust *a, int64_t quota);
 /* The OCI process.scheduler (runtime-spec v1.1.0) as the LinuxScheduler
  * adjustment of NRI v0.11.0 carries it: times in nanoseconds, deadline
  * relative. Runtimes with an older NRI drop the field without a word, so a

@@ -41,6 +41,7 @@
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
+#include "nri/quota.h"
 #include "nri/rtctl.h"
 #include "core/state.h"
 #include "host/topo.h"
@@ -101,6 +102,7 @@ struct pools {
 	struct bpfmon *bpf;
 	struct nri *nri;
 	struct rtctl *rt; /* real-time claims, NULL when none */
+	struct quota *quota;
 	struct pools_opts o;
 	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
 	char *state_dir;
@@ -437,6 +439,21 @@ static unsigned ctr_flags(const struct pools *p, const struct ctr *c)
 			f |= cl->flags;
 	}
 	return f;
+}
+
+/* Every CPU of c is its own: it holds claims, none asks for the shared pool
+ * beside them, none is real-time (those CPUs are shared by bandwidth). */
+static bool is_all_exclusive(const struct pools *p, const struct ctr *c)
+{
+	if (!c->n_claims || (ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
+		return false;
+	for (int i = 0; i < c->n_claims; i++) {
+		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
+
+		if (!cl || cl->rt)
+			return false;
+	}
+	return true;
 }
 
 /* The cpuset a container should have: the shared pool, or its claims'
@@ -1064,6 +1081,8 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		return -ENOMEM;
 	}
 	r = nri_adjust_set_cpus(adj, list);
+	if (!r && k && is_all_exclusive(p, n))
+		r = quota_drop_exclusive(p->quota, pod, c, adj);
 	if (!r && k) {
 		struct cpuset nodes;
 
@@ -1466,6 +1485,11 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	p->state = state;
 	p->bpf = bpf;
 	p->o = *o;
+	r = quota_new(&(struct quota_opts){ .keep = o->keep_cpu_quota,
+					    .cgroup_root = o->cpu_cgroup_root },
+		      m, &p->quota);
+	if (r < 0)
+		return r;
 	r = find_cgroups(p, o->cgroup_root);
 	if (r == -ENOMEM)
 		return r;
@@ -1529,6 +1553,7 @@ struct pools *pools_free(struct pools *p)
 	free(p->cgroups.point);
 	free(p->cgroups.root);
 	free(p->state_dir);
+	quota_free(p->quota);
 	if (p->state)
 		state_set_guard(p->state, NULL, NULL);
 	free(p);

@@ -36,6 +36,8 @@
  * shared pool while its claims are read once more: if the read vouches for
  * it, it is bound and its cpuset pushed (with --nri-push-updates); if not, it
  * is reported and stays confined.
+ * A container whose CPUs are all exclusive (claims without sharedPool, none
+ * real-time) runs without CFS quota, and so does its pod (nri/quota.h).
  * Exclusive containers' cgroups are resolved to cgroup ids once the runtime
  * created them, and become the owners the BPF check enforces.
  */
@@ -76,6 +78,10 @@ struct pools_opts {
 	/* Claim reads (NULL: none; a pod missing from the recorded consumers is
 	 * refused at once). Borrowed; must outlive the pools. */
 	const struct claimsource *claims;
+	/* CFS quota of containers on exclusive CPUs (nri/quota.h): keep them
+	 * (--cpu-quota=keep), and where pod cgroups are (NULL: mountinfo). */
+	bool keep_cpu_quota;
+	const char *cpu_cgroup_root;
 };
 
 /* <state-dir>/owners.json, rewritten atomically whenever an owner changes:
