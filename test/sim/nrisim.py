@@ -183,6 +183,36 @@ class Cgroups:
         with open(path, "w") as f:
             f.write(value)
 
+    # -- CPU limits (CFS quota) in the v1 cpu hierarchy: pod cgroups hold
+    # their containers there, as the kubelet lays them out; v2 nodes are
+    # covered by the driver's fake-cgroupfs unit tests instead. --
+
+    CPU_V1 = "/sys/fs/cgroup/cpu"
+
+    @property
+    def cpu_root(self):
+        return os.path.join(self.CPU_V1, os.path.basename(self.root))
+
+    def cpu_available(self):
+        return self.version == 1 and os.path.exists(os.path.join(self.CPU_V1,
+                                                                 "cpu.cfs_quota_us"))
+
+    def cpu_create(self, rel, quota_us, period_us=100000):
+        """A cgroup at cpu_root/rel with a CFS quota (-1: none)."""
+        if not self.cpu_available():
+            raise OSError("CPU limits need the v1 cpu hierarchy at " + self.CPU_V1)
+        p = os.path.join(self.cpu_root, rel)
+        os.makedirs(p, exist_ok=True)
+        self._write(os.path.join(p, "cpu.cfs_period_us"), str(period_us))
+        self._write(os.path.join(p, "cpu.cfs_quota_us"), str(quota_us))
+        return p
+
+    @staticmethod
+    def cpu_stat(path):
+        """cpu.stat of a cpu cgroup directory as a dict."""
+        with open(os.path.join(path, "cpu.stat")) as f:
+            return {k: int(v) for k, v in (line.split() for line in f if line.strip())}
+
     @staticmethod
     def available():
         try:
@@ -211,12 +241,15 @@ class Cgroups:
     def set_cpus(self, name, cpus):
         self._write(os.path.join(self.path_of(name), "cpuset.cpus"), cpus)
 
-    def start(self, name, argv):
-        procs = os.path.join(self.path_of(name), "cgroup.procs")
+    def start(self, name, argv, cpu_cgroup=None):
+        procs = [os.path.join(self.path_of(name), "cgroup.procs")]
+        if cpu_cgroup:
+            procs.append(os.path.join(cpu_cgroup, "cgroup.procs"))
 
-        def enter():  # in the child, before exec: join the cgroup
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
+        def enter():  # in the child, before exec: join the cgroups
+            for p in procs:
+                with open(p, "w") as f:
+                    f.write(str(os.getpid()))
         return subprocess.Popen(argv, preexec_fn=enter, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -238,6 +271,17 @@ class Cgroups:
             os.rmdir(self.root)
         except OSError:
             pass
+        if os.path.isdir(self.cpu_root):  # pods, then the root, deepest first
+            for top, dirs, _ in os.walk(self.cpu_root, topdown=False):
+                for d in dirs:
+                    try:
+                        os.rmdir(os.path.join(top, d))
+                    except OSError:
+                        pass
+            try:
+                os.rmdir(self.cpu_root)
+            except OSError:
+                pass
 
 
 def cpus_allowed(pid):
@@ -604,6 +648,7 @@ class Container:
         self.msg = msg
         self.proc = None
         self.cgroup = None
+        self.cpu_cgroup = None       # its v1 cpu cgroup when it has a CPU limit
         self.scheduler = None       # the LinuxScheduler a plugin asked for, if any
         self.scheduler_error = None  # why applying it failed
 
@@ -776,11 +821,17 @@ class Runtime:
 
     # -- state --
 
-    def add_pod(self, name, namespace="default", uid=None):
+    def add_pod(self, name, namespace="default", uid=None, cpu_limit_m=None):
+        """cpu_limit_m: the pod's CPU limit in millicores; with real cgroups
+        its pod cgroup gets the CFS quota the kubelet would give it (the sum
+        of its containers' limits), in the v1 cpu hierarchy."""
         uid = uid or secrets.token_hex(16)
         pod = api.PodSandbox(id=secrets.token_hex(32), name=name, uid=uid, namespace=namespace,
                              runtime_handler="runc")
         pod.linux_.cgroup_parent = f"/kubepods/pod{uid}"
+        if self.cg and cpu_limit_m:
+            pod.linux_.cgroup_parent = f"/{os.path.basename(self.cg.root)}/pod{uid}"
+            self.cg.cpu_create(f"pod{uid}", cpu_limit_m * 100)
         pod.labels["app"] = name
         with self._lock:
             self.pods[pod.id] = pod
@@ -868,9 +919,13 @@ class Runtime:
                 continue
         return out
 
-    def create_container(self, pod, name, env=None, cpus="", start=True, argv=None):
+    def create_container(self, pod, name, env=None, cpus="", start=True, argv=None,
+                         cpu_limit_m=None):
         """CreateContainer through the plugins, then create (and start) it.
-        env: dict or list of KEY=VALUE. Raises CreateContainerError."""
+        env: dict or list of KEY=VALUE. cpu_limit_m: its CPU limit (a CFS
+        quota of limit/1000 periods of 100 ms, in its pod's cpu cgroup: the
+        pod needs one, see add_pod()), which a plugin's adjustment may
+        change (LinuxCPU.quota, -1: none). Raises CreateContainerError."""
         if isinstance(env, dict):
             env = [f"{k}={v}" for k, v in env.items()]
         cid = secrets.token_hex(32)
@@ -880,6 +935,9 @@ class Runtime:
         msg.linux_.cgroups_path = (f"/{os.path.basename(self.cg.root)}/{cid}" if self.cg
                                    else f"/kubepods/pod{pod.uid}/{cid}")
         msg.linux_.resources.cpu.cpus = cpus
+        if cpu_limit_m:
+            msg.linux_.resources.cpu.quota.value = cpu_limit_m * 100
+            msg.linux_.resources.cpu.period.value = 100000
         msg.labels["io.kubernetes.container.name"] = name
         req = api.ContainerRequest(pod=pod, container=msg)
         try:
@@ -887,7 +945,7 @@ class Runtime:
         except PluginError as e:
             self._log(f"CreateContainer {name} failed: {e}")
             raise CreateContainerError(str(e)) from e
-        adjust, owner, updates, mems = "", None, [], ""
+        adjust, owner, updates, mems, quota = "", None, [], "", None
         sched, sched_owner = None, None
         for conn, resp in results:
             want = resp.adjust.linux_.resources.cpu.cpus
@@ -899,6 +957,8 @@ class Runtime:
             # cpuset.mems is recorded on the container, not written to a
             # real cgroup: the nodes a test names need not exist here
             mems = resp.adjust.linux_.resources.cpu.mems or mems
+            if resp.adjust.linux_.resources.cpu.HasField("quota"):
+                quota = resp.adjust.linux_.resources.cpu.quota.value
             if resp.adjust.linux_.HasField("scheduler"):
                 if sched_owner:
                     raise CreateContainerError(
@@ -918,8 +978,15 @@ class Runtime:
             msg.linux_.resources.cpu.cpus = adjust
         if mems:
             msg.linux_.resources.cpu.mems = mems
+        if quota is not None:
+            msg.linux_.resources.cpu.quota.value = quota
         if self.cg:
             ctr.cgroup = self.cg.create(cid, msg.linux_.resources.cpu.cpus)
+            if msg.linux_.resources.cpu.HasField("quota"):
+                # as runc: cpu.cfs_quota_us from the spec, -1 (none) included
+                ctr.cpu_cgroup = self.cg.cpu_create(
+                    os.path.join(os.path.basename(pod.linux_.cgroup_parent), cid),
+                    msg.linux_.resources.cpu.quota.value)
         if adjust:
             with self._lock:
                 self.applied.append((cid, adjust, owner))
@@ -932,7 +999,7 @@ class Runtime:
 
     def start_container(self, ctr):
         if self.cg:
-            ctr.proc = self.cg.start(ctr.id, list(ctr.msg.args))
+            ctr.proc = self.cg.start(ctr.id, list(ctr.msg.args), ctr.cpu_cgroup)
             ctr.msg.pid = ctr.proc.pid
             if ctr.scheduler is not None:
                 try:  # like crun: from the parent, the child in its cgroup
@@ -982,6 +1049,11 @@ class Runtime:
         self._event("RemoveContainer", EV_REMOVE, req, api.Empty, (ctr.pod, ctr.msg))
         if self.cg and ctr.cgroup:
             self.cg.remove(ctr.id)
+        if ctr.cpu_cgroup:
+            try:
+                os.rmdir(ctr.cpu_cgroup)
+            except OSError:
+                pass
         with self._lock:
             self.containers.pop(ctr.id, None)
 

@@ -1,0 +1,80 @@
+"""No CFS quota on exclusive CPUs (docs/cpu-quota.md), on this machine's real
+v1 cpu hierarchy: a claim holder with a 0.5-CPU limit, busy on its one
+exclusive CPU, is throttled only when the driver keeps quotas."""
+
+import json
+import os
+
+import pytest
+
+from claims import claim, ref
+from driver import wait_for
+
+BUSY = ["/bin/sh", "-c", "while :; do :; done"]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of pid, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def run_busy_claim_holder(apiserver, make_driver, kubelet, driver_dir, args):
+    """Prepares a one-CPU claim, creates its holder (limit 0.5 CPU) busy on it
+    and waits until it has used 1 s of CPU; returns the driver and the
+    cpu.stat of the container's and the pod's cgroups."""
+    from sim.nrisim import Cgroups, Runtime
+    if os.geteuid() != 0 or not Cgroups.available():
+        pytest.skip("needs root and a writable cgroup hierarchy")
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock, cgroups=True, cgroup_root=f"quota-{os.getpid()}-{len(args)}").start()
+    try:
+        if not rt.cg.cpu_available():
+            pytest.skip("needs the v1 cpu hierarchy (v2: pools_test's fake cgroupfs)")
+        d = make_driver(topology=None, args=["--nri-socket", sock, "--no-bpf",
+                                             "--reserved-cpus", "0"] + args).start()
+        rt.wait_plugin(timeout=5)
+        pod = rt.add_pod("busy", cpu_limit_m=500)
+        c = apiserver.put_claim(claim("busy", [("cpu", "cpudevnuma000", "1")],
+                                      reserved_for=[pod]))
+        assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
+        with open(os.path.join(d.cdi_dir, "dra.k8s.io-cpu_claim-%s.json"
+                               % c["metadata"]["uid"])) as f:
+            line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+        k, v = line.split("=", 1)
+        ctr = rt.create_container(pod, "app", env={k: v}, argv=BUSY, cpu_limit_m=500)
+        assert ctr.cpus == "1"
+        # 1 s of CPU: 10 periods of 100 ms at 100 %, 20 at the 50 % limit
+        wait_for(lambda: cpu_seconds(ctr.pid) >= 1.0, timeout=10,
+                 what="the claim holder used 1 s of CPU")
+        pod_dir = os.path.dirname(ctr.cpu_cgroup)
+        stats = (Cgroups.cpu_stat(ctr.cpu_cgroup), Cgroups.cpu_stat(pod_dir),
+                 open(os.path.join(pod_dir, "cpu.cfs_quota_us")).read().strip(),
+                 open(os.path.join(ctr.cpu_cgroup, "cpu.cfs_quota_us")).read().strip())
+        rt.remove_container(ctr)
+        return d, stats
+    finally:
+        rt.close()
+
+
+def test_exclusive_claim_holder_is_never_throttled(apiserver, make_driver, kubelet, driver_dir):
+    d, (ctr, pod, pod_quota, ctr_quota) = run_busy_claim_holder(
+        apiserver, make_driver, kubelet, driver_dir, [])
+    assert (pod_quota, ctr_quota) == ("-1", "-1")
+    assert ctr["nr_throttled"] == 0 and pod["nr_throttled"] == 0, (ctr, pod)
+    m = d.metrics()
+    assert m['dra_cpu_cpu_quota_dropped_total{level="container"}'] == 1
+    assert m['dra_cpu_cpu_quota_dropped_total{level="pod"}'] == 1
+    assert "event=pod_cpu_quota_dropped" in d.log()
+
+
+def test_keep_option_leaves_the_quota_that_throttles(apiserver, make_driver, kubelet,
+                                                     driver_dir):
+    d, (ctr, pod, pod_quota, ctr_quota) = run_busy_claim_holder(
+        apiserver, make_driver, kubelet, driver_dir, ["--cpu-quota=keep"])
+    assert (pod_quota, ctr_quota) == ("50000", "50000")
+    # v1 counts a throttle in the group whose quota ran out: either may
+    assert ctr["nr_throttled"] + pod["nr_throttled"] >= 5, (ctr, pod)
+    assert not any(k.startswith("dra_cpu_cpu_quota_dropped_total{") for k in d.metrics())
