@@ -475,10 +475,45 @@ static void test_claim_config_memory_and_shared_pool(void **st)
 	json_object_put(o);
 }
 
+static void test_claim_config_irq(void **st)
+{
+	static const struct {
+		const char *json;
+		int r;
+		enum claim_irq irq;
+	} cases[] = {
+		{ "\"irq\":\"isolate\"", 0, CLAIM_IRQ_ISOLATE },
+		{ "\"irq\":\"keep\"", 0, CLAIM_IRQ_KEEP },
+		{ "\"irq\":\"off\"", -EINVAL, 0 },
+		{ "\"irq\":true", -EINVAL, 0 },
+		{ "\"irq\":null", -EINVAL, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct claim_config c = { 0 };
+		struct errbuf err = { "" };
+		char buf[256];
+		struct json_object *o;
+
+		snprintf(buf, sizeof(buf),
+			 "{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\",%s}",
+			 cases[i].json);
+		o = json_tokener_parse(buf);
+		assert_non_null(o);
+		assert_int_equal(claim_config_parse(o, &c, &err), cases[i].r);
+		if (cases[i].r == 0)
+			assert_int_equal(c.irq, cases[i].irq);
+		else
+			assert_non_null(strstr(err.s, "irq must be isolate or keep"));
+		json_object_put(o);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_claim_takes_only_our_results),
+		cmocka_unit_test(test_claim_config_irq),
 		cmocka_unit_test(test_claim_without_our_results_is_an_error),
 		cmocka_unit_test(test_claim_namespace_check),
 		cmocka_unit_test(test_claim_name_check),

@@ -53,6 +53,7 @@ static const char *const group_bys[] = { "numanode", "socket", "machine", NULL }
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
 static const char *const memories[] = { "all", "local", NULL };
 static const char *const cpu_quotas[] = { "drop", "keep", NULL };
+static const char *const irq_isolations[] = { "keep", "isolate", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 
@@ -101,6 +102,8 @@ static const struct file_key file_keys[] = {
 	{ "deviceMetadata", "device-metadata", NULL },
 	{ "memoryLocality", "memory-locality", NULL },
 	{ "cpuQuota", "cpu-quota", NULL },
+	{ "irqIsolation", "irq-isolation", NULL },
+	{ "procfsRoot", "procfs-root", NULL },
 };
 
 static const struct opt opts[] = {
@@ -185,6 +188,12 @@ static const struct opt opts[] = {
 	  "Containers whose CPUs are all exclusive: drop runs them and their pods without CFS "
 	  "quota, as the kubelet does for its exclusive CPUs; keep leaves the quota of their "
 	  "CPU limit (docs/cpu-quota.md)." },
+	{ "irq-isolation", NULL, OPT_ENUM, F(irq_isolation), "keep", 0, 0, irq_isolations, 0,
+	  "Claims that do not say (CPUConfig irq): isolate moves every movable interrupt off "
+	  "their CPUs (and out of default_smp_affinity) until Unprepare; keep leaves "
+	  "interrupts alone (docs/irq-isolation.md)." },
+	{ "procfs-root", NULL, OPT_STRING, F(procfs_root), "", 0, 0, NULL, 0,
+	  "Read and write interrupt affinities under DIR/irq instead of /proc/irq (tests)." },
 	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
 	  "Give containers a read-only file describing their devices (KEP-5304, "
 	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },

@@ -34,6 +34,7 @@ enum cfg_action {
 enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
 enum cfg_memory { CFG_MEMORY_ALL = 0, CFG_MEMORY_LOCAL };
 enum cfg_cpu_quota { CFG_CPU_QUOTA_DROP = 0, CFG_CPU_QUOTA_KEEP };
+enum cfg_irq { CFG_IRQ_KEEP = 0, CFG_IRQ_ISOLATE };
 
 struct cfg {
 	enum cfg_action action;
@@ -80,6 +81,8 @@ struct cfg {
 	bool device_metadata;	/* metadata files in containers (docs/device-metadata.md) */
 	int memory_locality;	/* enum cfg_memory: claims' default (docs/numa-memory.md) */
 	int cpu_quota;		/* enum cfg_cpu_quota: on exclusive CPUs (docs/cpu-quota.md) */
+	int irq_isolation;	/* enum cfg_irq: claims' default (docs/irq-isolation.md) */
+	char *procfs_root;	/* "" = /proc; where /proc/irq is read and written */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

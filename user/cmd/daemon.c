@@ -36,6 +36,7 @@
 #include "nri/rtctl.h"
 #include "kube/publisher.h"
 #include "core/rt.h"
+#include "core/irqiso.h"
 #include "core/state.h"
 #include "host/cgroup.h"
 #include "host/coldlibs.h"
@@ -94,6 +95,7 @@ struct daemon {
 	struct bpfmon *bpf;
 	struct pools *pools;
 	struct rtctl *rtctl; /* --rt-cpus */
+	struct irqiso *irqiso; /* interrupts off claims' CPUs */
 	struct rtmon *rtmon; /* its BPF monitor, NULL without */
 	struct nri *nri;
 	int check_serving, check_registered, check_slices;
@@ -119,6 +121,7 @@ static void daemon_free(struct daemon *d)
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
 	bpfmon_free(d->bpf);
+	irqiso_free(d->irqiso); /* isolation stays with the claims; its record too */
 	state_free(d->state);
 	httpd_free(d->httpd);
 	devices_free(d->devices);
@@ -745,6 +748,14 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		if (r < 0)
 			return r;
 		update_gauges(d);
+		r = irqiso_new(d->state,
+			       &(struct irqiso_opts){
+				       .isolate = cfg->irq_isolation == CFG_IRQ_ISOLATE,
+				       .procfs_root = *cfg->procfs_root ? cfg->procfs_root : NULL,
+				       .state_dir = cfg->state_dir },
+			       d->metrics, &d->irqiso);
+		if (r < 0)
+			return log_error_errno(r, "irq_isolation_failed", "dir=%s", cfg->state_dir);
 		/* Metadata a crash left behind (its claim never committed, or its
 		 * Unprepare did not finish). */
 		{

@@ -115,6 +115,14 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 			else
 				return errbuf_fail(eb, -EINVAL,
 						   "CPUConfig: memory must be local or all");
+		} else if (!strcmp(key, "irq")) {
+			const char *v = json_object_is_type(val, json_type_string)
+						? json_object_get_string(val)
+						: "";
+
+			if (strcmp(v, "isolate") && strcmp(v, "keep"))
+				return errbuf_fail(eb, -EINVAL, "CPUConfig: irq must be isolate or keep");
+			c.irq = !strcmp(v, "isolate") ? CLAIM_IRQ_ISOLATE : CLAIM_IRQ_KEEP;
 		} else if (!strcmp(key, "sharedPool")) {
 			if (!json_object_is_type(val, json_type_boolean))
 				return errbuf_fail(eb, -EINVAL,

@@ -36,6 +36,8 @@ enum claim_policy { CLAIM_POLICY_PACKED = 0, CLAIM_POLICY_SPREAD_CORES, CLAIM_PO
 
 enum claim_memory { CLAIM_MEMORY_DEFAULT = 0, CLAIM_MEMORY_ALL, CLAIM_MEMORY_LOCAL };
 
+enum claim_irq { CLAIM_IRQ_DEFAULT = 0, CLAIM_IRQ_ISOLATE, CLAIM_IRQ_KEEP };
+
 /* Opaque parameters {"apiVersion":"dra.cpu/v1alpha1","kind":"CPUConfig",...}. */
 struct claim_config {
 	/* memory: "local" (cpuset.mems = the NUMA nodes of the claim's CPUs) or
@@ -43,6 +45,9 @@ struct claim_config {
 	enum claim_memory memory;
 	/* sharedPool: the container also gets the current shared pool */
 	bool shared_pool;
+	/* irq: "isolate" (movable interrupts leave the claim's CPUs) or "keep";
+	 * DEFAULT when not given (the node's --irq-isolation) */
+	enum claim_irq irq;
 	enum claim_policy policy; /* default packed */
 	bool full_cores;	  /* default false */
 	bool align_l3;		  /* default: true with packed (kubelet refuses it with the others) */

@@ -581,6 +581,10 @@ static int decide(struct prepare *p, const struct prepare_request *rq, struct pr
 			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
 		if (cc->shared_pool)
 			c.flags |= STATE_CLAIM_SHARED_POOL;
+		if (cc->irq == CLAIM_IRQ_ISOLATE)
+			c.flags |= STATE_CLAIM_IRQ_ISOLATE;
+		else if (cc->irq == CLAIM_IRQ_KEEP)
+			c.flags |= STATE_CLAIM_IRQ_KEEP;
 	}
 	c.n_results = rq->alloc->n;
 	c.results = res;

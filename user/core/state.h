@@ -99,6 +99,9 @@ struct state_claim {
 enum state_claim_flag {
 	STATE_CLAIM_MEMORY_LOCAL = 1 << 0, /* cpuset.mems = the nodes of its CPUs */
 	STATE_CLAIM_SHARED_POOL = 1 << 1,  /* its container also gets the shared pool */
+	/* CPUConfig irq: isolate / keep (core/irqiso.h; its own record keeps it) */
+	STATE_CLAIM_IRQ_ISOLATE = 1 << 2,
+	STATE_CLAIM_IRQ_KEEP = 1 << 3,
 };
 
 struct errbuf;

@@ -347,6 +347,11 @@ const char *irq_guard_holder(const struct irq_guard *g, int i)
 	return i >= 0 && i < g->n_holders ? g->holders[i].key : NULL;
 }
 
+bool irq_guard_is_idle(const struct irq_guard *g)
+{
+	return !g->n_holders && !g->n_moved;
+}
+
 void irq_guard_isolated(const struct irq_guard *g, struct cpuset *ret)
 {
 	struct cpuset s, c;

@@ -108,6 +108,8 @@ int irq_guard_release(struct irq_guard *g, const char *key);
 /* Holders, by index (0..n-1): key borrowed until the next change. */
 int irq_guard_n_holders(const struct irq_guard *g);
 const char *irq_guard_holder(const struct irq_guard *g, int i);
+/* Nothing held and nothing moved: apply would change nothing. */
+bool irq_guard_is_idle(const struct irq_guard *g);
 /* The union of what is held. */
 void irq_guard_isolated(const struct irq_guard *g, struct cpuset *ret);
 
