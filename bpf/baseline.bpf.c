@@ -3,7 +3,8 @@
  *
  * It proves the build chain (clang -> .bpf.o -> skeleton -> load/attach) and is
  * the yardstick the pinning check is measured against: `make bench` compares
- * the per-switch cost of pinning.bpf.c with this one.
+ * the per-switch cost of pinning.bpf.c with this one, and the interrupt-time
+ * programs with the empty ones at the end.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -25,6 +26,20 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev,
 
 	if (n)
 		(*n)++;
+	return 0;
+}
+
+/* The yardstick of the interrupt-time programs: an empty program on each of
+ * their hooks (make bench compares their run time with these). */
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(noop_irq_entry, int irq, struct irqaction *action)
+{
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(noop_softirq_entry, unsigned int vec)
+{
 	return 0;
 }
 

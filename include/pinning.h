@@ -9,6 +9,7 @@
  *   shared_cpus  ARRAY        __u32, 1 = CPU in the shared pool (contention)
  *   cpu_stats    PERCPU_ARRAY one struct pinning_cpu_stats per CPU (key 0)
  *   runq_hist    PERCPU_ARRAY one struct pinning_hist per CPU (key 0)
+ *   irq_stats    PERCPU_ARRAY one struct pinning_irq_stats per CPU (key 0)
  *   events       RINGBUF      struct pinning_event
  */
 #pragma once
@@ -79,6 +80,19 @@ struct pinning_cpu_stats {
 struct pinning_hist {
 	__u64 slots[PINNING_HIST_SLOTS];
 	__u64 sum_ns;
+};
+
+/* irq_stats, one per CPU: interrupt work the CPU did while it was exclusive
+ * (irq and softirq tracepoints). Softirq time includes hard interrupts that
+ * came in during it. */
+struct pinning_irq_stats {
+	__u64 hardirqs;	  /* hard interrupt handlers run */
+	__u64 hardirq_ns; /* ... their time */
+	__u64 softirqs;	  /* softirq actions run */
+	__u64 softirq_ns; /* ... their time */
+	/* BPF-private from here: when the one running began, 0 = none. */
+	__u64 hard_since_ns;
+	__u64 soft_since_ns;
 };
 
 /* Ring-buffer record naming an offender. */

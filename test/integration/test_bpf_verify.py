@@ -466,3 +466,25 @@ def test_help_and_version():
     assert rc == 0 and out.startswith("bpf-verify ")
     rc, out, err = run("--version", "--json")
     assert rc == 0 and json.loads(out)["name"] == "bpf-verify"
+
+
+# ---------------------------------------------------------------- interrupts
+
+
+def test_interrupt_work_on_the_exclusive_cpu_is_shown(tree):
+    """The owner busy on CPU 1 takes its ticks' softirqs there; the text
+    report says it in one line per CPU, the JSON in counts."""
+    tree.spawn(tree.a, EXCL, "dra-owner")
+    argv = [BIN, "--exclusive", "%d=%s" % (EXCL, tree.a), "--scope", tree.root,
+            "--duration", "1"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    import re
+    m = re.search(r"^CPU 1: (\d+) interrupts, ([\d.]+) ms in 1 s; (\d+) softirqs, ([\d.]+) ms$",
+                  out.stdout, re.M)
+    assert m, out.stdout
+    assert int(m.group(3)) > 0 and float(m.group(4)) > 0
+    j = check_json(subprocess.run(argv + ["--json"], capture_output=True, text=True,
+                                  timeout=30).stdout)
+    irq = cpu_entry(j)["interrupts"]
+    assert irq["soft"] > 0 and irq["softSeconds"] > 0 and irq["hard"] >= 0

@@ -43,6 +43,7 @@
 
 _Static_assert(sizeof(struct pinning_owner) == 24, "ABI with bpf/pinning.bpf.c");
 _Static_assert(sizeof(struct pinning_cpu_stats) == 128, "ABI with bpf/pinning.bpf.c");
+_Static_assert(sizeof(struct pinning_irq_stats) == 48, "ABI with bpf/pinning.bpf.c");
 _Static_assert(sizeof(struct pinning_hist) == 8 * (PINNING_HIST_SLOTS + 1),
 	       "ABI with bpf/pinning.bpf.c");
 _Static_assert(sizeof(struct pinning_event) == 64, "ABI with bpf/pinning.bpf.c");
@@ -71,6 +72,7 @@ struct bpfmon_metrics {
 	struct metric *denials, *dropped, *ratelimited, *read_errors, *runq, *schedstat_wait;
 	struct metric *prog_runs, *prog_seconds;
 	struct metric *loaded_any, *mode, *remediations, *pool_wait;
+	struct metric *irqs, *irq_seconds;
 	uint64_t *schedstat_ns; /* [ncpu] */
 };
 
@@ -106,6 +108,7 @@ struct bpfmon {
 
 	struct pinning_cpu_stats *stats_buf; /* [ncpu] */
 	struct pinning_hist *hist_buf;	     /* [ncpu] */
+	struct pinning_irq_stats *irq_buf;   /* [ncpu] */
 	struct bpfmon_actions act;
 	struct bpfmon_metrics met;
 	bpfmon_event_fn event_fn;
@@ -263,6 +266,12 @@ static void select_programs(struct pinning_bpf *s, bool raw, bool contention)
 	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_raw, raw);
 	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq, contention && !raw);
 	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq_raw, contention && raw);
+	/* Interrupt time: tp_btf only (the raw_tp arguments of these hooks
+	 * differ across kernels more than it is worth here). */
+	(void)bpf_program__set_autoload(s->progs.handle_irq_entry, !raw);
+	(void)bpf_program__set_autoload(s->progs.handle_irq_exit, !raw);
+	(void)bpf_program__set_autoload(s->progs.handle_softirq_entry, !raw);
+	(void)bpf_program__set_autoload(s->progs.handle_softirq_exit, !raw);
 }
 
 /* Knobs and map sizes of a freshly opened pinning object. */
@@ -448,9 +457,10 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	m->owners = calloc((size_t)m->ncpu, sizeof(*m->owners));
 	m->stats_buf = calloc((size_t)m->ncpu, sizeof(*m->stats_buf));
 	m->hist_buf = calloc((size_t)m->ncpu, sizeof(*m->hist_buf));
+	m->irq_buf = calloc((size_t)m->ncpu, sizeof(*m->irq_buf));
 	m->shared_mask = CPU_ALLOC((size_t)m->ncpu);
 	m->shared_mask_size = CPU_ALLOC_SIZE((size_t)m->ncpu);
-	if (!m->owners || !m->stats_buf || !m->hist_buf || !m->shared_mask)
+	if (!m->owners || !m->stats_buf || !m->hist_buf || !m->irq_buf || !m->shared_mask)
 		return -ENOMEM;
 	CPU_ZERO_S(m->shared_mask_size, m->shared_mask);
 
@@ -507,6 +517,7 @@ struct bpfmon *bpfmon_free(struct bpfmon *m)
 	free(m->owners);
 	free(m->stats_buf);
 	free(m->hist_buf);
+	free(m->irq_buf);
 	if (m->shared_mask)
 		CPU_FREE(m->shared_mask);
 	free(m->scope_path);
@@ -881,6 +892,40 @@ int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint6
 	return 0;
 }
 
+static int read_irq(struct bpfmon *m)
+{
+	__u32 zero = 0;
+
+	if (!m->skel || !(m->features & BPFMON_FEAT_TP_BTF))
+		return -ENODEV;
+	return bpf_map__lookup_elem(m->skel->maps.irq_stats, &zero, sizeof(zero), m->irq_buf,
+				    sizeof(*m->irq_buf) * (size_t)m->ncpu, 0);
+}
+
+int bpfmon_read_irq(struct bpfmon *m, int cpu, struct bpfmon_irq *ret)
+{
+	struct bpfmon_irq c = { 0 };
+	int r;
+
+	if (cpu < -1 || cpu >= m->ncpu)
+		return -EINVAL;
+	r = read_irq(m);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < m->ncpu; i++) {
+		const struct pinning_irq_stats *s = &m->irq_buf[i];
+
+		if (cpu >= 0 && i != cpu)
+			continue;
+		c.hardirqs += s->hardirqs;
+		c.hardirq_ns += s->hardirq_ns;
+		c.softirqs += s->softirqs;
+		c.softirq_ns += s->softirq_ns;
+	}
+	*ret = c;
+	return 0;
+}
+
 /* ---- probe ---------------------------------------------------------------------------- */
 
 #define PROBE_LOG_MAX (1u << 20)
@@ -1121,6 +1166,20 @@ static void collect(struct metrics *reg, void *userdata)
 					  (double)s->foreign_ns[k] / 1e9);
 		}
 	}
+	if (read_irq(m) == 0)
+		for (int i = 0; i < m->ncpu; i++) {
+			const struct pinning_irq_stats *s = &m->irq_buf[i];
+
+			if (!m->owners[i].id && !s->hardirqs && !s->softirqs)
+				continue;
+			(void)snprintf(cpu, sizeof(cpu), "%d", i);
+			metric_series_set(metric_with(mt->irqs, cpu, "hard"), (double)s->hardirqs);
+			metric_series_set(metric_with(mt->irqs, cpu, "soft"), (double)s->softirqs);
+			metric_series_set(metric_with(mt->irq_seconds, cpu, "hard"),
+					  (double)s->hardirq_ns / 1e9);
+			metric_series_set(metric_with(mt->irq_seconds, cpu, "soft"),
+					  (double)s->softirq_ns / 1e9);
+		}
 	metric_series_set(metric_with(mt->denials, "deny"), (double)total.denials);
 	metric_set(mt->dropped, (double)total.events_dropped);
 	metric_set(mt->ratelimited, (double)total.events_ratelimited);
@@ -1195,13 +1254,19 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 	mt->read_errors = metrics_counter(reg, "dra_cpu_bpf_read_errors_total",
 					  "Ring-buffer reads that failed or returned short records.",
 					  NULL);
+	mt->irqs = metrics_counter(reg, "dra_cpu_exclusive_interrupts_total",
+				   "Hard interrupt handlers (kind=hard) and softirq actions (kind=soft) "
+				   "run on a CPU while it was exclusive (BPF, irq tracepoints).",
+				   "cpu,kind");
+	mt->irq_seconds = metrics_counter(reg, "dra_cpu_exclusive_interrupt_seconds_total",
+					  "Time those took from the CPU's owner.", "cpu,kind");
 	mt->runq = metrics_histogram(reg, "dra_cpu_runqueue_latency_seconds",
 				     "Wakeup/preemption to run latency of tasks on shared-pool CPUs.",
 				     "pool", bounds, PINNING_HIST_SLOTS - 1);
 	if (!mt->loaded_any || !mt->mode || !mt->remediations || !mt->pool_wait || !mt->loaded ||
 	    !mt->enforcement || !mt->switches || !mt->violations ||
 	    !mt->violation_seconds || !mt->denials || !mt->dropped || !mt->ratelimited ||
-	    !mt->read_errors || !mt->runq)
+	    !mt->read_errors || !mt->runq || !mt->irqs || !mt->irq_seconds)
 		return -ENOMEM;
 	if (m->stats_fd >= 0) {
 		mt->prog_runs = metrics_counter(reg, "dra_cpu_bpf_program_runs_total",

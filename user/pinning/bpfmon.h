@@ -126,6 +126,14 @@ int bpfmon_read_counters(struct bpfmon *m, int cpu, struct bpfmon_counters *ret)
  * -ENODEV when the contention programs are not loaded. */
 int bpfmon_read_runq(struct bpfmon *m, uint64_t slots[PINNING_HIST_SLOTS], uint64_t *ret_sum_ns);
 void bpfmon_read_actions(const struct bpfmon *m, struct bpfmon_actions *ret);
+/* Interrupt work a CPU did while it was exclusive (bpf/pinning.bpf.c's irq
+ * programs), or summed over all CPUs (cpu -1). */
+struct bpfmon_irq {
+	uint64_t hardirqs, hardirq_ns; /* hard interrupt handlers */
+	uint64_t softirqs, softirq_ns; /* softirq actions */
+};
+/* -EINVAL for a bad cpu, -ENODEV when not loaded or without tp_btf. */
+int bpfmon_read_irq(struct bpfmon *m, int cpu, struct bpfmon_irq *ret);
 /* Self-cost of a loaded program by name (handle_sched_switch, ...): runs and
  * ns spent, non-zero only while BPF stats are on (opts.self_stats or
  * kernel.bpf_stats_enabled). -ENOENT when no such program is loaded. */
@@ -149,6 +157,7 @@ typedef void (*bpfmon_tap_fn)(const struct pinning_event *e, const char *cgroup,
 void bpfmon_set_tap_fn(struct bpfmon *m, bpfmon_tap_fn fn, void *userdata);
 
 /* Registers (once) the dra_cpu_bpf_*, dra_cpu_pinning_*, dra_cpu_affinity_*,
+ * dra_cpu_exclusive_interrupt*,
  * dra_cpu_runqueue_* and dra_cpu_schedstat_* families and a collector that
  * refreshes them before each render. The collector borrows m: free reg
  * before m, or never render after bpfmon_free(). */

@@ -149,6 +149,20 @@ int verify_report_add_event(struct verify_report *r, const struct pinning_event 
 	return 0;
 }
 
+void verify_report_set_irq(struct verify_report *r, int cpu, const struct bpfmon_irq *b,
+			   const struct bpfmon_irq *a)
+{
+	struct verify_cpu *c = report_cpu(r, cpu);
+
+	if (!c)
+		return;
+	c->irq.hardirqs = a->hardirqs - b->hardirqs;
+	c->irq.hardirq_ns = a->hardirq_ns - b->hardirq_ns;
+	c->irq.softirqs = a->softirqs - b->softirqs;
+	c->irq.softirq_ns = a->softirq_ns - b->softirq_ns;
+	c->irq_counted = true;
+}
+
 void verify_report_set_counters(struct verify_report *r, int cpu,
 				const struct bpfmon_counters *b, const struct bpfmon_counters *a)
 {

@@ -79,6 +79,8 @@ struct verify_cpu {
 	int cpu, owner;		 /* owner: index in owners */
 	struct bpfmon_counters c; /* during the window (see verify_report_set_counters) */
 	bool counted;
+	struct bpfmon_irq irq; /* interrupt work during the window */
+	bool irq_counted;      /* ... known (the kernel has the irq programs) */
 };
 
 struct verify_report {
@@ -127,6 +129,9 @@ void verify_report_note(struct verify_report *r, const char *fmt, ...)
 int verify_report_add_event(struct verify_report *r, const struct pinning_event *e,
 			    const char *cgroup);
 /* The window's counters of one exclusive CPU: after - before. */
+/* Interrupt work on cpu during the window: after - before. */
+void verify_report_set_irq(struct verify_report *r, int cpu, const struct bpfmon_irq *before,
+			   const struct bpfmon_irq *after);
 void verify_report_set_counters(struct verify_report *r, int cpu,
 				const struct bpfmon_counters *before,
 				const struct bpfmon_counters *after);

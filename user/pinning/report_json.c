@@ -146,6 +146,15 @@ static struct json_object *json_cpu(struct jb *b, const struct verify_report *r,
 			jadd(b, foreign, kinds[k], x);
 		}
 		jadd(b, o, "foreign", foreign);
+		if (c->irq_counted) {
+			struct json_object *irq = jnew(b, json_object_new_object());
+
+			jadd_u64(b, irq, "hard", c->irq.hardirqs);
+			jadd_secs(b, irq, "hardSeconds", secs(c->irq.hardirq_ns), 6);
+			jadd_u64(b, irq, "soft", c->irq.softirqs);
+			jadd_secs(b, irq, "softSeconds", secs(c->irq.softirq_ns), 6);
+			jadd(b, o, "interrupts", irq);
+		}
 		jadd_u64(b, o, "eventsDropped", c->c.events_dropped);
 		jadd_u64(b, o, "eventsRatelimited", c->c.events_ratelimited);
 	}

@@ -52,6 +52,12 @@ static void print_cpu(const struct verify_report *r, const struct verify_cpu *c,
 			secs(k->foreign_ns[PINNING_KIND_KTHREAD]),
 			k->violations[PINNING_KIND_KTHREAD_UNBOUND],
 			secs(k->foreign_ns[PINNING_KIND_KTHREAD_UNBOUND]));
+		if (c->irq_counted)
+			fprintf(f,
+				"CPU %d: %" PRIu64 " interrupts, %.1f ms in %.0f s; %" PRIu64
+				" softirqs, %.1f ms\n",
+				c->cpu, c->irq.hardirqs, (double)c->irq.hardirq_ns / 1e6, r->duration_s,
+				c->irq.softirqs, (double)c->irq.softirq_ns / 1e6);
 		if (k->events_dropped || k->events_ratelimited)
 			fprintf(f,
 				"  names incomplete: %" PRIu64 " events dropped (ring buffer full), %" PRIu64

@@ -229,6 +229,8 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 		.cgroup_mount = o->mount,
 	};
 	struct bpfmon_counters *before = NULL;
+	struct bpfmon_irq *irq_before = NULL, irq_after;
+	bool *irq_ok = NULL;
 	struct event_base *base = NULL;
 	struct event *timer = NULL, *sigint = NULL, *sigterm = NULL;
 	struct bpfmon *m = NULL;
@@ -238,8 +240,10 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 	int r = 0;
 
 	before = calloc((size_t)rep->ncpus, sizeof(*before));
+	irq_before = calloc((size_t)rep->ncpus, sizeof(*irq_before));
+	irq_ok = calloc((size_t)rep->ncpus, sizeof(*irq_ok));
 	base = event_base_new();
-	if (!before || !base) {
+	if (!before || !irq_before || !irq_ok || !base) {
 		r = OOM(eb);
 		goto out;
 	}
@@ -278,6 +282,8 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 			r = errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
 			goto out;
 		}
+		/* -ENODEV: no irq programs on this kernel; the line is left out */
+		irq_ok[i] = bpfmon_read_irq(m, rep->cpus[i].cpu, &irq_before[i]) == 0;
 	}
 	timer = evtimer_new(base, on_signal, &w);
 	sigint = evsignal_new(base, SIGINT, on_signal, &w);
@@ -310,6 +316,8 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 			goto out;
 		}
 		verify_report_set_counters(rep, rep->cpus[i].cpu, &before[i], &after);
+		if (irq_ok[i] && bpfmon_read_irq(m, rep->cpus[i].cpu, &irq_after) == 0)
+			verify_report_set_irq(rep, rep->cpus[i].cpu, &irq_before[i], &irq_after);
 	}
 	/* Events of the window may still sit in the ring buffer or be on
 	 * their way: let the loop run a little longer. */
@@ -335,6 +343,8 @@ out:
 	if (base)
 		event_base_free(base);
 	free(before);
+	free(irq_before);
+	free(irq_ok);
 	return r;
 }
 
