@@ -24,6 +24,11 @@
  *
  *      target <name>: <value> <unit> < <limit>: ratio <value/limit> PASS|FAIL
  *
+ * 4. The interrupt-time programs of pinning.bpf.c (irq and softirq entry and
+ *    exit) next to empty programs on the same hooks (baseline.bpf.c), while
+ *    disk writes with fdatasync raise interrupts: every CPU not exclusive,
+ *    then every CPU exclusive. -I runs only this part.
+ *
  * 3. The real-time monitor (bpf/rt.bpf.c), the same way: its run time per
  *    run next to the empty program's while the CPU is not a real-time one
  *    (the early exit every other CPU of a node takes), while it is one and
@@ -37,7 +42,7 @@
  *   cc -O2 -g -std=gnu11 -D_GNU_SOURCE -Iuser -Iinclude -Ibuild \
  *      test/bench/bpf_bench.c build/libdracpu.a \
  *      $(pkg-config --cflags --libs libbpf libevent) -lpthread -lm -o build/bpf_bench
- *   build/bpf_bench [-c cpu] [-n round_trips] [-p pairs] [-s stats_round_trips] [-f]
+ *   build/bpf_bench [-c cpu] [-n round_trips] [-p pairs] [-s stats_round_trips] [-f] [-I]
  *
  * -f runs both threads SCHED_FIFO so the rest of a busy machine does not
  * interleave with the ping-pong (RT throttling still leaves it 5 %).
@@ -501,6 +506,138 @@ static void rt_print(const struct bench *b, const struct rt_run *rr)
 	}
 }
 
+/* ---- the interrupt-time programs: bpf_stats next to empty ones on their hooks ------------ */
+
+enum { IP_NOT_EXCLUSIVE, IP_EXCLUSIVE, IP_COUNT };
+static const char *const irq_phase_names[IP_COUNT] = { "CPU not exclusive", "CPU exclusive" };
+/* Each program and the empty one on its hook (the entry hooks' for the exits). */
+static const char *const irq_progs[] = { "handle_irq_entry", "handle_irq_exit",
+					 "handle_softirq_entry", "handle_softirq_exit" };
+enum { IRQ_PROGS = 4, IRQ_WRITES = 1500 };
+
+struct irq_run {
+	uint64_t runs[IP_COUNT][IRQ_PROGS + 2], ns[IP_COUNT][IRQ_PROGS + 2]; /* + the 2 empty */
+};
+
+static int empty_read(struct baseline_bpf *base, bool soft, uint64_t *runs, uint64_t *ns)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(soft ? base->progs.noop_softirq_entry : base->progs.noop_irq_entry);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+		return -errno;
+	*runs = info.run_cnt;
+	*ns = info.run_time_ns;
+	return 0;
+}
+
+static int irq_read(struct baseline_bpf *base, struct bpfmon *mon, uint64_t *runs, uint64_t *ns)
+{
+	int r = 0;
+
+	for (int i = 0; r == 0 && i < IRQ_PROGS; i++)
+		r = bpfmon_prog_stats(mon, irq_progs[i], &runs[i], &ns[i]);
+	r = r ?: empty_read(base, false, &runs[IRQ_PROGS], &ns[IRQ_PROGS]);
+	return r ?: empty_read(base, true, &runs[IRQ_PROGS + 1], &ns[IRQ_PROGS + 1]);
+}
+
+/* Interrupts for a while: disk writes with fdatasync (the block queue's
+ * interrupt and its softirq) and the ticks and timers of a busy second. */
+static int make_interrupts(void)
+{
+	char path[] = "/var/tmp/dra-bpf-bench.XXXXXX", block[4096];
+	int fd = mkstemp(path), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(block, 'i', sizeof(block));
+	for (int i = 0; r == 0 && i < IRQ_WRITES; i++)
+		if (pwrite(fd, block, sizeof(block), (off_t)(i % 64) * 4096) != 4096 ||
+		    fdatasync(fd) < 0)
+			r = -errno;
+	close(fd);
+	unlink(path);
+	return r;
+}
+
+static int irq_measure(const struct bench *b, struct irq_run *ir)
+{
+	struct bpfmon_opts o = { 0 };
+	struct baseline_bpf *base = NULL;
+	struct bpfmon *mon = NULL;
+	int stats_fd, r;
+
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0)
+		return -errno;
+	base = baseline_bpf__open_and_load();
+	r = base ? baseline_bpf__attach(base) : -errno;
+	if (r == 0)
+		r = bpfmon_new(NULL, &o, &mon);
+	if (r == 0 && !bpfmon_is_loaded(mon))
+		r = -ENODEV;
+	for (int p = 0; r == 0 && p < IP_COUNT; p++) {
+		uint64_t runs0[IRQ_PROGS + 2], ns0[IRQ_PROGS + 2];
+
+		/* exclusive: every CPU, so that whichever takes the interrupts
+		 * runs the full path */
+		for (int cpu = 0; r == 0 && cpu <= b->cpu; cpu++)
+			r = p == IP_EXCLUSIVE ? bpfmon_set_owner(mon, cpu, b->id_mine)
+					      : bpfmon_clear_owner(mon, cpu);
+		r = r ?: irq_read(base, mon, runs0, ns0);
+		r = r ?: make_interrupts();
+		r = r ?: irq_read(base, mon, ir->runs[p], ir->ns[p]);
+		for (int i = 0; r == 0 && i < IRQ_PROGS + 2; i++) {
+			ir->runs[p][i] -= runs0[i];
+			ir->ns[p][i] -= ns0[i];
+		}
+	}
+	bpfmon_free(mon);
+	baseline_bpf__destroy(base);
+	close(stats_fd);
+	return r;
+}
+
+static double irq_per_run(const struct irq_run *ir, int p, int i)
+{
+	return ir->runs[p][i] ? (double)ir->ns[p][i] / (double)ir->runs[p][i] : 0;
+}
+
+/* The worst program's run time over the empty program on its hook kind. */
+static double irq_over_empty(const struct irq_run *ir, int p)
+{
+	double worst = -1e9;
+
+	for (int i = 0; i < IRQ_PROGS; i++) {
+		double d = irq_per_run(ir, p, i) - irq_per_run(ir, p, IRQ_PROGS + (i >= 2));
+
+		worst = d > worst ? d : worst;
+	}
+	return worst;
+}
+
+static void irq_print(const struct irq_run *ir)
+{
+	printf("\nbpf_stats tp_btf: interrupt-time programs, %d disk writes with fdatasync per "
+	       "phase\n%-18s %-30s %10s %8s %11s\n",
+	       IRQ_WRITES, "phase", "program", "runs", "ns/run", "over empty");
+	for (int p = 0; p < IP_COUNT; p++) {
+		for (int i = 0; i < IRQ_PROGS + 2; i++) {
+			const char *name = i < IRQ_PROGS ? irq_progs[i]
+				       : i == IRQ_PROGS ? "empty irq_handler_entry"
+							: "empty softirq_entry";
+
+			printf("%-18s %-30s %10" PRIu64 " %8.1f", irq_phase_names[p], name,
+			       ir->runs[p][i], irq_per_run(ir, p, i));
+			if (i < IRQ_PROGS)
+				printf(" %+11.1f", irq_per_run(ir, p, i) -
+							   irq_per_run(ir, p, IRQ_PROGS + (i >= 2)));
+			putchar('\n');
+		}
+	}
+}
+
 static void cgroups_remove(const struct bench *b)
 {
 	char self[32];
@@ -513,6 +650,42 @@ static void cgroups_remove(const struct bench *b)
 		rmdir(b->cg_other);
 }
 
+/* The pinning and real-time targets (the interrupt one is printed apart). */
+static void print_targets(const struct bench *b, const struct stats_run *sr)
+{
+	int r;
+
+	/* Both net of the instrumentation, which costs as much as the whole
+	 * histogram on some machines (about 60 ns per run on the development
+	 * VM, 30 on the reference one): the pinning check on its full path (the
+	 * owner runs) per run, the histogram on a shared CPU per switch. */
+	putchar('\n');
+	target("pinning check over empty", per_run(&sr[0], P_OWNER, PROG_PINNING) -
+						   per_run(&sr[0], P_OWNER, PROG_EMPTY),
+	       "ns/run", 15);
+	target("contention histogram over empty", runq_per_switch(&sr[0], P_SHARED, true),
+	       "ns/switch", 60);
+	{
+		struct rt_run rr = { 0 };
+
+		r = rt_measure(b, &rr);
+		if (r < 0) {
+			fprintf(stderr, "bpf_bench: real-time monitor: %s\n", strerror(-r));
+		} else {
+			rt_print(b, &rr);
+			/* Every CPU but the real-time ones takes the early exit: it
+			 * must cost what the pinning check's does. The real-time
+			 * path runs only there, at a few switches per period. */
+			putchar('\n');
+			target("real-time monitor, other CPUs, over empty",
+			       rt_per_run(&rr, RP_OFF, 1) - rt_per_run(&rr, RP_OFF, 0), "ns/run", 15);
+			target("real-time monitor, real-time CPU, over empty",
+			       rt_per_run(&rr, RP_OWNED, 1) - rt_per_run(&rr, RP_OWNED, 0), "ns/run",
+			       200);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct bench b = { .cpu = 1, .round_trips = 200000, .stats_round_trips = 200000, .pairs = 7 };
@@ -520,7 +693,9 @@ int main(int argc, char **argv)
 	struct utsname u;
 	int opt, r;
 
-	while ((opt = getopt(argc, argv, "c:n:p:s:f")) != -1) {
+	bool irq_only = false;
+
+	while ((opt = getopt(argc, argv, "c:n:p:s:fI")) != -1) {
 		switch (opt) {
 		case 'c':
 			b.cpu = (int)strtol(optarg, NULL, 10);
@@ -537,10 +712,13 @@ int main(int argc, char **argv)
 		case 'f':
 			b.fifo = true;
 			break;
+		case 'I':
+			irq_only = true;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [-c cpu] [-n round_trips] [-p pairs] "
-				"[-s stats_round_trips] [-f]\n",
+				"[-s stats_round_trips] [-f] [-I]\n",
 				argv[0]);
 			return 2;
 		}
@@ -565,9 +743,10 @@ int main(int argc, char **argv)
 	uname(&u);
 	printf("bpf_bench: %ld round trips x %d pairs, both threads on CPU %d%s, kernel %s\n",
 	       b.round_trips, b.pairs, b.cpu, b.fifo ? " (SCHED_FIFO)" : "", u.release);
-	printf("%-28s %10s %10s %7s %11s\n", "program", "ns/rt none", "ns/rt prog", "ratio",
-	       "+ns/switch");
-	for (int m = 0; m < M_COUNT; m++) {
+	if (!irq_only)
+		printf("%-28s %10s %10s %7s %11s\n", "program", "ns/rt none", "ns/rt prog",
+		       "ratio", "+ns/switch");
+	for (int m = 0; !irq_only && m < M_COUNT; m++) {
 		double ratio[100] = { 0 }, delta[100] = { 0 }, none[100] = { 0 }, prog[100] = { 0 };
 
 		for (int i = 0; i < b.pairs; i++) {
@@ -595,7 +774,7 @@ int main(int argc, char **argv)
 		printf("%-28s %10.0f %10.0f %7.3f %11.1f\n", mode_names[m], median(none, b.pairs),
 		       median(prog, b.pairs), median(ratio, b.pairs), median(delta, b.pairs));
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; !irq_only && i < 2; i++) {
 		r = stats_measure(&b, &sr[i]);
 		if (r < 0) {
 			fprintf(stderr, "bpf_bench: bpf_stats %s: %s\n",
@@ -605,33 +784,20 @@ int main(int argc, char **argv)
 		}
 		stats_print(&b, &sr[i]);
 	}
-	/* Both net of the instrumentation, which costs as much as the whole
-	 * histogram on some machines (about 60 ns per run on the development
-	 * VM, 30 on the reference one): the pinning check on its full path (the
-	 * owner runs) per run, the histogram on a shared CPU per switch. */
-	putchar('\n');
-	target("pinning check over empty", per_run(&sr[0], P_OWNER, PROG_PINNING) -
-						   per_run(&sr[0], P_OWNER, PROG_EMPTY),
-	       "ns/run", 15);
-	target("contention histogram over empty", runq_per_switch(&sr[0], P_SHARED, true),
-	       "ns/switch", 60);
+	if (!irq_only)
+		print_targets(&b, sr);
 	{
-		struct rt_run rr = { 0 };
+		struct irq_run ir = { 0 };
 
-		r = rt_measure(&b, &rr);
+		r = irq_measure(&b, &ir);
 		if (r < 0) {
-			fprintf(stderr, "bpf_bench: real-time monitor: %s\n", strerror(-r));
+			fprintf(stderr, "bpf_bench: interrupt-time programs: %s\n", strerror(-r));
 		} else {
-			rt_print(&b, &rr);
-			/* Every CPU but the real-time ones takes the early exit: it
-			 * must cost what the pinning check's does. The real-time
-			 * path runs only there, at a few switches per period. */
+			irq_print(&ir);
+			/* Every CPU that is not exclusive takes the early exit. */
 			putchar('\n');
-			target("real-time monitor, other CPUs, over empty",
-			       rt_per_run(&rr, RP_OFF, 1) - rt_per_run(&rr, RP_OFF, 0), "ns/run", 15);
-			target("real-time monitor, real-time CPU, over empty",
-			       rt_per_run(&rr, RP_OWNED, 1) - rt_per_run(&rr, RP_OWNED, 0), "ns/run",
-			       200);
+			target("interrupt time, non-exclusive CPU, over empty",
+			       irq_over_empty(&ir, IP_NOT_EXCLUSIVE), "ns/run", 15);
 		}
 	}
 	cgroups_remove(&b);
