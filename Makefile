@@ -207,7 +207,8 @@ demo: deps
 	$(Q)B=$(B) sh tools/demo.sh
 	$(Q)B=$(B) $(PYTHON) tools/demo.py
 
-bench: deps
+bench:
+	$(Q)sh tools/deps.sh bench
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)B=$(B) PYTHON=$(PYTHON) sh test/bench/run.sh
 

@@ -19,7 +19,11 @@ asks for exclusive CPUs:
      becomes a cpurt device with deadline bandwidth; two claims share it, one
      that does not fit is refused; their containers run under SCHED_DEADLINE
      on a CPU that is its own root domain; bpf-verify --realtime shows the
-     busy loop overrunning its budget and the polite task within it.
+     busy loop overrunning its budget and the polite task within it;
+  7. quiet exclusive CPUs (as root, with cyclictest from rt-tests): figure 7
+     of make bench, shortened: wakeup latency pinned vs shared vs idle with a
+     noisy neighbour, CFS throttling with the quota kept vs dropped, and the
+     interrupts left on the exclusive CPU with irq isolation.
 Everything is torn down at the end.
 """
 
@@ -212,6 +216,22 @@ def realtime(base, api, topo):
         rt.close()
 
 
+def quiet(real, topo):
+    """Step 7: make bench's figure 7, 2 s per run instead of 10."""
+    if not real or len(topo["cpus"]) < 2 or not shutil.which("cyclictest"):
+        step("7. Quiet exclusive CPUs: skipped (needs root, two CPUs and cyclictest: "
+             "apt-get install rt-tests, or make bench once)")
+        return
+    step("7. Quiet exclusive CPUs: cyclictest pinned vs shared vs idle, 2 s each")
+    sys.path.insert(0, os.path.join(ROOT, "test", "bench"))
+    import fig_quiet
+    r = fig_quiet.run(B, seconds=2)
+    for name, value, target, ok, note in fig_quiet.table(r):
+        verdict = "" if ok is None else ("  (target %s: %s)" % (target, "met" if ok else "missed"))
+        show(name, value + verdict)
+    show("note", r["note"] + "; make bench runs 10 s each")
+
+
 def main():
     base = tempfile.mkdtemp(prefix="dra-cpu-demo.",
                             dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -360,6 +380,7 @@ def main():
             realtime(base, api, topo)
         else:
             step("6. Real-time CPUs: skipped (needs root, two CPUs and the v1 cpuset hierarchy)")
+        quiet(real, topo)
         print("\ndemo: OK")
         return 0
     finally:

@@ -2,6 +2,8 @@
 # Install the Debian 12 packages dra-cpu builds and tests with (DESIGN.md section 6).
 # Idempotent: asks dpkg what is missing, runs apt-get update only when something is,
 # and says what it installs. Run as root; as another user it only reports.
+#   tools/deps.sh          build and test
+#   tools/deps.sh bench    also what make bench runs (rt-tests: cyclictest, figure 7)
 set -eu
 
 PKGS="make gcc pkg-config libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev
@@ -13,6 +15,7 @@ valgrind"
 # kubectl renders deploy/ with kustomize; any installed kubectl will do (some images
 # ship a non-Debian one that conflicts with Debian's kubernetes-client).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
+[ "${1:-}" = bench ] && PKGS="$PKGS rt-tests"
 
 missing=""
 for p in $PKGS; do

@@ -181,6 +181,16 @@ def rows_bpf(t, r):
              _s(r.get("raw_histogram_stats_per_switch_ns"))))
 
 
+    x = r["targets"].get("interrupt time, non-exclusive CPU, over empty")
+    if x is None:
+        t.special(f, "BPF interrupt time, non-exclusive CPU", "skip",
+                  "bpf_bench printed no interrupt-time figures")
+    else:
+        t.add(f, "BPF interrupt time, non-exclusive CPU, bpf_stats", "%+.1f ns/run" % x["value"],
+              "< %.0f ns/run" % x["limit"], x["pass"],
+              "the worst of the irq/softirq entry and exit programs over an empty program on "
+              "the same hook, while disk writes raise interrupts")
+
     # The real-time monitor (bpf/rt.bpf.c): its early exit on every CPU that is
     # not a real-time one, and its path on a real-time CPU (claim's tasks).
     for name, label, what in (
@@ -195,6 +205,12 @@ def rows_bpf(t, r):
         t.add(f, label + ", bpf_stats", "%+.1f ns/run" % x["value"],
               "< %.0f ns/run" % x["limit"], x["pass"],
               "kernel-accounted run time per run over the empty program: %s" % what)
+
+
+def rows_quiet(t, r):
+    import fig_quiet
+    for name, value, target, ok, note in fig_quiet.table(r):
+        t.add("7", name, value, target if target != "-" else None, ok, note)
 
 
 def _s(x):
@@ -259,14 +275,15 @@ def rows_soak(t, r):
 
 # ---------------------------------------------------------------- main
 
-FIGURES = ("alloc", "slices", "prepare", "nri", "scale", "bpf", "soak")
+FIGURES = ("alloc", "slices", "prepare", "nri", "scale", "bpf", "soak", "quiet")
 TITLES = {"slices": "1 slices", "prepare": "2 prepare", "alloc": "2 allocator", "nri": "3 NRI",
-          "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak"}
+          "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak", "quiet": "7 quiet CPUs"}
 
 
 def plan(build, quick):
     import fig_bpf
     import fig_nri
+    import fig_quiet
     import fig_prepare
     import fig_scale
     import fig_slices
@@ -286,6 +303,7 @@ def plan(build, quick):
                                     pairs=3 if q else 15,
                                     stats_round_trips=50000 if q else 200000), rows_bpf),
         "soak": (lambda: fig_soak.run(build, pods=2000 if q else 20000), rows_soak),
+        "quiet": (lambda: fig_quiet.run(build, seconds=3 if q else 10), rows_quiet),
     }
 
 

@@ -982,7 +982,7 @@ class Runtime:
             msg.linux_.resources.cpu.quota.value = quota
         if self.cg:
             ctr.cgroup = self.cg.create(cid, msg.linux_.resources.cpu.cpus)
-            if msg.linux_.resources.cpu.HasField("quota"):
+            if cpu_limit_m:
                 # as runc: cpu.cfs_quota_us from the spec, -1 (none) included
                 ctr.cpu_cgroup = self.cg.cpu_create(
                     os.path.join(os.path.basename(pod.linux_.cgroup_parent), cid),
