@@ -197,8 +197,9 @@ def throttle_run(env, d, rt):
     pod = rt.add_pod("busy", cpu_limit_m=500)
     c, line = prepare(env, d, "busy", pod)
     k, v = line.split("=", 1)
-    ctr = rt.create_container(pod, "app", env={k: v}, argv=["/bin/sh", "-c", "while :; do :; done"],
-                              cpu_limit_m=500)
+    # nice -20: it gets CPU 1 over the host's tasks there, so the quota is reached
+    ctr = rt.create_container(pod, "app", env={k: v}, cpu_limit_m=500,
+                              argv=["nice", "-n", "-20", "/bin/sh", "-c", "while :; do :; done"])
     tick = os.sysconf("SC_CLK_TCK")
 
     def used():
