@@ -192,7 +192,7 @@ def one_run(env, rt, d, mode, seconds, io_file):
     return r
 
 
-def throttle_run(env, d, rt):
+def throttle_run(env, d, rt, kept):
     from sim.nrisim import Cgroups
     pod = rt.add_pod("busy", cpu_limit_m=500)
     c, line = prepare(env, d, "busy", pod)
@@ -206,19 +206,24 @@ def throttle_run(env, d, rt):
         with open("/proc/%d/stat" % ctr.pid) as f:
             x = f.read().rsplit(")", 1)[1].split()
         return (int(x[11]) + int(x[12])) / tick
+    def throttled():
+        return (Cgroups.cpu_stat(ctr.cpu_cgroup)["nr_throttled"]
+                + Cgroups.cpu_stat(os.path.dirname(ctr.cpu_cgroup))["nr_throttled"])
+    # 1 s of CPU; and with the quota kept, at least until its first throttled
+    # period (other tasks crowding CPU 1 can keep it below its quota for long)
     t0 = time.monotonic()
-    while used() < 1.0:
-        if time.monotonic() - t0 > 15:
-            raise BenchError("the busy claim holder did not get 1 s of CPU in 15 s")
+    while used() < 1.0 or (kept and not throttled() and time.monotonic() - t0 < 20):
+        if time.monotonic() - t0 > 30:
+            raise BenchError("the busy claim holder did not get 1 s of CPU in 30 s")
         time.sleep(0.05)
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, used()
     a = Cgroups.cpu_stat(ctr.cpu_cgroup)
     b = Cgroups.cpu_stat(os.path.dirname(ctr.cpu_cgroup))
     rt.remove_container(ctr)
     unprepare(env, d, c)
     return {"throttled": a["nr_throttled"] + b["nr_throttled"],
             "container_throttled": a["nr_throttled"], "pod_throttled": b["nr_throttled"],
-            "wall_s_for_1s_cpu": round(wall, 2)}
+            "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
 
 
 def run(build, seconds=10):
@@ -240,12 +245,12 @@ def run(build, seconds=10):
         for mode in ("idle", "pinned", "shared", "isolated"):
             res[mode] = one_run(env, rt, d, mode, seconds, io_file)
         if rt.cg.cpu_available():
-            res["quota_dropped"] = throttle_run(env, d, rt)
+            res["quota_dropped"] = throttle_run(env, d, rt, False)
             d.stop()
             d2 = env.driver(topology=None, args=["--nri-socket", rt.socket_path,
                                                  "--cpu-quota=keep"]).start()
             rt.wait_plugin(timeout=5, after=1)
-            res["quota_kept"] = throttle_run(env, d2, rt)
+            res["quota_kept"] = throttle_run(env, d2, rt, True)
     finally:
         env.close()
         try:
@@ -279,9 +284,10 @@ def table(r):
         rows.append(("throttled periods kept/dropped", "%d/%d" % (qk["throttled"],
                                                                 qd["throttled"]),
                      "dropped = 0", qd["throttled"] == 0,
-                     "0.5-CPU limit, 1 s of CPU busy on the exclusive CPU took %.2f s kept, "
-                     "%.2f s dropped (v1 cpu.stat, container + pod)"
-                     % (qk["wall_s_for_1s_cpu"], qd["wall_s_for_1s_cpu"])))
+                     "0.5-CPU limit, busy at nice -20 on the exclusive CPU: kept %.2f s CPU in "
+                     "%.2f s, dropped %.2f s CPU in %.2f s (v1 cpu.stat, container + pod; "
+                     "below 0.5 CPU/s other tasks on CPU 1 kept it under its quota)"
+                     % (qk["cpu_s"], qk["wall_s"], qd["cpu_s"], qd["wall_s"])))
     else:
         rows.append(("throttled periods kept/dropped", "-", "dropped = 0", None,
                      "no v1 cpu hierarchy here: see pools_test (v2, fake cgroupfs)"))
