@@ -177,8 +177,9 @@ def one_run(env, rt, d, mode, seconds, io_file):
         irq1 = interrupts_on(1)
         if noise:
             noise.stop()
-    r["irqs_per_s"] = {k: round((irq1[k][0] - irq0.get(k, (0, ""))[0]) / dt, 1)
-                       for k in irq1 if irq1[k][0] > irq0.get(k, (0, ""))[0]}
+    r["irqs"] = {k: irq1[k][0] - irq0.get(k, (0, ""))[0]
+                 for k in irq1 if irq1[k][0] > irq0.get(k, (0, ""))[0]}
+    r["irqs_per_s"] = {k: round(n / dt, 1) for k, n in r["irqs"].items()}
     r["irq_names"] = {k: irq1[k][1] for k in r["irqs_per_s"]}
     if mode == "isolated":  # still on CPU 1 while isolated: managed (refused a move)
         r["managed"] = sorted(k for k in r["irqs_per_s"] if k.isdigit()
@@ -307,5 +308,9 @@ def table(r):
                  % (", ".join("%s %.0f/s" % (k, v) for k, v in sorted(off.items())) or "none",
                     ", ".join("%s %.0f/s" % (k, v) for k, v in sorted(movable_off.items()))
                     or "none fired on CPU 1 in this run, so on = 0 proves little here",
-                    managed or "none")))
+                    managed or "none")
+                 + ("; movable sources that still fired on CPU 1 with isolation on: %s"
+                    % ", ".join("%s %s x%d" % (k, iso["irq_names"][k].split()[-1],
+                                               iso["irqs"][k]) for k in sorted(movable_on))
+                    if movable_on else "")))
     return rows
