@@ -52,6 +52,7 @@ static const char *const device_modes[] = { "grouped", "individual", NULL };
 static const char *const group_bys[] = { "numanode", "socket", "machine", NULL };
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
 static const char *const memories[] = { "all", "local", NULL };
+static const char *const event_kinds[] = { "warning", "all", "none", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 
@@ -99,6 +100,8 @@ static const struct file_key file_keys[] = {
 	{ "exposePCIeRoots", "expose-pcie-roots", NULL },
 	{ "deviceMetadata", "device-metadata", NULL },
 	{ "memoryLocality", "memory-locality", NULL },
+	{ "events", "events", NULL },
+	{ "claimStatus", "claim-status", NULL },
 };
 
 static const struct opt opts[] = {
@@ -182,6 +185,15 @@ static const struct opt opts[] = {
 	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
 	  "Give containers a read-only file describing their devices (KEP-5304, "
 	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },
+	{ "events", NULL, OPT_ENUM, F(events), "warning", 0, 0, event_kinds, 0,
+	  "Kubernetes Events (events.k8s.io/v1) about what the driver decided: warning "
+	  "(refused claims, refused bindings, real-time failures, offline CPUs), all (also a "
+	  "Normal event per prepared claim), none. Needs create and patch on events." },
+	{ "claim-status", NULL, OPT_BOOL, F(claim_status), "true", 0, 0, NULL, 0,
+	  "Write what was decided for each prepared claim into its status.devices (CPUs, "
+	  "NUMA nodes, sockets, policy, a Ready condition; KEP-4817); Unprepare removes it. "
+	  "Needs patch on resourceclaims/status (and, from 1.36, associated-node:patch on "
+	  "resourceclaims/driver)." },
 	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
 	  "Print the discovered topology as JSON and exit." },
 	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
@@ -723,7 +735,7 @@ void cfg_log(const struct cfg *c)
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
 		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s "
 		 "node_allocatable=%s expose_pcie_roots=%s device_metadata=%s "
-		 "release_unused_libraries=%s",
+		 "release_unused_libraries=%s events=%s claim_status=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -735,7 +747,8 @@ void cfg_log(const struct cfg *c)
 		 log_quote(c->rt_cpus_str),
 		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
 		 c->device_metadata ? "true" : "false",
-		 c->release_unused_libraries ? "true" : "false");
+		 c->release_unused_libraries ? "true" : "false", event_kinds[c->events],
+		 c->claim_status ? "true" : "false");
 }
 
 const char *cfg_device_mode_name(int mode)

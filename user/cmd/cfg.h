@@ -33,6 +33,7 @@ enum cfg_action {
 
 enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
 enum cfg_memory { CFG_MEMORY_ALL = 0, CFG_MEMORY_LOCAL };
+enum cfg_events { CFG_EVENTS_WARNING = 0, CFG_EVENTS_ALL, CFG_EVENTS_NONE };
 
 struct cfg {
 	enum cfg_action action;
@@ -78,6 +79,9 @@ struct cfg {
 	bool expose_pcie_roots; /* resource.kubernetes.io/pcieRoot (docs/pcie-roots.md) */
 	bool device_metadata;	/* metadata files in containers (docs/device-metadata.md) */
 	int memory_locality;	/* enum cfg_memory: claims' default (docs/numa-memory.md) */
+	/* where users look (docs/events.md) */
+	int events;		/* enum cfg_events */
+	bool claim_status;	/* status.devices of prepared claims */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

@@ -42,6 +42,7 @@
 #include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/uevent.h"
+#include "cmd/report.h"
 #include "host/pcie.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
@@ -88,6 +89,7 @@ struct daemon {
 	struct metric *g_online;
 	struct kube *kube;
 	struct kube_claims claims; /* claim reads for dra and pools, over kube */
+	struct report *report; /* Events and claim status */
 	struct publisher *publisher;
 	struct state *state;
 	struct dra *dra;
@@ -115,6 +117,10 @@ static void daemon_free(struct daemon *d)
 	publisher_free(d->publisher);
 	dra_free(d->dra);
 	pools_free(d->pools);
+	/* before the API client (its writes are calls on it); after everyone
+	 * that reports, but real-time control, which reports only from the loop */
+	report_free(d->report);
+	d->report = NULL;
 	kube_free(d->kube);
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
@@ -343,7 +349,9 @@ static int start_node_agents(struct daemon *d)
 	struct pools_opts po = { .push_updates = cfg->nri_push_updates,
 				 .state_dir = cfg->state_dir,
 				 .topo = d->topo,
-				 .claims = &d->claims.source };
+				 .claims = &d->claims.source,
+				 .on_not_consumer = report_not_consumer,
+				 .report_ud = d->report };
 	int r;
 
 	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
@@ -401,7 +409,8 @@ static int start_node_agents(struct daemon *d)
 	}
 	if (d->rt_on) {
 		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir,
-					 .mon = d->rtmon };
+					 .mon = d->rtmon, .on_failure = report_rt_failure,
+					 .report_ud = d->report };
 
 		r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
 		if (r < 0)
@@ -759,12 +768,23 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		}
 	}
 
+	{
+		struct report_opts ro = { .node = d->node, .topo = topo, .events = cfg->events,
+					  .claim_status = cfg->claim_status };
+
+		r = report_new(&ro, &d->report);
+		if (r < 0)
+			return r;
+	}
 	r = start_node_agents(d);
 	if (r < 0)
 		return r;
 	r = start_kube(d);
 	if (r < 0)
 		return r;
+	r = report_start(d->report, d->base, d->kube, d->metrics);
+	if (r < 0)
+		return log_error_errno(r, "report_init_failed", "");
 	{
 		struct publisher_opts po = { .node = d->node, .devices = d->devices,
 					     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
@@ -791,6 +811,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.device_attributes = device_attributes,
 			.attributes_ud = d,
 			.rt = d->rt_on ? &d->rt : NULL,
+			.report = &report_dra_ops,
+			.report_ud = d->report,
 		};
 
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
