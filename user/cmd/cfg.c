@@ -101,6 +101,7 @@ static const struct file_key file_keys[] = {
 	{ "deviceMetadata", "device-metadata", NULL },
 	{ "memoryLocality", "memory-locality", NULL },
 	{ "events", "events", NULL },
+	{ "eventsSeriesInterval", "events-series-interval", NULL },
 	{ "claimStatus", "claim-status", NULL },
 };
 
@@ -189,6 +190,10 @@ static const struct opt opts[] = {
 	  "Kubernetes Events (events.k8s.io/v1) about what the driver decided: warning "
 	  "(refused claims, refused bindings, real-time failures, offline CPUs), all (also a "
 	  "Normal event per prepared claim), none. Needs create and patch on events." },
+	{ "events-series-interval", NULL, OPT_INT, F(events_series_interval_s), "10", 1, 3600, NULL,
+	  0,
+	  "Seconds: an event that repeats becomes a series (series.count), written back to "
+	  "its Event with a patch at most this often." },
 	{ "claim-status", NULL, OPT_BOOL, F(claim_status), "true", 0, 0, NULL, 0,
 	  "Write what was decided for each prepared claim into its status.devices (CPUs, "
 	  "NUMA nodes, sockets, policy, a Ready condition; KEP-4817); Unprepare removes it. "

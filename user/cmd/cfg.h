@@ -81,6 +81,7 @@ struct cfg {
 	int memory_locality;	/* enum cfg_memory: claims' default (docs/numa-memory.md) */
 	/* where users look (docs/events.md) */
 	int events;		/* enum cfg_events */
+	int events_series_interval_s; /* a growing series is patched at most this often */
 	bool claim_status;	/* status.devices of prepared claims */
 };
 

@@ -770,6 +770,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 
 	{
 		struct report_opts ro = { .node = d->node, .topo = topo, .events = cfg->events,
+					  .series_interval_s = cfg->events_series_interval_s,
 					  .claim_status = cfg->claim_status };
 
 		r = report_new(&ro, &d->report);

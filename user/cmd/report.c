@@ -44,7 +44,8 @@ int report_start(struct report *rp, struct event_base *base, struct kube *k, str
 
 	if (rp->o.events != CFG_EVENTS_NONE) {
 		struct events_opts eo = { .controller = DRA_DRIVER, .instance = rp->instance,
-					  .normal = rp->o.events == CFG_EVENTS_ALL };
+					  .normal = rp->o.events == CFG_EVENTS_ALL,
+					  .flush_ms = rp->o.series_interval_s * 1000 };
 
 		r = events_new(base, k, &eo, m, &rp->ev);
 		if (r < 0)

@@ -32,6 +32,7 @@ struct report_opts {
 	const char *node;	 /* pool name, and the reportingInstance's node */
 	const struct topo *topo; /* borrowed */
 	int events;		 /* enum cfg_events */
+	int series_interval_s;	 /* events_opts.flush_ms, in seconds */
 	bool claim_status;
 };
 
