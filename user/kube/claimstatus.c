@@ -176,6 +176,8 @@ static bool is_ready(struct json_object *entry)
 	for (size_t i = 0; i < json_object_array_length(conds); i++) {
 		struct json_object *c = json_object_array_get_idx(conds, i);
 
+		if (!json_object_is_type(c, json_type_object))
+			continue;
 		if (!strcmp(str_or_empty(c, "type"), "Ready"))
 			return !strcmp(str_or_empty(c, "status"), "True") &&
 			       !strcmp(str_or_empty(c, "reason"), "Prepared");
@@ -183,15 +185,16 @@ static bool is_ready(struct json_object *entry)
 	return false;
 }
 
-/* True when the claim's status.devices holds exactly the entries of this
- * driver in want (data equal, Ready), whatever their transition times. */
-static bool already_says(struct claimstatus *cs, struct json_object *claim,
-			 struct json_object *want)
+bool claimstatus_is_current(const char *driver, struct json_object *claim,
+			    struct json_object *want)
 {
 	struct json_object *status, *have;
 	size_t ours = 0;
 
-	if (!claim || !json_object_object_get_ex(claim, "status", &status) ||
+	if (!json_object_is_type(claim, json_type_object) ||
+	    !json_object_is_type(want, json_type_array) ||
+	    !json_object_object_get_ex(claim, "status", &status) ||
+	    !json_object_is_type(status, json_type_object) ||
 	    !json_object_object_get_ex(status, "devices", &have) ||
 	    !json_object_is_type(have, json_type_array))
 		return false;
@@ -199,13 +202,14 @@ static bool already_says(struct claimstatus *cs, struct json_object *claim,
 		struct json_object *h = json_object_array_get_idx(have, i), *hd, *wd;
 		bool found = false;
 
-		if (strcmp(str_or_empty(h, "driver"), cs->driver))
+		if (!json_object_is_type(h, json_type_object) ||
+		    strcmp(str_or_empty(h, "driver"), driver))
 			continue;
 		ours++;
 		for (size_t j = 0; j < json_object_array_length(want) && !found; j++) {
 			struct json_object *w = json_object_array_get_idx(want, j);
 
-			if (!same_key(h, w))
+			if (!json_object_is_type(w, json_type_object) || !same_key(h, w))
 				continue;
 			found = json_object_object_get_ex(h, "data", &hd) &&
 				json_object_object_get_ex(w, "data", &wd) &&
@@ -278,7 +282,7 @@ int claimstatus_prepared(struct claimstatus *cs, struct json_object *claim,
 	r = claimstatus_entries(&cs->o, alloc, c, &want);
 	if (r < 0)
 		return failed(cs, r, c->uid);
-	if (already_says(cs, claim, want)) {
+	if (claimstatus_is_current(cs->driver, claim, want)) {
 		count(cs, "unchanged");
 		return 0;
 	}

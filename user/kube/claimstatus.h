@@ -31,6 +31,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include "lib/cleanup.h"
 
 struct claim_alloc;
@@ -68,6 +70,13 @@ int claimstatus_prepared(struct claimstatus *cs, struct json_object *claim,
 /* The claim was unprepared: queues the removal of this driver's entries. */
 int claimstatus_unprepared(struct claimstatus *cs, const char *ns, const char *name,
 			   const char *uid);
+
+/* True when claim (any JSON, as the API server sent it) has in
+ * status.devices exactly the entries of driver that want (an array from
+ * claimstatus_entries()) holds: same keys, same data, Ready and Prepared,
+ * whatever their transition times. Anything malformed is false. */
+bool claimstatus_is_current(const char *driver, struct json_object *claim,
+			    struct json_object *want);
 
 /* The status.devices entries claimstatus_prepared() would write (a new
  * JSON array; for tests). */
