@@ -52,6 +52,7 @@ static const char *const device_modes[] = { "grouped", "individual", NULL };
 static const char *const group_bys[] = { "numanode", "socket", "machine", NULL };
 static const char *const enforcements[] = { "audit", "remediate", "deny", NULL };
 static const char *const memories[] = { "all", "local", NULL };
+static const char *const allocators[] = { "cpumanager", "external", NULL };
 static const char *const event_kinds[] = { "warning", "all", "none", NULL };
 
 #define F(field) offsetof(struct cfg, field)
@@ -70,6 +71,7 @@ struct file_key {
 static const struct file_key file_keys[] = {
 	{ "cpuDeviceMode", "cpu-device-mode", NULL },
 	{ "groupBy", "group-by", NULL },
+	{ "allocator", "allocator", NULL },
 	{ "reservedCPUs", "reserved-cpus", NULL },
 	{ "hostnameOverride", "hostname-override", NULL },
 	{ "kubeconfig", "kubeconfig", NULL },
@@ -110,6 +112,10 @@ static const struct opt opts[] = {
 	  "Publish one device per CPU (individual) or per group with consumable capacity (grouped)." },
 	{ "group-by", "cpu-device-group-by", OPT_ENUM, F(group_by), "numanode", 0, 0, group_bys, 0,
 	  "Grouped mode: one device per NUMA node, per socket, or one for the machine." },
+	{ "allocator", NULL, OPT_ENUM, F(allocator), "cpumanager", 0, 0, allocators, 0,
+	  "Who picks a grouped claim's CPUs: cpumanager (the driver), or external (a scheduler "
+	  "names them in the claim's opaque CPUConfig cpuset; a claim without one is refused, and "
+	  "every group publishes dra.cpu/cpuIDs and dra.cpu/smtLayout). Grouped mode only." },
 	{ "reserved-cpus", NULL, OPT_CPUSET, F(reserved_cpus_str), "", 0, 0, NULL, 0,
 	  "CPUs never published, allocated or shared (list format, e.g. 0,32)." },
 	{ "rt-cpus", NULL, OPT_CPUSET, F(rt_cpus_str), "", 0, 0, NULL, 0,
@@ -538,6 +544,10 @@ int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 	if (is_set(c->sysfs_root) && is_set(c->topology_file))
 		return errbuf_fail(err, -EINVAL,
 				   "flags sysfs-root and topology-file exclude each other");
+	if (c->device_mode == DEVICES_INDIVIDUAL && c->allocator == CFG_ALLOCATOR_EXTERNAL)
+		return errbuf_fail(err, -EINVAL,
+				   "allocator external needs cpu-device-mode grouped: an external "
+				   "allocator names the CPUs of a group with a cpuset");
 	if (c->device_mode == DEVICES_INDIVIDUAL && c->group_by != DEVICES_BY_NUMANODE)
 		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
 	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
@@ -740,7 +750,7 @@ void cfg_log(const struct cfg *c)
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
 		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s "
 		 "node_allocatable=%s expose_pcie_roots=%s device_metadata=%s "
-		 "release_unused_libraries=%s events=%s claim_status=%s",
+		 "release_unused_libraries=%s events=%s claim_status=%s allocator=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -753,7 +763,7 @@ void cfg_log(const struct cfg *c)
 		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
 		 c->device_metadata ? "true" : "false",
 		 c->release_unused_libraries ? "true" : "false", event_kinds[c->events],
-		 c->claim_status ? "true" : "false");
+		 c->claim_status ? "true" : "false", allocators[c->allocator]);
 }
 
 const char *cfg_device_mode_name(int mode)

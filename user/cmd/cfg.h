@@ -33,6 +33,7 @@ enum cfg_action {
 
 enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE_DENY };
 enum cfg_memory { CFG_MEMORY_ALL = 0, CFG_MEMORY_LOCAL };
+enum cfg_allocator { CFG_ALLOCATOR_CPUMANAGER = 0, CFG_ALLOCATOR_EXTERNAL };
 enum cfg_events { CFG_EVENTS_WARNING = 0, CFG_EVENTS_ALL, CFG_EVENTS_NONE };
 
 struct cfg {
@@ -40,6 +41,7 @@ struct cfg {
 	/* devices and slices */
 	int device_mode; /* enum devices_mode */
 	int group_by;	 /* enum devices_group_by */
+	int allocator;	 /* enum cfg_allocator (docs/external-allocator.md) */
 	char *reserved_cpus_str;
 	struct cpuset reserved;
 	char *rt_cpus_str; /* --rt-cpus: real-time CPUs (docs/realtime.md) */

@@ -67,6 +67,7 @@ struct daemon {
 	const struct cfg *cfg;
 	const struct topo *topo;
 	char node[256];
+	char smt_layout[SLICES_MAX_STRING + 1]; /* --allocator external */
 	struct event_base *base;
 	struct event *sigterm, *sigint, *grace;
 	struct metrics *metrics;
@@ -223,7 +224,8 @@ static void register_gauges(struct daemon *d)
 static int device_attributes(void *ud, const char *device, struct json_object **ret)
 {
 	struct daemon *d = ud;
-	struct slices_opts so = { .node = d->node, .pcie = d->pcie, .online = &d->online };
+	struct slices_opts so = { .node = d->node, .pcie = d->pcie, .online = &d->online,
+				  .smt_layout = d->smt_layout[0] ? d->smt_layout : NULL };
 
 	return slices_device_attributes(d->devices, &so, device, ret);
 }
@@ -721,6 +723,16 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		if (r < 0)
 			return r;
 	}
+	if (cfg->allocator == CFG_ALLOCATOR_EXTERNAL) {
+		struct errbuf eb = {};
+
+		r = devices_external_layout(topo, d->devices, d->smt_layout,
+					    sizeof(d->smt_layout), &eb);
+		if (r < 0)
+			return log_error_errno(r, "external_allocator_failed", "reason=%s",
+					       log_quote(errbuf_text(&eb, r)));
+		log_info("external_allocator", "smt_layout=%s", d->smt_layout);
+	}
 	register_gauges(d);
 	watch_config(d);
 
@@ -791,7 +803,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 					     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
 					     .on_state = on_slices, .ud = d,
 					     .node_allocatable = cfg->node_allocatable,
-					     .pcie = d->pcie };
+					     .pcie = d->pcie,
+					     .smt_layout = d->smt_layout[0] ? d->smt_layout : NULL };
 
 		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
 		if (r < 0)
@@ -812,6 +825,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.device_attributes = device_attributes,
 			.attributes_ud = d,
 			.rt = d->rt_on ? &d->rt : NULL,
+			.external_allocator = cfg->allocator == CFG_ALLOCATOR_EXTERNAL,
 			.report = &report_dra_ops,
 			.report_ud = d->report,
 		};

@@ -1077,6 +1077,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	{
 		struct prepare_opts po = { .state = state, .topo = topo, .devices = devices,
 					   .rt = o->rt, .memory_local = o->memory_local,
+					   .external_allocator = o->external_allocator,
 					   .device_metadata = o->device_metadata,
 					   .data_dir = d->data_dir, .cdi_dir = o->cdi_dir,
 					   .driver = DRA_DRIVER, .pool = d->node,

@@ -102,6 +102,9 @@ struct dra_opts {
 	 * puts it); lent by the daemon (slices are a sibling layer). */
 	int (*device_attributes)(void *ud, const char *device, struct json_object **ret);
 	void *attributes_ud;
+	/* --allocator external: a grouped result without a cpuset override is
+	 * refused; the driver never picks CPUs itself. */
+	bool external_allocator;
 	/* Outcomes (NULL: nobody is told). Borrowed. */
 	const struct dra_report_ops *report;
 	void *report_ud;
