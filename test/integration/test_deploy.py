@@ -825,9 +825,11 @@ def published():
     if not os.access(DRIVER, os.X_OK):
         pytest.skip("build/dra-cpu-driver not built (run make)")
     attrs, caps, modes = {}, set(), {}
-    for mode in ("grouped", "individual"):
+    # the external allocator's attributes (docs/external-allocator.md) count as grouped ones
+    for mode, extra in (("grouped", []), ("individual", []),
+                        ("grouped", ["--allocator", "external"])):
         p = run_driver("--dry-run", "--topology-file", TOPO_1024, "--cpu-device-mode", mode,
-                       "--hostname-override", "node-x", "--rt-cpus", "1000-1001")
+                       "--hostname-override", "node-x", "--rt-cpus", "1000-1001", *extra)
         assert p.returncode == 0, p.stderr
         for s in json.loads(p.stdout)["items"]:
             for dev in s["spec"].get("devices", []):
