@@ -21,8 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TEST = os.path.join(ROOT, "test")
-# test/integration for conftest (paths), which test/helpers/driver.py imports
-for p in (TEST, os.path.join(TEST, "helpers"), os.path.join(TEST, "integration")):
+for p in (TEST, os.path.join(TEST, "helpers")):
     if p not in sys.path:
         sys.path.insert(0, p)
 

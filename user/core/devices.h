@@ -71,6 +71,7 @@ struct devices {
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret);
 
+struct errbuf;
 struct rt_limits;
 
 /* The devices a node publishes: devices_build() with reserved and rt_cpus
