@@ -117,6 +117,17 @@ def rows_prepare(t, r):
           "sequential; %.0f/s with %d calls in flight" % (r["concurrent_per_s"], r["inflight"]))
 
 
+def rows_events(t, r):
+    h, s = r["healthy_ms"], r["stalled_ms"]
+    t.add("2", "prepare p99, events+status stalled", "%.2f ms" % s["p99"],
+          "< healthy p99 + 2 ms", s["p99"] < h["p99"] + 2,
+          "healthy p50/p99 %.2f/%.2f ms, stalled %d s: p50/max %.2f/%.2f ms; %d calls each, "
+          "half refused (an Event each), half prepared (a status write each); dropped: "
+          "%d events, %d status writes"
+          % (h["p50"], h["p99"], r["stall_s"], s["p50"], s["max"], r["calls"],
+             r["events_dropped"], r["status_dropped"]))
+
+
 def rows_alloc(t, r):
     sc = r["slowest_case"]
     t.add("2", "allocator: per claim, worst case", "%.1f us" % (r["worst_ns"] / 1e3), "< 50 us",
@@ -275,13 +286,14 @@ def rows_soak(t, r):
 
 # ---------------------------------------------------------------- main
 
-FIGURES = ("alloc", "slices", "prepare", "nri", "scale", "bpf", "soak", "quiet")
-TITLES = {"slices": "1 slices", "prepare": "2 prepare", "alloc": "2 allocator", "nri": "3 NRI",
-          "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak", "quiet": "7 quiet CPUs"}
+FIGURES = ("alloc", "slices", "prepare", "events", "nri", "scale", "bpf", "soak", "quiet")
+TITLES = {"slices": "1 slices", "prepare": "2 prepare", "events": "2 events", "alloc": "2 allocator",
+          "nri": "3 NRI", "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak", "quiet": "7 quiet CPUs"}
 
 
 def plan(build, quick):
     import fig_bpf
+    import fig_events
     import fig_nri
     import fig_quiet
     import fig_prepare
@@ -295,6 +307,7 @@ def plan(build, quick):
                    rows_slices),
         "prepare": (lambda: fig_prepare.run_grpc(build, rounds=1 if q else 5,
                                                  per_round=100 if q else 200), rows_prepare),
+        "events": (lambda: fig_events.run(build, claims=50 if q else 100), rows_events),
         "nri": (lambda: fig_nri.run(build, shared_creates=50 if q else 200,
                                     claim_creates=10 if q else 60), rows_nri),
         "scale": (lambda: fig_scale.run(build, claims=1000, restarts=1 if q else 3,

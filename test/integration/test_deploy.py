@@ -416,13 +416,21 @@ def test_daemonset_mounts_cover_the_driver_paths():
 
 def test_clusterrole_is_least_privilege():
     role = find(base_docs(), "ClusterRole", "dra-cpu")
-    got = sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(sorted(r["verbs"])))
+    got = sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(sorted(r["verbs"])),
+                  tuple(r.get("resourceNames", ())))
                  for r in role["rules"])
     assert got == sorted([
-        (("",), ("nodes",), ("get",)),
+        (("",), ("nodes",), ("get",), ()),
         (("resource.k8s.io",), ("resourceslices",),
-         ("create", "delete", "list", "update", "watch")),
-        (("resource.k8s.io",), ("resourceclaims",), ("get",)),
+         ("create", "delete", "list", "update", "watch"), ()),
+        (("resource.k8s.io",), ("resourceclaims",), ("get",), ()),
+        # Events: exactly create and patch (docs/events.md)
+        (("events.k8s.io",), ("events",), ("create", "patch"), ()),
+        # status.devices: only the status subresource, only patch, and the
+        # 1.36 per-driver check for this node's claims (docs/claim-status.md)
+        (("resource.k8s.io",), ("resourceclaims/status",), ("patch",), ()),
+        (("resource.k8s.io",), ("resourceclaims/driver",), ("associated-node:patch",),
+         ("dra.cpu",)),
     ])
     binding = find(base_docs(), "ClusterRoleBinding", "dra-cpu")
     assert binding["roleRef"]["name"] == "dra-cpu"
@@ -817,9 +825,11 @@ def published():
     if not os.access(DRIVER, os.X_OK):
         pytest.skip("build/dra-cpu-driver not built (run make)")
     attrs, caps, modes = {}, set(), {}
-    for mode in ("grouped", "individual"):
+    # the external allocator's attributes (docs/external-allocator.md) count as grouped ones
+    for mode, extra in (("grouped", []), ("individual", []),
+                        ("grouped", ["--allocator", "external"])):
         p = run_driver("--dry-run", "--topology-file", TOPO_1024, "--cpu-device-mode", mode,
-                       "--hostname-override", "node-x", "--rt-cpus", "1000-1001")
+                       "--hostname-override", "node-x", "--rt-cpus", "1000-1001", *extra)
         assert p.returncode == 0, p.stderr
         for s in json.loads(p.stdout)["items"]:
             for dev in s["spec"].get("devices", []):

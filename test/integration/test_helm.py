@@ -389,7 +389,8 @@ KIND_SCHEMAS = {
             "resourceNames": {"type": "array", "items": NONEMPTY},
             "verbs": {"type": "array", "items": {"enum": [
                 "get", "list", "watch", "create", "update", "patch", "delete",
-                "deletecollection"]}, "minItems": 1}}, ["verbs"])}}),
+                "deletecollection", "associated-node:patch"]}, "minItems": 1}},
+            ["verbs"])}}),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): obj({
         "apiVersion": STR, "kind": STR, "metadata": META,
         "roleRef": obj({"apiGroup": {"const": "rbac.authorization.k8s.io"},
@@ -642,6 +643,23 @@ def check_rbac_off(objs):
     assert "ServiceAccount" in kinds
 
 
+def role_resources(objs):
+    return sorted(tuple(r["resources"]) for r in one(objs, "ClusterRole")["rules"])
+
+
+def check_visible_off(objs):
+    c = config(objs)
+    assert c.get("events") == "none" and c.get("claimStatus") is False
+    # neither Events nor claim status writes: no rule for them
+    assert role_resources(objs) == [("nodes",), ("resourceclaims",), ("resourceslices",)]
+
+
+def check_events_all(objs):
+    assert config(objs).get("events") == "all"
+    assert ("events",) in role_resources(objs) and ("resourceclaims/status",) in \
+        role_resources(objs)
+
+
 def check_existing_account(objs):
     assert "ServiceAccount" not in {o["kind"] for o in objs}
     assert pod_spec(objs)["serviceAccountName"] == "driver-sa"
@@ -758,6 +776,8 @@ CASES = {
                       "nriSocket": "/run/containerd/nri/nri.sock"},
                      check_own_settings, NUMA_GROUPED),
     "nri-off": ({"nri": False}, check_nri_off, NUMA_GROUPED),
+    "visible-off": ({"events": "none", "claimStatus": False}, check_visible_off, NUMA_GROUPED),
+    "events-all": ({"events": "all"}, check_events_all, NUMA_GROUPED),
     "logLevel": ({"args": {"logLevel": 4}}, check_log_level, NUMA_GROUPED),
     "pcie-roots": ({"args": {"exposePCIeRoots": True}}, check_pcie_roots, NUMA_GROUPED),
     "pod-settings": ({"image": {"repository": "registry.example/dra-cpu", "tag": "v9",
@@ -798,7 +818,7 @@ def test_values_render_what_they_name(helm, tmp_path, case):
     objs = render_case(helm, tmp_path, case)
     check(objs)
     # The same objects as the default render, unless the case removes some.
-    if case not in ("rbac-off", "existing-account", "release-namespace"):
+    if case not in ("rbac-off", "existing-account", "release-namespace", "visible-off"):
         assert sorted(by_key(objs)) == sorted(by_key(install_yaml_objects()))
 
 
@@ -1001,7 +1021,7 @@ DRIVER_REFUSED = {"bindAddress", "kubeletRootDir", "sysfsOverlay"}
 CHART_REFUSED = {"rtCPUs"}
 # Keys the chart sets from its own values of the same name.
 CHART_OWNED = {"cdiDir", "stateDir", "nriSocket", "nri", "nriPushUpdates", "bpf",
-               "pinningEnforcement", "contentionHistogram"}
+               "pinningEnforcement", "contentionHistogram", "events", "claimStatus"}
 
 
 @needs_driver

@@ -61,9 +61,11 @@ import uuid
 
 if __package__:
     from . import k8svalidate as V
+    from . import visible as VIS
     from . import volume
 else:  # run as a script: this directory is sys.path[0]
     import k8svalidate as V
+    import visible as VIS
     import volume
 
 # The release simulated: its schema decodes every request body.
@@ -88,6 +90,7 @@ DEFAULT_GATES = {
     "DRADeviceTaints": True,
     "DRADeviceBindingConditions": True,
     "DRAResourceClaimDeviceStatus": True,
+    "DRAResourceClaimGranularStatusAuthorization": True,
     "DRAListTypeAttributes": False,
     "DRANodeAllocatableResources": False,
     "WatchList": True,
@@ -287,12 +290,12 @@ def decode_json(body):
     return obj, dups
 
 
-def _resolve(sch):
+def _resolve(sch, spec=None):
     while isinstance(sch, dict):
         ref = sch.get("$ref")
         if ref:
             name = ref.rsplit("/", 1)[1]
-            return name, _SPEC.schemas[name]
+            return name, (spec or _SPEC).schemas[name]
         all_of = sch.get("allOf")
         if isinstance(all_of, list) and len(all_of) == 1:
             sch = all_of[0]
@@ -305,13 +308,14 @@ def _join(path, key):
     return "%s.%s" % (path, key) if path else key
 
 
-def prune(node, sch, path, unknown, bad_quantities):
+def prune(node, sch, path, unknown, bad_quantities, spec=None):
     """Copy node keeping only fields the schema knows; canonicalize quantities.
 
     Unknown field paths go to unknown, malformed quantities to bad_quantities.
     Objects without declared properties (RawExtension, FieldsV1) are kept whole.
+    spec: the OpenAPI document (default: the resource.k8s.io one).
     """
-    name, s = _resolve(sch)
+    name, s = _resolve(sch, spec)
     if name == QUANTITY_SCHEMA:
         c = canonical_quantity(node)
         if c is None:
@@ -324,22 +328,23 @@ def prune(node, sch, path, unknown, bad_quantities):
             out = {}
             for k, v in node.items():
                 if k in props:
-                    out[k] = prune(v, props[k], _join(path, k), unknown, bad_quantities)
+                    out[k] = prune(v, props[k], _join(path, k), unknown, bad_quantities, spec)
                 else:
                     unknown.append(_join(path, k))
             return out
         ap = s.get("additionalProperties")
         if isinstance(ap, dict):
-            return {k: prune(v, ap, "%s[%s]" % (path, k), unknown, bad_quantities)
+            return {k: prune(v, ap, "%s[%s]" % (path, k), unknown, bad_quantities, spec)
                     for k, v in node.items()}
         return node
     if isinstance(node, list) and isinstance(s.get("items"), dict):
-        return [prune(v, s["items"], "%s[%d]" % (path, i), unknown, bad_quantities)
+        return [prune(v, s["items"], "%s[%d]" % (path, i), unknown, bad_quantities, spec)
                 for i, v in enumerate(node)]
     return node
 
 
-def decode_object(body_obj, schema, kind, api_version, field_validation, dups, warnings, also=()):
+def decode_object(body_obj, schema, kind, api_version, field_validation, dups, warnings, also=(),
+                  spec=None):
     """Turn a parsed body into a typed object the way the apiserver decoder does.
 
     400 for type errors, malformed quantities, wrong apiVersion/kind and (with
@@ -359,12 +364,12 @@ def decode_object(body_obj, schema, kind, api_version, field_validation, dups, w
     if k not in (None, "") and k != kind:
         raise ApiError(400, "%s: the kind in the data (%s) does not match the expected kind (%s)" % (what, k, kind))
     obj = V.strip_nulls(body_obj)
-    errs = [e for e in _SPEC.iter_errors(obj, schema) if e.validator != "required"]
+    errs = [e for e in (spec or _SPEC).iter_errors(obj, schema) if e.validator != "required"]
     if errs:
         e = errs[0]
         raise ApiError(400, "%s: %s: %s" % (what, V.field_path(e.absolute_path), e.message))
     unknown, badq = [], []
-    obj = prune(obj, {"$ref": "#/components/schemas/" + schema}, "", unknown, badq)
+    obj = prune(obj, {"$ref": "#/components/schemas/" + schema}, "", unknown, badq, spec)
     if badq:
         raise ApiError(400, "%s: %s: quantities must match the regular expression "
                        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'" % (what, badq[0]))
@@ -847,6 +852,9 @@ _RE_CLAIM = re.compile(r"^/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resource
 def classify(method, path, query):
     """(verb, resource, name, namespace) of a request, Kubernetes audit style."""
     watch = query.get("watch", "") in ("1", "true")
+    ev = VIS.classify(method, path, query)
+    if ev:
+        return ev
     if path == _WATCH_SLICES:
         return "watch", "resourceslices", None, None
     if path == _SLICES:
@@ -897,7 +905,7 @@ class ApiServer:
                        "close_watches", "send_bookmarks", "down", "up", "wipe_node",
                        "put_node", "delete_node", "put_claim", "delete_claim", "put_slice",
                        "set_gates", "set_bookmark_interval", "queue_name_suffixes",
-                       "reset_stats")
+                       "reset_stats", "set_rbac", "expire_events")
 
     def __init__(self, directory, host="127.0.0.1", port=0, token=None, tls=True, certs=None,
                  control_port=None, bookmark_interval=1.0, min_request_timeout=1800,
@@ -934,6 +942,11 @@ class ApiServer:
         self.ca = None
         self.url = None
         self.control_url = None
+        self.store.events = {}         # (ns, name) -> Event
+        self.store.device_owners = {}  # (ns, claim) -> {status.devices key: field manager}
+        self.rbac = None               # None: every authenticated request is allowed
+        self.rbac_node = None
+        self.rbac_user = "system:serviceaccount:dra-cpu:dra-cpu"
 
     # ---- lifecycle
 
@@ -1203,6 +1216,8 @@ class ApiServer:
             meta.setdefault("creationTimestamp", old["metadata"]["creationTimestamp"] if old else now_rfc3339())
             meta["resourceVersion"] = str(self.store.next_rv())
             meta.setdefault("generation", 1)
+            if old is None or old["metadata"]["uid"] != meta["uid"]:
+                self.store.device_owners.pop(key, None)
             self.store.claims[key] = claim
             return claim
 
@@ -1223,6 +1238,7 @@ class ApiServer:
 
     def delete_claim(self, namespace, name):
         with self.store.lock:
+            self.store.device_owners.pop((namespace, name), None)
             return {"deleted": int(self.store.claims.pop((namespace, name), None) is not None)}
 
     def put_slice(self, obj):
@@ -1340,6 +1356,7 @@ class ApiServer:
             auth = h.headers.get("Authorization", "")
             if not (auth.startswith("Bearer ") and auth[7:].strip() in self.tokens):
                 raise ApiError(401, "Unauthorized")
+            self._authorize(verb, resource, name, ns, path)
             delay, rule = self.faults.pick(verb, resource)
             if delay:
                 entry["fault"] = "delay"
@@ -1409,6 +1426,14 @@ class ApiServer:
                 raise not_found("nodes", name, group="")
             h.send_json(200, node)
             return 200
+        if resource == "events":
+            code, out = self._events(verb, name, ns, body, query, ctype)
+            h.send_json(code, out)
+            return code
+        if resource == "resourceclaims/status" and verb == "patch":
+            code, out = self._claim_status_apply(name, ns, body, query, ctype)
+            h.send_json(code, out)
+            return code
         if resource in ("resourceclaims", "resourceclaims/status"):
             if verb != "get":
                 raise ApiError(405, "the simulator only implements GET for resourceclaims")
@@ -1419,6 +1444,203 @@ class ApiServer:
             h.send_json(200, claim)
             return 200
         raise ApiError(404, "the server could not find the requested resource", details={})
+
+    # ---- RBAC (visible.py [r1])
+
+    def set_rbac(self, rules, node=None, user=None):
+        """Authorize every request against rules (a ClusterRole's rules; None:
+        allow all). node: the node the caller's token is bound to."""
+        self.rbac = copy.deepcopy(rules) if rules is not None else None
+        self.rbac_node = node
+        if user:
+            self.rbac_user = user
+        return {"rbac": rules is not None}
+
+    @staticmethod
+    def _group_of(resource, path):
+        if resource == "events":
+            return VIS.EVENTS_GROUP
+        if resource == "nodes" or path.startswith("/api/"):
+            return ""
+        return GROUP
+
+    def _authorize(self, verb, resource, name, ns, path):
+        if self.rbac is None or resource.startswith("/"):
+            return
+        group = self._group_of(resource, path)
+        if not VIS.allowed(self.rbac, group, resource, verb, name):
+            code, text, details = VIS.forbidden(self.rbac_user, group, resource, verb, name, ns)
+            raise ApiError(code, text, "Forbidden", details=details)
+
+    def _authorize_drivers(self, claim, drivers, verb):
+        """[r1] the per-driver check of a status.devices change."""
+        if self.rbac is None or not self.gates.get("DRAResourceClaimGranularStatusAuthorization"):
+            return
+        node = VIS.claim_node(claim)
+        for drv in drivers:
+            prefixes = (["associated-node"] if self.rbac_node and node == self.rbac_node else []) + \
+                ["arbitrary-node"]
+            if any(VIS.allowed(self.rbac, GROUP, "resourceclaims/driver", "%s:%s" % (p, verb), drv)
+                   for p in prefixes):
+                continue
+            code, text, details = VIS.forbidden(self.rbac_user, GROUP, "resourceclaims/driver",
+                                                "%s:%s" % (prefixes[0], verb), drv, None)
+            raise ApiError(code, text, "Forbidden", details=details)
+
+    # ---- events.k8s.io/v1 Events (visible.py [e1] [e2])
+
+    def events(self, namespace=None):
+        """Every stored Event (of a namespace), oldest first."""
+        with self.store.lock:
+            evs = [copy.deepcopy(e) for (ns, _), e in self.store.events.items()
+                   if namespace in (None, ns)]
+        return sorted(evs, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+    def expire_events(self):
+        """Delete every Event, as their time-to-live does."""
+        with self.store.lock:
+            n = len(self.store.events)
+            self.store.events.clear()
+        return {"expired": n}
+
+    def _decode_event(self, obj, query, dups):
+        warnings = []
+        return decode_object(obj, VIS.EVENT_SCHEMA, "Event", VIS.EVENTS_API_VERSION,
+                             query.get("fieldValidation", ""), dups, warnings, spec=VIS.events_spec())
+
+    def _events(self, verb, name, ns, body, query, ctype):
+        if verb == "create" and name is None:
+            if ctype != "application/json":
+                raise ApiError(415, "the body of the request was in an unknown format - accepted "
+                               "media types include: application/json (content type %s)" % (ctype or "(none)"))
+            obj, dups = decode_json(body)
+            ev = self._decode_event(obj, query, dups)
+            meta = ev.setdefault("metadata", {})
+            if meta.get("namespace") not in (None, "", ns):
+                raise ApiError(400, "the namespace of the provided object does not match the "
+                               "namespace sent on the request")
+            meta["namespace"] = ns
+            for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+                meta.pop(k, None)
+            errs = VIS.event_errors(ev, ns)
+            if errs:
+                code, text, details = VIS.invalid("Event", VIS.EVENTS_GROUP, meta.get("name", ""), errs)
+                raise ApiError(code, text, "Invalid", details=details)
+            with self.store.lock:
+                if (ns, meta["name"]) in self.store.events:
+                    raise ApiError(409, 'events.events.k8s.io "%s" already exists' % meta["name"],
+                                   "AlreadyExists", details=_details(meta["name"], "events", VIS.EVENTS_GROUP))
+                meta["uid"] = str(uuid.uuid4())
+                meta["creationTimestamp"] = now_rfc3339()
+                meta["resourceVersion"] = str(self.store.next_rv())
+                self.store.events[(ns, meta["name"])] = ev
+            return 201, ev
+        if verb == "patch":
+            if ctype not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                raise ApiError(415, "the simulator implements merge and strategic-merge patches of "
+                               "events only (content type %s)" % (ctype or "(none)"))
+            patch, dups = decode_json(body)
+            with self.store.lock:
+                old = self.store.events.get((ns, name))
+                if old is None:
+                    raise not_found("events", name, group=VIS.EVENTS_GROUP)
+                new = VIS.merge_patch(old, patch)
+                ev = self._decode_event(new, query, dups)
+                errs = [(VIS._INTERNAL.get(f, f), "Invalid value: field is immutable")
+                        for f in VIS.IMMUTABLE if ev.get(f) != old.get(f)]
+                if ev.get("series") != old.get("series"):
+                    errs.extend(VIS.series_errors(ev))
+                if (ev.get("metadata") or {}).get("name") != name:
+                    errs.append(("metadata.name", "Invalid value: field is immutable"))
+                if errs:
+                    code, text, details = VIS.invalid("Event", VIS.EVENTS_GROUP, name, errs)
+                    raise ApiError(code, text, "Invalid", details=details)
+                ev["metadata"] = dict(old["metadata"], resourceVersion=str(self.store.next_rv()))
+                self.store.events[(ns, name)] = ev
+            return 200, ev
+        if verb == "get":
+            with self.store.lock:
+                ev = self.store.events.get((ns, name))
+            if ev is None:
+                raise not_found("events", name, group=VIS.EVENTS_GROUP)
+            return 200, ev
+        if verb == "list":
+            return 200, {"kind": "EventList", "apiVersion": VIS.EVENTS_API_VERSION,
+                         "metadata": {"resourceVersion": self.resource_version},
+                         "items": self.events(ns)}
+        raise ApiError(405, "the simulator implements create, patch, get and list of events")
+
+    # ---- ResourceClaim status.devices (visible.py [c1] [c2])
+
+    def _claim_status_apply(self, name, ns, body, query, ctype):
+        if ctype != "application/apply-patch+yaml":
+            raise ApiError(415, "the simulator implements server-side apply "
+                           "(application/apply-patch+yaml) of resourceclaims/status only "
+                           "(content type %s)" % (ctype or "(none)"))
+        manager = query.get("fieldManager", "")
+        if not manager:
+            raise ApiError(422, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                           "value: is required for apply patch", "Invalid")
+        force = query.get("force", "false")
+        if force not in ("true", "false"):
+            raise ApiError(400, "force: invalid value %r" % force)
+        try:
+            obj = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            try:
+                import yaml
+                obj = yaml.safe_load(body.decode("utf-8"))
+            except Exception as e:  # noqa: BLE001 - any YAML error is a 400
+                raise ApiError(400, "error decoding YAML: %s" % e)
+        if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
+            raise ApiError(400, "invalid object type: /, Kind=")
+        warnings = []
+        obj = decode_object(obj, CLAIM_SCHEMA, "ResourceClaim", API_VERSION,
+                            query.get("fieldValidation", ""), [], warnings)
+        meta = obj.get("metadata") or {}
+        if meta.get("name") != name:
+            raise ApiError(400, "the name of the object (%s) does not match the name on the URL (%s)"
+                           % (meta.get("name", ""), name))
+        if meta.get("namespace") not in (None, "", ns):
+            raise ApiError(400, "the namespace of the provided object does not match the namespace "
+                           "sent on the request")
+        status = obj.get("status") or {}
+        if any(k in status for k in ("allocation", "reservedFor")):
+            raise ApiError(415, "the simulator applies status.devices only")
+        applied = status.get("devices") or []
+        with self.store.lock:
+            cur = self.store.claims.get((ns, name))
+            if cur is None:
+                raise not_found("resourceclaims", name)
+            if meta.get("uid") and meta["uid"] != cur["metadata"]["uid"]:
+                raise conflict("resourceclaims", name, "Precondition failed: UID in precondition: %s, "
+                               "UID in object meta: %s" % (cur["metadata"]["uid"], meta["uid"]))
+            owners = copy.deepcopy(self.store.device_owners.get((ns, name), {}))
+            devices, conflicts = VIS.apply_devices(cur, owners, manager, applied, force == "true")
+            if conflicts:
+                owner, key = conflicts[0]
+                raise ApiError(409, 'Apply failed with %d conflict: conflict with "%s": '
+                               ".status.devices[driver=%s,device=%s,pool=%s,shareID=%s]"
+                               % (len(conflicts), owner, *key), "Conflict",
+                               details=_details(name, "resourceclaims"))
+            if not self.gates.get("DRAResourceClaimDeviceStatus"):
+                devices = []
+            errs = VIS.status_devices_errors(cur, devices)
+            if errs:
+                code, text, details = VIS.invalid("ResourceClaim", GROUP, name, errs)
+                raise ApiError(code, text, "Invalid", details=details)
+            old = (cur.get("status") or {}).get("devices") or []
+            self._authorize_drivers(cur, VIS.changed_drivers(old, devices), "patch")
+            new = copy.deepcopy(cur)
+            if devices:
+                new.setdefault("status", {})["devices"] = devices
+            else:
+                new.setdefault("status", {}).pop("devices", None)
+            if devices != old:
+                new["metadata"]["resourceVersion"] = str(self.store.next_rv())
+            self.store.claims[(ns, name)] = new
+            self.store.device_owners[(ns, name)] = owners
+        return 200, new
 
     # ---- ResourceSlice
 
@@ -1876,6 +2098,7 @@ class ApiServer:
             if method == "GET":
                 getters = {"stats": self.stats, "log": lambda: self.log(int(query.get("since", 0))),
                            "slices": self.slices, "faults": self.faults.list, "info": self.info,
+                           "events": self.events,
                            "gates": lambda: dict(self.gates)}
                 if name not in getters:
                     raise ApiError(404, "no such control endpoint: %s" % path)

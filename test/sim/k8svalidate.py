@@ -48,6 +48,8 @@ API_DOCS = {
     "1.37": os.path.join(DATA, "api", "resource.k8s.io_v1_openapi_1.37.json"),
 }
 DEFAULT_DOC = API_DOCS["1.36"]
+# events.k8s.io/v1 (Event), a separate document (test/data/api/README.md)
+EVENTS_DOC = os.path.join(DATA, "api", "events.k8s.io_v1_openapi.json")
 CDI_DIR = os.path.join(DATA, "cdi")
 
 # ------------------------------------------------------------------ schema

@@ -264,6 +264,38 @@ static void test_devices_build_node_leaves_out_reserved_and_rt_cpus(void **st)
 	assert_false(cpuset_has(&e->allocatable, 3));
 }
 
+/* dra.cpu/smtLayout: strided pairs by ascending stride, then the CPUs
+ * without a sibling; three threads a core cannot be said. */
+static void test_devices_smt_layout_encodes_pairs_and_singles(void **state)
+{
+	struct topo *t = testutil_topo(2, 1, 4, 2); /* siblings c, c + 8 */
+	struct topo_cpu mixed[] = {
+		/* hybrid: cores 0-1 with siblings 4 apart, 2 with 1 apart, 3 alone */
+		{ .cpu = 0, .core = 0, .numa = 0, .socket = 0, .l3 = 0 },
+		{ .cpu = 4, .core = 0, .numa = 0, .socket = 0, .l3 = 0 },
+		{ .cpu = 1, .core = 1, .numa = 0, .socket = 0, .l3 = 0 },
+		{ .cpu = 5, .core = 1, .numa = 0, .socket = 0, .l3 = 0 },
+		{ .cpu = 2, .core = 2, .numa = 0, .socket = 0, .l3 = 0 },
+		{ .cpu = 3, .core = 2, .numa = 0, .socket = 0, .l3 = 0 },
+		{ .cpu = 6, .core = 3, .numa = 0, .socket = 0, .l3 = 0 },
+	};
+	struct topo *m = NULL, *three = testutil_topo(1, 1, 2, 3);
+	struct errbuf why = { "" };
+	char buf[65], tiny[4];
+
+	(void)state;
+	assert_int_equal(devices_smt_layout(t, buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "0-15>8");
+	assert_int_equal(topo_build(mixed, 7, NULL, &m, &why), 0);
+	assert_true(devices_smt_layout(m, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "2-3>1;0-1,4-5>4;6");
+	assert_int_equal(devices_smt_layout(t, tiny, sizeof(tiny)), -E2BIG);
+	assert_int_equal(devices_smt_layout(three, buf, sizeof(buf)), -EOPNOTSUPP);
+	topo_free(t);
+	topo_free(m);
+	topo_free(three);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_devices_rt_cpus_are_named_by_cpu_id_after_the_others),
 		cmocka_unit_test(test_devices_rt_in_grouped_mode_and_bad_sets),
 		cmocka_unit_test(test_devices_build_node_leaves_out_reserved_and_rt_cpus),
+		cmocka_unit_test(test_devices_smt_layout_encodes_pairs_and_singles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,6 +54,8 @@ static const char *const enforcements[] = { "audit", "remediate", "deny", NULL }
 static const char *const memories[] = { "all", "local", NULL };
 static const char *const cpu_quotas[] = { "drop", "keep", NULL };
 static const char *const irq_isolations[] = { "keep", "isolate", NULL };
+static const char *const allocators[] = { "cpumanager", "external", NULL };
+static const char *const event_kinds[] = { "warning", "all", "none", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 
@@ -71,6 +73,7 @@ struct file_key {
 static const struct file_key file_keys[] = {
 	{ "cpuDeviceMode", "cpu-device-mode", NULL },
 	{ "groupBy", "group-by", NULL },
+	{ "allocator", "allocator", NULL },
 	{ "reservedCPUs", "reserved-cpus", NULL },
 	{ "hostnameOverride", "hostname-override", NULL },
 	{ "kubeconfig", "kubeconfig", NULL },
@@ -104,6 +107,9 @@ static const struct file_key file_keys[] = {
 	{ "cpuQuota", "cpu-quota", NULL },
 	{ "irqIsolation", "irq-isolation", NULL },
 	{ "procfsRoot", "procfs-root", NULL },
+	{ "events", "events", NULL },
+	{ "eventsSeriesInterval", "events-series-interval", NULL },
+	{ "claimStatus", "claim-status", NULL },
 };
 
 static const struct opt opts[] = {
@@ -111,6 +117,10 @@ static const struct opt opts[] = {
 	  "Publish one device per CPU (individual) or per group with consumable capacity (grouped)." },
 	{ "group-by", "cpu-device-group-by", OPT_ENUM, F(group_by), "numanode", 0, 0, group_bys, 0,
 	  "Grouped mode: one device per NUMA node, per socket, or one for the machine." },
+	{ "allocator", NULL, OPT_ENUM, F(allocator), "cpumanager", 0, 0, allocators, 0,
+	  "Who picks a grouped claim's CPUs: cpumanager (the driver), or external (a scheduler "
+	  "names them in the claim's opaque CPUConfig cpuset; a claim without one is refused, and "
+	  "every group publishes dra.cpu/cpuIDs and dra.cpu/smtLayout). Grouped mode only." },
 	{ "reserved-cpus", NULL, OPT_CPUSET, F(reserved_cpus_str), "", 0, 0, NULL, 0,
 	  "CPUs never published, allocated or shared (list format, e.g. 0,32)." },
 	{ "rt-cpus", NULL, OPT_CPUSET, F(rt_cpus_str), "", 0, 0, NULL, 0,
@@ -197,6 +207,19 @@ static const struct opt opts[] = {
 	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
 	  "Give containers a read-only file describing their devices (KEP-5304, "
 	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },
+	{ "events", NULL, OPT_ENUM, F(events), "warning", 0, 0, event_kinds, 0,
+	  "Kubernetes Events (events.k8s.io/v1) about what the driver decided: warning "
+	  "(refused claims, refused bindings, real-time failures, offline CPUs), all (also a "
+	  "Normal event per prepared claim), none. Needs create and patch on events." },
+	{ "events-series-interval", NULL, OPT_INT, F(events_series_interval_s), "10", 1, 3600, NULL,
+	  0,
+	  "Seconds: an event that repeats becomes a series (series.count), written back to "
+	  "its Event with a patch at most this often." },
+	{ "claim-status", NULL, OPT_BOOL, F(claim_status), "true", 0, 0, NULL, 0,
+	  "Write what was decided for each prepared claim into its status.devices (CPUs, "
+	  "NUMA nodes, sockets, policy, a Ready condition; KEP-4817); Unprepare removes it. "
+	  "Needs patch on resourceclaims/status (and, from 1.36, associated-node:patch on "
+	  "resourceclaims/driver)." },
 	{ "print-topology", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_PRINT_TOPOLOGY,
 	  "Print the discovered topology as JSON and exit." },
 	{ "dry-run", NULL, OPT_ACTION, 0, NULL, 0, 0, NULL, CFG_DRY_RUN,
@@ -536,6 +559,10 @@ int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 	if (is_set(c->sysfs_root) && is_set(c->topology_file))
 		return errbuf_fail(err, -EINVAL,
 				   "flags sysfs-root and topology-file exclude each other");
+	if (c->device_mode == DEVICES_INDIVIDUAL && c->allocator == CFG_ALLOCATOR_EXTERNAL)
+		return errbuf_fail(err, -EINVAL,
+				   "allocator external needs cpu-device-mode grouped: an external "
+				   "allocator names the CPUs of a group with a cpuset");
 	if (c->device_mode == DEVICES_INDIVIDUAL && c->group_by != DEVICES_BY_NUMANODE)
 		log_warn("flag_ignored", "flag=group-by reason=\"individual mode has no groups\"");
 	if (!is_set(c->bind_address) || !strchr(c->bind_address, ':'))
@@ -738,7 +765,7 @@ void cfg_log(const struct cfg *c)
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
 		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s "
 		 "node_allocatable=%s expose_pcie_roots=%s device_metadata=%s "
-		 "release_unused_libraries=%s",
+		 "release_unused_libraries=%s events=%s claim_status=%s allocator=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -750,7 +777,8 @@ void cfg_log(const struct cfg *c)
 		 log_quote(c->rt_cpus_str),
 		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
 		 c->device_metadata ? "true" : "false",
-		 c->release_unused_libraries ? "true" : "false");
+		 c->release_unused_libraries ? "true" : "false", event_kinds[c->events],
+		 c->claim_status ? "true" : "false", allocators[c->allocator]);
 }
 
 const char *cfg_device_mode_name(int mode)

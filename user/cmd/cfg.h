@@ -35,12 +35,15 @@ enum cfg_enforcement { CFG_ENFORCE_AUDIT = 0, CFG_ENFORCE_REMEDIATE, CFG_ENFORCE
 enum cfg_memory { CFG_MEMORY_ALL = 0, CFG_MEMORY_LOCAL };
 enum cfg_cpu_quota { CFG_CPU_QUOTA_DROP = 0, CFG_CPU_QUOTA_KEEP };
 enum cfg_irq { CFG_IRQ_KEEP = 0, CFG_IRQ_ISOLATE };
+enum cfg_allocator { CFG_ALLOCATOR_CPUMANAGER = 0, CFG_ALLOCATOR_EXTERNAL };
+enum cfg_events { CFG_EVENTS_WARNING = 0, CFG_EVENTS_ALL, CFG_EVENTS_NONE };
 
 struct cfg {
 	enum cfg_action action;
 	/* devices and slices */
 	int device_mode; /* enum devices_mode */
 	int group_by;	 /* enum devices_group_by */
+	int allocator;	 /* enum cfg_allocator (docs/external-allocator.md) */
 	char *reserved_cpus_str;
 	struct cpuset reserved;
 	char *rt_cpus_str; /* --rt-cpus: real-time CPUs (docs/realtime.md) */
@@ -83,6 +86,10 @@ struct cfg {
 	int cpu_quota;		/* enum cfg_cpu_quota: on exclusive CPUs (docs/cpu-quota.md) */
 	int irq_isolation;	/* enum cfg_irq: claims' default (docs/irq-isolation.md) */
 	char *procfs_root;	/* "" = /proc; where /proc/irq is read and written */
+	/* where users look (docs/events.md) */
+	int events;		/* enum cfg_events */
+	int events_series_interval_s; /* a growing series is patched at most this often */
+	bool claim_status;	/* status.devices of prepared claims */
 };
 
 /* Fills c from defaults, environment and argv. Returns 0, or -EINVAL with a

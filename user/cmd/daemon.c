@@ -43,6 +43,7 @@
 #include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/uevent.h"
+#include "cmd/report.h"
 #include "host/pcie.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
@@ -67,6 +68,7 @@ struct daemon {
 	const struct cfg *cfg;
 	const struct topo *topo;
 	char node[256];
+	char smt_layout[SLICES_MAX_STRING + 1]; /* --allocator external */
 	struct event_base *base;
 	struct event *sigterm, *sigint, *grace;
 	struct metrics *metrics;
@@ -89,6 +91,7 @@ struct daemon {
 	struct metric *g_online;
 	struct kube *kube;
 	struct kube_claims claims; /* claim reads for dra and pools, over kube */
+	struct report *report; /* Events and claim status */
 	struct publisher *publisher;
 	struct state *state;
 	struct dra *dra;
@@ -117,6 +120,10 @@ static void daemon_free(struct daemon *d)
 	publisher_free(d->publisher);
 	dra_free(d->dra);
 	pools_free(d->pools);
+	/* before the API client (its writes are calls on it); after everyone
+	 * that reports, but real-time control, which reports only from the loop */
+	report_free(d->report);
+	d->report = NULL;
 	kube_free(d->kube);
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
@@ -220,7 +227,8 @@ static void register_gauges(struct daemon *d)
 static int device_attributes(void *ud, const char *device, struct json_object **ret)
 {
 	struct daemon *d = ud;
-	struct slices_opts so = { .node = d->node, .pcie = d->pcie, .online = &d->online };
+	struct slices_opts so = { .node = d->node, .pcie = d->pcie, .online = &d->online,
+				  .smt_layout = d->smt_layout[0] ? d->smt_layout : NULL };
 
 	return slices_device_attributes(d->devices, &so, device, ret);
 }
@@ -347,7 +355,9 @@ static int start_node_agents(struct daemon *d)
 				 .state_dir = cfg->state_dir,
 				 .topo = d->topo,
 				 .claims = &d->claims.source,
-				 .keep_cpu_quota = cfg->cpu_quota == CFG_CPU_QUOTA_KEEP };
+				 .keep_cpu_quota = cfg->cpu_quota == CFG_CPU_QUOTA_KEEP,
+				 .on_not_consumer = report_not_consumer,
+				 .report_ud = d->report };
 	int r;
 
 	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
@@ -405,7 +415,8 @@ static int start_node_agents(struct daemon *d)
 	}
 	if (d->rt_on) {
 		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir,
-					 .mon = d->rtmon };
+					 .mon = d->rtmon, .on_failure = report_rt_failure,
+					 .report_ud = d->report };
 
 		r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
 		if (r < 0)
@@ -716,6 +727,16 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		if (r < 0)
 			return r;
 	}
+	if (cfg->allocator == CFG_ALLOCATOR_EXTERNAL) {
+		struct errbuf eb = {};
+
+		r = devices_external_layout(topo, d->devices, d->smt_layout,
+					    sizeof(d->smt_layout), &eb);
+		if (r < 0)
+			return log_error_errno(r, "external_allocator_failed", "reason=%s",
+					       log_quote(errbuf_text(&eb, r)));
+		log_info("external_allocator", "smt_layout=%s", d->smt_layout);
+	}
 	register_gauges(d);
 	watch_config(d);
 
@@ -771,18 +792,31 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		}
 	}
 
+	{
+		struct report_opts ro = { .node = d->node, .topo = topo, .events = cfg->events,
+					  .series_interval_s = cfg->events_series_interval_s,
+					  .claim_status = cfg->claim_status };
+
+		r = report_new(&ro, &d->report);
+		if (r < 0)
+			return r;
+	}
 	r = start_node_agents(d);
 	if (r < 0)
 		return r;
 	r = start_kube(d);
 	if (r < 0)
 		return r;
+	r = report_start(d->report, d->base, d->kube, d->metrics);
+	if (r < 0)
+		return log_error_errno(r, "report_init_failed", "");
 	{
 		struct publisher_opts po = { .node = d->node, .devices = d->devices,
 					     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
 					     .on_state = on_slices, .ud = d,
 					     .node_allocatable = cfg->node_allocatable,
-					     .pcie = d->pcie };
+					     .pcie = d->pcie,
+					     .smt_layout = d->smt_layout[0] ? d->smt_layout : NULL };
 
 		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
 		if (r < 0)
@@ -803,6 +837,9 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			.device_attributes = device_attributes,
 			.attributes_ud = d,
 			.rt = d->rt_on ? &d->rt : NULL,
+			.external_allocator = cfg->allocator == CFG_ALLOCATOR_EXTERNAL,
+			.report = &report_dra_ops,
+			.report_ud = d->report,
 		};
 
 		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);

@@ -10,6 +10,8 @@
  */
 #pragma once
 
+#include <stddef.h>
+
 struct cfg;
 struct topo;
 

@@ -51,7 +51,7 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	struct slices_opts o = { .generation = 1 };
 	struct rt_limits rt;
 	struct errbuf eb = {};
-	char node[256];
+	char node[256], layout[SLICES_MAX_STRING + 1];
 	int r;
 
 	r = cfg_node_name(c, node, sizeof(node));
@@ -76,6 +76,15 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 			return r;
 	}
 	o.pcie = pcie;
+	if (c->allocator == CFG_ALLOCATOR_EXTERNAL) {
+		r = devices_external_layout(t, d, layout, sizeof(layout), &eb);
+		if (r < 0) {
+			fprintf(stderr, "dra-cpu-driver: allocator external: %s\n",
+				errbuf_text(&eb, r));
+			return r;
+		}
+		o.smt_layout = layout;
+	}
 	r = slices_build(d, &o, &items);
 	if (r < 0)
 		return r;

@@ -1,5 +1,6 @@
 /* Device enumeration per mode. See devices.h for the naming contract. */
 #include "core/devices.h"
+#include "lib/errbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -284,5 +285,104 @@ int devices_build_node(const struct topo *t, const struct cpuset *reserved,
 			return r;
 	}
 	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+int devices_smt_layout(const struct topo *t, char *buf, size_t size)
+{
+	/* a CPU's sibling, or -1; strides of the pairs seen, ascending */
+	_cleanup_free_ int *sib = NULL;
+	struct cpuset single, done;
+	size_t len = 0;
+	int max = -1, r;
+
+	for (int i = 0; i < t->n_cpus; i++)
+		max = t->cpus[i].cpu > max ? t->cpus[i].cpu : max;
+	sib = malloc(sizeof(*sib) * (size_t)(max + 1));
+	if (!sib)
+		return -ENOMEM;
+	for (int c = 0; c <= max; c++)
+		sib[c] = -1;
+	cpuset_zero(&single);
+	for (int i = 0; i < t->n_cpus; i++) {
+		const struct topo_cpu *a = &t->cpus[i];
+		int n = 0;
+
+		for (int j = 0; j < t->n_cpus; j++) {
+			if (j == i || t->cpus[j].core != a->core)
+				continue;
+			if (++n > 1)
+				return -EOPNOTSUPP;
+			sib[a->cpu] = t->cpus[j].cpu;
+		}
+		if (!n)
+			cpuset_set(&single, a->cpu);
+	}
+	cpuset_zero(&done);
+	buf[0] = '\0';
+	for (;;) {
+		struct cpuset set;
+		int stride = INT32_MAX;
+		char list[4096];
+
+		/* the smallest stride not written yet */
+		for (int c = 0; c <= max; c++)
+			if (sib[c] > c && !cpuset_has(&done, c) && sib[c] - c < stride)
+				stride = sib[c] - c;
+		if (stride == INT32_MAX)
+			break;
+		cpuset_zero(&set);
+		for (int c = 0; c <= max; c++)
+			if (sib[c] > c && sib[c] - c == stride) {
+				cpuset_set(&set, c);
+				cpuset_set(&set, sib[c]);
+				cpuset_set(&done, c);
+			}
+		r = cpuset_format(&set, list, sizeof(list));
+		if (r < 0)
+			return r;
+		r = snprintf(buf + len, size - len, "%s%s>%d", len ? ";" : "", list, stride);
+		if (r < 0 || (size_t)r >= size - len)
+			return -E2BIG;
+		len += (size_t)r;
+	}
+	if (!cpuset_is_empty(&single)) {
+		char list[4096];
+
+		r = cpuset_format(&single, list, sizeof(list));
+		if (r < 0)
+			return r;
+		r = snprintf(buf + len, size - len, "%s%s", len ? ";" : "", list);
+		if (r < 0 || (size_t)r >= size - len)
+			return -E2BIG;
+		len += (size_t)r;
+	}
+	return (int)len;
+}
+
+int devices_external_layout(const struct topo *t, const struct devices *d, char *buf,
+			    size_t size, struct errbuf *eb)
+{
+	char ids[DEVICES_STRING_MAX + 1];
+	int r = devices_smt_layout(t, buf, size);
+
+	if (r == -EOPNOTSUPP)
+		return errbuf_fail(eb, r, "a core has three or more CPUs: dra.cpu/smtLayout "
+					  "cannot say it");
+	if (r < 0 || r > DEVICES_STRING_MAX)
+		return errbuf_fail(eb, -E2BIG, "the SMT layout of this node is longer than %d "
+					      "bytes", DEVICES_STRING_MAX);
+	for (int i = 0; i < d->n; i++) {
+		struct cpuset cpus;
+
+		if (d->v[i].kind == DEVICE_CPU || d->v[i].kind == DEVICE_RT)
+			continue;
+		device_cpus(&d->v[i], &cpus);
+		if (cpuset_format(&cpus, ids, sizeof(ids)) < 0)
+			return errbuf_fail(eb, -E2BIG,
+					   "the CPU list of device %s is longer than %d bytes: "
+					   "group by a smaller unit",
+					   d->v[i].name, DEVICES_STRING_MAX);
+	}
 	return 0;
 }

@@ -71,6 +71,7 @@ struct devices {
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret);
 
+struct errbuf;
 struct rt_limits;
 
 /* The devices a node publishes: devices_build() with reserved and rt_cpus
@@ -89,6 +90,26 @@ int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset 
 
 /* The device of that name, or NULL. */
 const struct device *devices_find(const struct devices *d, const char *name);
+
+/* External allocators (--allocator external): the node's SMT sibling
+ * layout as dra.cpu/smtLayout carries it (the reference driver's encoding,
+ * its version 1): entries "<cpu list>><stride>" joined by ';', each listing
+ * both CPUs of every sibling pair whose ids differ by stride (the lowest
+ * unpaired CPU of an entry pairs with the one stride above it), in
+ * ascending stride order, then the CPUs without a sibling as a last entry
+ * without stride. Node-wide: online CPUs, reserved ones included. Returns
+ * the length written, -EOPNOTSUPP when a core has three or more CPUs (the
+ * encoding has no word for it), -E2BIG when buf is too small. */
+int devices_smt_layout(const struct topo *t, char *buf, size_t size);
+
+/* The longest string attribute value the API takes (bytes). */
+#define DEVICES_STRING_MAX 64
+
+/* devices_smt_layout() into buf (size > DEVICES_STRING_MAX), after checking
+ * that it and every group's CPU list (dra.cpu/cpuIDs) fit
+ * DEVICES_STRING_MAX: -E2BIG or -EOPNOTSUPP with eb saying which. */
+int devices_external_layout(const struct topo *t, const struct devices *d, char *buf,
+			    size_t size, struct errbuf *eb);
 
 /* The CPUs a device stands for. */
 void device_cpus(const struct device *dev, struct cpuset *ret);

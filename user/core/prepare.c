@@ -550,6 +550,12 @@ static int decide(struct prepare *p, const struct prepare_request *rq, struct pr
 				return perr(err, "device %s is allocated twice in the claim",
 					    cr->device);
 		} else {
+			if (p->o.external_allocator && !cr->cpuset[0])
+				return perr(err,
+					    "request %s names no cpuset: this node's CPUs are picked by "
+					    "an external allocator (allocator: external), which must put "
+					    "them in the claim's opaque CPUConfig cpuset",
+					    cr->request);
 			r = pick_grouped(p, cr, &taken, &sets[i], err);
 			if (r < 0)
 				return r;

@@ -49,6 +49,10 @@ struct prepare_opts {
 	const struct rt_limits *rt;
 	/* Claims whose CPUConfig does not say: NUMA-local memory. */
 	bool memory_local;
+	/* An external allocator picks the CPUs (docs/external-allocator.md): a
+	 * grouped result without a cpuset override is refused, the allocator
+	 * never runs. */
+	bool external_allocator;
 	/* Device metadata (docs/device-metadata.md): a file and CDI spec per
 	 * request, into cdi_dir and data_dir, for driver's pool. */
 	bool device_metadata;

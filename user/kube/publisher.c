@@ -102,6 +102,7 @@ static struct slices_opts slice_opts(const struct publisher *p)
 				     .max_devices = p->o.max_devices,
 				     .node_allocatable = p->o.node_allocatable,
 				     .pcie = p->o.pcie,
+				     .smt_layout = p->o.smt_layout,
 				     .online = p->has_online ? &p->online : NULL };
 }
 static void start_list(struct publisher *p);

@@ -55,6 +55,7 @@ struct publisher_opts {
 	int repair_timeout_ms;	       /* known wrong this long: not ready; 0 = 30000 */
 	bool node_allocatable;	       /* slices_opts.node_allocatable */
 	const struct pcie *pcie;       /* slices_opts.pcie; borrowed */
+	const char *smt_layout;	       /* slices_opts.smt_layout; borrowed */
 	publisher_state_fn on_state;
 	void *ud;
 };

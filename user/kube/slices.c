@@ -220,6 +220,20 @@ static int rt_capacity(struct json_object *dev, int64_t milli)
 	return r ?: jsonc_add(dev, "allowMultipleAllocations", json_object_new_boolean(true));
 }
 
+/* What an external allocator needs of a group (slices_opts.smt_layout). */
+static int external_attrs(struct json_object *attrs, const struct cpuset *live,
+			  const char *smt_layout)
+{
+	char ids[SLICES_MAX_STRING + 1];
+	int r = 0;
+
+	if (cpuset_format(live, ids, sizeof(ids)) >= 0)
+		r = add_attr_string(attrs, SLICES_CPU_IDS_ATTR, ids);
+	if (!r && strlen(smt_layout) <= SLICES_MAX_STRING)
+		r = add_attr_string(attrs, SLICES_SMT_LAYOUT_ATTR, smt_layout);
+	return r;
+}
+
 static int device_json(const struct devices *d, const struct device *dev,
 		       const struct slices_opts *so, struct json_object **ret)
 {
@@ -269,6 +283,8 @@ static int device_json(const struct devices *d, const struct device *dev,
 		r = r ?: capacity(o, n_cpus);
 		break;
 	}
+	if (!r && so->smt_layout && dev->kind != DEVICE_CPU && dev->kind != DEVICE_RT)
+		r = external_attrs(attrs, &live, so->smt_layout);
 	if (!r)
 		r = pcie_attr(attrs, so->pcie, dev, so);
 	/* Only the kinds whose capacity is dra.cpu/cpu (or one CPU each). */

@@ -47,7 +47,18 @@ struct slices_opts {
 	 * group's capacity and dra.cpu/numCPUs count its online CPUs only.
 	 * NULL: every device as built. Borrowed. */
 	const struct cpuset *online;
+	/* Not NULL: an external allocator picks the CPUs (--allocator
+	 * external), and every group carries what it needs to, under the
+	 * reference driver's names: dra.cpu/cpuIDs, the group's allocatable
+	 * CPUs online (a CPU list), and dra.cpu/smtLayout, this string
+	 * (devices_smt_layout(), node-wide). A value longer than
+	 * SLICES_MAX_STRING is left out. Borrowed. */
+	const char *smt_layout;
 };
+
+#define SLICES_MAX_STRING 64 /* bytes of a string attribute (API validation) */
+#define SLICES_CPU_IDS_ATTR "dra.cpu/cpuIDs"
+#define SLICES_SMT_LAYOUT_ATTR "dra.cpu/smtLayout"
 
 /* Number of devices published (see slices_opts.online). */
 int slices_published(const struct devices *d, const struct slices_opts *o);

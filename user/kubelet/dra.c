@@ -121,6 +121,7 @@ struct prep_claim {
 	struct state_consumer *consumers; /* the pods it is reserved for */
 	struct claim_consumer *consumer_names; /* what their names point into */
 	int n_consumers;
+	struct json_object *claim; /* the claim as read, while it is decided */
 };
 
 struct prep {
@@ -338,9 +339,24 @@ static void pc_stop(struct prep_claim *pc)
 	pc->st = PC_DONE;
 }
 
+/* Tells the daemon what became of the claim (Events, claim status). */
+static void report_outcome(struct dra *d, struct prep_claim *pc)
+{
+	const struct dra_report_ops *ops = d->o.report;
+
+	if (!ops || !ops->prepared)
+		return;
+	ops->prepared(d->o.report_ud, pc->named ? pc->ns : NULL, pc->named ? pc->name : NULL,
+		      pc->uid, pc->err.s[0] ? pc->err.s : NULL, pc->claim,
+		      pc->err.s[0] ? NULL : &pc->alloc,
+		      pc->err.s[0] ? NULL : state_claim(d->state, pc->uid));
+}
+
 static void prep_claim_done(struct prep_claim *pc)
 {
 	pc->st = PC_DONE;
+	report_outcome(pc->prep->dra, pc);
+	pc->claim = NULL;
 	/* ns and name are logged only once they are known to be Kubernetes
 	 * names; everything else a peer sent is quoted. */
 	if (pc->err.s[0])
@@ -406,6 +422,7 @@ static void on_claim_fetched(void *ud, struct json_object *claim, const char *er
 		else
 			decide(d, pc);
 	}
+	pc->claim = claim;
 	prep_claim_done(pc);
 }
 
@@ -626,6 +643,18 @@ static int supersede_prepares(struct dra *d, const char *uid)
 	return n;
 }
 
+/* Tells the daemon a prepared claim is gone (its status is cleared). */
+static void report_unprepared(struct dra *d, const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cl,
+			      const char *uid)
+{
+	const struct dra_report_ops *ops = d->o.report;
+
+	if (!ops || !ops->unprepared || !cl->namespace_ || !cl->name ||
+	    claim_namespace_check(cl->namespace_) < 0 || claim_name_check(cl->name) < 0)
+		return;
+	ops->unprepared(d->o.report_ud, cl->namespace_, cl->name, uid);
+}
+
 static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
 {
 	struct dra *d = ud;
@@ -656,6 +685,7 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 	for (size_t i = 0; i < n; i++) {
 		const char *uid = rq->claims[i]->uid ? rq->claims[i]->uid : "";
 		const struct state_claim *c;
+		bool known;
 		int r;
 
 		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&crs[i]);
@@ -696,6 +726,7 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 			}
 		}
 		/* Unknown claims succeed: Unprepare is idempotent. */
+		known = c != NULL;
 		r = state_claim_remove(d->state, uid);
 		if (r < 0) {
 			errbuf_set(&errs[i],
@@ -708,6 +739,8 @@ static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t 
 			continue;
 		}
 		metric_series_add(d->unprep_ok, 1);
+		if (known)
+			report_unprepared(d, rq->claims[i], uid);
 	}
 	resp.n_claims = n;
 	resp.claims = eptrs;
@@ -1044,6 +1077,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	{
 		struct prepare_opts po = { .state = state, .topo = topo, .devices = devices,
 					   .rt = o->rt, .memory_local = o->memory_local,
+					   .external_allocator = o->external_allocator,
 					   .device_metadata = o->device_metadata,
 					   .data_dir = d->data_dir, .cdi_dir = o->cdi_dir,
 					   .driver = DRA_DRIVER, .pool = d->node,
@@ -1088,18 +1122,26 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	return 0;
 }
 
+struct offline_walk {
+	struct dra *d;
+	struct cpuset online;
+};
+
 static int report_offline_claim(void *ud, const struct state_claim *c)
 {
-	const struct cpuset *online = ud;
+	struct offline_walk *w = ud;
+	const struct dra_report_ops *ops = w->d->o.report;
 	struct cpuset off;
 	char list[256];
 
-	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), online);
+	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), &w->online);
 	if (cpuset_is_empty(&off))
 		return 0;
 	(void)cpuset_format(&off, list, sizeof(list));
 	log_warn("claim_cpus_offline", "claim=%s/%s uid=%s offline=%s action=kept_not_moved",
 		 log_quote(c->ns), log_quote(c->name), c->uid, list);
+	if (ops && ops->offline)
+		ops->offline(w->d->o.report_ud, c, &off);
 	return 1;
 }
 
@@ -1122,9 +1164,9 @@ void dra_set_online(struct dra *d, const struct cpuset *online)
 	/* Claims that hold a CPU that just went offline are named once. */
 	cpuset_andnot(&went, online_now(d), online);
 	if (!cpuset_is_empty(&went)) {
-		struct cpuset still = *online;
+		struct offline_walk w = { .d = d, .online = *online };
 
-		(void)state_foreach_claim(d->state, report_offline_claim, &still);
+		(void)state_foreach_claim(d->state, report_offline_claim, &w);
 	}
 	d->online = *online;
 	d->has_online = true;

@@ -44,8 +44,27 @@ struct metrics;
 struct dra;
 struct cpuset;
 struct claimsource;
+struct claim_alloc;
+struct state_claim;
 
 #define DRA_DRIVER "dra.cpu"
+
+/* What became of claims, for the daemon to show where users look (Events,
+ * claim status). Everything is borrowed for the call; the callee queues and
+ * returns, never waits. Any member may be NULL. */
+struct dra_report_ops {
+	/* A Prepare of a claim ended. error NULL: prepared, alloc says what
+	 * was asked, c what state holds, claim is the claim as read. Else why
+	 * it was refused (alloc, c, claim may be NULL). ns and name are NULL
+	 * when the kubelet's are not Kubernetes names. */
+	void (*prepared)(void *ud, const char *ns, const char *name, const char *uid,
+			 const char *error, struct json_object *claim,
+			 const struct claim_alloc *alloc, const struct state_claim *c);
+	/* A prepared claim was unprepared (ns and name checked names). */
+	void (*unprepared)(void *ud, const char *ns, const char *name, const char *uid);
+	/* CPUs a prepared claim holds went offline (off: those). */
+	void (*offline)(void *ud, const struct state_claim *c, const struct cpuset *off);
+};
 
 /* Registration state changes (the kubelet accepted or rejected us). */
 typedef void (*dra_registered_fn)(void *ud, bool registered);
@@ -83,6 +102,12 @@ struct dra_opts {
 	 * puts it); lent by the daemon (slices are a sibling layer). */
 	int (*device_attributes)(void *ud, const char *device, struct json_object **ret);
 	void *attributes_ud;
+	/* --allocator external: a grouped result without a cpuset override is
+	 * refused; the driver never picks CPUs itself. */
+	bool external_allocator;
+	/* Outcomes (NULL: nobody is told). Borrowed. */
+	const struct dra_report_ops *report;
+	void *report_ud;
 };
 
 /* Everything is borrowed and must outlive the plugin. Creates the sockets

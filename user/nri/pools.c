@@ -723,6 +723,8 @@ static int refuse(struct pools *p, enum refusal why, const struct nri_container 
 	errbuf_set(eb, "%s", msg.s);
 	pod_label(c, pod, sizeof(pod));
 	report_refusal(p, why, pod, c->pod ? c->pod->uid : "", c->name, cl, msg.s);
+	if (why == REFUSE_NOT_CONSUMER && c->pod && p->o.on_not_consumer)
+		p->o.on_not_consumer(p->o.report_ud, c->pod, c->name, cl, msg.s);
 	return -EACCES;
 }
 

@@ -56,6 +56,8 @@ struct bpfmon;
 struct metrics;
 struct claimsource;
 struct nri;
+struct nri_pod;
+struct state_claim;
 struct nri_handlers;
 struct pools;
 struct rtctl;
@@ -82,6 +84,12 @@ struct pools_opts {
 	 * (--cpu-quota=keep), and where pod cgroups are (NULL: mountinfo). */
 	bool keep_cpu_quota;
 	const char *cpu_cgroup_root;
+	/* A container was refused a claim its pod is not a consumer of (NULL:
+	 * nobody is told); strings borrowed for the call, which must not
+	 * block. The pod's namespace is the claim's. */
+	void (*on_not_consumer)(void *ud, const struct nri_pod *pod, const char *container,
+				const struct state_claim *claim, const char *why);
+	void *report_ud;
 };
 
 /* <state-dir>/owners.json, rewritten atomically whenever an owner changes:

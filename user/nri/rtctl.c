@@ -43,6 +43,7 @@ struct rtc {
 	struct rtctl *rt;
 	char *id, *name, *pod, *cgroups_path;
 	char uid[CDI_UID_MAX];
+	char pod_uid[CDI_UID_MAX];
 	pid_t pid;
 	uint64_t start; /* of pid: the same task, not a reused pid */
 	enum rtc_state st;
@@ -71,6 +72,9 @@ struct rtctl {
 	/* the monitor's */
 	struct rtmon *mon;
 	char *state_dir;
+	void (*on_failure)(void *ud, const char *pod, const char *pod_uid, const char *container,
+			   const struct state_claim *claim, const char *why, bool evicted);
+	void *report_ud;
 	struct metric *m_tasks, *m_runtime, *m_throttled, *m_overruns, *m_misses, *m_bw,
 		*m_foreign;
 };
@@ -214,9 +218,13 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 		log_warn("rt_policy_failed", "container=%s pod=%s id=%.12s claim=%s reason=%s "
 					     "why=%s action=running_without_guarantees",
 			 x->name, x->pod, x->id, x->uid, reason, log_quote(why));
+		if (c && rt->on_failure)
+			rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, false);
 		return;
 	}
 	r = rt->nri ? nri_push_evict(rt->nri, x->id, why) : -ENOTCONN;
+	if (c && rt->on_failure)
+		rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, r == 0);
 	if (r == 0)
 		rt->st.evictions++;
 	log_error("rt_policy_failed", "container=%s pod=%s id=%.12s claim=%s reason=%s why=%s "
@@ -438,6 +446,7 @@ static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
 	x->id = strdup(c->id);
 	x->name = strdup(c->name);
 	x->pod = strdup(c->pod ? c->pod->name : "");
+	(void)snprintf(x->pod_uid, sizeof(x->pod_uid), "%s", c->pod && c->pod->uid ? c->pod->uid : "");
 	x->cgroups_path = strdup(c->cgroups_path);
 	memcpy(x->uid, cl->uid, sizeof(x->uid));
 	v = realloc(rt->v, sizeof(*v) * (size_t)(rt->n + 1));
@@ -878,6 +887,8 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 	if (!rt->proc_root || (o->state_dir && !(rt->state_dir = strdup(o->state_dir))))
 		return -ENOMEM;
 	rt->mon = o->mon;
+	rt->on_failure = o->on_failure;
+	rt->report_ud = o->report_ud;
 	r = rtdomain_new(&dopt, &rt->dom);
 	if (r < 0)
 		return r;

@@ -37,6 +37,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/cdi.h"
@@ -52,6 +53,7 @@ struct rt_limits;
 struct rtctl;
 struct rtmon;
 struct state;
+struct state_claim;
 
 struct rtctl_opts {
 	const struct rt_limits *limits;
@@ -67,6 +69,13 @@ struct rtctl_opts {
 	 * metrics by claim and CPU, and <state_dir>/rt-owners.json tells
 	 * bpf-verify --realtime the same. */
 	struct rtmon *mon;
+	/* A container's real-time policy could not be applied (NULL: nobody
+	 * is told): its pod (namespace: the claim's), the claim, why, and
+	 * evicted (true) or left running without guarantees. Borrowed for the
+	 * call, which must not block. */
+	void (*on_failure)(void *ud, const char *pod, const char *pod_uid, const char *container,
+			   const struct state_claim *claim, const char *why, bool evicted);
+	void *report_ud;
 };
 
 /* state, metrics and base are borrowed. Isolates the CPUs of the real-time

@@ -53,6 +53,8 @@ nriPushUpdates: set the chart value nriPushUpdates
 bpf: set the chart value bpf (the capabilities follow it)
 pinningEnforcement: set the chart value pinningEnforcement
 contentionHistogram: set the chart value contentionHistogram
+events: set the chart value events (the RBAC rules follow it)
+claimStatus: set the chart value claimStatus (the RBAC rules follow it)
 bindAddress: set the chart value healthzPort (the driver takes it only as a flag)
 kubeletRootDir: set the chart value kubeletRootDir (the driver takes it only as a flag)
 sysfsOverlay: dra-cpu reads a sysfs capture with driverConfig.sysfsRoot instead
@@ -91,6 +93,12 @@ pinningEnforcement: {{ .Values.pinningEnforcement }}
 contentionHistogram: {{ .Values.contentionHistogram }}
 {{- if not .Values.bpf }}
 bpf: false
+{{- end }}
+{{- if ne .Values.events "warning" }}
+events: {{ .Values.events }}
+{{- end }}
+{{- if not .Values.claimStatus }}
+claimStatus: false
 {{- end }}
 {{- if not .Values.nri }}
 nri: false

@@ -1,0 +1,10 @@
+build-clang/bpf/enforce.bpf.o: bpf/enforce.bpf.c vmlinux/x86/vmlinux.h \
+  include/pinning.h bpf/pinning.bpf.h bpf/pinning_maps.bpf.h
+
+vmlinux/x86/vmlinux.h:
+
+include/pinning.h:
+
+bpf/pinning.bpf.h:
+
+bpf/pinning_maps.bpf.h:
