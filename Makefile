@@ -252,3 +252,24 @@ $(B)/bpf_bench: test/bench/bpf_bench.c $(LIB) | $(GEN_HDRS)
 	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) \
 		-lpthread -o $@
 -include $(wildcard $(B)/*_bench.d)
+
+# ---- image: the container image, with docker or podman, without a registry ---------------
+# tools/image.sh makes the Debian 12 base from Debian's mirror when the engine lacks it,
+# then builds the Dockerfile for IMAGE_ARCH (ARCH=arm64 cross-builds). The image is tagged
+# with VERSION and with the Helm chart's appVersion (what the chart runs by default); its
+# --version and OCI labels carry VERSION (test/integration/test_image.py checks they agree).
+IMAGE      ?= dra-cpu
+IMAGE_ARCH := $(patsubst x86,amd64,$(ARCH))
+IMAGE_ENV   = IMAGE=$(IMAGE) IMAGE_ARCH=$(IMAGE_ARCH) VERSION=$(VERSION) \
+	TAGS="$(VERSION) $(shell sed -n 's/^appVersion: *//p' deploy/helm/dra-cpu/Chart.yaml)" \
+	REVISION=$(shell git rev-parse HEAD 2>/dev/null || echo unknown) \
+	SOURCE="$(or $(IMAGE_SOURCE),$(shell git config --get remote.origin.url),unknown)" \
+	LICENSES="$(shell sed -n '1s|.*SPDX-License-Identifier: *||p' bpf/pinning.bpf.c)"
+.PHONY: image image-base image-size
+image:
+	$(Q)$(IMAGE_ENV) sh tools/image.sh build
+	$(Q)$(IMAGE_ENV) sh tools/image.sh size
+image-base:
+	$(Q)sh tools/image.sh base
+image-size:
+	$(Q)$(IMAGE_ENV) sh tools/image.sh size
