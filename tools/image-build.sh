@@ -125,7 +125,12 @@ rootfs() {
 	done
 	interp=$(readelf -lW build/image/dra-cpu-driver | sed -n 's/.*interpreter: \(.*\)\]$/\1/p')
 	mkdir -p "$root$(dirname "$interp")"
-	cp -L "$interp" "$root$interp"
+	# libc needs the loader by soname too: one copy, the PT_INTERP path a link.
+	if [ -e "$root$libdir/$(basename "$interp")" ] && [ ! -e "$root$interp" ]; then
+		ln -s "$libdir/$(basename "$interp")" "$root$interp"
+	elif [ ! -e "$root$interp" ]; then
+		cp -L "$interp" "$root$interp"
+	fi
 	# The trust anchor when a kubeconfig names no CA (in-cluster always has one).
 	cp -L /etc/ssl/certs/ca-certificates.crt $root/etc/ssl/certs/
 	(cd $root && find . ! -type d | sort)

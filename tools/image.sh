@@ -42,7 +42,7 @@ runtime_flags() {
 	[ "$ENGINE" = podman ] || return 0
 	if [ -n "${PODMAN_RUNTIME:-}" ]; then
 		echo "--runtime $PODMAN_RUNTIME"
-	elif [ -s /sys/fs/cgroup/unified/cgroup.controllers ] && command -v runc >/dev/null 2>&1; then
+	elif grep -qs . /sys/fs/cgroup/unified/cgroup.controllers && command -v runc >/dev/null 2>&1; then
 		echo "--runtime runc"
 	fi
 }
