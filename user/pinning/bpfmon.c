@@ -30,6 +30,7 @@
 #include "host/cgroup.h"
 #include "host/procfs.h"
 #include "lib/buf.h"
+#include "lib/caps.h"
 #include "lib/clock.h"
 #include "lib/cpuset.h"
 #include "lib/fileio.h"
@@ -89,7 +90,7 @@ struct bpfmon {
 	unsigned features;
 	bool contention;
 	enum bpfmon_enforcement effective;
-	char error[256];
+	char error[512];
 	char notes[512];
 
 	struct owner *owners; /* [ncpu] */
@@ -367,6 +368,55 @@ static int enforce_load(struct bpfmon *m, struct enforce_bpf **ret)
 static void on_ring_readable(evutil_socket_t fd, short what, void *arg);
 static int on_sample(void *ctx, void *data, size_t len);
 
+/* 1 when this process runs under a seccomp filter (/proc/self/status
+ * "Seccomp: 2"), 0 when not, -errno when that cannot be told. */
+static int seccomp_filtered(void)
+{
+	_cleanup_free_ char *st = NULL;
+	const char *p;
+	int r;
+
+	r = fileio_read("/proc/self/status", 64 * 1024, &st, NULL, NULL);
+	if (r < 0)
+		return r;
+	p = strstr(st, "\nSeccomp:");
+	if (!p)
+		return -ENOENT;
+	p += strlen("\nSeccomp:");
+	p += strspn(p, " \t");
+	return *p == '2';
+}
+
+/* Why bpf() refused to load the pinning program (r < 0), for the error line.
+ * EPERM or ENOSYS with CAP_BPF and CAP_PERFMON held, under a seccomp filter,
+ * is the container runtime's seccomp profile, not the kernel: the default
+ * profiles of podman and CRI-O (containers-common), of Docker before 23.0 and of
+ * containerd before 1.7 (late 1.6 patch releases have the fix) allow bpf() and
+ * perf_event_open() only with
+ * CAP_SYS_ADMIN, answering EPERM or ENOSYS ("Function not implemented")
+ * otherwise. docs/deploy.md names the profiles under which BPF loads. */
+static void load_error(struct bpfmon *m, int r)
+{
+	const uint64_t need = UINT64_C(1) << 39 /* BPF */ | UINT64_C(1) << 38 /* PERFMON */;
+	uint64_t caps = 0;
+	const char *why = "";
+
+	if ((r == -EPERM || r == -ENOSYS) && seccomp_filtered() == 1 &&
+	    caps_effective(&caps) == 0 && (caps & need) == need)
+		why = ": bpf() refused although CAP_BPF and CAP_PERFMON are held, under a "
+		      "seccomp filter: most likely the container runtime's seccomp profile, "
+		      "which allows bpf() only with CAP_SYS_ADMIN. Use a profile that allows "
+		      "bpf() and perf_event_open() with CAP_BPF and CAP_PERFMON, or "
+		      "seccompProfile type Unconfined; not CAP_SYS_ADMIN (docs/deploy.md)";
+	else if (r == -ENOSYS)
+		why = " (no bpf() system call: a kernel without CONFIG_BPF_SYSCALL, or a "
+		      "seccomp profile refusing it)";
+	else if (r == -EPERM)
+		why = " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)";
+	(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s%s",
+		       strerror(-r), why);
+}
+
 static void load_all(struct bpfmon *m)
 {
 	bool contention = m->opts.contention;
@@ -389,10 +439,7 @@ static void load_all(struct bpfmon *m)
 		r = pinning_load(m, false, &m->skel);
 	}
 	if (r < 0) {
-		(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s%s",
-			       strerror(-r),
-			       r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)"
-					   : "");
+		load_error(m, r);
 		return;
 	}
 	m->contention = contention;
