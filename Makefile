@@ -273,3 +273,12 @@ image-base:
 	$(Q)sh tools/image.sh base
 image-size:
 	$(Q)$(IMAGE_ENV) sh tools/image.sh size
+
+# ---- cross: another architecture's build and its tests under qemu-user --------------------
+# make cross ARCH=arm64 builds into build/arm64 (tools/cross.sh says what it needs);
+# make cross-check ARCH=arm64 runs its unit tests and fuzz replays under qemu-aarch64-static.
+.PHONY: cross cross-check
+cross:
+	$(Q)sh tools/cross.sh $(IMAGE_ARCH) build
+cross-check: cross
+	$(Q)sh tools/cross.sh $(IMAGE_ARCH) check

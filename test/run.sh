@@ -3,8 +3,11 @@
 #   test/run.sh unit   cmocka unit tests + fuzz corpus replay
 #   test/run.sh all    unit + integration (pytest, the real binaries) + kernel tests
 # B selects the build dir (build or build/san). Exit status 1 if anything failed.
+# RUNNER prefixes each unit test and replay (a cross build under qemu-user:
+# tools/cross.sh check).
 set -u
 B=${B:-build}
+RUNNER=${RUNNER:-}
 PYTHON=${PYTHON:-/usr/bin/python3}
 what=${1:-all}
 passed=0 failed=0 skipped=0
@@ -31,7 +34,7 @@ run_unit() {
 	for t in "$B"/test/*_test; do
 		[ -x "$t" ] || continue
 		name=$(basename "$t")
-		CMOCKA_MESSAGE_OUTPUT=TAP "$t" >"$log/$name.tap" 2>"$log/$name.err"
+		CMOCKA_MESSAGE_OUTPUT=TAP $RUNNER "$t" >"$log/$name.tap" 2>"$log/$name.err"
 		rc=$?
 		tally_tap "$name" "$log/$name.tap"
 		if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log/$name.tap"; then
@@ -42,7 +45,7 @@ run_unit() {
 	for t in "$B"/fuzz/*_replay; do
 		[ -x "$t" ] || continue
 		name=$(basename "$t" _replay)
-		if "$t" test/fuzz/corpus/"$name" >"$log/fuzz-$name.out" 2>&1; then
+		if $RUNNER "$t" test/fuzz/corpus/"$name" >"$log/fuzz-$name.out" 2>&1; then
 			passed=$((passed + 1))
 		else
 			failed=$((failed + 1))

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Cross build for another architecture with Debian's cross toolchain and
+# multiarch libraries, and its tests under qemu-user (make cross ARCH=arm64).
+#
+#   tools/cross.sh arm64 build [make targets]   default: the binaries, the BPF
+#                                               objects, unit tests, fuzz replays
+#   tools/cross.sh arm64 check                  unit tests + fuzz replays under
+#                                               qemu-aarch64-static (no binfmt needed)
+#
+# Outputs in build/<arch>/. Needs (apt-get install): gcc-aarch64-linux-gnu
+# qemu-user-static, and after `dpkg --add-architecture arm64` the -dev:arm64
+# packages of the libraries (tools/image-build.sh TARGET_DEVS, plus
+# libcmocka-dev:arm64). libevent-dev is not co-installable across
+# architectures (event-config.h is not multiarch): its arm64 files are
+# unpacked under build/arm64/extra and searched first (CPATH, -L).
+set -eu
+arch=${1:?usage: tools/cross.sh arm64 build|check [targets]}
+what=${2:-build}
+shift 2 || shift $#
+case "$arch" in
+arm64) triplet=aarch64-linux-gnu karch=arm64 qemu=qemu-aarch64-static ;;
+*) echo "cross: $arch: only arm64 is known" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.."
+B=build/$arch
+extra=$PWD/$B/extra
+
+missing=""
+for p in gcc-$triplet qemu-user-static libbpf-dev:$arch libelf-dev:$arch zlib1g-dev:$arch \
+	libhwloc-dev:$arch libcurl4-openssl-dev:$arch libjson-c-dev:$arch libyaml-dev:$arch \
+	libprotobuf-c-dev:$arch libnghttp2-dev:$arch libcmocka-dev:$arch libevent-2.1-7:$arch; do
+	dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] || { echo "cross: missing:$missing (dpkg --add-architecture $arch; apt-get install ...)" >&2; exit 1; }
+
+if [ ! -e "$extra/usr/include/event2/event-config.h" ]; then
+	mkdir -p "$extra"
+	tmp=$(mktemp -d)
+	(cd "$tmp" && apt-get download -q "libevent-dev:$arch" >/dev/null 2>&1)
+	dpkg-deb -x "$tmp"/libevent-dev_*.deb "$extra"
+	rm -rf "$tmp"
+	# libevent.so -> the runtime library installed for the target
+	for l in "$extra/usr/lib/$triplet"/libevent*.so; do
+		ln -sf "/usr/lib/$triplet/$(readlink "$l")" "$l"
+	done
+fi
+
+case "$what" in
+build)
+	[ $# -gt 0 ] || set -- all \
+		$(ls test/unit/*_test.c | sed "s|test/unit/\(.*\)_test.c|$B/test/\1_test|") \
+		$(ls test/fuzz/*_fuzz.c | sed "s|test/fuzz/\(.*\)_fuzz.c|$B/fuzz/\1_replay|")
+	CPATH=$extra/usr/include \
+	PKG_CONFIG_LIBDIR=$extra/usr/lib/$triplet/pkgconfig:/usr/lib/$triplet/pkgconfig:/usr/share/pkgconfig \
+		make -j"$(nproc)" CC="$triplet-gcc -L$extra/usr/lib/$triplet" ARCH="$karch" B="$B" "$@"
+	;;
+check)
+	# -L /: the target's loader and libraries are the multiarch ones installed here.
+	B=$B RUNNER="$qemu -L /" bash test/run.sh unit
+	;;
+*) echo "cross: $what: build or check" >&2; exit 2 ;;
+esac
