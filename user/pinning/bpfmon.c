@@ -90,7 +90,7 @@ struct bpfmon {
 	unsigned features;
 	bool contention;
 	enum bpfmon_enforcement effective;
-	char error[512];
+	char error[256];
 	char notes[512];
 
 	struct owner *owners; /* [ncpu] */
@@ -399,20 +399,18 @@ static void load_error(struct bpfmon *m, int r)
 {
 	const uint64_t need = UINT64_C(1) << 39 /* BPF */ | UINT64_C(1) << 38 /* PERFMON */;
 	uint64_t caps = 0;
+	bool held = caps_effective(&caps) == 0 && (caps & need) == need;
 	const char *why = "";
 
-	if ((r == -EPERM || r == -ENOSYS) && seccomp_filtered() == 1 &&
-	    caps_effective(&caps) == 0 && (caps & need) == need)
-		why = ": bpf() refused although CAP_BPF and CAP_PERFMON are held, under a "
-		      "seccomp filter: most likely the container runtime's seccomp profile, "
-		      "which allows bpf() only with CAP_SYS_ADMIN. Use a profile that allows "
-		      "bpf() and perf_event_open() with CAP_BPF and CAP_PERFMON, or "
-		      "seccompProfile type Unconfined; not CAP_SYS_ADMIN (docs/deploy.md)";
-	else if (r == -ENOSYS)
-		why = " (no bpf() system call: a kernel without CONFIG_BPF_SYSCALL, or a "
-		      "seccomp profile refusing it)";
-	else if (r == -EPERM)
+	/* The log quotes at most 250 bytes of it: short. */
+	if ((r == -EPERM || r == -ENOSYS) && held && seccomp_filtered() == 1)
+		why = ": bpf() refused under seccomp with CAP_BPF and CAP_PERFMON held: likely "
+		      "the runtime's seccomp profile; use one allowing bpf() to CAP_BPF, or "
+		      "Unconfined, not CAP_SYS_ADMIN (docs/deploy.md)";
+	else if (r == -EPERM || (r == -ENOSYS && !held))
 		why = " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)";
+	else if (r == -ENOSYS)
+		why = " (no bpf() system call: kernel without CONFIG_BPF_SYSCALL?)";
 	(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s%s",
 		       strerror(-r), why);
 }
