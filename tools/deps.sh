@@ -11,16 +11,21 @@ libhwloc-dev hwloc libcurl4-openssl-dev libjson-c-dev libyaml-dev
 libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libnghttp2-dev libevent-dev libcmocka-dev
 libclang-rt-14-dev python3 python3-pytest python3-grpcio python3-protobuf
 python3-jsonschema python3-yaml prometheus openssl curl nghttp2-proxy bzip2 iproute2
-valgrind"
+valgrind podman runc mmdebstrap"
+# podman, runc, mmdebstrap: make image and test/integration/test_image.py (no registry:
+# the base image is made from Debian's mirror).
 # kubectl renders deploy/ with kustomize; any installed kubectl will do (some images
 # ship a non-Debian one that conflicts with Debian's kubernetes-client).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 [ "${1:-}" = bench ] && PKGS="$PKGS rt-tests"
 
+# With a foreign architecture added (make cross), a package may be known for two
+# architectures: what counts is the machine's own (or "all").
+native=$(dpkg --print-architecture)
 missing=""
 for p in $PKGS; do
-	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[ "$st" = "installed" ] || missing="$missing $p"
+	dpkg-query -W -f='${Architecture} ${db:Status-Status}\n' "$p" 2>/dev/null |
+		grep -Eq "^($native|all) installed$" || missing="$missing $p"
 done
 
 if [ -z "$missing" ]; then

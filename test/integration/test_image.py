@@ -290,7 +290,7 @@ def run_pod(image, tmp_path, sim_certs):
     made, nris = [], []
     subnet = [os.getpid() % 200 + 20]
 
-    def make(nri=False, **kw):
+    def make(nri=False, nri_cgroups=False, **kw):
         base = tempfile.mkdtemp(prefix="dra-cpu-img.", dir="/dev/shm")
         n = subnet[0] + len(made)
         host_ip = "10.231.%d.1" % n
@@ -306,7 +306,7 @@ def run_pod(image, tmp_path, sim_certs):
 
             d = os.path.join(base, "host/var/run/nri")
             os.makedirs(d)
-            p.nri = Runtime(os.path.join(d, "nri.sock")).start()
+            p.nri = Runtime(os.path.join(d, "nri.sock"), cgroups=nri_cgroups).start()
             nris.append(p.nri)
         return p.start(api), api
 
@@ -593,3 +593,52 @@ def test_each_added_capability_dropped(run_pod, kubelet, runtime_default, cap, r
 def test_every_added_capability_is_accounted_for():
     added = load_manifest()[1]["securityContext"]["capabilities"]["add"]
     assert set(added) <= set(CAPS), set(added) - set(CAPS)
+
+
+def remediate_config():
+    cfg = configmap_files()["config.yaml"]
+    out = re.sub(r"(?m)^pinningEnforcement: .*$", "pinningEnforcement: remediate", cfg)
+    assert out != cfg, cfg
+    return out
+
+
+@pytest.mark.parametrize("sys_nice", [True, False], ids=["with_SYS_NICE", "without_SYS_NICE"])
+def test_remediation_needs_sys_nice(run_pod, kubelet, runtime_default, sys_nice):
+    """In remediate mode a host task of another user on a claim's CPU is moved
+    back to the shared pool: sched_setaffinity() on it needs CAP_SYS_NICE."""
+    if os.cpu_count() < 2:
+        pytest.skip("needs a CPU for the claim and one for the shared pool")
+    pod, api = run_pod(nri=True, seccomp=runtime_default, config=remediate_config(),
+                       drop_caps=() if sys_nice else {"SYS_NICE"}, nri_cgroups=True)
+    register(kubelet, pod)
+    wait_for(lambda: pod.http("/readyz")[0] == 200 or not pod.running(), 30, "/readyz",
+             step=0.05)
+    assert pod.metrics()["dra_cpu_bpf_loaded"] == 1, pod.logs()
+    rt = pod.nri
+    rt.wait_plugin(timeout=30)
+    db = rt.add_pod("db")
+    c, line = prepare_one(api, kubelet, pod, pods=[db])
+    k, v = line.split("=", 1)
+    rt.create_container(db, "app", env={k: v})
+    cpu = min(parse_list(v))
+
+    def intruder():  # another user's task, on the claim's CPU
+        os.sched_setaffinity(0, {cpu})
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+
+    p = subprocess.Popen(["/usr/bin/python3", "-c", "import time\nend = time.time() + 30\n"
+                          "while time.time() < end: pass"], preexec_fn=intruder)
+    try:
+        want = "action=remediated" if sys_nice else "action=remediate_failed"
+        wait_for(lambda: any("pid=%d " % p.pid in l and "action=" in l
+                             for l in pod.logs().splitlines()), 20, "the intruder's event",
+                 step=0.1)
+        lines = [l for l in pod.logs().splitlines() if "pid=%d " % p.pid in l]
+        assert any(want in l for l in lines), lines
+        moved = os.sched_getaffinity(p.pid) != {cpu}
+        assert moved == sys_nice, os.sched_getaffinity(p.pid)
+    finally:
+        p.kill()
+        p.wait()
