@@ -260,11 +260,12 @@ $(B)/bpf_bench: test/bench/bpf_bench.c $(LIB) | $(GEN_HDRS)
 # --version and OCI labels carry VERSION (test/integration/test_image.py checks they agree).
 IMAGE      ?= dra-cpu
 IMAGE_ARCH := $(patsubst x86,amd64,$(ARCH))
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_SOURCE   ?= $(or $(shell git config --get remote.origin.url),unknown)
+IMAGE_LICENSES ?= $(shell sed -n '1s|.*SPDX-License-Identifier: *||p' bpf/pinning.bpf.c)
 IMAGE_ENV   = IMAGE=$(IMAGE) IMAGE_ARCH=$(IMAGE_ARCH) VERSION=$(VERSION) \
 	TAGS="$(VERSION) $(shell sed -n 's/^appVersion: *//p' deploy/helm/dra-cpu/Chart.yaml)" \
-	REVISION=$(shell git rev-parse HEAD 2>/dev/null || echo unknown) \
-	SOURCE="$(or $(IMAGE_SOURCE),$(shell git config --get remote.origin.url),unknown)" \
-	LICENSES="$(shell sed -n '1s|.*SPDX-License-Identifier: *||p' bpf/pinning.bpf.c)"
+	REVISION=$(IMAGE_REVISION) SOURCE="$(IMAGE_SOURCE)" LICENSES="$(IMAGE_LICENSES)"
 .PHONY: image image-base image-size
 image:
 	$(Q)$(IMAGE_ENV) sh tools/image.sh build
