@@ -651,3 +651,27 @@ def test_remediation_needs_sys_nice(run_pod, kubelet, runtime_default, sys_nice)
     finally:
         p.kill()
         p.wait()
+
+
+def test_arm64_image_runs_its_binaries_from_its_own_libraries(image):
+    """make image ARCH=arm64 (not built by this test: about 11 minutes): the
+    image's binaries run under qemu-user with nothing but the image's files."""
+    ref_ = image + "-arm64"
+    if sh(*ENGINE, "image", "exists", ref_, check=False).returncode != 0:
+        pytest.skip("%s not built (make image ARCH=arm64)" % ref_)
+    if not shutil.which("qemu-aarch64-static"):
+        pytest.skip("qemu-aarch64-static missing (apt-get install qemu-user-static)")
+    arch = sh(*ENGINE, "image", "inspect", "--format", "{{.Architecture}}", ref_).stdout.strip()
+    assert arch == "arm64"
+    cid = sh(*ENGINE, "create", "--pull=never", "--platform", "linux/arm64", ref_).stdout.strip()
+    tmp = tempfile.mkdtemp(prefix="dra-cpu-img-arm64.")
+    try:
+        sh("sh", "-c", "%s export %s | tar -x -C %s" % (" ".join(ENGINE), cid, tmp))
+        version = image.split(":", 1)[1]
+        for b in ("dra-cpu-driver", "bpf-verify"):
+            out = sh("qemu-aarch64-static", "-L", tmp, os.path.join(tmp, "usr/local/bin", b),
+                     "--version").stdout
+            assert out.split() == [b, version], out
+    finally:
+        sh(*ENGINE, "rm", "-f", cid, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
