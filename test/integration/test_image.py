@@ -614,9 +614,41 @@ def remediate_config():
 @pytest.mark.parametrize("sys_nice", [True, False], ids=["with_SYS_NICE", "without_SYS_NICE"])
 def test_remediation_needs_sys_nice(run_pod, kubelet, runtime_default, sys_nice):
     """In remediate mode a host task of another user on a claim's CPU is moved
-    back to the shared pool: sched_setaffinity() on it needs CAP_SYS_NICE."""
+    back to the shared pool: sched_setaffinity() on it needs CAP_SYS_NICE.
+
+    The driver sees this machine as its node (hostPID): it moves every host
+    task it finds on the claim's CPU, this test's own processes included. The
+    affinity of every process is put back as it was once the driver stopped."""
     if os.cpu_count() < 2:
         pytest.skip("needs a CPU for the claim and one for the shared pool")
+    before = affinities()
+    try:
+        remediation_run(run_pod, kubelet, runtime_default, sys_nice)
+    finally:
+        restore_affinities(before)
+
+
+def affinities():
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                out[int(d)] = os.sched_getaffinity(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def restore_affinities(before):
+    for pid, cpus in affinities().items():
+        if pid in before and before[pid] != cpus:
+            try:
+                os.sched_setaffinity(pid, before[pid])
+            except OSError:
+                pass
+
+
+def remediation_run(run_pod, kubelet, runtime_default, sys_nice):
     pod, api = run_pod(nri=True, seccomp=runtime_default, config=remediate_config(),
                        drop_caps=() if sys_nice else {"SYS_NICE"}, nri_cgroups=True)
     register(kubelet, pod)
@@ -651,6 +683,7 @@ def test_remediation_needs_sys_nice(run_pod, kubelet, runtime_default, sys_nice)
     finally:
         p.kill()
         p.wait()
+        pod.stop()  # no more remediation before the affinities are put back
 
 
 def test_arm64_image_runs_its_binaries_from_its_own_libraries(image):
