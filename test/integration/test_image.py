@@ -61,6 +61,8 @@ def engine():
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         return None, r.stderr.strip()
+    if r.stdout.split()[0] != "podman":
+        return None, "the test speaks podman's CLI (ns: networks, --read-only-tmpfs, image exists)"
     return r.stdout.split(), None
 
 
