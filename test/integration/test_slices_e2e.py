@@ -79,6 +79,28 @@ def test_expired_watch_relists_and_keeps_repairing(apiserver, make_driver, kube)
     wait_for(published(apiserver, 1), what="repaired after re-list")
 
 
+def test_a_watch_that_fails_after_every_list_backs_off(apiserver, make_driver):
+    """Every slice watch fails at once (410) after its LIST: the empty sync that
+    follows each LIST must not reset the backoff, so the relists slow down
+    (the delays double from 200 ms) instead of coming several times a second."""
+    d = make_driver(args=["--no-nri", "--no-bpf"]).start()
+    d.wait_ready()
+    since = len(apiserver.log())
+    apiserver.add_fault(action="error", code=410, verb="watch", resource="resourceslices")
+    apiserver.expire_watches()
+
+    def lists():
+        return [e["time"] for e in apiserver.log(since)
+                if e["verb"] == "list" and e["resource"] == "resourceslices"]
+
+    times = wait_for(lambda: len(lists()) >= 6 and lists(), timeout=30, what="six relists")
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # the fifth delay is at least 1.6 s (equal jitter keeps half of 3.2 s);
+    # a backoff reset by every sync keeps each one under 0.2 s
+    assert gaps[-1] > 1.0, gaps
+    assert gaps == sorted(gaps) or gaps[-1] > 4 * gaps[0], gaps
+
+
 def test_conflict_on_update_recovers(apiserver, make_driver, kube):
     d = make_driver(args=["--no-nri", "--no-bpf"]).start()
     d.wait_ready()

@@ -540,6 +540,7 @@ static void on_watch_end(void *ud, const struct kube_result *r)
 		/* The server ended the stream: resume, at once if it was a real
 		 * one (bookmarks come every minute or so), else after a backoff. */
 		if (p->watch_events > 0) {
+			backoff_reset(&p->bo); /* a whole watch: the server works */
 			start_watch(p);
 			return;
 		}
@@ -763,8 +764,11 @@ static void next_op(struct publisher *p)
 
 		ops_clear(p);
 		p->syncing = false;
-		backoff_reset(&p->bo);
+		/* Only writes that went through prove the server works: a sync
+		 * with nothing to write follows every LIST, and resetting there
+		 * let a watch that fails at once relist several times a second. */
 		if (n) {
+			backoff_reset(&p->bo);
 			log_info("slices_synced", "writes=%d slices=%d", n, p->n_desired);
 			/* The write bodies and responses were large and short-lived:
 			 * give their pages back (glibc keeps freed heap otherwise). */
