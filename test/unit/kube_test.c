@@ -638,6 +638,14 @@ static void srv_handle(struct evhttp_request *req, void *arg)
 		reply_json(req, 200, "this is not json");
 	} else if (strcmp(uri, "/empty") == 0) {
 		reply_json(req, 200, "");
+	} else if (strncmp(uri, "/watch-silent", 13) == 0) {
+		/* headers, then nothing: a stream a proxy or server lost */
+		s->stream = req;
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+				  "application/json;stream=watch");
+		evhttp_send_reply_start(req, 200, "OK");
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_stream_closed,
+					      s);
 	} else if (strncmp(uri, "/watch", 6) == 0 && s->chunks) {
 		struct timeval tv = { 0, 1000 };
 
@@ -1571,6 +1579,24 @@ static void test_kube_watch_non_200_is_a_result(void **st)
 	assert_string_equal(f->status_reason, "Forbidden");
 }
 
+/* A watch that asked the server for timeoutSeconds=1 and then hears nothing
+ * ends about then (1 s plus its slack), not after the client's 900 s default. */
+static void test_kube_watch_silent_stream_ends_at_the_asked_timeout(void **st)
+{
+	struct fix *f = *st;
+
+	f->k = client_new(f, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &f->t0);
+	assert_int_equal(kube_watch(f->k, "/watch-silent?watch=1&timeoutSeconds=1&x=2", NULL,
+				    on_event, on_end, f, NULL),
+			 0);
+	assert_true(run_until(f, &f->ends, 1, 10000));
+	assert_int_equal(f->events, 0);
+	assert_int_equal(f->res.error, -ETIMEDOUT);
+	assert_true(since_ms(&f->t0) >= 1000);
+	assert_true(since_ms(&f->t0) < 5000);
+}
+
 static void on_event_stop(void *ud, const struct kube_watch_event *ev)
 {
 	struct fix *f = ud;
@@ -1699,6 +1725,7 @@ int main(void)
 		LOOP(test_kube_watch_events_across_chunks),
 		LOOP(test_kube_watch_error_event_expired),
 		LOOP(test_kube_watch_line_cap_and_garbage),
+		LOOP(test_kube_watch_silent_stream_ends_at_the_asked_timeout),
 		LOOP(test_kube_watch_non_200_is_a_result),
 		LOOP(test_kube_watch_stop_inside_on_event),
 		LOOP(test_kube_watch_backpressure_keeps_every_event),

@@ -1679,10 +1679,36 @@ void kube_call_cancel(struct kube_call *c)
 	call_free(c);
 }
 
+/* The stream time of a watch whose query asks the server for timeoutSeconds=N:
+ * N plus a slack (a tenth, at most 30 s, plus 1 s for the round trip), so a
+ * stream that went silent (a server or proxy that lost it) is noticed soon
+ * after the server should have ended it, not after the client default. 0 when
+ * the query has no usable timeoutSeconds. */
+static int watch_timeout_from_query(const char *path)
+{
+	const char *q = strchr(path, '?'), *v;
+	char *end;
+	unsigned long n;
+
+	for (v = q; v; v = strchr(v + 1, '&'))
+		if (strncmp(v + 1, "timeoutSeconds=", 15) == 0)
+			break;
+	if (!v)
+		return 0;
+	v += 16;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || (*end && *end != '&') || n == 0 || n > 86400)
+		return 0;
+	return (int)(n * 1000 + (n * 100 < 30000 ? n * 100 : 30000) + 1000);
+}
+
 int kube_watch(struct kube *k, const char *path_with_query, const struct kube_watch_opts *o,
 	       kube_event_fn on_event, kube_watch_end_fn on_end, void *userdata,
 	       struct kube_watch **ret)
 {
+	int asked;
+
 	static const struct kube_watch_opts none;
 	struct kube_call *c = NULL;
 	int r;
@@ -1701,6 +1727,9 @@ int kube_watch(struct kube *k, const char *path_with_query, const struct kube_wa
 	c->on_end = on_end;
 	c->userdata = userdata;
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : k->o.watch_timeout_ms;
+	asked = watch_timeout_from_query(path_with_query);
+	if (!o->timeout_ms && asked && asked < c->timeout_ms)
+		c->timeout_ms = asked;
 	c->max_body = k->o.max_body;
 	c->max_attempts = 1;
 	c->lines.max_line = o->max_line && o->max_line < k->o.max_line ? o->max_line

@@ -183,8 +183,11 @@ typedef void (*kube_event_fn)(void *userdata, const struct kube_watch_event *ev)
 typedef void (*kube_watch_end_fn)(void *userdata, const struct kube_result *r);
 
 struct kube_watch_opts {
-	int timeout_ms;	 /* total stream time; 0 = client default. Ask the server to
-			  * end first: put timeoutSeconds= (smaller) in the query. */
+	int timeout_ms;	 /* total stream time; 0 = the query's timeoutSeconds= plus a
+			  * slack (a tenth, at most 30 s, plus 1 s) when it asks for
+			  * one, else the client default. With a value here, ask the
+			  * server to end first: put timeoutSeconds= (smaller) in the
+			  * query. */
 	size_t max_line; /* 0 = client default; never above it */
 };
 
