@@ -96,6 +96,23 @@ def test_full_cores_checks_and_reserved_siblings(dsht):
                    "available physical CPUs = 8, requested CPUs = 10, CPUs per core = 2\n")
 
 
+def test_mixed_cores_takes_whole_cores_only_and_spares_them(dsht):
+    # topoDualSocketHT: core c is CPUs c and c + 6. 0 and 1 are free, their
+    # siblings 6 and 7 busy; core 2 (2, 8) is wholly free
+    base = ("--topology", dsht, "--available", "0-2,8", "--count", "2")
+    assert run(*base, "--full-cores", "--mixed-cores") == (0, "2,8\n", "")
+    # kubelet's check counts 4 free CPUs and hands out the half cores 0 and 1
+    assert run("--topology", dsht, "--available", "0-2,8", "--count", "4",
+               "--full-cores") == (0, "0-2,8\n", "")
+    assert run(*base) == (0, "2,8\n", "")  # kubelet packs on the whole core
+    assert run(*base, "--mixed-cores") == (0, "0-1\n", "")  # the broken ones first
+    rc, out, err = run("--topology", dsht, "--available", "0-2,8", "--count", "4", "--full-cores",
+                       "--mixed-cores")
+    assert (rc, out) == (1, "")
+    assert err == ("dra-cpu-alloc: SMT Alignment Error: not enough free physical CPUs: "
+                   "available physical CPUs = 2, requested CPUs = 4, CPUs per core = 2\n")
+
+
 def test_prefer_takes_the_hinted_cpus_first(dsht):
     # kubelet's "Request 8 CPUs, BitMask on Socket 1": all of NUMA 1, then core 0
     assert run("--topology", dsht, "--available", "0-11", "--count", "8",
@@ -106,7 +123,7 @@ def test_help_lists_every_option_and_exits_0():
     rc, out, err = run("--help")
     assert (rc, err) == (0, "")
     for opt in ("--topology", "--available", "--count", "--policy", "--align-l3", "--full-cores",
-                "--group-size", "--reserved", "--prefer", "--header", "--help"):
+                "--mixed-cores", "--group-size", "--reserved", "--prefer", "--header", "--help"):
         assert opt in out
 
 

@@ -192,6 +192,44 @@ def test_cpuconfig_full_cores_and_spread(apiserver, grouped, kubelet):
     assert len(cores) == 4  # one thread per core
 
 
+def sibling(x):
+    return x + 192 if x < 192 else x - 192
+
+
+def test_full_cores_claim_never_gets_a_thread_whose_sibling_another_claim_holds(
+        apiserver, grouped, kubelet):
+    """NUMA node 0 (CPUs 0-95 and their siblings 192-287) is filled so that its
+    only free CPUs are two threads whose siblings other claims hold. The
+    scheduler counts 2 free CPUs and allocates a fullCores claim of 2: the
+    driver refuses it in the kubelet's words instead of handing out half cores."""
+    def put(name, n, **cfg):
+        c = apiserver.put_claim(claim(name, [("cpu", "cpudevnuma000", str(n))],
+                                      configs=[cpu_config(**cfg)] if cfg else None))
+        assert prepare(kubelet, grouped, c).error == ""
+        return c
+
+    a, b = put("a", 1), put("b", 1)
+    c, e = put("c", 1), put("e", 1)
+    put("d", 188)
+    held = {n: spec_cpus(grouped, x["metadata"]["uid"])
+            for n, x in (("a", a), ("b", b), ("c", c), ("e", e))}
+    for x in (a, c):
+        assert kubelet.unprepare(grouped.dra_sock, [ref(x)]).claims[
+            x["metadata"]["uid"]].error == ""
+    free = held["a"] | held["c"]
+    # every free CPU of the node's first device has its sibling held by b or e
+    assert {sibling(x) for x in free} <= held["b"] | held["e"], held
+    f = apiserver.put_claim(claim("f", [("cpu", "cpudevnuma000", "2")],
+                                  configs=[cpu_config(fullCores=True)]))
+    r = prepare(kubelet, grouped, f)
+    assert r.error.endswith("SMT Alignment Error: not enough free physical CPUs: available "
+                            "physical CPUs = 0, requested CPUs = 2, CPUs per core = 2"), (
+        r.error, r.error or spec_cpus(grouped, f["metadata"]["uid"]))
+    # a claim that does not ask for whole cores takes those threads
+    g = put("g", 2)
+    assert spec_cpus(grouped, g["metadata"]["uid"]) == free
+
+
 def test_kill9_after_prepare_then_restart_gives_disjoint_cpus(apiserver, grouped, kubelet):
     a = apiserver.put_claim(claim("a", [("cpu", "cpudevnuma000", "8")]))
     assert prepare(kubelet, grouped, a).error == ""

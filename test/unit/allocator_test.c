@@ -910,10 +910,160 @@ static void test_random_claims_on_two_socket_smt2_keep_the_contract(void **st)
 	alloc_topo_free(t);
 }
 
+/* ---- mixed nodes: strict_cores and spare_cores (allocator.h) --------------------------------- */
+
+/* CPUs of avail whose sibling (SMT-2 synth: CPU c and c + cores) is not in avail. */
+static struct cpuset broken_of(const struct cpuset *avail, int cores)
+{
+	struct cpuset b;
+
+	cpuset_zero(&b);
+	CPUSET_FOREACH(cpu, avail)
+	{
+		if (!cpuset_has(avail, cpu < cores ? cpu + cores : cpu - cores))
+			cpuset_set(&b, cpu);
+	}
+	return b;
+}
+
+/* Two free threads whose siblings other claims hold: kubelet's full-pcpus-only
+ * (whose node holds whole cores only) hands them out; strict_cores refuses in
+ * kubelet's words, and takes only wholly available cores when there are some. */
+static void test_strict_cores_never_shares_a_core(void **st)
+{
+	static struct alloc_cpu rows[16];
+	int n = synth(rows, 1, 1, 8, 2, 1);
+	struct alloc_topo *t = NULL;
+	struct alloc_opts kubelet = { .full_cores = true, .align_l3 = true };
+	struct alloc_opts strict = { .full_cores = true, .align_l3 = true, .strict_cores = true };
+	struct cpuset avail = set_of("0,1"), got, want;
+	struct errbuf why = { "" };
+
+	assert_int_equal(alloc_topo_new(rows, n, NULL, &t, NULL), 0);
+	assert_int_equal(alloc_take(t, &avail, 2, &kubelet, &got, &why), 0);
+	assert_true(cpuset_equal(&got, &avail)); /* halves of cores 0 and 1 */
+	assert_int_equal(alloc_take(t, &avail, 2, &strict, &got, &why), -ENOSPC);
+	assert_string_equal(why.s, "SMT Alignment Error: not enough free physical CPUs: available "
+				   "physical CPUs = 0, requested CPUs = 2, CPUs per core = 2");
+	/* with a whole core free too, that core and nothing else */
+	avail = set_of("0,1,5,13");
+	assert_int_equal(alloc_take(t, &avail, 2, &kubelet, &got, &why), 0);
+	assert_int_equal(alloc_take(t, &avail, 2, &strict, &got, &why), 0);
+	want = set_of("5,13");
+	assert_true(cpuset_equal(&got, &want));
+	assert_int_equal(alloc_take(t, &avail, 4, &strict, &got, &why), -ENOSPC);
+	assert_string_equal(why.s, "SMT Alignment Error: not enough free physical CPUs: available "
+				   "physical CPUs = 2, requested CPUs = 4, CPUs per core = 2");
+	/* the first SMT check keeps its kubelet text */
+	assert_int_equal(alloc_take(t, &avail, 3, &strict, &got, &why), -EINVAL);
+	assert_string_equal(why.s,
+			    "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2");
+	alloc_topo_free(t);
+}
+
+/* A claim without full_cores takes the broken cores' threads first: an even
+ * claim that kubelet packs on a whole core, and an odd one that kubelet gives
+ * a fresh core's thread because the broken one sits on the other socket. */
+static void test_spare_cores_takes_broken_cores_first(void **st)
+{
+	static struct alloc_cpu rows[32];
+	int n = synth(rows, 2, 1, 8, 2, 1);
+	struct alloc_topo *t = NULL;
+	struct alloc_opts kubelet = { .align_l3 = true };
+	struct alloc_opts spare = { .align_l3 = true, .spare_cores = true };
+	/* socket 0: cores 0-7 (CPUs 0-7, 16-23), socket 1: cores 8-15 (8-15, 24-31) */
+	struct cpuset avail = set_of("1,3,4-7,20-23,8-15,24-30"), got, want;
+	struct errbuf why = { "" };
+
+	assert_int_equal(alloc_topo_new(rows, n, NULL, &t, NULL), 0);
+	assert_int_equal(alloc_take(t, &avail, 2, &kubelet, &got, &why), 0);
+	assert_int_equal(cpuset_count(&got), 2);
+	want = broken_of(&avail, 16); /* 1, 3 and 14 */
+	assert_int_equal(cpuset_count(&want), 3);
+	assert_false(cpuset_is_subset(&got, &want));
+	assert_int_equal(alloc_take(t, &avail, 2, &spare, &got, &why), 0);
+	assert_true(cpuset_is_subset(&got, &want));
+	assert_int_equal(alloc_take(t, &avail, 3, &spare, &got, &why), 0);
+	assert_true(cpuset_equal(&got, &want));
+	/* more than the broken threads: all of them, then the policy's choice */
+	assert_int_equal(alloc_take(t, &avail, 5, &spare, &got, &why), 0);
+	assert_int_equal(cpuset_count(&got), 5);
+	assert_true(cpuset_is_subset(&want, &got));
+	/* with full_cores the option changes nothing */
+	spare.full_cores = kubelet.full_cores = true;
+	assert_int_equal(alloc_take(t, &avail, 4, &spare, &got, &why), 0);
+	assert_int_equal(alloc_take(t, &avail, 4, &kubelet, &want, &why), 0);
+	assert_true(cpuset_equal(&got, &want));
+	alloc_topo_free(t);
+}
+
+/* Random pools on a 2-socket SMT-2 machine, every policy: strict_cores never
+ * touches a core it does not find wholly available, and refuses only when the
+ * whole cores are too few; spare_cores takes as many broken threads as it can. */
+static void test_random_mixed_pools_keep_strict_and_spare(void **st)
+{
+	static struct alloc_cpu rows[128];
+	int n = synth(rows, 2, 2, 16, 2, 2), whole_ok = 0, refused = 0, spared = 0;
+	struct alloc_topo *t = NULL;
+
+	rng_state = 0xc0de5;
+	assert_int_equal(alloc_topo_new(rows, n, NULL, &t, NULL), 0);
+	for (int iter = 0; iter < 3000; iter++) {
+		struct alloc_opts o = { .policy = (enum alloc_policy)(rng() % 3),
+					.strict_cores = true, .spare_cores = true };
+		int density = (int)(rng() % 101), count, r;
+		struct cpuset avail, broken, got, mine;
+		struct errbuf why = { "" };
+
+		cpuset_zero(&avail);
+		for (int c = 0; c < 128; c++)
+			if ((int)(rng() % 100) < density)
+				cpuset_set(&avail, c);
+		broken = broken_of(&avail, 64);
+		o.full_cores = o.policy != ALLOC_SPREAD_CORES && rng() % 2;
+		o.align_l3 = o.policy == ALLOC_PACKED && rng() % 2;
+		count = (int)(rng() % (unsigned)(cpuset_count(&avail) + 1));
+		if (o.full_cores)
+			count &= ~1;
+		r = alloc_take(t, &avail, count, &o, &got, &why);
+		if (o.full_cores) {
+			int whole = cpuset_count(&avail) - cpuset_count(&broken);
+
+			if (r < 0) {
+				assert_int_equal(r, -ENOSPC);
+				assert_true(count > whole);
+				refused++;
+				continue;
+			}
+			cpuset_and(&mine, &got, &broken);
+			assert_true(cpuset_is_empty(&mine));
+			mine = broken_of(&got, 64); /* whole cores only */
+			assert_true(cpuset_is_empty(&mine));
+			whole_ok++;
+		} else {
+			int nb = cpuset_count(&broken);
+
+			assert_int_equal(r, 0);
+			cpuset_and(&mine, &got, &broken);
+			assert_int_equal(cpuset_count(&mine), count < nb ? count : nb);
+			spared += cpuset_count(&mine) > 0;
+		}
+		assert_int_equal(cpuset_count(&got), count);
+		assert_true(cpuset_is_subset(&got, &avail));
+	}
+	printf("# mixed: %d whole-core claims placed, %d refused, %d took broken threads\n",
+	       whole_ok, refused, spared);
+	assert_true(whole_ok > 300 && refused > 50 && spared > 300);
+	alloc_topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kubelet_free_unit_orders),
+		cmocka_unit_test(test_strict_cores_never_shares_a_core),
+		cmocka_unit_test(test_spare_cores_takes_broken_cores_first),
+		cmocka_unit_test(test_random_mixed_pools_keep_strict_and_spare),
 		cmocka_unit_test(test_kubelet_cpu_orders),
 		cmocka_unit_test(test_kubelet_numa_packed),
 		cmocka_unit_test(test_kubelet_spread_cores),

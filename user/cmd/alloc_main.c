@@ -33,6 +33,7 @@ enum opt_id {
 	OPT_POLICY,
 	OPT_ALIGN_L3,
 	OPT_FULL_CORES,
+	OPT_MIXED_CORES,
 	OPT_GROUP_SIZE,
 	OPT_RESERVED,
 	OPT_PREFER,
@@ -54,6 +55,10 @@ static const struct cfg_cli_opt opts[] = {
 	  "prefer CPUs sharing an L3 (uncore) cache: prefer-align-cpus-by-uncorecache" },
 	{ OPT_FULL_CORES, "full-cores", NULL,
 	  "whole physical cores only, with kubelet's SMT checks: full-pcpus-only" },
+	{ OPT_MIXED_CORES, "mixed-cores", NULL,
+	  "decide as the driver does on a node where claims with and without whole cores "
+	  "share CPUs: --full-cores counts and takes only wholly free cores, other claims "
+	  "take threads whose siblings are busy first" },
 	{ OPT_GROUP_SIZE, "group-size", "N",
 	  "distributed: CPUs per group, 1-8192 (default 1, or CPUs per core with --full-cores)" },
 	{ OPT_RESERVED, "reserved", "LIST",
@@ -181,6 +186,9 @@ static int parse_args(int argc, char **argv, struct args *a, struct errbuf *err)
 			break;
 		case OPT_FULL_CORES:
 			a->o.full_cores = true;
+			break;
+		case OPT_MIXED_CORES:
+			a->o.strict_cores = a->o.spare_cores = true;
 			break;
 		case OPT_GROUP_SIZE:
 			r = parse_int("group-size", optarg, 1, CPUSET_MAX, &a->o.group_size, err);

@@ -1233,11 +1233,60 @@ static int physical_available(const struct alloc_topo *t, const struct cpuset *a
 	return cpuset_count(&phys);
 }
 
+/* ---- mixed nodes: whole cores and threads (beyond kubelet, allocator.h) ------------------ */
+
+/* The CPUs of available whose core is wholly available (whole = true), or
+ * only partly (whole = false: a sibling is held elsewhere or not online). */
+static void cores_by_wholeness(const struct alloc_topo *t, const struct cpuset *available,
+			       bool whole, struct cpuset *ret)
+{
+	const struct kind *k = &t->k[K_CORE];
+
+	cpuset_zero(ret);
+	for (int u = 0; u < k->n; u++) {
+		int have = 0;
+
+		for (int i = k->off[u]; i < k->off[u + 1]; i++)
+			have += cpuset_has(available, t->cpu[k->list[i]]);
+		if (have == 0 || (have == unit_size(t, K_CORE, u)) != whole)
+			continue;
+		for (int i = k->off[u]; i < k->off[u + 1]; i++)
+			if (cpuset_has(available, t->cpu[k->list[i]]))
+				cpuset_set(ret, t->cpu[k->list[i]]);
+	}
+}
+
+/* The policy, with spare_cores: the broken cores' threads first, up to count,
+ * then the rest, each part chosen by the policy. */
+static int take_sparing(const struct alloc_topo *t, const struct cpuset *available, int count,
+			const struct alloc_opts *o, int group, struct cpuset *ret,
+			struct errbuf *eb)
+{
+	struct cpuset broken, r1, r2, rest;
+	int n, r;
+
+	if (!o->spare_cores || o->full_cores)
+		return take_policy(t, available, count, o, group, ret, eb);
+	cores_by_wholeness(t, available, false, &broken);
+	n = cpuset_count(&broken);
+	if (n == 0 || count == 0)
+		return take_policy(t, available, count, o, group, ret, eb);
+	r = take_policy(t, &broken, count < n ? count : n, o, group, &r1, eb);
+	if (r < 0)
+		return r;
+	cpuset_andnot(&rest, available, &r1);
+	r = take_policy(t, &rest, count - cpuset_count(&r1), o, group, &r2, eb);
+	if (r < 0)
+		return r;
+	cpuset_or(ret, &r1, &r2);
+	return 0;
+}
+
 int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int count,
 	       const struct alloc_opts *o, struct cpuset *ret, struct errbuf *eb)
 {
 	static const struct alloc_opts defaults;
-	struct cpuset r1, r2, part;
+	struct cpuset r1, r2, part, whole;
 	int group, r;
 
 	if (!o)
@@ -1249,6 +1298,11 @@ int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int c
 	r = check_opts(o, eb);
 	if (r < 0)
 		return r;
+	if (o->full_cores && o->strict_cores) {
+		/* only whole cores are free physical CPUs, and only they are taken */
+		cores_by_wholeness(t, available, true, &whole);
+		available = &whole;
+	}
 	if (o->full_cores) {
 		/* kubelet would divide by a CPUs-per-core of 0; read it as 1 */
 		int per_core = t->per_core > 0 ? t->per_core : 1, phys;
@@ -1271,16 +1325,16 @@ int alloc_take(const struct alloc_topo *t, const struct cpuset *available, int c
 		group = o->full_cores && t->per_core > 0 ? t->per_core : 1;
 
 	if (!o->prefer)
-		return take_policy(t, available, count, o, group, ret, eb);
+		return take_sparing(t, available, count, o, group, ret, eb);
 
 	/* the hint: aligned CPUs first, then the rest (policy_static.go allocateCPUs) */
 	cpuset_and(&part, available, o->prefer);
-	r = take_policy(t, &part, count < cpuset_count(&part) ? count : cpuset_count(&part), o,
-			group, &r1, eb);
+	r = take_sparing(t, &part, count < cpuset_count(&part) ? count : cpuset_count(&part), o,
+			 group, &r1, eb);
 	if (r < 0)
 		return r;
 	cpuset_andnot(&part, available, &r1);
-	r = take_policy(t, &part, count - cpuset_count(&r1), o, group, &r2, eb);
+	r = take_sparing(t, &part, count - cpuset_count(&r1), o, group, &r2, eb);
 	if (r < 0)
 		return r;
 	cpuset_or(ret, &r1, &r2);

@@ -23,7 +23,8 @@
  * Invariants of every successful alloc_take(): the result is a subset of the
  * available set, has exactly `count` CPUs, and with full_cores holds whole
  * cores only (when the request passes kubelet's SMT checks and the header's
- * CPUs-per-core matches the table).
+ * CPUs-per-core matches the table); with full_cores and strict_cores, every
+ * core it touches is also wholly available, whatever the available set.
  *
  * Where this port deliberately differs from kubelet (each is unreachable with a
  * header that agrees with the table, and none is reached by kubelet's tests):
@@ -96,6 +97,18 @@ struct alloc_opts {
 	/* kubelet's NUMA hint: take min(count, |prefer & available|) CPUs from the
 	 * preferred ones first, the rest from everything else. NULL = no hint. */
 	const struct cpuset *prefer;
+	/* Beyond kubelet, for a node where claims that want whole cores and claims
+	 * that do not share the pool (kubelet's full-pcpus-only is node-wide, so
+	 * its available set is made of whole cores; a claim's is not).
+	 * strict_cores: with full_cores, a CPU counts as free (second SMT check)
+	 * and may be taken only when every thread of its core is available, so
+	 * the result never shares a core with anyone.
+	 * spare_cores: without full_cores, the available threads whose core is
+	 * not wholly available (a sibling is held elsewhere) are taken first, up
+	 * to count, each part by the policy, so a claim that does not care
+	 * breaks no whole core while such threads are left. */
+	bool strict_cores;
+	bool spare_cores;
 };
 
 /* Builds a view from a table of n CPUs (any order, copied) and a header

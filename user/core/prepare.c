@@ -150,6 +150,9 @@ static int pick_grouped(struct prepare *p, const struct claim_result *r, const s
 	ao.align_l3 = r->config.align_l3_set ? r->config.align_l3
 					     : ao.policy == ALLOC_PACKED;
 	ao.full_cores = r->config.full_cores;
+	/* claims with and without fullCores share the device: whole cores only
+	 * for the first, broken cores first for the second (allocation.md 7.4) */
+	ao.strict_cores = ao.spare_cores = true;
 	ao.reserved = &reserved;
 	rc = alloc_take(p->alloc, &avail, (int)count, &ao, out, &why);
 	if (rc < 0)
