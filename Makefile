@@ -243,8 +243,8 @@ $(B)/test/nri_echo_plugin: test/helpers/nri_echo_plugin.c $(LIB) | $(B)/test $(G
 all: $(B)/test/nri_echo_plugin
 
 # ---- bench: the C benchmarks test/bench/run.sh calls (methods in test/bench/README.md) ------
-BENCH_BINS := $(B)/alloc_bench $(B)/bpf_bench
-$(B)/alloc_bench: test/bench/alloc_bench.c $(LIB) | $(GEN_HDRS)
+BENCH_BINS := $(B)/alloc_bench $(B)/cores_bench $(B)/bpf_bench
+$(B)/alloc_bench $(B)/cores_bench: $(B)/%: test/bench/%.c $(LIB) | $(GEN_HDRS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(TEST_CFLAGS) -Wno-missing-prototypes -MF $@.d $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 $(B)/bpf_bench: test/bench/bpf_bench.c $(LIB) | $(GEN_HDRS)

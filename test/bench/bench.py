@@ -5,7 +5,7 @@
 Reports, does not gate: exit 0 when a target is missed, 1 only when a
 benchmark could not run at all. Methods: test/bench/README.md.
 
-    test/bench/bench.py [--build DIR] [--only slices,prepare,alloc,nri,bpf,scale] [--quick]
+    test/bench/bench.py [--build DIR] [--only slices,prepare,alloc,cores,nri,bpf,scale] [--quick]
 """
 
 import argparse
@@ -134,6 +134,30 @@ def rows_alloc(t, r):
           r["worst_ns"] < 50000,
           "1024 CPUs; median case %.1f us; slowest %s busy=%d%% count=%d"
           % (r["median_case_ns"] / 1e3, sc["policy"], sc["busy_pct"], sc["count"]))
+
+
+def pct(x):
+    return "%.1f %%" % (100 * x)
+
+
+def rows_cores(t, r):
+    f = "8"
+    m, k, d = r["main"], r["kubelet"], r["driver"]
+    how = ("%d claims x %d seeds, %d %% fullCores, load %.2f, first-fit NUMA device"
+           % (m["claims"] // m["seeds"], m["seeds"], m["full_pct"], m["load"]))
+    t.add(f, "fullCores on shared cores, SMT check only (before)", pct(m["shared_share"]),
+          note="%d of %d fullCores claims got a thread whose sibling another claim held; %s"
+          % (m["full_shared"], m["full"], how))
+    t.add(f, "fullCores refused, kubelet placement", pct(k["refused_share"]),
+          note="%d of %d; whole cores only for fullCores, kubelet's choice for the rest"
+          % (k["full_refused"], k["full"]))
+    t.add(f, "fullCores refused, driver (broken cores first)", pct(d["refused_share"]),
+          "< kubelet placement", d["refused_share"] < k["refused_share"],
+          "%d of %d; odd and spread-cores claims take threads of broken cores first"
+          % (d["full_refused"], d["full"]))
+    t.add(f, "fullCores on shared cores, both", "%d, %d" % (k["full_shared"], d["full_shared"]),
+          "0", k["full_shared"] == 0 and d["full_shared"] == 0,
+          "kubelet placement, driver")
 
 
 def rows_nri(t, r):
@@ -286,13 +310,15 @@ def rows_soak(t, r):
 
 # ---------------------------------------------------------------- main
 
-FIGURES = ("alloc", "slices", "prepare", "events", "nri", "scale", "bpf", "soak", "quiet")
+FIGURES = ("alloc", "cores", "slices", "prepare", "events", "nri", "scale", "bpf", "soak", "quiet")
 TITLES = {"slices": "1 slices", "prepare": "2 prepare", "events": "2 events", "alloc": "2 allocator",
-          "nri": "3 NRI", "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak", "quiet": "7 quiet CPUs"}
+          "nri": "3 NRI", "bpf": "4 BPF", "scale": "5 scale", "soak": "6 soak", "quiet": "7 quiet CPUs",
+          "cores": "8 whole cores"}
 
 
 def plan(build, quick):
     import fig_bpf
+    import fig_cores
     import fig_events
     import fig_nri
     import fig_quiet
@@ -303,6 +329,7 @@ def plan(build, quick):
     q = quick
     return {
         "alloc": (lambda: fig_prepare.run_alloc(build, runs=1 if q else 3), rows_alloc),
+        "cores": (lambda: fig_cores.run(build, claims=5000 if q else 20000), rows_cores),
         "slices": (lambda: fig_slices.run(build, runs=2 if q else 5, scrapes=10 if q else 30),
                    rows_slices),
         "prepare": (lambda: fig_prepare.run_grpc(build, rounds=1 if q else 5,

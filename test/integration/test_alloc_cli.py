@@ -104,8 +104,10 @@ def test_mixed_cores_takes_whole_cores_only_and_spares_them(dsht):
     # kubelet's check counts 4 free CPUs and hands out the half cores 0 and 1
     assert run("--topology", dsht, "--available", "0-2,8", "--count", "4",
                "--full-cores") == (0, "0-2,8\n", "")
-    assert run(*base) == (0, "2,8\n", "")  # kubelet packs on the whole core
-    assert run(*base, "--mixed-cores") == (0, "0-1\n", "")  # the broken ones first
+    # one CPU, 7 busy: kubelet's L3 rule breaks core 0, the driver takes 1
+    one = ("--topology", dsht, "--available", "0-6,8-11", "--count", "1", "--align-l3")
+    assert run(*one) == (0, "0\n", "")
+    assert run(*one, "--mixed-cores") == (0, "1\n", "")
     rc, out, err = run("--topology", dsht, "--available", "0-2,8", "--count", "4", "--full-cores",
                        "--mixed-cores")
     assert (rc, out) == (1, "")

@@ -1256,22 +1256,30 @@ static void cores_by_wholeness(const struct alloc_topo *t, const struct cpuset *
 	}
 }
 
-/* The policy, with spare_cores: the broken cores' threads first, up to count,
- * then the rest, each part chosen by the policy. */
+/* The policy, with spare_cores: the threads that would break a wholly free
+ * core come from broken cores instead, when there are some, then the rest is
+ * the policy's choice. Those threads are the last count % CPUs-per-core of a
+ * packed or distributed claim (the rest fills whole cores, which keeps each
+ * claim on cores of its own: a claim spread over other claims' half cores
+ * leaves half cores again when it ends), and every thread of a spread-cores
+ * claim, which wants one thread per core anyway. */
 static int take_sparing(const struct alloc_topo *t, const struct cpuset *available, int count,
 			const struct alloc_opts *o, int group, struct cpuset *ret,
 			struct errbuf *eb)
 {
 	struct cpuset broken, r1, r2, rest;
-	int n, r;
+	int n, r, want;
 
 	if (!o->spare_cores || o->full_cores)
 		return take_policy(t, available, count, o, group, ret, eb);
+	want = o->policy == ALLOC_SPREAD_CORES ? count
+	       : t->per_core > 1		? count % t->per_core
+						: 0;
 	cores_by_wholeness(t, available, false, &broken);
 	n = cpuset_count(&broken);
-	if (n == 0 || count == 0)
+	if (n == 0 || want == 0)
 		return take_policy(t, available, count, o, group, ret, eb);
-	r = take_policy(t, &broken, count < n ? count : n, o, group, &r1, eb);
+	r = take_policy(t, &broken, want < n ? want : n, o, group, &r1, eb);
 	if (r < 0)
 		return r;
 	cpuset_andnot(&rest, available, &r1);
