@@ -5,11 +5,13 @@ kubelet watches health (v1 and v1alpha1) and the API-server simulator holds
 the slices."""
 
 import os
+import socket
 import subprocess
 import threading
 
 import pytest
 
+import h2raw
 from claims import claim, ref
 from conftest import ROOT
 from driver import wait_for
@@ -186,3 +188,55 @@ def test_live_sysfs_is_followed_by_uevents_a_capture_by_polling(make_driver, sys
     capture.start()
     assert ('event=cpu_hotplug_followed by=polling every_ms=1000 '
             'reason="a sysfs capture sends no uevents"') in capture.log(), capture.log()
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([ln for ln in f if ln.startswith("VmRSS")][0].split()[1])
+
+
+WATCH = "/v1.DRAResourceHealth/NodeWatchResources"
+
+
+def test_health_watchers_that_never_read_stay_small_and_leave_room_for_the_kubelet(
+        apiserver, make_driver, sysfs, kubelet):
+    """64 connections open 100 health watch streams each and never read (nor open
+    a window for them), while
+    CPU 5 goes offline and back four times (a snapshot to every stream each
+    time). Each stream holds the latest snapshot only, a connection at most
+    four streams, watches at most 63 connections: the driver stays small and
+    the kubelet, connecting as the 65th peer, still prepares a claim."""
+    d = start(make_driver, sysfs, "--cpu-device-mode", "individual")
+    d.wait_ready()
+    rss0 = rss_kib(d.proc.pid)
+    peers = []
+    for _ in range(64):
+        s = h2raw.connect(d.dra_sock)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        out = h2raw.client_start(initial_window_size=0)  # no stream may send to it
+        for j in range(100):
+            out += h2raw.grpc_request(2 * j + 1, WATCH, b"")
+        s.sendall(out)
+        peers.append(s)
+    refused_key = 'dra_cpu_grpc_calls_total{method="%s",code="8"}' % WATCH
+
+    def answered():
+        m = d.metrics()
+        return m.get("dra_cpu_health_streams", 0) + m.get(refused_key, 0)
+
+    wait_for(lambda: answered() == 6400, timeout=30, what="every watch held or refused")
+    m = d.metrics()
+    assert m["dra_cpu_health_streams"] == 63 * 4, m["dra_cpu_health_streams"]
+    for k in range(4):
+        set_online(sysfs, 5, k % 2 == 1)
+        want = 32 if k % 2 == 1 else 31
+        wait_for(lambda: d.metrics()["dra_cpu_online_cpus"] == want, what="hotplug %d seen" % k)
+    # each stream holds its first snapshot and the latest: the others were replaced
+    assert d.metrics()["dra_cpu_health_updates_coalesced_total"] >= 63 * 4 * 3
+    grown = rss_kib(d.proc.pid) - rss0
+    assert grown < 16 * 1024, "RSS grew %d KiB" % grown
+    c = apiserver.put_claim(claim("meanwhile", [("cpus", "cpudev000", None)]))
+    assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
+    for s in peers:
+        s.close()
+    wait_for(lambda: d.metrics()["dra_cpu_health_streams"] == 0, what="the streams gone")

@@ -1,4 +1,4 @@
-/* wrap: grpc_server_add_method grpc_server_listen_unix grpc_call_reply grpc_call_fail grpc_call_on_cancel grpc_call_deadline_left_ms grpc_call_send_pb fileio_write_atomic cdi_spec_remove event_add event_del event_pending event_free */
+/* wrap: grpc_server_add_method grpc_server_add_watch_method grpc_server_listen_unix grpc_call_reply grpc_call_fail grpc_call_on_cancel grpc_call_deadline_left_ms grpc_call_send_latest fileio_write_atomic cdi_spec_remove event_add event_del event_pending event_free */
 /* dra: the Prepare/Unprepare state machine, driven without sockets.
  *
  * The kubelet is played by hand: the method handlers the plugin registers are
@@ -87,6 +87,19 @@ int __wrap_grpc_server_add_method(struct grpc_server *srv, const char *path, grp
 	return __real_grpc_server_add_method(srv, path, fn, userdata);
 }
 
+int __real_grpc_server_add_watch_method(struct grpc_server *srv, const char *path,
+					grpc_handler_fn fn, void *userdata);
+int __wrap_grpc_server_add_watch_method(struct grpc_server *srv, const char *path,
+					grpc_handler_fn fn, void *userdata)
+{
+	assert_true(n_methods < (int)ARRAY_SIZE(methods));
+	snprintf(methods[n_methods].path, sizeof(methods[0].path), "%s", path);
+	methods[n_methods].fn = fn;
+	methods[n_methods].ud = userdata;
+	n_methods++;
+	return __real_grpc_server_add_watch_method(srv, path, fn, userdata);
+}
+
 int __wrap_grpc_server_listen_unix(struct grpc_server *srv, const char *path, mode_t mode)
 {
 	return 0; /* no sockets: the tests call the handlers */
@@ -129,12 +142,11 @@ static uint8_t sent_pb[1 << 16];
 static size_t sent_len;
 static int n_sent;
 
-int __wrap_grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
+int __wrap_grpc_call_send_latest(struct grpc_call *call, const uint8_t *msg, size_t len)
 {
-	size_t n = protobuf_c_message_get_packed_size(msg);
-
-	assert_true(n <= sizeof(sent_pb));
-	sent_len = protobuf_c_message_pack(msg, sent_pb);
+	assert_true(len <= sizeof(sent_pb));
+	memcpy(sent_pb, msg, len);
+	sent_len = len;
 	n_sent++;
 	return 0;
 }

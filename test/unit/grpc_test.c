@@ -1008,6 +1008,99 @@ static void test_send_refuses_when_client_does_not_read(void **state)
 	client_done(&cl);
 }
 
+/* A watch's client opens no window: the first message waits in the output,
+ * each later one replaces the one behind it, and once the client reads it
+ * gets the first and the latest, nothing in between. */
+static void test_send_latest_gives_a_slow_client_the_latest_only(void **state)
+{
+	struct fixture *f = *state;
+	struct client cl;
+	uint8_t buf[16];
+	struct body b = msg_body(buf, sizeof(buf), "");
+	static const uint8_t want[] = { 0, 0, 0, 0, 3, 'o', 'n', 'e', 0, 0, 0, 0, 4, 'f', 'o', 'u', 'r' };
+	struct resp *r;
+	struct grpc_stats st;
+
+	assert_int_equal(grpc_server_add_watch_method(f->srv, "/t.S/Watch", h_hold, NULL), 0);
+	client_init(&cl, f->srv, 0); /* stream window 0: nothing can leave */
+	r = client_call(&cl, "/t.S/Watch", &b, NULL);
+	assert_int_equal(n_held, 1);
+	assert_int_equal(grpc_call_send_latest(held[0], (const uint8_t *)"one", 3), 0);
+	assert_int_equal(grpc_call_send_latest(held[0], (const uint8_t *)"two", 3), 0);
+	assert_int_equal(grpc_call_send_latest(held[0], (const uint8_t *)"three", 5), 1);
+	assert_int_equal(grpc_call_send_latest(held[0], (const uint8_t *)"four", 4), 1);
+	client_pump(&cl);
+	assert_int_equal(r->data_len, 0);
+	grpc_server_get_stats(f->srv, &st);
+	assert_int_equal(st.messages_coalesced, 2);
+	/* the client reads: a window for the stream */
+	assert_int_equal(nghttp2_submit_window_update(cl.s, NGHTTP2_FLAG_NONE, r->id, 1000), 0);
+	client_pump(&cl);
+	assert_int_equal(r->data_len, sizeof(want));
+	assert_memory_equal(r->data, want, sizeof(want));
+	/* with room, nothing is replaced any more */
+	assert_int_equal(grpc_call_send_latest(held[0], (const uint8_t *)"five", 4), 0);
+	client_pump(&cl);
+	assert_int_equal(r->data_len, sizeof(want) + GRPC_PREFIX_LEN + 4);
+	assert_int_equal(grpc_call_end(held[0]), 0);
+	client_pump(&cl);
+	assert_int_equal(r->grpc_status, 0);
+	client_done(&cl);
+}
+
+/* At most max_conn_watches watches per connection, and watches on at most
+ * max_connections - 1 connections: the last one is kept for other calls. */
+static void test_watch_calls_are_bounded_and_leave_a_connection(void **state)
+{
+	struct fixture *f = *state;
+	struct grpc_server *srv = NULL;
+	struct grpc_limits lim;
+	struct client a, b2, c;
+	uint8_t buf[16];
+	struct body b = msg_body(buf, sizeof(buf), "");
+	struct resp *r;
+	struct grpc_stats st;
+
+	grpc_limits_default(&lim);
+	lim.max_connections = 3;
+	lim.max_conn_watches = 2;
+	assert_int_equal(grpc_server_new(f->base, &lim, &srv), 0);
+	assert_int_equal(grpc_server_add_watch_method(srv, "/t.S/Watch", h_hold, (void *)1), 0);
+	assert_int_equal(grpc_server_add_method(srv, "/t.S/Echo", h_echo, NULL), 0);
+	client_init(&a, srv, 65535);
+	client_init(&b2, srv, 65535);
+	client_init(&c, srv, 65535);
+	(void)client_call(&a, "/t.S/Watch", &b, NULL);
+	(void)client_call(&a, "/t.S/Watch", &b, NULL);
+	r = client_call(&a, "/t.S/Watch", &b, NULL);
+	assert_int_equal(r->grpc_status, GRPC_STATUS_RESOURCE_EXHAUSTED);
+	assert_string_equal(r->grpc_message,
+			    "too many watch streams on this connection (max 2)");
+	(void)client_call(&b2, "/t.S/Watch", &b, NULL);
+	assert_int_equal(n_held, 3);
+	r = client_call(&c, "/t.S/Watch", &b, NULL);
+	assert_int_equal(r->grpc_status, GRPC_STATUS_RESOURCE_EXHAUSTED);
+	assert_string_equal(r->grpc_message,
+			    "watch streams are held on 2 connections, the most allowed: the last "
+			    "one is kept for other calls");
+	r = client_call(&c, "/t.S/Echo", &b, NULL);
+	assert_int_equal(r->grpc_status, 0);
+	grpc_server_get_stats(srv, &st);
+	assert_int_equal(st.watches_refused, 2);
+	/* a's watches end (one completed, one reset by the client): c may watch */
+	assert_int_equal(grpc_call_end(held[0]), 0);
+	assert_int_equal(nghttp2_submit_rst_stream(a.s, NGHTTP2_FLAG_NONE, 3, NGHTTP2_CANCEL), 0);
+	client_pump(&a);
+	assert_int_equal(cancels, 1);
+	r = client_call(&c, "/t.S/Watch", &b, NULL);
+	assert_int_equal(r->grpc_status, -1); /* held */
+	assert_int_equal(n_held, 4);
+	client_done(&a);
+	client_done(&b2);
+	client_done(&c);
+	grpc_server_free(srv);
+}
+
 static void test_completion_on_a_closed_connection_reports_cancelled(void **state)
 {
 	struct fixture *f = *state;
@@ -1201,6 +1294,8 @@ int main(void)
 		TM(test_fail_message_is_percent_encoded),
 		TM(test_reply_over_max_message_fails_the_call),
 		TM(test_send_refuses_when_client_does_not_read),
+		TM(test_send_latest_gives_a_slow_client_the_latest_only),
+		TM(test_watch_calls_are_bounded_and_leave_a_connection),
 		TM(test_completion_on_a_closed_connection_reports_cancelled),
 		TS(test_bad_preface_ends_connection),
 		TS(test_bad_frame_gets_goaway),

@@ -98,7 +98,7 @@ struct dra {
 	struct event *health_timer;
 	bool has_online;       /* dra_set_online() was called */
 	struct cpuset online;  /* then: the CPUs online now */
-	struct metric *g_claims_offline;
+	struct metric *g_claims_offline, *g_health_streams, *health_coalesced;
 	bool registered;
 	/* metrics */
 	struct metric_series *prep_ok, *prep_err, *prep_cancelled, *unprep_ok, *unprep_err;
@@ -888,10 +888,14 @@ static bool device_health(struct dra *d, const struct device *dev, char *msg, si
 	return false;
 }
 
-/* One complete snapshot of every device. v1 and the renamed v1alpha1 share
- * messages and field numbers, so one encoding serves both services (the
- * tests decode it with the v1 types). */
-static void health_send(struct dra *d, struct health_stream *hs)
+/* One complete snapshot of every device, packed once for every stream it
+ * goes to. v1 and the renamed v1alpha1 share messages and field numbers, so
+ * one encoding serves both services (the tests decode it with the v1 types).
+ * Each stream gets it with grpc_call_send_latest(): a peer that does not read
+ * holds the newest snapshot, not one per change (dra_cpu_health_updates_
+ * coalesced_total), and the gRPC server bounds how many streams a peer holds.
+ * only: that stream, or NULL for all. */
+static void health_send(struct dra *d, struct health_stream *only)
 {
 	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
 	size_t n = (size_t)d->devices->n;
@@ -900,6 +904,8 @@ static void health_send(struct dra *d, struct health_stream *hs)
 	V1alpha1__DeviceIdentifier *ids = calloc(n + 1, sizeof(*ids));
 	char (*msgs)[DRA_HEALTH_MESSAGE_MAX + 1] = calloc(n + 1, sizeof(*msgs));
 	time_t now = time(NULL);
+	uint8_t *buf = NULL;
+	size_t len;
 
 	if (!h || !hp || !ids || !msgs)
 		goto out;
@@ -921,8 +927,16 @@ static void health_send(struct dra *d, struct health_stream *hs)
 	}
 	resp.n_devices = n;
 	resp.devices = hp;
-	(void)grpc_call_send_pb(hs->call, &resp.base);
+	len = protobuf_c_message_get_packed_size(&resp.base);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		goto out;
+	(void)protobuf_c_message_pack(&resp.base, buf);
+	for (struct health_stream *hs = only ? only : d->streams; hs; hs = only ? NULL : hs->next)
+		if (grpc_call_send_latest(hs->call, buf, len) == 1)
+			metric_add(d->health_coalesced, 1);
 out:
+	free(buf);
 	free(h);
 	free(hp);
 	free(ids);
@@ -943,6 +957,7 @@ static void on_health_cancel(struct grpc_call *call, void *ud)
 	struct health_stream *hs = ud;
 
 	health_unlink(hs);
+	metric_add(hs->dra->g_health_streams, -1);
 	free(hs); /* the call handle ends when this returns */
 }
 
@@ -950,8 +965,8 @@ static void on_health_timer(evutil_socket_t fd, short what, void *ud)
 {
 	struct dra *d = ud;
 
-	for (struct health_stream *hs = d->streams; hs; hs = hs->next)
-		health_send(d, hs);
+	if (d->streams)
+		health_send(d, NULL);
 }
 
 static void handle_watch_resources(struct grpc_call *call, const uint8_t *req, size_t len,
@@ -968,6 +983,7 @@ static void handle_watch_resources(struct grpc_call *call, const uint8_t *req, s
 	hs->dra = d;
 	hs->next = d->streams;
 	d->streams = hs;
+	metric_add(d->g_health_streams, 1);
 	grpc_call_on_cancel(call, on_health_cancel, hs);
 	health_send(d, hs);
 }
@@ -1019,6 +1035,12 @@ static void register_metrics(struct dra *d, struct metrics *m)
 					    "Prepared claims holding a CPU that is offline (kept "
 					    "there, never moved).",
 					    NULL);
+	d->g_health_streams = metrics_gauge(m, "dra_cpu_health_streams",
+					    "Open device-health watch streams (NodeWatchResources).",
+					    NULL);
+	d->health_coalesced = metrics_counter(
+		m, "dra_cpu_health_updates_coalesced_total",
+		"Health snapshots that replaced one a slow stream had not started to read.", NULL);
 	d->grpc_seconds = metrics_histogram(m, "dra_cpu_grpc_call_duration_seconds",
 					    "Kubelet gRPC call duration by method.", "method", secs,
 					    (int)ARRAY_SIZE(secs));
@@ -1096,7 +1118,9 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		return r;
 	grpc_server_set_observer(d->grpc, on_grpc_observe, d);
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
-		r = grpc_server_add_method(d->grpc, methods[i].path, methods[i].fn, d);
+		r = (methods[i].fn == handle_watch_resources ? grpc_server_add_watch_method
+							      : grpc_server_add_method)(
+			d->grpc, methods[i].path, methods[i].fn, d);
 		if (r < 0)
 			return r;
 	}
@@ -1173,8 +1197,8 @@ void dra_set_online(struct dra *d, const struct cpuset *online)
 	prepare_set_online(d->prepare, online);
 	metric_set(d->g_claims_offline, 0);
 	(void)state_foreach_claim(d->state, count_offline_claims, d);
-	for (struct health_stream *hs = d->streams; hs; hs = hs->next)
-		health_send(d, hs);
+	if (d->streams)
+		health_send(d, NULL);
 }
 
 struct dra *dra_free(struct dra *d)

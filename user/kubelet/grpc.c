@@ -62,6 +62,7 @@ struct grpc_method {
 	struct grpc_method *next;
 	grpc_handler_fn fn;
 	void *userdata;
+	bool watch; /* long-lived server stream (grpc_server_add_watch_method) */
 	char path[];
 };
 
@@ -84,12 +85,13 @@ struct grpc_server {
 	struct grpc_listener *listeners;
 	struct grpc_conn *conns;
 	uint32_t n_conns;
+	uint32_t n_watch_conns; /* connections holding a watch call */
 	grpc_observe_fn observe;
 	void *observe_ud;
 	struct grpc_stats stats;
 	/* peers can repeat whatever makes us warn: one line per
 	 * WARN_INTERVAL_MS for each kind */
-	struct ratelimit warn_rl, slow_rl, evict_rl;
+	struct ratelimit warn_rl, slow_rl, evict_rl, watch_rl;
 };
 
 enum conn_state { CONN_OPEN, CONN_CLOSING, CONN_DEAD };
@@ -105,6 +107,7 @@ struct grpc_conn {
 	size_t buffered;   /* request bytes held by calls */
 	size_t queued;	   /* reply bytes held by calls */
 	uint32_t n_active; /* calls held by handlers */
+	uint32_t n_watches; /* of those, watch calls */
 	unsigned in_session;
 	enum conn_state state;
 	bool want_flush;
@@ -143,7 +146,12 @@ struct grpc_call {
 	bool responded;	 /* response HEADERS submitted */
 	bool deferred;	 /* data provider waits for output */
 	bool cancelled;
+	bool watch_held; /* counted in conn n_watches */
 	struct evbuffer *out;
+	/* grpc_call_send_latest(): one framed message not yet moved to out, which
+	 * a newer one replaces */
+	uint8_t *latest;
+	size_t latest_len;
 	enum grpc_status status;
 	char *message; /* percent-encoded grpc-message, or NULL */
 	uint64_t t_start;
@@ -268,6 +276,7 @@ void grpc_limits_default(struct grpc_limits *l)
 		.max_conn_output = 256 << 10,
 		.max_streams = 100,
 		.max_connections = 64,
+		.max_conn_watches = 4,
 		.handshake_timeout_ms = 10000,
 		.first_request_timeout_ms = 10000,
 		.idle_timeout_ms = 120000,
@@ -385,6 +394,7 @@ static void call_release(struct grpc_call *call, uint8_t ref)
 	free(call->req);
 	if (call->out)
 		evbuffer_free(call->out);
+	free(call->latest);
 	free(call->message);
 	free(call);
 }
@@ -395,6 +405,16 @@ static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum g
 		return;
 	srv->observe(call->method ? call->method->path : "unknown", code,
 		     call->t_start ? clock_now_ns() - call->t_start : 0, srv->observe_ud);
+}
+
+/* The call no longer holds a watch place on c (completed or gone). */
+static void call_unhold_watch(struct grpc_call *call, struct grpc_conn *c)
+{
+	if (!call->watch_held)
+		return;
+	call->watch_held = false;
+	if (--c->n_watches == 0)
+		c->srv->n_watch_conns--;
 }
 
 /* The stream is gone (closed, reset, connection freed). Drops the buffers;
@@ -423,6 +443,11 @@ static void call_detach(struct grpc_call *call)
 		evbuffer_free(call->out);
 		call->out = NULL;
 	}
+	c->queued -= call->latest_len;
+	free(call->latest);
+	call->latest = NULL;
+	call->latest_len = 0;
+	call_unhold_watch(call, c);
 	call->conn = NULL;
 	if (!(call->refs & CALL_REF_HANDLER)) {
 		call_release(call, CALL_REF_STREAM);
@@ -549,6 +574,7 @@ static int call_complete(struct grpc_call *call, enum grpc_status code, const ch
 	}
 	r = c->state == CONN_DEAD ? -ECANCELED : 0; /* going away: nothing will be sent */
 	call_finish(call, 200, code, msg);
+	call_unhold_watch(call, c);
 	c->n_active--;
 	c->srv->stats.calls_active--;
 	call_observe(call, c->srv, code);
@@ -557,8 +583,9 @@ static int call_complete(struct grpc_call *call, enum grpc_status code, const ch
 	return r;
 }
 
-/* Room for one message of len bytes in the call's output. */
-static int call_send_check(struct grpc_call *call, size_t len)
+/* Room for one message of len bytes in the call's output, once freed bytes
+ * of it (a message the new one replaces) are gone. */
+static int call_send_check(struct grpc_call *call, size_t len, size_t freed)
 {
 	struct grpc_conn *c = call->conn;
 
@@ -569,7 +596,7 @@ static int call_send_check(struct grpc_call *call, size_t len)
 		c->srv->stats.messages_too_large++;
 		return -E2BIG;
 	}
-	if (c->queued + GRPC_PREFIX_LEN + len > c->srv->limits.max_conn_queued) {
+	if (c->queued - freed + GRPC_PREFIX_LEN + len > c->srv->limits.max_conn_queued) {
 		c->srv->stats.replies_dropped++;
 		return -ENOBUFS;
 	}
@@ -615,7 +642,7 @@ static int call_queue(struct grpc_call *call, size_t len,
 	struct evbuffer_iovec v;
 	int r;
 
-	r = call_send_check(call, len);
+	r = call_send_check(call, len, 0);
 	if (r < 0)
 		return r;
 	if (evbuffer_reserve_space(call->out, (ev_ssize_t)(GRPC_PREFIX_LEN + len), &v, 1) != 1)
@@ -645,6 +672,60 @@ static void pack_pb(uint8_t *dst, size_t len, const void *arg)
 int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
 {
 	return call_queue(call, len, pack_bytes, msg);
+}
+
+/* Moves the latest message into the output once what is there has gone out
+ * (from the data provider, or at once when nothing waits). */
+static void call_take_latest(struct grpc_call *call)
+{
+	if (!call->latest || (call->out && evbuffer_get_length(call->out) > 0))
+		return;
+	if (evbuffer_add(call->out, call->latest, call->latest_len) < 0)
+		return; /* kept; tried again at the next read */
+	free(call->latest);
+	call->latest = NULL;
+	call->latest_len = 0;
+}
+
+int grpc_call_send_latest(struct grpc_call *call, const uint8_t *msg, size_t len)
+{
+	struct grpc_conn *c;
+	uint8_t *m;
+	int r, replaced;
+
+	r = call_send_check(call, len, call->latest_len); /* also makes call->out */
+	if (r < 0)
+		return r;
+	c = call->conn;
+	m = malloc(GRPC_PREFIX_LEN + len);
+	if (!m)
+		return -ENOMEM;
+	grpc_prefix_write(m, (uint32_t)len);
+	if (len)
+		memcpy(m + GRPC_PREFIX_LEN, msg, len);
+	replaced = call->latest != NULL;
+	if (replaced) {
+		c->queued -= call->latest_len;
+		free(call->latest);
+		c->srv->stats.messages_coalesced++;
+	}
+	call->latest = m;
+	call->latest_len = GRPC_PREFIX_LEN + len;
+	call_take_latest(call);
+	/* accounted as queued, whether in out or still latest */
+	r = call_send_commit(call, len);
+	return r < 0 ? r : replaced;
+}
+
+int grpc_call_send_latest_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	(void)protobuf_c_message_pack(msg, buf);
+	return grpc_call_send_latest(call, buf, len);
 }
 
 int grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
@@ -728,6 +809,8 @@ static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, 
 	struct grpc_conn *c = user_data;
 	size_t n = 0;
 
+	if (call->out)
+		call_take_latest(call);
 	if (call->out) {
 		n = evbuffer_get_length(call->out);
 		if (n > length)
@@ -736,7 +819,7 @@ static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, 
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 		c->queued -= n;
 	}
-	if (call->finished && (!call->out || evbuffer_get_length(call->out) == 0)) {
+	if (call->finished && !call->latest && (!call->out || evbuffer_get_length(call->out) == 0)) {
 		char status[8];
 
 		(void)snprintf(status, sizeof(status), "%d", (int)call->status);
@@ -806,6 +889,26 @@ static void call_headers_done(struct grpc_call *call)
 		call->deadline_ns = clock_now_ns() + call->timeout_ns;
 }
 
+/* A watch call takes a place on its connection: at most max_conn_watches
+ * there, and watches on at most max_connections - 1 connections, so that
+ * peers holding watches can never take every connection: one is left for a
+ * client's other calls (an idle connection there is evicted for it). */
+static bool call_hold_watch(struct grpc_call *call)
+{
+	struct grpc_conn *c = call->conn;
+	struct grpc_server *srv = c->srv;
+
+	if (c->n_watches >= srv->limits.max_conn_watches)
+		return false;
+	if (c->n_watches == 0 && srv->limits.max_connections > 1 &&
+	    srv->n_watch_conns >= srv->limits.max_connections - 1)
+		return false;
+	if (c->n_watches++ == 0)
+		srv->n_watch_conns++;
+	call->watch_held = true;
+	return true;
+}
+
 /* The client half-closed: exactly one message must have arrived. */
 static void call_request_done(struct grpc_call *call)
 {
@@ -823,6 +926,22 @@ static void call_request_done(struct grpc_call *call)
 	}
 	if (call->n_msgs == 0) {
 		call_reject(call, 200, GRPC_STATUS_INTERNAL, "missing request message");
+		return;
+	}
+	if (call->method->watch && !call_hold_watch(call)) {
+		srv->stats.watches_refused++;
+		if (ratelimit_pass(&srv->watch_rl, &held))
+			log_warn("watch_refused",
+				 "path=%s conn_watches=%u max=%u watch_conns=%u max_conns=%u "
+				 "action=resource_exhausted suppressed=%llu",
+				 call->path, c->n_watches, srv->limits.max_conn_watches,
+				 srv->n_watch_conns, srv->limits.max_connections,
+				 (unsigned long long)held);
+		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+			    c->n_watches ? "too many watch streams on this connection (max %u)"
+					 : "watch streams are held on %u connections, the most "
+					   "allowed: the last one is kept for other calls",
+			    c->n_watches ? srv->limits.max_conn_watches : srv->n_watch_conns);
 		return;
 	}
 
@@ -1486,6 +1605,7 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 	DEF(max_message) DEF(max_conn_buffered) DEF(max_conn_queued) DEF(max_conn_output)
 	DEF(max_streams) DEF(max_connections) DEF(handshake_timeout_ms)
 	DEF(first_request_timeout_ms) DEF(idle_timeout_ms) DEF(write_timeout_ms)
+	DEF(max_conn_watches)
 #undef DEF
 	if (lim.max_message > UINT32_MAX - GRPC_PREFIX_LEN)
 		return -EINVAL;
@@ -1498,6 +1618,7 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 	ratelimit_init(&srv->warn_rl, WARN_INTERVAL_MS, 1);
 	ratelimit_init(&srv->slow_rl, WARN_INTERVAL_MS, 1);
 	ratelimit_init(&srv->evict_rl, WARN_INTERVAL_MS, 1);
+	ratelimit_init(&srv->watch_rl, WARN_INTERVAL_MS, 1);
 	if (nghttp2_session_callbacks_new(&srv->cbs) < 0)
 		return -ENOMEM;
 	cbs = srv->cbs;
@@ -1519,8 +1640,8 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 	return 0;
 }
 
-int grpc_server_add_method(struct grpc_server *srv, const char *path, grpc_handler_fn fn,
-			   void *userdata)
+static int add_method(struct grpc_server *srv, const char *path, grpc_handler_fn fn,
+		      void *userdata, bool watch)
 {
 	size_t len = strlen(path);
 	struct grpc_method *m;
@@ -1535,9 +1656,22 @@ int grpc_server_add_method(struct grpc_server *srv, const char *path, grpc_handl
 	memcpy(m->path, path, len + 1);
 	m->fn = fn;
 	m->userdata = userdata;
+	m->watch = watch;
 	m->next = srv->methods;
 	srv->methods = m;
 	return 0;
+}
+
+int grpc_server_add_method(struct grpc_server *srv, const char *path, grpc_handler_fn fn,
+			   void *userdata)
+{
+	return add_method(srv, path, fn, userdata, false);
+}
+
+int grpc_server_add_watch_method(struct grpc_server *srv, const char *path, grpc_handler_fn fn,
+				 void *userdata)
+{
+	return add_method(srv, path, fn, userdata, true);
 }
 
 void grpc_server_set_observer(struct grpc_server *srv, grpc_observe_fn fn, void *userdata)

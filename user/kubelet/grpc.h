@@ -101,6 +101,7 @@ struct grpc_limits {
 	uint32_t first_request_timeout_ms; /* accept to the first request, when crowded (10 s) */
 	uint32_t idle_timeout_ms;	/* no input and no call in a handler (120 s) */
 	uint32_t write_timeout_ms;	/* output pending and not moving (30 s) */
+	uint32_t max_conn_watches;	/* watch calls held per connection (4) */
 };
 
 /* Counters since grpc_server_new(), for a metrics collector. */
@@ -117,6 +118,8 @@ struct grpc_stats {
 	uint64_t calls_active;		/* held by handlers */
 	uint64_t messages_too_large;	/* over max_message (either way) or max_conn_buffered */
 	uint64_t replies_dropped;	/* -ENOBUFS: over max_conn_queued */
+	uint64_t watches_refused;	/* RESOURCE_EXHAUSTED: no room for a watch call */
+	uint64_t messages_coalesced;	/* grpc_call_send_latest() replaced an unsent one */
 };
 
 /* A method: called once per complete request (exactly one message). req is
@@ -159,6 +162,16 @@ int grpc_server_listen_unix(struct grpc_server *srv, const char *path, mode_t mo
  * for a malformed path, -EEXIST if already registered. */
 int grpc_server_add_method(struct grpc_server *srv, const char *path, grpc_handler_fn fn,
 			   void *userdata);
+/* Same for a watch: a server stream its handler holds for long, sending the
+ * latest state with grpc_call_send_latest(). A connection holds at most
+ * max_conn_watches of them, and watches are held on at most max_connections
+ * - 1 connections; over either, the call is answered RESOURCE_EXHAUSTED
+ * without reaching the handler (watches_refused). So peers that open
+ * watches and never read can hold neither every connection (the last one
+ * stays for other calls, an idle connection there being evicted for a new
+ * one) nor more than max_conn_watches latest messages each. */
+int grpc_server_add_watch_method(struct grpc_server *srv, const char *path, grpc_handler_fn fn,
+				 void *userdata);
 
 void grpc_server_set_observer(struct grpc_server *srv, grpc_observe_fn fn, void *userdata);
 void grpc_server_get_stats(const struct grpc_server *srv, struct grpc_stats *ret);
@@ -188,6 +201,15 @@ void grpc_call_on_cancel(struct grpc_call *call, grpc_cancel_fn fn, void *userda
 int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len);
 /* Same, packing a protobuf-c message straight into the output. */
 int grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg);
+
+/* Queues one message that supersedes the previous one sent this way: if that
+ * one has not started to go out yet (the client reads slowly, or not at all)
+ * it is replaced, so a slow reader gets the latest state, not a queue of
+ * every change (messages_coalesced). At most one such message waits per call,
+ * besides one partly sent. 1 when a message was replaced, 0 when queued
+ * after what is out already, or the errors of grpc_call_send(). */
+int grpc_call_send_latest(struct grpc_call *call, const uint8_t *msg, size_t len);
+int grpc_call_send_latest_pb(struct grpc_call *call, const struct ProtobufCMessage *msg);
 
 /* Completes the call: grpc_call_send() then status OK. If the message cannot
  * be queued the call fails instead (RESOURCE_EXHAUSTED) and the error is
