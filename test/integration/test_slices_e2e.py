@@ -79,14 +79,17 @@ def test_expired_watch_relists_and_keeps_repairing(apiserver, make_driver, kube)
     wait_for(published(apiserver, 1), what="repaired after re-list")
 
 
-def test_a_watch_that_fails_after_every_list_backs_off(apiserver, make_driver):
-    """Every slice watch fails at once (410) after its LIST: the empty sync that
-    follows each LIST must not reset the backoff, so the relists slow down
-    (the delays double from 200 ms) instead of coming several times a second."""
+@pytest.mark.parametrize("fault", [{"action": "error", "code": 410}, {"action": "garbage"},
+                                   {"action": "drop"}], ids=["410", "garbage", "cut"])
+def test_a_watch_that_fails_after_every_list_backs_off(apiserver, make_driver, fault):
+    """Every slice watch fails at once after its LIST (410, a line that is not
+    an event, a cut connection): the empty sync that follows each LIST must not
+    reset the backoff, so the relists slow down (the delays double from 200 ms)
+    instead of coming several times a second."""
     d = make_driver(args=["--no-nri", "--no-bpf"]).start()
     d.wait_ready()
     since = len(apiserver.log())
-    apiserver.add_fault(action="error", code=410, verb="watch", resource="resourceslices")
+    apiserver.add_fault(verb="watch", resource="resourceslices", **fault)
     apiserver.expire_watches()
 
     def lists():

@@ -637,12 +637,14 @@ class Store:
 
 
 class Faults:
-    """Runtime fault rules. Each rule: action (error|throttle|drop|delay), percent
-    (default 100), count (None = unlimited), verb / resource filters (string or
-    list; verb "write" = any write), code (error), retry_after (throttle),
-    seconds (delay). Delays add up; the first firing error/throttle/drop wins."""
+    """Runtime fault rules. Each rule: action (error|throttle|drop|delay|garbage),
+    percent (default 100), count (None = unlimited), verb / resource filters
+    (string or list; verb "write" = any write), code (error), retry_after
+    (throttle), seconds (delay). garbage answers 200 with a body that is not
+    JSON (one line, then the end: a broken watch stream). Delays add up; the
+    first firing error/throttle/drop/garbage wins."""
 
-    ACTIONS = ("error", "throttle", "drop", "delay")
+    ACTIONS = ("error", "throttle", "drop", "delay", "garbage")
 
     def __init__(self, seed=None):
         self.lock = threading.Lock()
@@ -1365,6 +1367,15 @@ class ApiServer:
                 entry["fault"] = rule["action"]
                 if rule["action"] == "drop":
                     h.drop()
+                    return
+                if rule["action"] == "garbage":
+                    data = b"this is not a watch event\n"
+                    h.send_response(200)
+                    h.send_header("Content-Type", "application/json;stream=watch")
+                    h.send_header("Transfer-Encoding", "chunked")
+                    h.end_headers()
+                    h.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+                    entry["code"] = 200
                     return
                 if rule["action"] == "throttle":
                     ra = int(rule.get("retry_after", 1))
