@@ -80,10 +80,11 @@ def test_expired_watch_relists_and_keeps_repairing(apiserver, make_driver, kube)
 
 
 @pytest.mark.parametrize("fault", [{"action": "error", "code": 410}, {"action": "garbage"},
-                                   {"action": "drop"}], ids=["410", "garbage", "cut"])
+                                   {"action": "garbage", "size": (4 << 20) + 1},
+                                   {"action": "drop"}], ids=["410", "garbage", "long-line", "cut"])
 def test_a_watch_that_fails_after_every_list_backs_off(apiserver, make_driver, fault):
     """Every slice watch fails at once after its LIST (410, a line that is not
-    an event, a cut connection): the empty sync that follows each LIST must not
+    an event, a line over the 4 MiB cap, a cut connection): the empty sync that follows each LIST must not
     reset the backoff, so the relists slow down (the delays double from 200 ms)
     instead of coming several times a second."""
     d = make_driver(args=["--no-nri", "--no-bpf"]).start()

@@ -641,7 +641,7 @@ class Faults:
     percent (default 100), count (None = unlimited), verb / resource filters
     (string or list; verb "write" = any write), code (error), retry_after
     (throttle), seconds (delay). garbage answers 200 with a body that is not
-    JSON (one line, then the end: a broken watch stream). Delays add up; the
+    JSON (one line, then the end: a broken watch stream), of size bytes if given. Delays add up; the
     first firing error/throttle/drop/garbage wins."""
 
     ACTIONS = ("error", "throttle", "drop", "delay", "garbage")
@@ -1369,7 +1369,8 @@ class ApiServer:
                     h.drop()
                     return
                 if rule["action"] == "garbage":
-                    data = b"this is not a watch event\n"
+                    size = int(rule.get("size", 0))  # a line this long, else a short one
+                    data = (b"x" * size if size else b"this is not a watch event") + b"\n"
                     h.send_response(200)
                     h.send_header("Content-Type", "application/json;stream=watch")
                     h.send_header("Transfer-Encoding", "chunked")
