@@ -808,7 +808,8 @@ static void test_api_failing_for_minutes_backs_off_and_recovers(void **st)
 	assert_true(fx.in_sync);
 	assert_non_null(watching());
 	assert_int_equal(count_writes(from), 0);
-	/* and the backoff starts small again */
+	/* and once the watch has held for 10 s the backoff starts small again */
+	settle(10000);
 	watch_end(watching(), 503, -EAGAIN);
 	assert_true(faketimer_next(NULL) != NULL);
 	{
@@ -909,6 +910,38 @@ static void test_watch_ending_at_once_is_not_a_hot_loop(void **st)
 	/* at most a handful of watches per virtual second on average */
 	assert_true(n_kwatches - watches <= 5 * (faketimer_now() - t0) / 1000 + 5);
 	assert_true(faketimer_now() - t0 >= 10000);
+}
+
+/* Every watch fails (410) right after its LIST, whose sync writes nothing:
+ * the relists back off to the cap instead of one every 200 ms. */
+static void test_watch_failing_after_every_list_backs_off(void **st)
+{
+	int64_t t0;
+	int lists;
+
+	published();
+	t0 = faketimer_now();
+	lists = count_calls(KUBE_GET, 0);
+	for (int i = 0; i < 60; i++) {
+		struct kube_watch *w = watching();
+		int64_t at = 0;
+
+		if (w) {
+			settle(0); /* the sync after the LIST runs first, writing nothing */
+			watch_end(watching(), 200, -ESTALE);
+			continue;
+		}
+		if (pending()) {
+			serve_one(pending());
+			continue;
+		}
+		assert_non_null(faketimer_next(&at));
+		faketimer_advance(at - faketimer_now());
+	}
+	lists = count_calls(KUBE_GET, 0) - lists;
+	/* 20 relists: at least 100+200+...+15000 ms of half-jittered delays */
+	assert_true(lists >= 15);
+	assert_true(faketimer_now() - t0 >= 100000);
 }
 
 static void test_watch_failing_during_a_sync_never_runs_two_requests(void **st)
@@ -1102,6 +1135,7 @@ int main(void)
 		T(test_watch_end_resumes_from_the_last_resource_version),
 		T(test_expired_watch_relists),
 		T(test_watch_ending_at_once_is_not_a_hot_loop),
+		T(test_watch_failing_after_every_list_backs_off),
 		T(test_watch_failing_during_a_sync_never_runs_two_requests),
 		T(test_a_repair_within_the_bound_is_no_readiness_event),
 		T(test_repairs_failing_past_the_bound_turn_unready_until_right),

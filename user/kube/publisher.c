@@ -34,6 +34,10 @@
 
 #define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
 #define WATCH_TIMEOUT_S 300
+/* A watch still open this long proves the server works: the backoff starts
+ * small again (as client-go's reflector resets its backoff after a while
+ * without failure). A LIST and a sync that writes nothing prove nothing. */
+#define WATCH_HEALTHY_MS 10000
 
 enum phase { PH_NODE, PH_LIST, PH_WATCHING };
 enum op_kind { OP_DELETE, OP_UPDATE, OP_CREATE };
@@ -66,6 +70,7 @@ struct publisher {
 	struct kube_watch *watch;
 	char *rv; /* last resourceVersion seen (list or watch) */
 	struct event *retry_timer, *sync_timer;
+	struct event *healthy_timer; /* armed while a watch is open: WATCH_HEALTHY_MS */
 	struct event *repair_timer; /* armed while known out of sync after a publication */
 	struct backoff bo;
 	/* desired: slices are built on demand from the devices; kept are the
@@ -499,6 +504,7 @@ static void start_list(struct publisher *p)
 
 	kube_watch_stop(p->watch);
 	p->watch = NULL;
+	(void)event_del(p->healthy_timer);
 	/* A write still in flight was planned from state this list replaces. */
 	kube_call_cancel(p->call);
 	p->call = NULL;
@@ -531,16 +537,23 @@ static void on_event(void *ud, const struct kube_watch_event *ev)
 	schedule_sync(p, p->o.resync_delay_ms);
 }
 
+static void on_watch_healthy(evutil_socket_t fd, short what, void *ud)
+{
+	struct publisher *p = ud;
+
+	backoff_reset(&p->bo);
+}
+
 static void on_watch_end(void *ud, const struct kube_result *r)
 {
 	struct publisher *p = ud;
 
 	p->watch = NULL;
+	(void)event_del(p->healthy_timer);
 	if (r->error == 0) {
 		/* The server ended the stream: resume, at once if it was a real
 		 * one (bookmarks come every minute or so), else after a backoff. */
 		if (p->watch_events > 0) {
-			backoff_reset(&p->bo); /* a whole watch: the server works */
 			start_watch(p);
 			return;
 		}
@@ -568,6 +581,12 @@ static void start_watch(struct publisher *p)
 	    kube_watch(p->kube, path, NULL, on_event, on_watch_end, p, &p->watch) < 0) {
 		p->watch = NULL;
 		retry_later(p, 0);
+		return;
+	}
+	{
+		struct timeval tv = { WATCH_HEALTHY_MS / 1000, (WATCH_HEALTHY_MS % 1000) * 1000 };
+
+		(void)event_add(p->healthy_timer, &tv);
 	}
 }
 
@@ -764,9 +783,10 @@ static void next_op(struct publisher *p)
 
 		ops_clear(p);
 		p->syncing = false;
-		/* Only writes that went through prove the server works: a sync
-		 * with nothing to write follows every LIST, and resetting there
-		 * let a watch that fails at once relist several times a second. */
+		/* Only writes that went through (or a watch that held,
+		 * WATCH_HEALTHY_MS) prove the server works: a sync with nothing
+		 * to write follows every LIST, and resetting there let a watch
+		 * that fails at once relist several times a second. */
 		if (n) {
 			backoff_reset(&p->bo);
 			log_info("slices_synced", "writes=%d slices=%d", n, p->n_desired);
@@ -864,9 +884,11 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
 	if (!p->o.repair_timeout_ms)
 		p->o.repair_timeout_ms = 30000;
 	p->retry_timer = evtimer_new(base, on_retry, p);
+	p->healthy_timer = evtimer_new(base, on_watch_healthy, p);
 	p->sync_timer = evtimer_new(base, on_sync_timer, p);
 	p->repair_timer = evtimer_new(base, on_repair_timeout, p);
-	if (!p->node || !p->retry_timer || !p->sync_timer || !p->repair_timer)
+	if (!p->node || !p->retry_timer || !p->sync_timer || !p->repair_timer ||
+	    !p->healthy_timer)
 		return -ENOMEM;
 	backoff_init(&p->bo, 200, 30000);
 	p->writes = metrics_counter(m, "dra_cpu_slice_writes_total",
@@ -897,6 +919,8 @@ struct publisher *publisher_free(struct publisher *p)
 	kube_watch_stop(p->watch);
 	if (p->retry_timer)
 		event_free(p->retry_timer);
+	if (p->healthy_timer)
+		event_free(p->healthy_timer);
 	if (p->sync_timer)
 		event_free(p->sync_timer);
 	if (p->repair_timer)
