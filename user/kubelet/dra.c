@@ -932,9 +932,11 @@ static void health_send(struct dra *d, struct health_stream *only)
 	if (!buf)
 		goto out;
 	(void)protobuf_c_message_pack(&resp.base, buf);
-	for (struct health_stream *hs = only ? only : d->streams; hs; hs = only ? NULL : hs->next)
+	for (struct health_stream *hs = only ? only : d->streams, *next; hs; hs = next) {
+		next = only ? NULL : hs->next; /* a stream reset while sending frees hs */
 		if (grpc_call_send_latest(hs->call, buf, len) == 1)
 			metric_add(d->health_coalesced, 1);
+	}
 out:
 	free(buf);
 	free(h);

@@ -29,8 +29,9 @@
  * Limits (struct grpc_limits) bound everything a peer can make us hold:
  * request size (over it: RESOURCE_EXHAUSTED without buffering the message),
  * request bytes buffered and reply bytes queued per connection, concurrent
- * streams, connections. A peer that stops reading stops being read from
- * (output above max_conn_output), and is dropped after write_timeout_ms.
+ * streams, connections, watch calls (grpc_server_add_watch_method). A peer
+ * that stops reading stops being read from (output above max_conn_output),
+ * and is dropped after write_timeout_ms.
  *
  * Idle peers cannot lock the kubelet out. At max_connections a new
  * connection is not refused while an idle one exists: the most evictable
