@@ -13,7 +13,7 @@ import pytest
 
 import h2raw
 from claims import claim, ref
-from conftest import ROOT
+from conftest import BUILD_DIR, ROOT
 from driver import wait_for
 
 CAPTURE = "32intel64-2p8co2t+8ve"  # 2 sockets x 8 cores x 2 threads, siblings N and N+16
@@ -234,7 +234,8 @@ def test_health_watchers_that_never_read_stay_small_and_leave_room_for_the_kubel
     # each stream holds its first snapshot and the latest: the others were replaced
     assert d.metrics()["dra_cpu_health_updates_coalesced_total"] >= 63 * 4 * 3
     grown = rss_kib(d.proc.pid) - rss0
-    assert grown < 16 * 1024, "RSS grew %d KiB" % grown
+    if "san" not in os.path.basename(os.path.normpath(BUILD_DIR)):  # ASan's quarantine
+        assert grown < 16 * 1024, "RSS grew %d KiB" % grown
     c = apiserver.put_claim(claim("meanwhile", [("cpus", "cpudev000", None)]))
     assert kubelet.prepare(d.dra_sock, [ref(c)]).claims[c["metadata"]["uid"]].error == ""
     for s in peers:
