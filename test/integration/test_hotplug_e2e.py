@@ -201,9 +201,8 @@ WATCH = "/v1.DRAResourceHealth/NodeWatchResources"
 def test_health_watchers_that_never_read_stay_small_and_leave_room_for_the_kubelet(
         apiserver, make_driver, sysfs, kubelet):
     """64 connections open 100 health watch streams each and never read (nor open
-    a window for them), while
-    CPU 5 goes offline and back four times (a snapshot to every stream each
-    time). Each stream holds the latest snapshot only, a connection at most
+    a window for them), while CPU 5 goes offline and back four times (a
+    snapshot to every stream each time). Each stream holds the latest snapshot only, a connection at most
     four streams, watches at most 63 connections: the driver stays small and
     the kubelet, connecting as the 65th peer, still prepares a claim."""
     d = start(make_driver, sysfs, "--cpu-device-mode", "individual")
