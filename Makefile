@@ -37,9 +37,8 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -MMD -MP \
 # Tests, fuzz targets and bench programs find the test helpers by name.
 TEST_CFLAGS := -Itest/helpers
 LDLIBS := $(PKG_LIBS) -lm
-# Full RELRO: every symbol bound at start, the GOT read-only after. No lazy
-# lookup walks the libraries later either, which would read back pages of the
-# ones the daemon released (host/coldlibs.h).
+# Full RELRO (hardening): every symbol is bound at start and the GOT is made
+# read-only after, so a stray write cannot redirect a library call.
 LDFLAGS += -Wl,-z,relro -Wl,-z,now
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

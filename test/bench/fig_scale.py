@@ -2,7 +2,8 @@
 one CPU each prepared through gRPC and 1000 claim-holding containers created
 through the NRI simulator; BPF checks loaded when we are root (as deployed).
 
-  RSS       VmRSS of the daemon holding all of that
+  memory    private dirty memory of the daemon holding all of that (RSS, PSS,
+            USS beside it)
   prepare   per-call daemon histogram over the 1000 prepares (the claim count
             grows 0 -> 1000 while measuring), plus client and CPU views
   NRI       CreateContainer round trip / plugin CPU as in fig_nri.py
@@ -20,7 +21,6 @@ import os
 import time
 
 from benchlib import (BenchError, Env, cpu_ns, histogram, histogram_delta, histogram_quantile,
-                      libraries_released,
                       http_status, log_events, measure_metrics, median, memory,
                       memory_by_mapping, quiet_gc, summary, wait_until)
 from fig_nri import NriProbe, creates_summary, start
@@ -78,7 +78,6 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
         time.sleep(0.2)
         mem = memory(pid)
         mem_top = memory_by_mapping(pid)
-        released = libraries_released(d.logs[-1])
         mx = measure_metrics(d.port, scrapes)
         rs = []
         for _ in range(restarts):
@@ -114,8 +113,7 @@ def run(build_dir, claims=1000, restarts=3, scrapes=30):
     return {
         "claims": claims, "containers": claims, "bpf_loaded": bpf_loaded,
         "memory_kib": mem, "memory_after_restart_kib": mem_restarted,
-        "uss_top_kib": mem_top,
-        "libraries_released": released,
+        "dirty_top_kib": mem_top,
         "vmrss_kib": mem["VmRSS"],
         "prepare_hist_ms": {"p50": _ms(histogram_quantile(0.5, h)),
                             "p99": _ms(histogram_quantile(0.99, h)),

@@ -39,7 +39,6 @@
 #include "core/irqiso.h"
 #include "core/state.h"
 #include "host/cgroup.h"
-#include "host/coldlibs.h"
 #include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/uevent.h"
@@ -58,9 +57,6 @@
  * much its free bytes must have grown since the last trim to trim again. */
 #define TRIM_PERIOD_MS 1000
 #define TRIM_FREED_MIN (256 * 1024)
-/* The second release of unused libraries' pages, after start (see
- * release_unused_libraries). */
-#define COLDLIBS_AGAIN_S 10
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
 
@@ -84,7 +80,6 @@ struct daemon {
 	struct event *trim_timer; /* persistent: trim_check */
 	struct event *trim_soon;  /* one-shot: after a burst we know of */
 	size_t trim_free;	  /* free heap bytes right after the last trim */
-	struct event *coldlibs_again; /* one-shot: the second release */
 	struct cpuset online;	     /* the CPUs online at the last poll */
 	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
 	bool hotplug_failed_logged;
@@ -144,8 +139,6 @@ static void daemon_free(struct daemon *d)
 		event_free(d->trim_timer);
 	if (d->trim_soon)
 		event_free(d->trim_soon);
-	if (d->coldlibs_again)
-		event_free(d->coldlibs_again);
 	if (d->sigterm)
 		event_free(d->sigterm);
 	if (d->sigint)
@@ -245,55 +238,6 @@ static void on_registered(void *ud, bool ok)
 	struct daemon *d = ud;
 
 	httpd_check_set(d->httpd, d->check_registered, ok);
-}
-
-/* ---- libraries the loop never calls ---------------------------------------------------- */
-
-/* One function of each library the running daemon calls, itself or through
- * another: their pages stay. What only start-up used (hwloc and libudev,
- * libyaml, libelf) and what libcurl links for protocols the daemon never
- * speaks are handed back (host/coldlibs.h). */
-static const char *const used_symbols[] = {
-	"curl_multi_socket_action",  /* libcurl: the API server */
-	"SSL_read",		     /* OpenSSL, under libcurl */
-	"EVP_DigestUpdate",	     /* ... and its libcrypto */
-	"nghttp2_session_mem_recv",  /* the kubelet's gRPC; libcurl's HTTP/2 */
-	"event_base_loop",	     /* libevent */
-	"json_tokener_parse_ex",     /* json-c */
-	"protobuf_c_message_unpack", /* protobuf-c */
-	"bpf_map_update_elem",	     /* libbpf: the owner maps */
-	"sqrt",			     /* libm: the allocator's scores */
-	NULL,
-};
-
-/* Releases the pages; 0 when it did, < 0 when it could not. */
-static int release_unused_libraries(int pass)
-{
-	struct coldlibs_result res;
-	int r = coldlibs_release(used_symbols, &res);
-
-	if (r == -ENOSYS)
-		log_info("libraries_not_released", "reason=\"no MADV_PAGEOUT before Linux 5.4\"");
-	else if (r < 0)
-		log_warn_errno(r, "libraries_not_released", "action=continuing");
-	else
-		log_info("libraries_released",
-			 "pass=%d libraries=%d mapped_kib=%llu rss_before_kib=%ld rss_after_kib=%ld",
-			 pass, res.libraries, (unsigned long long)(res.mapped_bytes / 1024),
-			 res.rss_before_kib, res.rss_after_kib);
-	return r;
-}
-
-/* The kernel cannot take a page it still holds in another CPU's batch of
- * pages on their way to its LRU lists (the last ones start-up faulted in, if
- * the daemon moved between CPUs): a second pass, once those batches have
- * gone where they go, takes what the first left. */
-static void on_coldlibs_again(evutil_socket_t fd, short what, void *ud)
-{
-	(void)fd;
-	(void)what;
-	(void)ud;
-	(void)release_unused_libraries(2);
 }
 
 /* ---- heap trimming ------------------------------------------------------------------- */
@@ -885,16 +829,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		 topo->n_cpus);
 	httpd_check_set(d->httpd, d->check_serving, true);
 	/* Start-up parsed the checkpoint, the topology and the BPF objects:
-	 * hand the freed heap back before settling down, and the pages of the
-	 * libraries only start-up (or nothing) called. */
+	 * hand the freed heap back before settling down. */
 	trim_now(d);
-	if (cfg->release_unused_libraries && release_unused_libraries(1) == 0) {
-		struct timeval tv = { .tv_sec = COLDLIBS_AGAIN_S };
-
-		d->coldlibs_again = evtimer_new(d->base, on_coldlibs_again, d);
-		if (!d->coldlibs_again || evtimer_add(d->coldlibs_again, &tv) < 0)
-			log_warn("coldlibs_timer_failed", "action=continuing");
-	}
 
 	r = event_base_dispatch(d->base);
 	if (r < 0)
