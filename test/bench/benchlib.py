@@ -1,8 +1,7 @@
 """Shared pieces of `make bench` (test/bench/bench.py): statistics, what the
 kernel says about a process (CPU time, RSS), Prometheus histogram quantiles,
 /metrics scraping, and a driver + simulators environment built from the same
-parts the integration tests use (test/helpers/driver.py, test/sim,
-test/sim).
+parts the integration tests use (test/helpers/driver.py, test/sim).
 
 Nothing here asserts a target: figures are returned as numbers, bench.py
 compares and prints them.
@@ -21,7 +20,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TEST = os.path.join(ROOT, "test")
-for p in (TEST, os.path.join(TEST, "helpers")):
+# test/helpers/driver.py takes the build and root paths from the integration
+# tests' conftest.py.
+for p in (TEST, os.path.join(TEST, "helpers"), os.path.join(TEST, "integration")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
