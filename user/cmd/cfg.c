@@ -16,6 +16,7 @@
 #include "host/topo.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
+#include "lib/num.h"
 
 /* Longest unix socket path: sizeof(sun_path) - 1. */
 #define SOCKET_PATH_MAX 107
@@ -292,15 +293,9 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 					   v);
 		return 0;
 	case OPT_INT: {
-		char *end;
-		long n;
-
-		errno = 0;
-		n = strtol(v, &end, 10);
-		if (!*v || *end || errno || n < o->min || n > o->max)
+		if (num_parse_int(v, NULL, o->min, o->max, (int *)field) < 0)
 			return errbuf_fail(err, -EINVAL, "%s %s: '%s' is not an integer in %d..%d",
 					   src, name, v, o->min, o->max);
-		*(int *)field = (int)n;
 		return 0;
 	}
 	case OPT_ENUM:
