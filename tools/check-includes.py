@@ -4,7 +4,8 @@
 Enforced, in each file:
 
   1. own header first: user/<layer>/<module>.c includes "<layer>/<module>.h"
-     before anything else, so every header is seen to compile on its own;
+     before anything else, so every header is seen to compile on its own (a
+     module split over files, <module>_<part>.c, may start with <module>.h);
   2. then the system and library headers (<...>);
   3. then the project's headers ("..."): none of them before a <...> line;
   4. no header included twice.
@@ -24,9 +25,6 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
 def check_file(rel, lines):
     errors = []
     layer, fname = rel.split("/")[1:3]
-    own = None
-    if fname.endswith(".c"):
-        own = f"{layer}/{fname[:-2]}.h"
     incs = []
     for n, line in enumerate(lines, 1):
         m = INCLUDE.match(line)
@@ -34,6 +32,18 @@ def check_file(rel, lines):
             incs.append((n, m.group(1) == "<", m.group(2)))
     if not incs:
         return errors
+    own = None
+    if fname.endswith(".c"):
+        # <module>.h, or for a module in several files (nodemap_draw.c) the
+        # header they implement together (nodemap.h) when it comes first
+        stem = fname[:-2]
+        own = f"{layer}/{stem}.h"
+        parts = stem.split("_")
+        for k in range(len(parts) - 1, 0, -1):
+            cand = f"{layer}/{'_'.join(parts[:k])}.h"
+            if incs[0][2] == cand and own not in [name for _, _, name in incs]:
+                own = cand
+                break
     if own is not None:
         names = [name for _, _, name in incs]
         if own in names and incs[0][2] != own:
