@@ -224,11 +224,10 @@ BANNED := strcpy sprintf strtok atoi atol atoll strtol strtoll strtoul strtoull 
 empty :=
 space := $(empty) $(empty)
 
-# lint: layering, sizes, include order, banned calls, cppcheck. .ci/run runs it.
+# lint: layering and include order, sizes, banned calls, cppcheck. .ci/run runs it.
 lint: lint-calls
 	$(Q)$(PYTHON) tools/check-layers.py
 	$(Q)$(PYTHON) tools/check-sizes.py
-	$(Q)$(PYTHON) tools/check-includes.py
 	@# memleak, resourceLeak: cppcheck does not model __attribute__((cleanup)); leaks are
 	@# checked for real by ASan (make check SAN=1) and valgrind instead.
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \

@@ -1,7 +1,8 @@
 """make lint's checks besides layering (test_layers.py): tools/check-sizes.py
-(1,000 lines a file, 80 a function, an allow-list of today's debt),
-tools/check-includes.py (own header first, then <system>, then project
-headers, none twice) and the banned calls (make lint-calls). The tree as
+(1,000 lines a file, 80 a function, an allow-list of today's debt), the
+include order tools/check-layers.py also checks (own header first, then
+<system>, then project headers, none twice) and the banned calls (make
+lint-calls). The tree as
 committed passes each; a planted violation fails with its file and line."""
 import os
 import shutil
@@ -9,7 +10,7 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIZES = os.path.join(ROOT, "tools", "check-sizes.py")
-INCLUDES = os.path.join(ROOT, "tools", "check-includes.py")
+INCLUDES = os.path.join(ROOT, "tools", "check-layers.py")
 
 
 def run(tool, root):
