@@ -20,9 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TEST = os.path.join(ROOT, "test")
-# test/helpers/driver.py takes the build and root paths from the integration
-# tests' conftest.py.
-for p in (TEST, os.path.join(TEST, "helpers"), os.path.join(TEST, "integration")):
+for p in (TEST, os.path.join(TEST, "helpers")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
