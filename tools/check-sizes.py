@@ -37,7 +37,7 @@ PARSERS = {
     ("user/cmd/cfg.c", "cfg_parse"): "the driver's command line and environment (--help's flags)",
     ("user/cmd/cfgfile.c", "cfgfile_parse"): "the configuration file (libyaml events)",
     ("user/core/claim.c", "claim_parse"): "a ResourceClaim (JSON)",
-    ("user/core/rt.c", "rt_budget_parse"): "a real-time claim's budget (CPUConfig JSON)",
+    ("user/core/rtbudget.c", "rt_budget_parse"): "a real-time claim's budget (CPUConfig JSON)",
     ("user/core/state.c", "state_checkpoint_parse"): "the checkpoint file (JSON)",
     ("user/lib/quantity.c", "quantity_parse_milli"): "a Kubernetes quantity (its grammar)",
 }
@@ -58,12 +58,10 @@ DEBT_FILES = {
 
 DEBT_FUNCS = {
     # (path, function): its length in lines then
-    ("user/cmd/bpf_verify.c", "watch"): 120,
-    ("user/cmd/bpf_verify.c", "verb_probe"): 106,
-    ("user/cmd/bpf_verify.c", "verb_realtime"): 93,
     ("user/cmd/daemon.c", "start_node_agents"): 88,
     ("user/cmd/daemon.c", "daemon_run"): 182,
     ("user/core/allocator.c", "alloc_topo_new"): 91,
+    ("user/core/prepare.c", "decide"): 112,
     ("user/core/allocator.c", "take_distributed"): 143,
     ("user/core/state.c", "claim_pack"): 85,
     ("user/core/state.c", "state_claim_add"): 107,
@@ -72,7 +70,6 @@ DEBT_FUNCS = {
     ("user/kube/kube.c", "call_start"): 143,
     ("user/kube/kube.c", "call_result"): 81,
     ("user/kube/kube.c", "kube_new"): 94,
-    ("user/kubelet/dra.c", "decide"): 112,
     ("user/kubelet/dra.c", "prep_reply"): 103,
     ("user/kubelet/dra.c", "handle_prepare"): 98,
     ("user/kubelet/dra.c", "handle_unprepare"): 100,
@@ -83,6 +80,7 @@ DEBT_FUNCS = {
     ("user/nri/rtctl.c", "apply"): 84,
     ("user/nri/rtctl.c", "collect"): 81,
     ("user/pinning/report_text.c", "print_cpu"): 90,
+    ("user/pinning/verify.c", "watch"): 120,
     ("user/pinning/rtreport.c", "rtreport_to_json"): 93,
 }
 
