@@ -1,6 +1,5 @@
 /* Device enumeration per mode. See devices.h for the naming contract. */
 #include "core/devices.h"
-#include "lib/errbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 
 #include "core/rtbudget.h"
+#include "lib/errbuf.h"
 #include "lib/num.h"
 
 struct devices *devices_free(struct devices *d)
