@@ -4,6 +4,7 @@
 #   make check      unit tests + fuzz corpus replay     make demo    end-to-end run on this machine
 #   make bench      benchmarks (figures and ratios)     make fuzz    libFuzzer, FUZZ_SECONDS each
 #   make vmlinux    regenerate vmlinux/<arch>/ from the running kernel's BTF
+#   make lint       layering, sizes, include order, banned calls, cppcheck (.ci/run runs it)
 #   SAN=1           ASan+UBSan build            V=1  show commands        CC=clang  also builds
 
 CC      ?= cc
@@ -37,9 +38,8 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -MMD -MP \
 # Tests, fuzz targets and bench programs find the test helpers by name.
 TEST_CFLAGS := -Itest/helpers
 LDLIBS := $(PKG_LIBS) -lm
-# Full RELRO: every symbol bound at start, the GOT read-only after. No lazy
-# lookup walks the libraries later either, which would read back pages of the
-# ones the daemon released (host/coldlibs.h).
+# Full RELRO (hardening): every symbol is bound at start and the GOT is made
+# read-only after, so a stray write cannot redirect a library call.
 LDFLAGS += -Wl,-z,relro -Wl,-z,now
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -57,7 +57,7 @@ endif
 .DELETE_ON_ERROR:
 .SUFFIXES:
 .SECONDARY:
-.PHONY: all deps check test demo bench fuzz vmlinux clean format lint
+.PHONY: all deps check test demo bench fuzz vmlinux clean format lint lint-calls
 
 # ---- sources -------------------------------------------------------------------------------
 # user/<layer>/<module>.c: every file is a module of the core library except the files with
@@ -215,13 +215,28 @@ bench:
 format:
 	$(Q)clang-format -i user/*/*.[ch] test/unit/*.c test/helpers/*.[ch] test/fuzz/*.c bpf/*.c include/*.h
 
-lint:
+# Calls with a safer helper here (as curl's checksrc bans them): strcpy and sprintf
+# (snprintf, lib/buf), strtok (strtok_r or a parser of one's own), and the integer
+# readers that take blanks, signs, trailing junk or clamp out-of-range values
+# unless errno is cleared and read back: the atoi and strtol families and sscanf
+# (lib/num.h: full-input and range checks).
+BANNED := strcpy sprintf strtok atoi atol atoll strtol strtoll strtoul strtoull sscanf
+empty :=
+space := $(empty) $(empty)
+
+# lint: layering and include order, sizes, banned calls, cppcheck. .ci/run runs it.
+lint: lint-calls
 	$(Q)$(PYTHON) tools/check-layers.py
-	$(Q)! grep -nE '\b(strcpy|sprintf|atoi|strtok)\s*\(' user/*/*.c user/*/*.h && echo "lint: no banned calls"
+	$(Q)$(PYTHON) tools/check-sizes.py
 	@# memleak, resourceLeak: cppcheck does not model __attribute__((cleanup)); leaks are
 	@# checked for real by ASan (make check SAN=1) and valgrind instead.
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		--suppress=memleak --suppress=resourceLeak -Iuser -Iinclude user/
+
+lint-calls:
+	$(Q)if grep -nE '\b($(subst $(space),|,$(BANNED)))\s*\(' user/*/*.c user/*/*.h; then \
+		echo "lint: banned calls above; use snprintf, lib/buf, strtok_r or lib/num.h"; exit 1; \
+	else echo "lint: no banned calls ($(BANNED))"; fi
 
 clean:
 	rm -rf build

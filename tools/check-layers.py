@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks the layering of user/ from its #include lines (make lint).
+"""Checks the layering of user/ and the order of its #include lines (make lint).
 
 user/<layer>/<module>.[ch]: a file may include its own layer and the layers
 below it, never one above it, and never a sibling at the same height (kube,
@@ -25,6 +25,17 @@ without the others. Each circle is printed once, as the modules in order.
 Generated headers belong to the layer that owns them: *.skel.h to pinning,
 kubelet_*.pb-c.h to kubelet, nri_*.pb-c.h to nri; include/*.h (shared with
 BPF) may be included from any layer.
+
+Include order, in each file:
+
+  1. own header first: user/<layer>/<module>.c includes "<layer>/<module>.h"
+     before anything else, so every header is seen to compile on its own (a
+     module split over files, <module>_<part>.c, may start with <module>.h);
+  2. then the system and library headers (<...>);
+  3. then the project's headers ("..."): none of them before a <...> line;
+  4. no header included twice.
+
+Not enforced (yet): alphabetical order inside each group.
 
 Usage: check-layers.py [ROOT]   exit 0 clean, 1 on a violation (each printed
 as file:line), 2 when the tree cannot be read.
@@ -89,6 +100,52 @@ def cycles(edges):
     return out
 
 
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
+
+
+def check_order(rel, lines):
+    """The include-order rules (see the top of this file) on one file."""
+    errors = []
+    layer, fname = rel.split("/")[1:3]
+    incs = []
+    for n, line in enumerate(lines, 1):
+        m = ANY_INCLUDE.match(line)
+        if m:
+            incs.append((n, m.group(1) == "<", m.group(2)))
+    if not incs:
+        return errors
+    own = None
+    if fname.endswith(".c"):
+        # <module>.h, or for a module in several files (nodemap_draw.c) the
+        # header they implement together (nodemap.h) when it comes first
+        stem = fname[:-2]
+        own = f"{layer}/{stem}.h"
+        parts = stem.split("_")
+        for k in range(len(parts) - 1, 0, -1):
+            cand = f"{layer}/{'_'.join(parts[:k])}.h"
+            if incs[0][2] == cand and own not in [name for _, _, name in incs]:
+                own = cand
+                break
+    if own is not None:
+        names = [name for _, _, name in incs]
+        if own in names and incs[0][2] != own:
+            errors.append(f"{rel}:{incs[0][0]}: include \"{own}\" first (its own header)")
+    first_project = None
+    seen = {}
+    for n, system, name in incs:
+        if name in seen:
+            errors.append(f"{rel}:{n}: \"{name}\" included again (first at line {seen[name]})")
+        seen.setdefault(name, n)
+        if own is not None and name == own:
+            continue
+        if not system and first_project is None:
+            first_project = n
+        elif system and first_project is not None:
+            errors.append(f"{rel}:{n}: <{name}> after the project header at line "
+                          f"{first_project}: system headers go first")
+    return errors
+
+
 def check(root):
     user = os.path.join(root, "user")
     shared = set(os.listdir(os.path.join(root, "include")))
@@ -109,32 +166,34 @@ def check(root):
             files += 1
             rel = f"user/{entry}/{fname}"
             with open(os.path.join(path, fname), encoding="utf-8") as f:
-                for lineno, line in enumerate(f, 1):
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    inc = m.group(1)
-                    to = layer_of_include(inc, shared)
-                    if to is None:
-                        errors.append(f"{rel}:{lineno}: \"{inc}\" names no layer "
-                                      f"(write \"<layer>/{inc}\")")
-                    elif to == "shared":
-                        continue
-                    elif to == entry:
-                        dep = inc.rsplit(".", 1)[0]
-                        if "/" in inc and dep != module_of(rel) and \
-                                os.path.exists(os.path.join(user, inc)):
-                            edges.setdefault(module_of(rel), set()).add(dep)
-                        continue
-                    elif not os.path.exists(os.path.join(user, inc)) and "/" in inc:
-                        errors.append(f"{rel}:{lineno}: \"{inc}\" does not exist")
-                    elif RANK[to] > RANK[entry]:
-                        errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
-                                      f"a layer above it ({to})")
-                    elif RANK[to] == RANK[entry]:
-                        errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
-                                      f"a sibling layer ({to}); go through a lower "
-                                      f"layer or through cmd")
+                lines = f.readlines()
+            errors += check_order(rel, lines)
+            for lineno, line in enumerate(lines, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                inc = m.group(1)
+                to = layer_of_include(inc, shared)
+                if to is None:
+                    errors.append(f"{rel}:{lineno}: \"{inc}\" names no layer "
+                                  f"(write \"<layer>/{inc}\")")
+                elif to == "shared":
+                    continue
+                elif to == entry:
+                    dep = inc.rsplit(".", 1)[0]
+                    if "/" in inc and dep != module_of(rel) and \
+                            os.path.exists(os.path.join(user, inc)):
+                        edges.setdefault(module_of(rel), set()).add(dep)
+                    continue
+                elif not os.path.exists(os.path.join(user, inc)) and "/" in inc:
+                    errors.append(f"{rel}:{lineno}: \"{inc}\" does not exist")
+                elif RANK[to] > RANK[entry]:
+                    errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
+                                  f"a layer above it ({to})")
+                elif RANK[to] == RANK[entry]:
+                    errors.append(f"{rel}:{lineno}: {entry} includes \"{inc}\", "
+                                  f"a sibling layer ({to}); go through a lower "
+                                  f"layer or through cmd")
     for c in cycles(edges):
         errors.append("include cycle: " + " -> ".join(c + [c[0]]))
     return files, errors
@@ -151,12 +210,13 @@ def main():
     for e in errors:
         print(e)
     if errors:
-        print(f"check-layers: {len(errors)} layering violation(s)")
+        print(f"check-layers: {len(errors)} layering or include-order violation(s)")
         return 1
     if files == 0:
         print("check-layers: no sources under user/", file=sys.stderr)
         return 2
-    print(f"check-layers: {files} files, layering holds")
+    print(f"check-layers: {files} files, layering holds; includes: own header first, then "
+          f"<system>, then \"project\" headers, none twice (alphabetical order not checked)")
     return 0
 
 

@@ -11,9 +11,9 @@ libhwloc-dev hwloc libcurl4-openssl-dev libjson-c-dev libyaml-dev
 libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libnghttp2-dev libevent-dev libcmocka-dev
 libclang-rt-14-dev python3 python3-pytest python3-grpcio python3-protobuf
 python3-jsonschema python3-yaml prometheus openssl curl nghttp2-proxy bzip2 iproute2
-valgrind podman runc mmdebstrap"
+valgrind podman runc mmdebstrap cppcheck"
 # podman, runc, mmdebstrap: make image and test/integration/test_image.py (no registry:
-# the base image is made from Debian's mirror).
+# the base image is made from Debian's mirror). cppcheck: make lint.
 # kubectl renders deploy/ with kustomize; any installed kubectl will do (some images
 # ship a non-Debian one that conflicts with Debian's kubernetes-client).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"

@@ -1,8 +1,7 @@
 """Shared pieces of `make bench` (test/bench/bench.py): statistics, what the
 kernel says about a process (CPU time, RSS), Prometheus histogram quantiles,
 /metrics scraping, and a driver + simulators environment built from the same
-parts the integration tests use (test/helpers/driver.py, test/sim,
-test/sim).
+parts the integration tests use (test/helpers/driver.py, test/sim).
 
 Nothing here asserts a target: figures are returned as numbers, bench.py
 compares and prints them.
@@ -125,9 +124,10 @@ def memory(pid):
     return out
 
 
-def memory_by_mapping(pid, top=12):
-    """The biggest private (USS) contributors: [(mapping, Private_Clean+Dirty KiB)],
-    from /proc/<pid>/smaps; anonymous mappings are named [anon]."""
+def memory_by_mapping(pid, top=12, fields=("Private_Dirty:",)):
+    """The biggest contributors to private dirty memory (or to the sum of
+    other smaps fields): [(mapping, KiB)], from /proc/<pid>/smaps; anonymous
+    mappings are named [anon]."""
     per = {}
     name = None
     try:
@@ -138,7 +138,7 @@ def memory_by_mapping(pid, top=12):
                     continue
                 if not head[0].endswith(":") or "-" in head[0]:
                     name = os.path.basename(head[5]) if len(head) > 5 else "[anon]"
-                elif head[0] in ("Private_Clean:", "Private_Dirty:"):
+                elif head[0] in fields:
                     per[name] = per.get(name, 0) + int(head[1])
     except OSError:
         return []
@@ -295,18 +295,6 @@ class Env:
             self.kubelet.close()
         self.api.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def libraries_released(path):
-    """{"libraries": N, "rss_before_kib": .., "rss_after_kib": ..} of the daemon's
-    first release of unused libraries' pages (host/coldlibs), from its log;
-    None when it logged none (turned off, or a kernel without MADV_PAGEOUT)."""
-    with open(path) as f:
-        for line in f:
-            if "event=libraries_released pass=1 " in line:
-                kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
-                return {k: int(kv[k]) for k in ("libraries", "rss_before_kib", "rss_after_kib")}
-    return None
 
 
 def log_events(path):

@@ -248,50 +248,6 @@ static void test_procfs_cgroup_v2_only_has_no_v1_line(void **st)
 			       "kubepods-besteffort-pod1.slice/cri-containerd-abc.scope");
 }
 
-/* ---- maps --------------------------------------------------------------------------- */
-
-static void test_procfs_maps_reads_every_field(void **st)
-{
-	size_t len;
-	_cleanup_free_ char *buf = testutil_slurp(DATA "/maps-daemon", &len);
-	const char *p = buf, *end = buf + len;
-	struct procfs_map m[16];
-	int n = 0, r;
-
-	while (n < 16 && (r = procfs_maps_next(&p, end, &m[n])) > 0)
-		n++;
-	assert_int_equal(n, 13);
-	assert_true(m[1].start == 0x55d0c8a1e000ull && m[1].end == 0x55d0c8a6d000ull);
-	assert_true(m[1].read && !m[1].write && m[1].exec && !m[1].shared);
-	assert_true(m[1].offset == 0x1e000 && m[1].major == 0xfe && m[1].minor == 1);
-	assert_true(m[1].inode == 1312330);
-	assert_true(procfs_field_is(m[1].path, "/usr/local/bin/dra-cpu-driver"));
-	/* [heap]; an anonymous mapping without a name; a shared one */
-	assert_true(procfs_field_is(m[2].path, "[heap]") && m[2].inode == 0 && m[2].write);
-	assert_int_equal(m[3].path.len, 0);
-	assert_true(m[8].shared && m[8].major == 0 && m[8].minor == 0xe);
-	/* the path is the rest of the line: spaces and " (deleted)" included */
-	assert_true(procfs_field_is(m[9].path, "/tmp/plugins dir/libx.so (deleted)"));
-	assert_true(m[12].start == 0xffffffffff600000ull && !m[12].read && m[12].exec);
-}
-
-static void test_procfs_maps_stops_at_the_length(void **st)
-{
-	static const char s[] = "7f00-7f01 r--p 00000000 fe:01 7 /a.so\n7f02-7f03 r--p 0 0:0 0\n";
-	const char *p = s, *end = s + 34; /* inside the first line's path */
-	struct procfs_map m;
-
-	assert_int_equal(procfs_maps_next(&p, end, &m), 1);
-	assert_true(procfs_field_is(m.path, "/a"));
-	assert_int_equal(procfs_maps_next(&p, end, &m), 0);
-	p = s;
-	end = s + sizeof(s) - 1;
-	assert_int_equal(procfs_maps_next(&p, end, &m), 1);
-	assert_int_equal(procfs_maps_next(&p, end, &m), 1);
-	assert_true(m.inode == 0 && m.path.len == 0);
-	assert_int_equal(procfs_maps_next(&p, end, &m), 0);
-}
-
 /* ---- bad input: every file of bad/ is refused by the parser its name says ---------- */
 
 static int parse_bad(const char *name, const char *buf, size_t len)
@@ -307,15 +263,6 @@ static int parse_bad(const char *name, const char *buf, size_t len)
 		int r;
 
 		while ((r = procfs_mountinfo_next(&p, end, &m)) > 0)
-			;
-		return r;
-	}
-	if (!strncmp(name, "maps-", 5)) {
-		const char *p = buf, *end = buf + len;
-		struct procfs_map m;
-		int r;
-
-		while ((r = procfs_maps_next(&p, end, &m)) > 0)
 			;
 		return r;
 	}
@@ -380,8 +327,6 @@ int main(void)
 		cmocka_unit_test(test_procfs_stat_counts_fields_after_the_last_paren),
 		cmocka_unit_test(test_procfs_cgroup_picks_the_hierarchy),
 		cmocka_unit_test(test_procfs_cgroup_v2_only_has_no_v1_line),
-		cmocka_unit_test(test_procfs_maps_reads_every_field),
-		cmocka_unit_test(test_procfs_maps_stops_at_the_length),
 		cmocka_unit_test(test_procfs_parsers_refuse_every_bad_file),
 	};
 

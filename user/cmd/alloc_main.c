@@ -20,9 +20,9 @@
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
+#include "lib/num.h"
 #include "host/topo.h"
 #include "host/topo_json.h"
-#include "lib/errbuf.h"
 
 #define PROG "dra-cpu-alloc"
 
@@ -95,15 +95,9 @@ static void usage(FILE *f)
 /* A whole decimal string in [lo, hi]. */
 static int parse_int(const char *flag, const char *s, int lo, int hi, int *ret, struct errbuf *err)
 {
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < lo || v > hi)
+	if (num_parse_int(s, NULL, lo, hi, ret) < 0)
 		return errbuf_fail(err, -EINVAL, "--%s: \"%s\" is not a number in %d-%d", flag, s,
 				   lo, hi);
-	*ret = (int)v;
 	return 0;
 }
 
@@ -120,14 +114,11 @@ static int parse_header(const char *s, struct alloc_header *ret, struct errbuf *
 	const char *p = s;
 
 	while (n < 5) {
-		char *end;
-		long x;
+		const char *end;
 
-		errno = 0;
-		x = strtol(p, &end, 10);
-		if (end == p || errno || x < 0 || x > INT_MAX)
+		if (num_parse_int(p, &end, 0, INT_MAX, &v[n]) < 0)
 			break;
-		v[n++] = (int)x;
+		n++;
 		p = end;
 		if (*p != ',')
 			break;

@@ -16,6 +16,7 @@
 #include "host/topo.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
+#include "lib/num.h"
 
 /* Longest unix socket path: sizeof(sun_path) - 1. */
 #define SOCKET_PATH_MAX 107
@@ -95,7 +96,6 @@ static const struct file_key file_keys[] = {
 	{ "contentionHistogram", "contention-histogram", NULL },
 	{ "kubeletFirstRequestTimeout", "kubelet-first-request-timeout", NULL },
 	{ "sliceRepairTimeout", "slice-repair-timeout", NULL },
-	{ "releaseUnusedLibraries", "release-unused-libraries", NULL },
 	{ "rtCPUs", "rt-cpus", NULL },
 	{ "logVerbosity", "v", NULL },
 
@@ -171,11 +171,6 @@ static const struct opt opts[] = {
 	{ "slice-repair-timeout", NULL, OPT_INT, F(slice_repair_timeout_s), "30", 1, 3600, NULL, 0,
 	  "Seconds the node's ResourceSlices may be known wrong or missing, repairs failing, "
 	  "before /readyz turns 503 (it is 200 again once they are right)." },
-	{ "release-unused-libraries", NULL, OPT_BOOL, F(release_unused_libraries), "true", 0, 0,
-	  NULL, 0,
-	  "After start, hand the kernel back the pages of shared libraries the daemon loads but "
-	  "never calls (libcurl's LDAP, RTMP, SSH, Kerberos and GnuTLS chain): about 2.5 MiB of "
-	  "private memory (docs/memory.md)." },
 	{ "bind-address", NULL, OPT_STRING, F(bind_address), ":8080", 0, 0, NULL, 0,
 	  "HTTP address for /healthz, /readyz and /metrics (host:port, :port)." },
 	{ "v", NULL, OPT_INT, F(verbosity), "0", 0, 9, NULL, 0,
@@ -298,15 +293,9 @@ static int set_opt_as(struct cfg *c, const struct opt *o, const char *v, const c
 					   v);
 		return 0;
 	case OPT_INT: {
-		char *end;
-		long n;
-
-		errno = 0;
-		n = strtol(v, &end, 10);
-		if (!*v || *end || errno || n < o->min || n > o->max)
+		if (num_parse_int(v, NULL, o->min, o->max, (int *)field) < 0)
 			return errbuf_fail(err, -EINVAL, "%s %s: '%s' is not an integer in %d..%d",
 					   src, name, v, o->min, o->max);
-		*(int *)field = (int)n;
 		return 0;
 	}
 	case OPT_ENUM:
@@ -765,7 +754,7 @@ void cfg_log(const struct cfg *c)
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
 		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s "
 		 "node_allocatable=%s expose_pcie_roots=%s device_metadata=%s "
-		 "release_unused_libraries=%s events=%s claim_status=%s allocator=%s",
+		 "events=%s claim_status=%s allocator=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -776,8 +765,7 @@ void cfg_log(const struct cfg *c)
 		 is_set(c->config_file) ? log_quote(c->config_file) : "none",
 		 log_quote(c->rt_cpus_str),
 		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
-		 c->device_metadata ? "true" : "false",
-		 c->release_unused_libraries ? "true" : "false", event_kinds[c->events],
+		 c->device_metadata ? "true" : "false", event_kinds[c->events],
 		 c->claim_status ? "true" : "false", allocators[c->allocator]);
 }
 

@@ -72,7 +72,6 @@ struct cfg {
 	bool bpf;
 	int pinning_enforcement; /* enum cfg_enforcement */
 	bool contention_histogram;
-	bool release_unused_libraries; /* host/coldlibs after start */
 	/* HTTP, logs */
 	char *bind_address;
 	int verbosity;

@@ -21,7 +21,6 @@
 #include "kube/slices.h"
 #include "host/topo.h"
 #include "host/topo_json.h"
-#include "lib/errbuf.h"
 
 #ifndef DRA_CPU_VERSION
 #define DRA_CPU_VERSION "unknown"

@@ -1,11 +1,12 @@
 /* report: decisions into Events and claim status. See report.h. */
+#include "cmd/report.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cfg.h"
-#include "cmd/report.h"
 #include "core/claim.h"
 #include "core/state.h"
 #include "kube/claimstatus.h"

@@ -1,6 +1,5 @@
 /* Device enumeration per mode. See devices.h for the naming contract. */
 #include "core/devices.h"
-#include "lib/errbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +7,8 @@
 #include <string.h>
 
 #include "core/rtbudget.h"
+#include "lib/errbuf.h"
+#include "lib/num.h"
 
 struct devices *devices_free(struct devices *d)
 {
@@ -216,13 +217,12 @@ int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset 
 /* cpurtNNN: the CPU id, at least 3 digits, no sign, no leading junk. */
 static const struct device *find_rt(const struct devices *d, const char *name)
 {
-	char *end;
-	long cpu;
+	int cpu;
 
 	if (strlen(name) < 8 || name[5] < '0' || name[5] > '9')
 		return NULL;
-	cpu = strtol(name + 5, &end, 10);
-	if (*end || cpu < 0 || cpu >= CPUSET_MAX || !cpuset_has(&d->rt, (int)cpu))
+	if (num_parse_int(name + 5, NULL, 0, CPUSET_MAX - 1, &cpu) < 0 ||
+	    !cpuset_has(&d->rt, cpu))
 		return NULL;
 	for (int i = d->n - d->n_rt; i < d->n; i++)
 		if (d->v[i].id == cpu && !strcmp(d->v[i].name, name))
@@ -235,15 +235,15 @@ const struct device *devices_find(const struct devices *d, const char *name)
 	if (!strncmp(name, "cpurt", 5))
 		return find_rt(d, name);
 	if (d->kind == DEVICE_CPU) {
-		char *end;
-		long i;
+		int i;
 
 		/* cpudevNNN: at least 3 digits, no sign, no leading junk. */
 		if (strncmp(name, "cpudev", 6) != 0 || strlen(name) < 9 || name[6] < '0' ||
 		    name[6] > '9')
 			return NULL;
-		i = strtol(name + 6, &end, 10);
-		if (*end || i < 0 || i >= d->n - d->n_rt || strcmp(d->v[i].name, name) != 0)
+		if (d->n - d->n_rt < 1 ||
+		    num_parse_int(name + 6, NULL, 0, d->n - d->n_rt - 1, &i) < 0 ||
+		    strcmp(d->v[i].name, name) != 0)
 			return NULL;
 		return &d->v[i];
 	}

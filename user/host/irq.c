@@ -17,6 +17,7 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/jsonc.h"
+#include "lib/num.h"
 
 #define RECORD_MAX (4u << 20)
 #define AFFINITY_MAX 65536 /* bytes of one smp_affinity_list */
@@ -95,8 +96,8 @@ static int header_column(const char *line, int cpu, int *ret_cols)
 	int col = -1, n = 0;
 
 	for (const char *p = line; *p;) {
-		char *end;
-		long id;
+		const char *end;
+		int id;
 
 		while (*p == ' ' || *p == '\t')
 			p++;
@@ -104,8 +105,8 @@ static int header_column(const char *line, int cpu, int *ret_cols)
 			break;
 		if (strncmp(p, "CPU", 3) != 0)
 			return -EPROTO;
-		id = strtol(p + 3, &end, 10);
-		if (end == p + 3 || (*end && *end != ' ' && *end != '\t'))
+		if (num_parse_int(p + 3, &end, 0, INT_MAX, &id) < 0 ||
+		    (*end && *end != ' ' && *end != '\t'))
 			return -EPROTO;
 		if (id == cpu)
 			col = n;
@@ -134,19 +135,19 @@ static int parse_row(char *line, int col, int cols, struct irq_row *row)
 	p = colon + 1;
 	/* counts, one per CPU; rows such as "ERR:" have fewer */
 	for (int i = 0; i < cols; i++) {
-		char *end;
+		const char *end;
 		unsigned long long v;
 
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (!isdigit((unsigned char)*p))
 			break;
-		v = strtoull(p, &end, 10);
-		if (*end && *end != ' ' && *end != '\t')
+		if (num_parse_ull(p, &end, ULLONG_MAX, &v) < 0 ||
+		    (*end && *end != ' ' && *end != '\t'))
 			return -EPROTO;
 		if (i == col)
 			row->count = v;
-		p = end;
+		p += end - p; /* p is the writable line: the description is squeezed in place */
 	}
 	/* the description, blanks squeezed */
 	while (*p == ' ' || *p == '\t')
@@ -625,10 +626,9 @@ static int list_irqs(int dfd, int **ret)
 		return -errno;
 	}
 	while ((e = readdir(d)) && n < IRQ_MAX) {
-		char *end;
-		long irq = strtol(e->d_name, &end, 10);
+		int irq;
 
-		if (!isdigit((unsigned char)e->d_name[0]) || *end || irq < 0 || irq >= IRQ_MAX)
+		if (num_parse_int(e->d_name, NULL, 0, IRQ_MAX - 1, &irq) < 0)
 			continue;
 		if (n == cap) {
 			int *nv = realloc(v, sizeof(*v) * (size_t)(cap = cap ? cap * 2 : 64));
@@ -702,7 +702,7 @@ int irq_balancer_pid(const char *procfs_root)
 		(void)snprintf(path, sizeof(path), "%s/%s/comm", root, e->d_name);
 		if (fileio_read_at(AT_FDCWD, path, 0, &b, NULL) == 0 &&
 		    !strcmp(buf_str(&b), "irqbalance\n"))
-			pid = (int)strtol(e->d_name, NULL, 10);
+			(void)num_parse_int(e->d_name, NULL, 1, INT_MAX, &pid);
 	}
 	(void)closedir(d);
 	return pid;

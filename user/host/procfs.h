@@ -1,6 +1,6 @@
 /* procfs: the parsers of the kernel's text files under /proc that the
- * daemon and bpf-verify read: /proc/schedstat, /proc/self/mountinfo,
- * /proc/self/maps and, per task, status, stat and cgroup.
+ * daemon and bpf-verify read: /proc/schedstat, /proc/self/mountinfo and,
+ * per task, status, stat and cgroup.
  *
  * Every parser takes the bytes of one file (len bytes, not necessarily
  * NUL-terminated, never read past) and returns 0 or a count, -EPROTO when the
@@ -70,25 +70,6 @@ bool procfs_field_is(struct procfs_field f, const char *s);
 /* The comma-separated list [list, list + len) has the item want ("rw,cpuset"
  * has "cpuset", "cpusetx" does not). */
 bool procfs_list_has(const char *list, size_t len, const char *want);
-
-/* ---- /proc/<pid>/maps --------------------------------------------------------------- */
-
-/* One line: "start-end perms offset major:minor inode [path]"
- * (Documentation/filesystems/proc.rst, 3.2; the path may hold spaces and end
- * in " (deleted)"; anonymous mappings have none, or a name in brackets). */
-struct procfs_map {
-	uint64_t start, end; /* [start, end), end > start */
-	uint64_t offset;
-	unsigned major, minor;
-	uint64_t inode; /* 0: not backed by a file */
-	bool read, write, exec, shared;
-	struct procfs_field path; /* empty when none; borrows from the buffer */
-};
-
-/* The entry at *p of [*p, end), as procfs_mountinfo_next() does: 1 with *ret
- * filled, 0 at the end, -EPROTO for a line that is not a mapping (*p is past
- * it). */
-int procfs_maps_next(const char **p, const char *end, struct procfs_map *ret);
 
 /* ---- /proc/<pid>/task/<tid>/status, stat, cgroup ----------------------------------- */
 

@@ -23,6 +23,7 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
+#include "lib/num.h"
 
 #define MAX_DEPTH 32
 #define MAX_VISITS 200000 /* cpusets walked per refresh */
@@ -80,18 +81,15 @@ static int read_cpus(const char *dir, const char *file, struct cpuset *ret)
 static int read_int(const char *dir, const char *file, int *ret)
 {
 	_cleanup_free_ char *text = NULL;
-	char path[PATH_MAX], *end;
-	long v;
+	char path[PATH_MAX];
 	int r;
 
 	(void)snprintf(path, sizeof(path), "%s/%s", dir, file);
 	r = read_text(path, &text);
 	if (r < 0)
 		return r;
-	v = strtol(text, &end, 10);
-	if (end == text || *end)
+	if (num_parse_int(text, NULL, INT_MIN, INT_MAX, ret) < 0)
 		return -EPROTO;
-	*ret = (int)v;
 	return 0;
 }
 

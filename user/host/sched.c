@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#include "lib/num.h"
 
 /* The kernel's default fair server: 50 ms every second on each CPU. */
 #define FAIR_DEFAULT_RUNTIME_NS 50000000ll
@@ -47,7 +49,8 @@ static void closedirp(DIR **d)
 static int read_int(const char *root, const char *path, int64_t *ret, struct errbuf *eb)
 {
 	_cleanup_free_ char *text = NULL;
-	char full[4096], *end;
+	char full[4096];
+	const char *end;
 	long long v;
 	int r;
 
@@ -55,9 +58,7 @@ static int read_int(const char *root, const char *path, int64_t *ret, struct err
 	r = fileio_read(full, 64, &text, NULL, eb);
 	if (r < 0)
 		return r;
-	errno = 0;
-	v = strtoll(text, &end, 10);
-	if (end == text || errno || (*end && *end != '\n'))
+	if (num_parse_ll(text, &end, LLONG_MIN, LLONG_MAX, &v) < 0 || (*end && *end != '\n'))
 		return errbuf_fail(eb, -EINVAL, "%s: not an integer", full);
 	*ret = v;
 	return 0;
@@ -65,10 +66,14 @@ static int read_int(const char *root, const char *path, int64_t *ret, struct err
 
 bool sched_release_at_least(const char *release, int major, int minor)
 {
+	const char *p;
 	int ma = 0, mi = 0;
 
-	if (!release || sscanf(release, "%d.%d", &ma, &mi) < 1)
+	/* "6.1.0-13-amd64": the major number, and the minor one if present. */
+	if (num_parse_int(release, &p, 0, INT_MAX, &ma) < 0)
 		return false;
+	if (*p == '.')
+		(void)num_parse_int(p + 1, &p, 0, INT_MAX, &mi);
 	return ma > major || (ma == major && mi >= minor);
 }
 
@@ -239,24 +244,26 @@ int sched_task_cpu(const char *proc_root, pid_t tid)
 {
 	_cleanup_free_ char *text = NULL;
 	const char *p;
-	long cpu;
+	int cpu;
 	int r = stat_field(proc_root, tid, 39, &text, &p);
 
 	if (r < 0)
 		return r;
-	cpu = strtol(p, NULL, 10);
-	return cpu < 0 || cpu >= CPUSET_MAX ? -EPROTO : (int)cpu;
+	return num_parse_int(p, &p, 0, CPUSET_MAX - 1, &cpu) < 0 ? -EPROTO : cpu;
 }
 
 int sched_task_start(const char *proc_root, pid_t tid, uint64_t *ret)
 {
 	_cleanup_free_ char *text = NULL;
 	const char *p;
+	unsigned long long v;
 	int r = stat_field(proc_root, tid, 22, &text, &p);
 
 	if (r < 0)
 		return r;
-	*ret = strtoull(p, NULL, 10);
+	if (num_parse_ull(p, &p, UINT64_MAX, &v) < 0)
+		return -EPROTO;
+	*ret = v;
 	return 0;
 }
 

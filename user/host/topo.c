@@ -28,6 +28,7 @@
 #include "lib/fileio.h"
 #define LOG_MOD "topo"
 #include "lib/log.h"
+#include "lib/num.h"
 
 static void closedirp(DIR **d)
 {
@@ -302,13 +303,12 @@ static size_t sysfs_trim(const char *s, size_t len)
 }
 
 /* A decimal integer in [min, max]; hwloc reads these with atoi and turns garbage
- * into 0, so we check them ourselves. */
+ * into 0, so we check them ourselves (lib/num). */
 static int sysfs_read_int(const char *path, long min, long max, int *ret, struct errbuf *eb)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
-	char *end;
-	long v;
+	long long v;
 	int r;
 
 	r = sysfs_read(path, &buf, &len, eb);
@@ -318,13 +318,10 @@ static int sysfs_read_int(const char *path, long min, long max, int *ret, struct
 	if (len == 0)
 		return errbuf_fail(eb, -ENODATA, "%s: empty", path);
 	buf[len] = '\0';
-	if (!(buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')))
+	r = num_parse_ll(buf, NULL, min, max, &v);
+	if (r == -EINVAL)
 		return errbuf_fail(eb, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
-	errno = 0;
-	v = strtol(buf, &end, 10);
-	if (end != buf + len || end == buf || (buf[0] == '-' && end == buf + 1))
-		return errbuf_fail(eb, -EINVAL, "%s: not an integer: \"%.32s\"", path, buf);
-	if (errno == ERANGE || v < min || v > max)
+	if (r < 0)
 		return errbuf_fail(eb, -EINVAL, "%s: %.32s out of range %ld-%ld", path, buf, min, max);
 	*ret = (int)v;
 	return 0;
@@ -845,12 +842,9 @@ static void kind_infos(const struct hwloc_info_s *infos, unsigned n, struct kind
 			else if (!strcmp(infos[j].value, "IntelCore"))
 				k->intel = TOPO_CORE_P;
 		} else if (!strcmp(infos[j].name, "LinuxCapacity")) {
-			char *end;
-			long v;
+			long long v;
 
-			errno = 0;
-			v = strtol(infos[j].value, &end, 10);
-			if (!errno && end != infos[j].value && !*end && v > 0)
+			if (num_parse_ll(infos[j].value, NULL, 1, LONG_MAX, &v) == 0)
 				k->capacity = v;
 		}
 	}

@@ -1,5 +1,7 @@
 /* claimstatus: the claim's status.devices, written by server-side apply on
  * the status subresource. See claimstatus.h. */
+#include "kube/claimstatus.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,6 @@
 #include "core/rt.h"
 #include "core/state.h"
 #include "host/topo.h"
-#include "kube/claimstatus.h"
 #include "kube/kube.h"
 #include "kube/writer.h"
 #include "lib/cpuset.h"

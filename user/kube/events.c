@@ -1,5 +1,7 @@
 /* events: Events (events.k8s.io/v1) with client-go's series semantics, sent
  * in the background. See events.h. */
+#include "kube/events.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,12 +11,12 @@
 
 #include <event2/event.h>
 
-#include "kube/events.h"
 #include "kube/kube.h"
 #include "kube/writer.h"
 #include "lib/clock.h"
 #include "lib/jsonc.h"
 #include "lib/log.h"
+#include "lib/num.h"
 #include "obs/metrics.h"
 
 #define REF_STR 256
@@ -242,7 +244,8 @@ static void ev_send(struct events *e, struct ev *x, bool create)
 static void on_written(void *ud, const char *key, const struct kube_result *r)
 {
 	struct events *e = ud;
-	struct ev *x = find_id(e, strtoull(key + 2, NULL, 10));
+	unsigned long long id;
+	struct ev *x = num_parse_ull(key + 2, NULL, UINT64_MAX, &id) == 0 ? find_id(e, id) : NULL;
 	bool was_create;
 
 	if (!x)

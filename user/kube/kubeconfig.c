@@ -24,6 +24,7 @@
 
 #define LOG_MOD "kubeconfig"
 #include "lib/log.h"
+#include "lib/num.h"
 
 static int kc_errf(char *err, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int kc_errf(char *err, int r, const char *fmt, ...)
@@ -820,9 +821,7 @@ int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig 
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	const char *pod_ns = getenv("POD_NAMESPACE");
-	char *end = NULL;
-	long pn;
-	int r;
+	int pn, r;
 
 	if (err)
 		err[0] = 0;
@@ -834,15 +833,13 @@ int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig 
 			       "KUBERNETES_SERVICE_PORT must be set (or pass --kubeconfig)");
 	if (!host_ok(host))
 		return kc_errf(err, -EINVAL, "KUBERNETES_SERVICE_HOST: not a host name or address");
-	errno = 0;
-	pn = strtol(port, &end, 10);
-	if (errno || *end || pn < 1 || pn > 65535)
+	if (num_parse_int(port, NULL, 1, 65535, &pn) < 0)
 		return kc_errf(err, -EINVAL, "KUBERNETES_SERVICE_PORT: not a port (1-65535)");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	/* net.JoinHostPort: an address with ':' is IPv6 and needs brackets. */
-	if (asprintf(&c->server, strchr(host, ':') ? "https://[%s]:%ld" : "https://%s:%ld", host,
+	if (asprintf(&c->server, strchr(host, ':') ? "https://[%s]:%d" : "https://%s:%d", host,
 		     pn) < 0)
 		return -ENOMEM;
 	if (asprintf(&c->token_file, "%s/token", sa_dir) < 0 ||

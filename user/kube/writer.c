@@ -1,11 +1,12 @@
 /* writer: a bounded queue of background API writes, one in flight. See writer.h. */
+#include "kube/writer.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
-#include "kube/writer.h"
 #include "lib/backoff.h"
 #include "lib/clock.h"
 

@@ -32,6 +32,7 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
+#include "lib/num.h"
 #include "nri/nri.h"
 #include "obs/metrics.h"
 #include "pinning/rtmon.h"
@@ -246,10 +247,10 @@ static void kill_task(struct rtctl *rt, pid_t pid)
 static int kill_line(void *ud, char *line)
 {
 	struct rtctl *rt = ud;
-	char *end;
-	long pid = strtol(line, &end, 10);
+	int pid;
 
-	if (end != line && !*end)
+	/* Never 0 or negative: kill() would take those for process groups. */
+	if (num_parse_int(line, NULL, 1, INT_MAX, &pid) == 0)
 		kill_task(rt, (pid_t)pid);
 	return 0;
 }
@@ -408,8 +409,12 @@ static int version_at_least(const char *v, int ma, int mi, int pa)
 		return 0;
 	if (*v == 'v')
 		v++;
-	if (sscanf(v, "%d.%d.%d", &a, &b, &c) < 2)
+	/* "v1.7.2", "2.0.0-rc.1": major.minor required, the patch if present. */
+	if (num_parse_int(v, &v, 0, INT_MAX, &a) < 0 || *v != '.' ||
+	    num_parse_int(v + 1, &v, 0, INT_MAX, &b) < 0)
 		return 0;
+	if (*v == '.')
+		(void)num_parse_int(v + 1, &v, 0, INT_MAX, &c);
 	return a != ma ? a > ma : b != mi ? b > mi : c >= pa;
 }
 

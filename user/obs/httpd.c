@@ -63,6 +63,7 @@
 #define LOG_MOD "httpd"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/num.h"
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
 
@@ -244,8 +245,6 @@ static int split_addr(const char *addr, char *host, size_t hsize, int *port)
 {
 	const char *colon, *h = addr;
 	size_t hlen;
-	char *end;
-	long p;
 
 	if (addr[0] == '[') {
 		const char *close = strchr(addr, ']');
@@ -269,12 +268,7 @@ static int split_addr(const char *addr, char *host, size_t hsize, int *port)
 		memcpy(host, h, hlen);
 		host[hlen] = 0;
 	}
-	errno = 0;
-	p = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || p < 0 || p > 65535)
-		return -EINVAL;
-	*port = (int)p;
-	return 0;
+	return num_parse_int(colon + 1, NULL, 0, 65535, port) < 0 ? -EINVAL : 0;
 }
 
 /* The listener's error callback gets the argument of its accept callback,

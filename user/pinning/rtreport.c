@@ -15,6 +15,7 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/jsonc.h"
+#include "lib/num.h"
 
 #define OWNERS_FILE_MAX (16u << 20)
 
@@ -250,10 +251,9 @@ static int pinned_foreign(const char *dir, const struct rt_owners *o, int h,
 /* A /proc directory name that is a pid: its value, else -1. */
 static int pid_of(const char *s)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
+	int v;
 
-	return *s >= '0' && *s <= '9' && !*end && v > 0 && v <= INT_MAX ? (int)v : -1;
+	return num_parse_int(s, NULL, 1, INT_MAX, &v) == 0 ? v : -1;
 }
 
 int rtreport_scan_pinned(struct rtreport *r, const struct rt_owners *o, const char *proc_root,
