@@ -59,6 +59,7 @@
 
 #define LOG_MOD "kube"
 #include "lib/log.h"
+#include "lib/num.h"
 #include "lib/ratelimit.h"
 
 #define SLOW_DISPATCH_MS 10
@@ -1686,9 +1687,8 @@ void kube_call_cancel(struct kube_call *c)
  * the query has no usable timeoutSeconds. */
 static int watch_timeout_from_query(const char *path)
 {
-	const char *q = strchr(path, '?'), *v;
-	char *end;
-	unsigned long n;
+	const char *q = strchr(path, '?'), *v, *end;
+	int n;
 
 	for (v = q; v; v = strchr(v + 1, '&'))
 		if (strncmp(v + 1, "timeoutSeconds=", 15) == 0)
@@ -1696,9 +1696,7 @@ static int watch_timeout_from_query(const char *path)
 	if (!v)
 		return 0;
 	v += 16;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || end == v || (*end && *end != '&') || n == 0 || n > 86400)
+	if (num_parse_int(v, &end, 1, 86400, &n) < 0 || (*end && *end != '&'))
 		return 0;
 	return (int)(n * 1000 + (n * 100 < 30000 ? n * 100 : 30000) + 1000);
 }
