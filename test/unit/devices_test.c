@@ -248,7 +248,7 @@ static void test_devices_build_node_leaves_out_reserved_and_rt_cpus(void **st)
 	struct rt_limits limits = { .capacity_milli = 950 };
 	struct cpuset left = cs("1-2");
 
-	assert_int_equal(devices_build_node(t, &reserved, &rt, DEVICES_INDIVIDUAL, 0, &limits, &d),
+	assert_int_equal(devices_build_node(t, &reserved, &rt, NULL, DEVICES_INDIVIDUAL, 0, &limits, &d),
 			 0);
 	assert_int_equal(d->n, 3);
 	assert_int_equal(d->n_rt, 1);
@@ -258,7 +258,7 @@ static void test_devices_build_node_leaves_out_reserved_and_rt_cpus(void **st)
 	assert_int_equal(d->v[2].rt_capacity_milli, 950);
 	assert_true(cpuset_equal(&d->allocatable, &left));
 	/* without the kernel's limits: the real-time CPUs are only left out */
-	assert_int_equal(devices_build_node(t, NULL, &rt, DEVICES_INDIVIDUAL, 0, NULL, &e), 0);
+	assert_int_equal(devices_build_node(t, NULL, &rt, NULL, DEVICES_INDIVIDUAL, 0, NULL, &e), 0);
 	assert_int_equal(e->n, 3);
 	assert_int_equal(e->n_rt, 0);
 	assert_false(cpuset_has(&e->allocatable, 3));

@@ -42,6 +42,7 @@
 #include "host/coldlibs.h"
 #include "host/filewatch.h"
 #include "host/hotplug.h"
+#include "host/isol.h"
 #include "host/uevent.h"
 #include "cmd/report.h"
 #include "host/pcie.h"
@@ -680,6 +681,7 @@ static void watch_config(struct daemon *d)
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
 {
 	_cleanup_(daemon_freep) struct daemon *d = NULL;
+	struct isol iso;
 	int r;
 
 	d = calloc(1, sizeof(*d));
@@ -717,7 +719,10 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			return log_error_errno(r, "rt_limits_failed", "error=%s",
 					       log_quote(errbuf_text(&eb, r)));
 	}
-	r = devices_build_node(topo, &cfg->reserved, &cfg->rt_cpus, cfg->device_mode,
+	r = isol_read_logged(cfg_sysfs_root(cfg), cfg_has_topology_file(cfg), &iso);
+	if (r < 0)
+		return r;
+	r = devices_build_node(topo, &cfg->reserved, &cfg->rt_cpus, &iso, cfg->device_mode,
 			       cfg->group_by, d->rt_on ? &d->rt : NULL, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
@@ -758,6 +763,15 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
 					 .allocatable = d->devices->allocatable,
 					 .rt_cpus = cfg->rt_cpus };
+
+		/* Isolated CPUs stay out of the shared pool, unless the node lets
+		 * them in or nothing else would be left for shared containers. */
+		if (!cfg->isolated_shared && cpuset_equal(&d->devices->isolated, &so.allocatable)) {
+			log_warn("isolated_cpus_shared", "reason=\"every allocatable CPU is isolated\" "
+				 "action=\"they form the shared pool\"");
+		} else if (!cfg->isolated_shared) {
+			so.isolated = d->devices->isolated;
+		}
 
 		r = state_new(&so, &d->state);
 		if (r < 0)
