@@ -62,7 +62,7 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	o.node = node;
 	o.node_allocatable = c->node_allocatable;
 	if (!cpuset_is_empty(&c->rt_cpus)) {
-		r = rt_limits_read(&rt, &eb);
+		r = rt_limits_read(&c->rt_cpus, c->rt_headroom_milli, &rt, &eb);
 		if (r < 0) {
 			fprintf(stderr, "dra-cpu-driver: flag rt-cpus: %s\n", errbuf_text(&eb, r));
 			return r;
