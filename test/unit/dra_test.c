@@ -1273,6 +1273,95 @@ static void test_empty_prepare_replies_at_once(void **st)
 	assert_int_equal(c->status, GRPC_STATUS_OK);
 }
 
+/* ---- isolated CPUs ------------------------------------------------------------------------ */
+
+/* The 16-CPU node with CPUs 2-3,10-11 isolated: cpudevnuma000 holds
+ * 0-1,8-9, cpuisonuma000 2-3,10-11, and the shared pool leaves them out. */
+static void start_isolated(void)
+{
+	struct isol iso = { .domain_source = "sysfs" };
+	struct state_opts so = { 0 };
+	struct dra_opts o = { .node = "node-1", .device_mode = DEVICES_GROUPED,
+			      .fetch = &fetch_ops };
+
+	iso.domain = cs("2-3,10-11");
+	iso.isolated = iso.domain;
+	assert_int_equal(devices_build_isol(fx.topo, NULL, &iso, DEVICES_GROUPED,
+					    DEVICES_BY_NUMANODE, &fx.devices),
+			 0);
+	so.cdi_dir = fx.cdi;
+	so.state_dir = fx.st;
+	so.allocatable = fx.topo->online;
+	so.isolated = fx.devices->isolated;
+	assert_int_equal(state_new(&so, &fx.state), 0);
+	assert_int_equal(state_load(fx.state), 0);
+	o.kubelet_root = fx.root;
+	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
+			 0);
+}
+
+/* claim_json() with one CPUConfig for every request (isolated: value). */
+static char *with_isolated(char *json, const char *value)
+{
+	char *out = NULL, *end = strstr(json, "]}}}}");
+
+	assert_non_null(end);
+	*end = 0;
+	assert_true(asprintf(&out,
+			     "%s],\"config\":[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":"
+			     "\"dra.cpu\",\"parameters\":{\"apiVersion\":\"dra.cpu/v1alpha1\","
+			     "\"kind\":\"CPUConfig\",\"isolated\":\"%s\"}}}]}}}}",
+			     json, value) > 0);
+	free(json);
+	return out;
+}
+
+static void test_isolated_cpus_go_only_to_claims_that_ask(void **st)
+{
+	struct cpuset cpus, pool, iso = cs("2-3,10-11");
+	struct grpc_call *c;
+
+	start_isolated();
+	/* the default (avoid) refuses an isolated device */
+	c = prepare("quiet", UID_A);
+	turn();
+	complete(&fetches[n_fetches - 1],
+		 claim_json("quiet", UID_A, "cpu", "cpuisonuma000", "2", NULL), NULL);
+	assert_error_has(c, UID_A, "did not ask for them");
+	assert_int_equal(state_claim_count(fx.state), 0);
+	/* require: the claim gets isolated CPUs, nobody else ever had them */
+	c = prepare("quiet", UID_A);
+	turn();
+	complete(&fetches[n_fetches - 1],
+		 with_isolated(claim_json("quiet", UID_A, "cpu", "cpuisonuma000", "2", NULL),
+			       "require"),
+		 NULL);
+	assert_string_equal(error_of(c, UID_A), "");
+	cpus = claim_cpus(UID_A);
+	assert_int_equal(cpuset_count(&cpus), 2);
+	assert_true(cpuset_is_subset(&cpus, &iso));
+	state_shared_pool(fx.state, &pool);
+	assert_false(cpuset_intersects(&pool, &iso));
+	/* require on an ordinary device is refused; prefer takes it */
+	c = prepare("busy", UID_B);
+	turn();
+	complete(&fetches[n_fetches - 1],
+		 with_isolated(claim_json("busy", UID_B, "cpu", "cpudevnuma000", "2", NULL),
+			       "require"),
+		 NULL);
+	assert_error_has(c, UID_B, "is not isolated CPUs");
+	c = prepare("busy", UID_B);
+	turn();
+	complete(&fetches[n_fetches - 1],
+		 with_isolated(claim_json("busy", UID_B, "cpu", "cpudevnuma000", "4", NULL),
+			       "prefer"),
+		 NULL);
+	assert_string_equal(error_of(c, UID_B), "");
+	cpus = claim_cpus(UID_B);
+	assert_int_equal(cpuset_count(&cpus), 4);
+	assert_false(cpuset_intersects(&cpus, &iso));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* ---- real-time claims --------------------------------------------------------------------- */
@@ -1889,6 +1978,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_prepare_fetches_decides_commits_and_replies),
+		T(test_isolated_cpus_go_only_to_claims_that_ask),
 		T(test_v1beta1_reply_carries_no_share_id),
 		T(test_claims_of_one_call_are_answered_together),
 		T(test_fetch_outcomes_are_claim_errors),
