@@ -11,16 +11,10 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD_DIR, ROOT
+from conftest import ROOT
+from test_rt_slices import DRIVER, run, validate
 
-DRIVER = os.path.join(BUILD_DIR, "dra-cpu-driver")
-VALIDATOR = os.path.join(ROOT, "test", "sim", "k8svalidate.py")
 TOPOLOGIES = os.path.join(ROOT, "test", "data", "topologies")
-
-
-def run(*args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRA_CPU_")}
-    return subprocess.run([DRIVER, *args], capture_output=True, text=True, env=env, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +37,6 @@ def slices(root, *args):
 
 def devices(items):
     return {d["name"]: d for s in items for d in s["spec"]["devices"]}
-
-
-def validate(items, tmp_path):
-    p = tmp_path / "slices.json"
-    p.write_text(json.dumps(items))
-    r = subprocess.run(["/usr/bin/python3", VALIDATOR, "--strict", "--server-rules",
-                        "--spec", "1.36", "--spec", "1.37", str(p)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_grouped_isolated_capacity_is_never_counted_with_ordinary(captures, tmp_path):
