@@ -277,6 +277,11 @@ const struct cpuset *state_rt_cpus(const struct state *s)
 	return &s->rt_cpus;
 }
 
+const struct cpuset *state_isolated(const struct state *s)
+{
+	return &s->isolated;
+}
+
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),
 			void *ud)
 {

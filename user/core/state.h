@@ -192,6 +192,8 @@ void state_prepared(const struct state *s, struct cpuset *ret);
 int state_claim_count(const struct state *s);
 const struct cpuset *state_allocatable(const struct state *s);
 const struct cpuset *state_rt_cpus(const struct state *s);
+/* The isolated CPUs kept out of the shared pool (state_opts.isolated). */
+const struct cpuset *state_isolated(const struct state *s);
 
 /* Iterates claims in no particular order; fn returning < 0 stops. */
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),
