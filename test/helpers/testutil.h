@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,4 +125,46 @@ static inline const char *testutil_volume_write(const char *dir, const char *key
 	free(data);
 	free(link);
 	return ret;
+}
+
+/* Writes text to root/rel (a fake sysfs, procfs or debugfs file), making
+ * the directories on the way; text NULL makes rel a directory. Aborts on
+ * error. */
+static inline void testutil_put(const char *root, const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/%s", root, rel) >= (int)sizeof(path))
+		abort();
+	for (char *p = path + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			(void)mkdir(path, 0755);
+			*p = '/';
+		}
+	if (!text) {
+		(void)mkdir(path, 0755);
+		return;
+	}
+	f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "testutil_put: %s: %s\n", path, strerror(errno));
+		abort();
+	}
+}
+
+static inline int testutil_rm_one(const char *path, const struct stat *sb, int flag,
+				  struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? -1 : 0;
+}
+
+/* Removes a tree made with testutil_put() (missing: nothing to do). */
+static inline void testutil_rmtree(const char *root)
+{
+	(void)nftw(root, testutil_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

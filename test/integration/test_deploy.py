@@ -442,8 +442,15 @@ def test_deviceclass_selects_the_driver():
     dc = find(base_docs(), "DeviceClass", DRIVER_NAME)
     assert dc["spec"]["selectors"] == [{"cel": {"expression":
                                                 'device.driver == "%s" && '
-                                                '!("realtime" in device.attributes["%s"])'
-                                                % (DRIVER_NAME, DRIVER_NAME)}}]
+                                                '!("realtime" in device.attributes["%s"]) && '
+                                                '!("isolated" in device.attributes["%s"])'
+                                                % (DRIVER_NAME, DRIVER_NAME, DRIVER_NAME)}}]
+    iso = find(base_docs(), "DeviceClass", DRIVER_NAME + ".isolated")
+    expr = iso["spec"]["selectors"][0]["cel"]["expression"]
+    assert '"isolated" in device.attributes' in expr and "realtime" in expr
+    # the class tells the driver its claims asked for isolated CPUs
+    assert iso["spec"]["config"] == [{"opaque": {"driver": DRIVER_NAME, "parameters": {
+        "apiVersion": "dra.cpu/v1alpha1", "kind": "CPUConfig", "isolated": "require"}}}]
     rt = find(base_docs(), "DeviceClass", DRIVER_NAME + ".realtime")
     expr = rt["spec"]["selectors"][0]["cel"]["expression"]
     assert 'device.driver == "dra.cpu"' in expr and ".realtime" in expr
@@ -821,15 +828,23 @@ def cel_check(src, pub):
 
 
 @pytest.fixture(scope="module")
-def published():
+def published(tmp_path_factory):
     if not os.access(DRIVER, os.X_OK):
         pytest.skip("build/dra-cpu-driver not built (run make)")
     attrs, caps, modes = {}, set(), {}
-    # the external allocator's attributes (docs/external-allocator.md) count as grouped ones
-    for mode, extra in (("grouped", []), ("individual", []),
-                        ("grouped", ["--allocator", "external"])):
-        p = run_driver("--dry-run", "--topology-file", TOPO_1024, "--cpu-device-mode", mode,
-                       "--hostname-override", "node-x", "--rt-cpus", "1000-1001", *extra)
+    # a node of 1024 CPUs (the external allocator's attributes, docs/external-allocator.md,
+    # count as grouped ones), and the capture whose kernel isolated CPUs
+    capture = tmp_path_factory.mktemp("isolated")
+    subprocess.run(["tar", "-xjf", os.path.join(ROOT, "test", "data", "topologies",
+                                                "32intel64-2p8co2t+8ve-isolated.tar.bz2"),
+                    "-C", str(capture)], check=True)
+    big = ("--topology-file", TOPO_1024, "--rt-cpus", "1000-1001")
+    runs = [("grouped", big), ("individual", big), ("grouped", big + ("--allocator", "external")),
+            ("grouped", ("--sysfs-root", str(capture / "32intel64-2p8co2t+8ve-isolated"))),
+            ("individual", ("--sysfs-root", str(capture / "32intel64-2p8co2t+8ve-isolated")))]
+    for mode, source in runs:
+        p = run_driver("--dry-run", *source, "--cpu-device-mode", mode,
+                       "--hostname-override", "node-x")
         assert p.returncode == 0, p.stderr
         for s in json.loads(p.stdout)["items"]:
             for dev in s["spec"].get("devices", []):
@@ -839,6 +854,7 @@ def published():
                     modes.setdefault(k, set()).add(mode)
                 caps |= set(dev.get("capacity", {}))
     assert "resource.kubernetes.io/numaNode" in attrs and "dra.cpu/coreType" in attrs
+    assert attrs["dra.cpu/isolated"] == attrs["dra.cpu/nohzFull"] == "bool"
     assert caps == {"dra.cpu/cpu", "dra.cpu/rtBandwidth"}
     assert attrs["dra.cpu/realtime"] == "bool"
     return Published(attrs, caps, modes)
@@ -1008,7 +1024,8 @@ def test_example_pods_mirror_their_claims_into_cpu_requests():
 
 # What user/core/claim.c accepts in CPUConfig parameters.
 CPUCONFIG_FIELDS = {"apiVersion": str, "kind": str, "policy": str, "fullCores": bool,
-                    "alignL3": bool, "memory": str, "sharedPool": bool, "realtime": dict}
+                    "alignL3": bool, "memory": str, "sharedPool": bool, "realtime": dict,
+                    "isolated": str}
 # ... and in CPUConfig.realtime (user/core/rt.c).
 REALTIME_FIELDS = {"policy": str, "runtimeNs": int, "deadlineNs": int, "periodNs": int,
                    "priority": int, "onFailure": str}

@@ -82,6 +82,10 @@ def test_map_refuses_a_bad_document(tmp_path):
     assert p.returncode == 2 and "usage:" in p.stderr
 
 
+# The captures whose kernel isolated CPUs (test/data/topologies/README.md).
+ISOLATED = {"32intel64-2p8co2t+8ve-isolated.tar.bz2": "4-7,12-15,20-23,28-31"}
+
+
 def test_map_draws_every_topology_capture(apiserver, make_driver, captures):
     """Every real-machine capture the project ships (test/data/topologies):
     each CPU the topology knows is drawn exactly once, in a bracket with its
@@ -99,7 +103,10 @@ def test_map_draws_every_topology_capture(apiserver, make_driver, captures):
         online = [c["cpu"] for c in topo["cpus"]]
         offline = sorted(parse_list(topo["offline"])) if topo["offline"] else []
         assert drawn == sorted(online + offline), name
-        assert all(m in ".x" for _, m in cells), name  # nothing claimed or reserved here
+        # nothing claimed or reserved here; the kernel's isolated CPUs drawn as such
+        isolated = sorted(parse_list(ISOLATED[name])) if name in ISOLATED else []
+        assert all(m in ".xi" for _, m in cells), name
+        assert sorted(int(c) for c, m in cells if m == "i") == isolated, name
         siblings = {}
         for c in topo["cpus"]:
             siblings.setdefault(c["core"], []).append(c["cpu"])

@@ -20,21 +20,30 @@ def run(*args):
 
 
 def kernel_capacity_milli():
-    """What the kernel lets deadline tasks use per CPU, computed here on its own."""
+    """What the kernel lets deadline tasks use per CPU, computed here on its own:
+    the real-time share less every deadline server debugfs lists on the worst
+    CPU, or the kernel's defaults where debugfs cannot be read."""
     def num(name):
         with open("/proc/sys/kernel/" + name) as f:
             return int(f.read())
     rt, period = num("sched_rt_runtime_us"), num("sched_rt_period_us")
     share = 1000 if rt < 0 else rt * 1000 // period
     major, minor = (int(x) for x in platform.release().split(".")[:2])
-    fair = 50 if (major, minor) >= (6, 12) else 0
-    base = "/sys/kernel/debug/sched/fair_server"
-    if os.path.isdir(base):
-        fair = 0
-        for cpu in os.listdir(base):
-            with open(f"{base}/{cpu}/runtime") as r, open(f"{base}/{cpu}/period") as p:
-                fair = max(fair, -(-int(r.read()) * 1000 // int(p.read())))
-    return share - fair
+    default = 50 if (major, minor) >= (6, 12) else 0
+    if default and os.path.isdir("/sys/kernel/sched_ext"):
+        default += 50
+    base = "/sys/kernel/debug/sched"
+    try:
+        per_cpu = {}
+        for server in (s for s in os.listdir(base) if s.endswith("_server")):
+            for cpu in os.listdir(f"{base}/{server}"):
+                with open(f"{base}/{server}/{cpu}/runtime") as r, \
+                        open(f"{base}/{server}/{cpu}/period") as p:
+                    per_cpu[cpu] = per_cpu.get(cpu, 0) - (-int(r.read()) * 1000 // int(p.read()))
+        servers = max(per_cpu.values()) if per_cpu else default
+    except OSError:
+        servers = default
+    return share - servers
 
 
 def milli_text(m):

@@ -222,6 +222,47 @@ static void test_claim_config_applies_by_request_and_in_order(void **st)
 	assert_false(a.results[1].config.align_l3);
 }
 
+static void test_claim_isolated_is_asked_for_and_checked(void **st)
+{
+	struct claim_alloc a;
+	struct errbuf err = { "" };
+
+	/* the class says require, the claim says prefer for b: the claim's wins */
+	assert_int_equal(
+		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpuisonuma000")
+		      "}," RES("b", "dra.cpu", "node-1", "cpudevnuma000")
+		      "}," RES("c", "dra.cpu", "node-1", "cpudevnuma001")
+		      "}],\"config\":["
+		      "{\"source\":\"FromClass\",\"requests\":[\"a\",\"b\"],\"opaque\":{"
+		      "\"driver\":\"dra.cpu\",\"parameters\":{\"apiVersion\":\"dra.cpu/v1alpha1\","
+		      "\"kind\":\"CPUConfig\",\"isolated\":\"require\"}}},"
+		      "{\"source\":\"FromClaim\",\"requests\":[\"b\"],\"opaque\":{\"driver\":"
+		      "\"dra.cpu\",\"parameters\":{\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":"
+		      "\"CPUConfig\",\"isolated\":\"prefer\"}}}]}}",
+		      &a, &err),
+		0);
+	assert_int_equal(a.results[0].config.isolated, CLAIM_ISOLATED_REQUIRE);
+	assert_int_equal(a.results[1].config.isolated, CLAIM_ISOLATED_PREFER);
+	assert_int_equal(a.results[2].config.isolated, CLAIM_ISOLATED_AVOID); /* default */
+	assert_int_equal(claim_isolation_check(&a.results[0], true, &err), 0);
+	assert_int_equal(claim_isolation_check(&a.results[0], false, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "isolated: require, but device cpuisonuma000"));
+	assert_int_equal(claim_isolation_check(&a.results[1], true, &err), 0);
+	assert_int_equal(claim_isolation_check(&a.results[1], false, &err), 0);
+	assert_int_equal(claim_isolation_check(&a.results[2], false, &err), 0);
+	assert_int_equal(claim_isolation_check(&a.results[2], true, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "did not ask for them"));
+	/* only the three words */
+	assert_int_equal(
+		parse("{\"devices\":{\"results\":[" RES("a", "dra.cpu", "node-1", "cpudev000")
+		      "}],\"config\":[{\"opaque\":{\"driver\":\"dra.cpu\",\"parameters\":{"
+		      "\"apiVersion\":\"dra.cpu/v1alpha1\",\"kind\":\"CPUConfig\","
+		      "\"isolated\":true}}}]}}",
+		      &a, &err),
+		-EINVAL);
+	assert_non_null(strstr(err.s, "isolated must be require, prefer or avoid"));
+}
+
 /* claim_consumers_parse() over a claim whose status.reservedFor is the given
  * JSON text (NULL: absent). */
 static int consumers(const char *reserved, struct claim_consumer **ret, struct errbuf *err)
@@ -520,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_claim_errors),
 		cmocka_unit_test(test_claim_uid_mismatch_and_unallocated),
 		cmocka_unit_test(test_claim_config_applies_by_request_and_in_order),
+		cmocka_unit_test(test_claim_isolated_is_asked_for_and_checked),
 		cmocka_unit_test(test_claim_consumers_are_the_pods_it_is_reserved_for),
 		cmocka_unit_test(test_claim_consumers_bad_input),
 		cmocka_unit_test(test_claim_consumers_of_another_claim_are_refused),

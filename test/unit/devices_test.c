@@ -248,7 +248,7 @@ static void test_devices_build_node_leaves_out_reserved_and_rt_cpus(void **st)
 	struct rt_limits limits = { .capacity_milli = 950 };
 	struct cpuset left = cs("1-2");
 
-	assert_int_equal(devices_build_node(t, &reserved, &rt, DEVICES_INDIVIDUAL, 0, &limits, &d),
+	assert_int_equal(devices_build_node(t, &reserved, &rt, NULL, DEVICES_INDIVIDUAL, 0, &limits, &d),
 			 0);
 	assert_int_equal(d->n, 3);
 	assert_int_equal(d->n_rt, 1);
@@ -258,7 +258,7 @@ static void test_devices_build_node_leaves_out_reserved_and_rt_cpus(void **st)
 	assert_int_equal(d->v[2].rt_capacity_milli, 950);
 	assert_true(cpuset_equal(&d->allocatable, &left));
 	/* without the kernel's limits: the real-time CPUs are only left out */
-	assert_int_equal(devices_build_node(t, NULL, &rt, DEVICES_INDIVIDUAL, 0, NULL, &e), 0);
+	assert_int_equal(devices_build_node(t, NULL, &rt, NULL, DEVICES_INDIVIDUAL, 0, NULL, &e), 0);
 	assert_int_equal(e->n, 3);
 	assert_int_equal(e->n_rt, 0);
 	assert_false(cpuset_has(&e->allocatable, 3));
@@ -296,6 +296,113 @@ static void test_devices_smt_layout_encodes_pairs_and_singles(void **state)
 	topo_free(three);
 }
 
+/* Isolation as host/isol reads it: domain and nohz_full per CPU. */
+static struct isol iso(const char *domain, const char *nohz, const char *managed)
+{
+	struct isol i = { .domain_source = "sysfs" };
+
+	i.domain = cs(domain);
+	i.nohz_full = cs(nohz);
+	i.managed_irq = cs(managed);
+	cpuset_or(&i.isolated, &i.domain, &i.nohz_full);
+	return i;
+}
+
+static void assert_cpus(const struct device *dev, const char *want)
+{
+	struct cpuset c;
+	char got[128];
+
+	device_cpus(dev, &c);
+	(void)cpuset_format(&c, got, sizeof(got));
+	assert_string_equal(got, want);
+}
+
+static void test_devices_grouped_isolated_cpus_are_devices_of_their_own(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 4, 2); /* nodes 0-3,8-11 | 4-7,12-15 */
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct isol i = iso("2-3,10-11", "2-3,6,10-11,14", "2-3,10-11");
+	char list[64];
+
+	assert_int_equal(devices_build_isol(t, NULL, &i, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d),
+			 0);
+	assert_int_equal(d->n, 4);
+	/* the ordinary devices keep their names and lose the isolated CPUs */
+	assert_string_equal(d->v[0].name, "cpudevnuma000");
+	assert_cpus(&d->v[0], "0-1,8-9");
+	assert_false(d->v[0].isolated);
+	assert_string_equal(d->v[1].name, "cpudevnuma001");
+	assert_cpus(&d->v[1], "4-5,7,12-13,15");
+	/* then the isolated CPUs of each node, with what all of them share */
+	assert_string_equal(d->v[2].name, "cpuisonuma000");
+	assert_cpus(&d->v[2], "2-3,10-11");
+	assert_true(d->v[2].isolated);
+	assert_int_equal(d->v[2].n_cpus, 4);
+	assert_int_equal(d->v[2].numa, 0);
+	assert_int_equal(d->v[2].isol_flags,
+			 DEVICE_ISOL_DOMAIN | DEVICE_ISOL_NOHZ_FULL | DEVICE_ISOL_MANAGED_IRQ);
+	assert_string_equal(d->v[3].name, "cpuisonuma001");
+	assert_cpus(&d->v[3], "6,14");
+	assert_int_equal(d->v[3].isol_flags, DEVICE_ISOL_NOHZ_FULL);
+	assert_ptr_equal(devices_find(d, "cpuisonuma001"), &d->v[3]);
+	(void)cpuset_format(&d->isolated, list, sizeof(list));
+	assert_string_equal(list, "2-3,6,10-11,14");
+}
+
+static void test_devices_grouped_all_isolated_leaves_no_ordinary_device(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 2, 1);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct isol i = iso("", "0-1", "");
+
+	assert_int_equal(devices_build_isol(t, NULL, &i, DEVICES_GROUPED, DEVICES_BY_MACHINE, &d),
+			 0);
+	assert_int_equal(d->n, 1);
+	assert_string_equal(d->v[0].name, "cpuisomachine");
+	assert_null(devices_find(d, "cpudevmachine"));
+	assert_int_equal(d->v[0].isol_flags, DEVICE_ISOL_NOHZ_FULL);
+}
+
+static void test_devices_individual_isolated_cpus_keep_the_names(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 4, 2);
+	_cleanup_(devices_freep) struct devices *plain = NULL, *d = NULL;
+	struct isol i = iso("1,9", "1,9,5", "");
+	struct cpuset rt = cs("15"), off = cs("15");
+
+	assert_int_equal(devices_build(t, &off, DEVICES_INDIVIDUAL, 0, &plain), 0);
+	assert_int_equal(devices_build_isol(t, &off, &i, DEVICES_INDIVIDUAL, 0, &d), 0);
+	assert_int_equal(devices_add_rt(d, t, &rt, 900), 0);
+	assert_int_equal(d->n, plain->n + 1);
+	for (int k = 0; k < plain->n; k++) {
+		assert_string_equal(d->v[k].name, plain->v[k].name);
+		assert_int_equal(d->v[k].id, plain->v[k].id);
+		assert_int_equal(d->v[k].isolated, cpuset_has(&i.isolated, d->v[k].id));
+		if (d->v[k].id == 1)
+			assert_int_equal(d->v[k].isol_flags,
+					 DEVICE_ISOL_DOMAIN | DEVICE_ISOL_NOHZ_FULL);
+		if (d->v[k].id == 5)
+			assert_int_equal(d->v[k].isol_flags, DEVICE_ISOL_NOHZ_FULL);
+	}
+	assert_false(d->v[d->n - 1].isolated); /* cpurt015 is not isolated */
+}
+
+static void test_devices_rt_capacity_follows_the_kernel(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 4, 1);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset rt = cs("2-3");
+
+	assert_int_equal(devices_build(t, &rt, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d), 0);
+	assert_int_equal(devices_add_rt(d, t, &rt, 900), 0);
+	assert_int_equal(devices_set_rt_capacity(d, 850), 0);
+	assert_int_equal(devices_find(d, "cpurt002")->rt_capacity_milli, 850);
+	assert_int_equal(devices_find(d, "cpurt003")->rt_capacity_milli, 850);
+	assert_int_equal(devices_set_rt_capacity(d, 0), -EINVAL);
+	assert_int_equal(devices_find(d, "cpurt003")->rt_capacity_milli, 850);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +418,10 @@ int main(void)
 		cmocka_unit_test(test_devices_rt_in_grouped_mode_and_bad_sets),
 		cmocka_unit_test(test_devices_build_node_leaves_out_reserved_and_rt_cpus),
 		cmocka_unit_test(test_devices_smt_layout_encodes_pairs_and_singles),
+		cmocka_unit_test(test_devices_grouped_isolated_cpus_are_devices_of_their_own),
+		cmocka_unit_test(test_devices_grouped_all_isolated_leaves_no_ordinary_device),
+		cmocka_unit_test(test_devices_individual_isolated_cpus_keep_the_names),
+		cmocka_unit_test(test_devices_rt_capacity_follows_the_kernel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -452,21 +452,29 @@ int __wrap_cdi_spec_remove(const char *dir, const char *uid)
 
 /* A 16-CPU node (2 NUMA nodes of 4 cores x 2 threads): cpudevnuma000 holds
  * CPUs 0-3,8-11, cpudevnuma001 4-7,12-15; individual mode: cpudev000.. */
-static void start(int mode, int max_fetches)
+static void start_with(int mode, int max_fetches, const struct isol *iso)
 {
 	struct state_opts so = { 0 };
 	struct dra_opts o = { .node = "node-1", .device_mode = mode, .claims = &fetch_ops,
 			      .max_fetches = max_fetches };
 
-	assert_int_equal(devices_build(fx.topo, NULL, mode, DEVICES_BY_NUMANODE, &fx.devices), 0);
+	assert_int_equal(devices_build_isol(fx.topo, NULL, iso, mode, DEVICES_BY_NUMANODE,
+					    &fx.devices),
+			 0);
 	so.cdi_dir = fx.cdi;
 	so.state_dir = fx.st;
 	so.allocatable = fx.topo->online;
+	so.isolated = fx.devices->isolated;
 	assert_int_equal(state_new(&so, &fx.state), 0);
 	assert_int_equal(state_load(fx.state), 0);
 	o.kubelet_root = fx.root;
 	assert_int_equal(dra_new(fx.base, &o, fx.state, fx.topo, fx.devices, fx.metrics, &fx.dra),
 			 0);
+}
+
+static void start(int mode, int max_fetches)
+{
+	start_with(mode, max_fetches, NULL);
 }
 
 static int setup(void **st)
@@ -1273,6 +1281,76 @@ static void test_empty_prepare_replies_at_once(void **st)
 	assert_int_equal(c->status, GRPC_STATUS_OK);
 }
 
+/* ---- isolated CPUs ------------------------------------------------------------------------ */
+
+/* The 16-CPU node with CPUs 2-3,10-11 isolated: cpudevnuma000 holds
+ * 0-1,8-9, cpuisonuma000 2-3,10-11, and the shared pool leaves them out. */
+static void start_isolated(void)
+{
+	struct isol iso = { .domain_source = "sysfs" };
+
+	iso.domain = cs("2-3,10-11");
+	iso.isolated = iso.domain;
+	start_with(DEVICES_GROUPED, 0, &iso);
+}
+
+/* claim_json() with one CPUConfig for every request (isolated: value). */
+static char *with_isolated(char *json, const char *value)
+{
+	char *out = NULL, *end = strstr(json, "]}}}}");
+
+	assert_non_null(end);
+	*end = 0;
+	assert_true(asprintf(&out,
+			     "%s],\"config\":[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":"
+			     "\"dra.cpu\",\"parameters\":{\"apiVersion\":\"dra.cpu/v1alpha1\","
+			     "\"kind\":\"CPUConfig\",\"isolated\":\"%s\"}}}]}}}}",
+			     json, value) > 0);
+	free(json);
+	return out;
+}
+
+/* Prepares claim name/uid to count CPUs of dev, with CPUConfig isolated:
+ * isolated (NULL: none), and returns the call, answered. */
+static struct grpc_call *prepare_isolated(const char *name, const char *uid, const char *dev,
+					  const char *count, const char *isolated)
+{
+	struct grpc_call *c = prepare(name, uid);
+	char *json = claim_json(name, uid, "cpu", dev, count, NULL);
+
+	turn();
+	complete(&fetches[n_fetches - 1], isolated ? with_isolated(json, isolated) : json, NULL);
+	return c;
+}
+
+static void test_isolated_cpus_go_only_to_claims_that_ask(void **st)
+{
+	struct cpuset cpus, pool, iso = cs("2-3,10-11");
+	struct grpc_call *c;
+
+	start_isolated();
+	/* the default (avoid) refuses an isolated device */
+	c = prepare_isolated("quiet", UID_A, "cpuisonuma000", "2", NULL);
+	assert_error_has(c, UID_A, "did not ask for them");
+	assert_int_equal(state_claim_count(fx.state), 0);
+	/* require: the claim gets isolated CPUs, nobody else ever had them */
+	c = prepare_isolated("quiet", UID_A, "cpuisonuma000", "2", "require");
+	assert_string_equal(error_of(c, UID_A), "");
+	cpus = claim_cpus(UID_A);
+	assert_int_equal(cpuset_count(&cpus), 2);
+	assert_true(cpuset_is_subset(&cpus, &iso));
+	state_shared_pool(fx.state, &pool);
+	assert_false(cpuset_intersects(&pool, &iso));
+	/* require on an ordinary device is refused; prefer takes it */
+	c = prepare_isolated("busy", UID_B, "cpudevnuma000", "2", "require");
+	assert_error_has(c, UID_B, "is not isolated CPUs");
+	c = prepare_isolated("busy", UID_B, "cpudevnuma000", "4", "prefer");
+	assert_string_equal(error_of(c, UID_B), "");
+	cpus = claim_cpus(UID_B);
+	assert_int_equal(cpuset_count(&cpus), 4);
+	assert_false(cpuset_intersects(&cpus, &iso));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* ---- real-time claims --------------------------------------------------------------------- */
@@ -1889,6 +1967,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_prepare_fetches_decides_commits_and_replies),
+		T(test_isolated_cpus_go_only_to_claims_that_ask),
 		T(test_v1beta1_reply_carries_no_share_id),
 		T(test_claims_of_one_call_are_answered_together),
 		T(test_fetch_outcomes_are_claim_errors),

@@ -151,6 +151,44 @@ static void test_built_document_parses_back_and_draws_every_cpu(void **st)
 	topo_free(t);
 }
 
+static void test_isolated_cpus_are_drawn_apart_from_the_shared_pool(void **st)
+{
+	struct topo *t = testutil_topo(1, 1, 4, 1);
+	char cdi[300], state[300];
+	struct state_opts o = { .cdi_dir = cdi, .state_dir = state, .allocatable = cs("0-3"),
+				.isolated = cs("2-3") };
+	struct cpuset online = cs("0-3");
+	struct nodemap_input in = { .node = "worker-2", .topo = t, .online = &online };
+	struct json_object *doc = NULL;
+	struct nodemap *m = NULL;
+	struct errbuf eb = { "" };
+	struct state *s = NULL;
+	const char *text;
+	char *pic;
+
+	snprintf(cdi, sizeof(cdi), "%s/cdi-iso", root);
+	snprintf(state, sizeof(state), "%s/state-iso", root);
+	assert_int_equal(state_new(&o, &s), 0);
+	assert_int_equal(state_load(s), 0);
+	add(s, "u-quiet", "quiet", "3", false, 0); /* a claim that asked for one */
+	in.state = s;
+	assert_int_equal(nodemap_build(&in, &doc), 0);
+	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	assert_int_equal(nodemap_parse(text, strlen(text), &m, &eb), 0);
+	assert_int_equal(m->cpus[0].use, NODEMAP_SHARED);
+	assert_int_equal(m->cpus[2].use, NODEMAP_ISOLATED);
+	assert_int_equal(m->cpus[3].use, NODEMAP_CLAIMED);
+	pic = draw(m, false);
+	assert_non_null(strstr(pic, "2 shared · 1 held · 1 isolated"));
+	assert_non_null(strstr(pic, "   2i"));
+	assert_non_null(strstr(pic, "i  isolated, unclaimed"));
+	free(pic);
+	nodemap_free(m);
+	json_object_put(doc);
+	state_free(s);
+	topo_free(t);
+}
+
 static void test_malformed_documents_are_refused_with_a_reason(void **st)
 {
 	static const struct {
@@ -225,6 +263,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_built_document_parses_back_and_draws_every_cpu),
+		cmocka_unit_test(test_isolated_cpus_are_drawn_apart_from_the_shared_pool),
 		cmocka_unit_test(test_malformed_documents_are_refused_with_a_reason),
 	};
 

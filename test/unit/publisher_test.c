@@ -610,6 +610,36 @@ static void test_first_start_gets_node_lists_watches_then_creates(void **st)
 	assert_int_equal(count_writes(0), 4);
 }
 
+static void test_rt_capacity_change_rewrites_the_slice_at_once(void **st)
+{
+	struct cpuset rt;
+	int from;
+
+	/* 15 CPUs and cpurt015: still 16 devices, 4 slices */
+	devices_free(fx.devices);
+	fx.devices = NULL;
+	assert_int_equal(cpuset_parse("15", &rt, NULL), 0);
+	assert_int_equal(devices_build(fx.topo, &rt, DEVICES_INDIVIDUAL, 0, &fx.devices), 0);
+	assert_int_equal(devices_add_rt(fx.devices, fx.topo, &rt, 900), 0);
+	published();
+	assert_non_null(strstr(json_object_to_json_string(slice_at(3)), "\"900m\""));
+	from = n_kcalls;
+	/* the kernel's servers grew: the slice of cpurt015 alone is rewritten */
+	assert_int_equal(devices_set_rt_capacity(fx.devices, 850), 0);
+	publisher_devices_changed(fx.pub, "rt_capacity");
+	settle(0);
+	assert_true(fx.in_sync);
+	assert_int_equal(count_calls(KUBE_UPDATE, from), 1);
+	assert_int_equal(count_writes(from), 1);
+	assert_non_null(strstr(json_object_to_json_string(slice_at(3)), "\"850m\""));
+	assert_null(strstr(json_object_to_json_string(slice_at(3)), "\"900m\""));
+	/* told again with nothing changed: nothing written */
+	from = n_kcalls;
+	publisher_devices_changed(fx.pub, "rt_capacity");
+	settle(0);
+	assert_int_equal(count_writes(from), 0);
+}
+
 static void test_identical_restart_writes_nothing(void **st)
 {
 	int from;
@@ -1123,6 +1153,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_first_start_gets_node_lists_watches_then_creates),
 		T(test_identical_restart_writes_nothing),
+		T(test_rt_capacity_change_rewrites_the_slice_at_once),
 		T(test_watch_event_deleting_our_slice_is_repaired),
 		T(test_watch_event_editing_our_slice_is_repaired),
 		T(test_obsolete_slices_are_deleted_with_preconditions),

@@ -14,8 +14,105 @@
 #include "host/sched.h"
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
+#include "testutil.h"
 
 #define DATA "test/data/sched/"
+
+/* A fresh fake root with the sysctls of a stock kernel (950 ms of every
+ * second for real-time tasks). */
+static const char *fake_root(const char *name)
+{
+	static char root[256];
+
+	(void)snprintf(root, sizeof(root), "/tmp/sched-test.%d/%s", (int)getpid(), name);
+	testutil_put(root, "proc/sys/kernel/sched_rt_runtime_us", "950000\n");
+	testutil_put(root, "proc/sys/kernel/sched_rt_period_us", "1000000\n");
+	testutil_put(root, "proc/sys/kernel/sched_deadline_period_min_us", "100\n");
+	testutil_put(root, "proc/sys/kernel/sched_deadline_period_max_us", "4194304\n");
+	return root;
+}
+
+/* server/cpuN/{runtime,period} under root's debugfs, in ns. */
+static void server(const char *root, const char *name, int cpu, long long runtime,
+		   long long period)
+{
+	char rel[256], v[64];
+
+	(void)snprintf(rel, sizeof(rel), "sys/kernel/debug/sched/%s/cpu%d/runtime", name, cpu);
+	(void)snprintf(v, sizeof(v), "%lld\n", runtime);
+	testutil_put(root, rel, v);
+	(void)snprintf(rel, sizeof(rel), "sys/kernel/debug/sched/%s/cpu%d/period", name, cpu);
+	(void)snprintf(v, sizeof(v), "%lld\n", period);
+	testutil_put(root, rel, v);
+}
+
+static void test_sched_limits_sum_every_server_of_the_worst_cpu(void **st)
+{
+	const char *root = fake_root("servers");
+	struct sched_limits_opts o = { 0 };
+	struct cpuset only;
+	struct sched_limits l;
+
+	server(root, "fair_server", 0, 50000000, 1000000000);
+	server(root, "fair_server", 1, 50000000, 1000000000);
+	server(root, "fair_server", 2, 120000000, 1000000000);
+	server(root, "ext_server", 0, 50000000, 1000000000);
+	server(root, "ext_server", 1, 80000000, 1000000000);
+	/* every CPU: cpu1 holds 50m + 80m, more than cpu2's 120m */
+	assert_int_equal(sched_limits_read(root, "6.19.0", &l, NULL), 0);
+	assert_int_equal(l.servers_milli, 130);
+	assert_int_equal(l.fair_milli, 50);
+	assert_int_equal(l.ext_milli, 80);
+	assert_int_equal(l.n_servers, 2);
+	assert_int_equal(l.capacity_milli, 820);
+	assert_string_equal(l.servers_note, "");
+	/* only the real-time CPUs count, and the headroom comes off */
+	assert_int_equal(cpuset_parse("0", &only, NULL), 0);
+	o.cpus = &only;
+	assert_int_equal(sched_limits_read_opts(root, "6.19.0", &o, &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 850);
+	o.headroom_milli = 30;
+	assert_int_equal(sched_limits_read_opts(root, "6.19.0", &o, &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 820);
+	assert_int_equal(l.headroom_milli, 30);
+	assert_int_equal(cpuset_parse("2", &only, NULL), 0);
+	o.headroom_milli = 0;
+	assert_int_equal(sched_limits_read_opts(root, "6.19.0", &o, &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 830);
+	assert_int_equal(l.ext_milli, 0);
+	/* a headroom that leaves nothing is refused */
+	o.headroom_milli = 830;
+	assert_int_equal(sched_limits_read_opts(root, "6.19.0", &o, &l, NULL), -ENOSPC);
+}
+
+static void test_sched_limits_say_why_they_assume_the_defaults(void **st)
+{
+	const char *root = fake_root("nodebugfs");
+	struct sched_limits l;
+
+	/* not mounted, no sched_ext: the fair server's default */
+	assert_int_equal(sched_limits_read(root, "6.18.0", &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 900);
+	assert_non_null(strstr(l.servers_note, "debugfs is not mounted"));
+	/* a kernel with sched_ext: its server's default as well */
+	testutil_put(root, "sys/kernel/sched_ext/state", "disabled\n");
+	assert_int_equal(sched_limits_read(root, "6.18.0", &l, NULL), 0);
+	assert_int_equal(l.fair_milli, 50);
+	assert_int_equal(l.ext_milli, 50);
+	assert_int_equal(l.capacity_milli, 850);
+	/* mounted but a file refuses to be read (lockdown, a bad value) */
+	root = fake_root("unreadable");
+	server(root, "fair_server", 0, 50000000, 1000000000);
+	testutil_put(root, "sys/kernel/debug/sched/fair_server/cpu0/runtime", "garbage\n");
+	assert_int_equal(sched_limits_read(root, "6.18.0", &l, NULL), 0);
+	assert_int_equal(l.capacity_milli, 900);
+	assert_non_null(strstr(l.servers_note, "runtime: not an integer"));
+	assert_string_equal(l.fair_source, "default");
+	/* a runtime longer than its period makes no sense either */
+	server(root, "fair_server", 0, 2000000000, 1000000000);
+	assert_int_equal(sched_limits_read(root, "6.18.0", &l, NULL), 0);
+	assert_non_null(strstr(l.servers_note, "of period"));
+}
 
 static void test_sched_limits_assume_the_default_fair_server_from_6_12(void **st)
 {
@@ -149,6 +246,8 @@ int main(void)
 		cmocka_unit_test(test_sched_limits_read_the_fair_server_from_debugfs),
 		cmocka_unit_test(test_sched_limits_unlimited_rt_runtime),
 		cmocka_unit_test(test_sched_limits_bad_or_missing_files_are_errors),
+		cmocka_unit_test(test_sched_limits_sum_every_server_of_the_worst_cpu),
+		cmocka_unit_test(test_sched_limits_say_why_they_assume_the_defaults),
 		cmocka_unit_test(test_sched_release_comparison),
 		cmocka_unit_test(test_sched_task_cpu_reads_field_39_past_odd_names),
 		cmocka_unit_test(test_sched_task_start_names_a_task),
@@ -156,5 +255,10 @@ int main(void)
 		cmocka_unit_test(test_sched_affinity_on_this_process),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	char dir[64];
+	int r = cmocka_run_group_tests(tests, NULL, NULL);
+
+	(void)snprintf(dir, sizeof(dir), "/tmp/sched-test.%d", (int)getpid());
+	testutil_rmtree(dir);
+	return r;
 }

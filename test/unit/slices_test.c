@@ -244,6 +244,65 @@ static void test_slices_rt_device_attributes_and_bandwidth(void **st)
 	json_object_put(arr);
 }
 
+static bool attr_bool(struct json_object *attrs, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(attrs, key, &v))
+		fail_msg("missing %s", key);
+	return json_object_get_boolean(get(v, "bool"));
+}
+
+static void test_slices_isolated_devices_say_so_and_ordinary_ones_do_not(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 2, 2); /* 0-1,4-5 | 2-3,6-7 */
+	_cleanup_(devices_freep) struct devices *d = NULL, *ind = NULL;
+	struct slices_opts o = { .node = "worker-1", .generation = 1 };
+	struct json_object *arr = NULL, *attrs;
+	struct isol iso = { .domain_source = "sysfs" };
+
+	assert_int_equal(cpuset_parse("1,5", &iso.domain, NULL), 0);
+	assert_int_equal(cpuset_parse("1,5,3", &iso.nohz_full, NULL), 0);
+	cpuset_or(&iso.isolated, &iso.domain, &iso.nohz_full);
+	assert_int_equal(devices_build_isol(t, NULL, &iso, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d),
+			 0);
+	assert_int_equal(slices_build(d, &o, &arr), 0);
+	/* ordinary groups: the reference's five attributes, nothing more */
+	attrs = get(arr, "0.spec.devices.0.attributes");
+	assert_string_equal(str(arr, "0.spec.devices.0.name"), "cpudevnuma000");
+	assert_int_equal(json_object_object_length(attrs), 6);
+	assert_false(json_object_object_get_ex(attrs, "dra.cpu/isolated", NULL));
+	assert_int_equal(attr_int(attrs, "dra.cpu/numCPUs"), 2);
+	/* isolated groups: the same plus four, and their own capacity */
+	assert_string_equal(str(arr, "0.spec.devices.2.name"), "cpuisonuma000");
+	attrs = get(arr, "0.spec.devices.2.attributes");
+	assert_int_equal(json_object_object_length(attrs), 10);
+	assert_true(attr_bool(attrs, "dra.cpu/isolated"));
+	assert_true(attr_bool(attrs, "dra.cpu/isolatedDomain"));
+	assert_true(attr_bool(attrs, "dra.cpu/nohzFull"));
+	assert_false(attr_bool(attrs, "dra.cpu/isolatedManagedIRQ"));
+	assert_int_equal(attr_int(attrs, "dra.cpu/numCPUs"), 2);
+	assert_string_equal(str(arr, "0.spec.devices.3.name"), "cpuisonuma001");
+	attrs = get(arr, "0.spec.devices.3.attributes");
+	assert_false(attr_bool(attrs, "dra.cpu/isolatedDomain"));
+	assert_int_equal(attr_int(attrs, "dra.cpu/numCPUs"), 1);
+	json_object_put(arr);
+	/* individual: per CPU */
+	assert_int_equal(devices_build_isol(t, NULL, &iso, DEVICES_INDIVIDUAL, 0, &ind), 0);
+	assert_int_equal(slices_build(ind, &o, &arr), 0);
+	for (int k = 0; k < ind->n; k++) {
+		char path[64];
+
+		(void)snprintf(path, sizeof(path), "0.spec.devices.%d.attributes", k);
+		attrs = get(arr, path);
+		assert_int_equal(json_object_object_get_ex(attrs, "dra.cpu/isolated", NULL),
+				 cpuset_has(&iso.isolated, ind->v[k].id));
+		assert_int_equal(json_object_object_length(attrs),
+				 cpuset_has(&iso.isolated, ind->v[k].id) ? 13 : 9);
+	}
+	json_object_put(arr);
+}
+
 static void test_slices_rt_whole_cpu_capacity_is_canonical(void **st)
 {
 	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 2, 1);
@@ -576,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_slices_1000_cpu_group_capacity_is_canonical),
 		cmocka_unit_test(test_slices_rt_device_attributes_and_bandwidth),
 		cmocka_unit_test(test_slices_rt_whole_cpu_capacity_is_canonical),
+		cmocka_unit_test(test_slices_isolated_devices_say_so_and_ordinary_ones_do_not),
 		cmocka_unit_test(test_slices_node_allocatable_off_by_default),
 		cmocka_unit_test(test_slices_node_allocatable_grouped_maps_consumed_capacity),
 		cmocka_unit_test(test_slices_node_allocatable_individual_maps_one_cpu_per_device),

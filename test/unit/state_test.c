@@ -1073,11 +1073,36 @@ static void test_state_enomem_keeps_everything(void **st)
 	assert_view(&c->cpus, "1000,1023");
 }
 
+static void test_state_isolated_cpus_are_claimed_never_shared(void **st)
+{
+	struct state_opts o = { .cdi_dir = cdi_dir, .state_dir = state_dir,
+				.allocatable = cs("0-7"), .isolated = cs("4-5") };
+	struct state *s = NULL;
+	struct cpuset free_cpus;
+	char buf[64];
+
+	assert_int_equal(state_new(&o, &s), 0);
+	assert_int_equal(state_load(s), 0);
+	assert_pool(s, "0-3,6-7");
+	state_unclaimed(s, &free_cpus);
+	(void)cpuset_format(&free_cpus, buf, sizeof(buf));
+	assert_string_equal(buf, "0-7");
+	/* a claim on an isolated CPU and one on an ordinary CPU */
+	assert_int_equal(add(s, "a1", "ns", "iso", "4", NULL), 0);
+	assert_int_equal(add(s, "b2", "ns", "plain", "0", NULL), 0);
+	assert_pool(s, "1-3,6-7");
+	state_unclaimed(s, &free_cpus);
+	(void)cpuset_format(&free_cpus, buf, sizeof(buf));
+	assert_string_equal(buf, "1-3,5-7");
+	state_free(s);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_state_add_reserves_writes_spec_and_shrinks_pool),
+		T(test_state_isolated_cpus_are_claimed_never_shared),
 		T(test_state_add_refuses_overlap_duplicates_and_foreign_cpus),
 		T(test_state_add_rolls_back_when_the_spec_cannot_be_written),
 		T(test_state_remove_deletes_spec_then_releases),

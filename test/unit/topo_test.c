@@ -353,6 +353,7 @@ static void test_topo_load_capture_matches_expected(void **state)
 static const char *const captures[] = {
 	"2i386-2c-nohugepage.tar.bz2",
 	"32intel64-2p8co2t+8ve.tar.bz2",
+	"32intel64-2p8co2t+8ve-isolated.tar.bz2",
 	"20em64t-hybrid-1p6c2t+2ca4co1t.tar.bz2",
 	"Intel-RaptorLake-Corei7-1370P.tar.bz2",
 	"128arm-2pa2n8cluster4co.tar.bz2",

@@ -97,6 +97,8 @@ static const struct file_key file_keys[] = {
 	{ "kubeletFirstRequestTimeout", "kubelet-first-request-timeout", NULL },
 	{ "sliceRepairTimeout", "slice-repair-timeout", NULL },
 	{ "rtCPUs", "rt-cpus", NULL },
+	{ "rtHeadroom", "rt-headroom", NULL },
+	{ "isolatedCPUsShared", "isolated-cpus-shared", NULL },
 	{ "logVerbosity", "v", NULL },
 
 	{ "publishNodeAllocatableResourceMapping", "publish-node-allocatable-resource-mapping",
@@ -127,6 +129,13 @@ static const struct opt opts[] = {
 	  "Real-time CPUs (list format; empty: off): each is published as its own device "
 	  "cpurtNNN whose deadline bandwidth claims share (docs/realtime.md); they leave the "
 	  "shared pool and ordinary allocation." },
+	{ "rt-headroom", NULL, OPT_INT, F(rt_headroom_milli), "0", 0, 500, NULL, 0,
+	  "Milli-CPU of each real-time CPU left unpublished beyond what the kernel reserves for "
+	  "its deadline servers (fair, sched_ext), which are re-read while running "
+	  "(docs/realtime.md)." },
+	{ "isolated-cpus-shared", NULL, OPT_BOOL, F(isolated_shared), "false", 0, 0, NULL, 0,
+	  "Let the kernel's isolated CPUs (isolcpus=, nohz_full=) join the shared pool; by "
+	  "default only claims that ask for them get them (docs/isolated-cpus.md)." },
 	{ "hostname-override", NULL, OPT_STRING, F(hostname_override), "", 0, 0, NULL, 0,
 	  "Node name (default: $NODE_NAME, else the hostname)." },
 	{ "sysfs-root", NULL, OPT_STRING, F(sysfs_root), "", 0, 0, NULL, 0,
@@ -754,7 +763,8 @@ void cfg_log(const struct cfg *c)
 		 "pinning_enforcement=%s contention_histogram=%s kubelet_first_request_timeout=%d "
 		 "slice_repair_timeout=%d bind_address=%s kubeconfig=%s config=%s rt_cpus=%s "
 		 "node_allocatable=%s expose_pcie_roots=%s device_metadata=%s "
-		 "events=%s claim_status=%s allocator=%s",
+		 "events=%s claim_status=%s allocator=%s "
+		 "rt_headroom_milli=%d isolated_cpus_shared=%s",
 		 cfg_device_mode_name(c->device_mode), cfg_group_by_name(c->group_by),
 		 log_quote(c->reserved_cpus_str), c->kubelet_root_dir, c->cdi_dir, c->state_dir,
 		 c->nri ? "true" : "false", c->nri_socket, c->nri_push_updates ? "true" : "false",
@@ -765,8 +775,10 @@ void cfg_log(const struct cfg *c)
 		 is_set(c->config_file) ? log_quote(c->config_file) : "none",
 		 log_quote(c->rt_cpus_str),
 		 c->node_allocatable ? "true" : "false", c->expose_pcie_roots ? "true" : "false",
-		 c->device_metadata ? "true" : "false", event_kinds[c->events],
-		 c->claim_status ? "true" : "false", allocators[c->allocator]);
+		 c->device_metadata ? "true" : "false",
+		 event_kinds[c->events],
+		 c->claim_status ? "true" : "false", allocators[c->allocator], c->rt_headroom_milli,
+		 c->isolated_shared ? "true" : "false");
 }
 
 const char *cfg_device_mode_name(int mode)

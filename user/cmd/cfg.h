@@ -48,6 +48,8 @@ struct cfg {
 	struct cpuset reserved;
 	char *rt_cpus_str; /* --rt-cpus: real-time CPUs (docs/realtime.md) */
 	struct cpuset rt_cpus;
+	int rt_headroom_milli; /* --rt-headroom: per real-time CPU, beyond the kernel's servers */
+	bool isolated_shared;  /* --isolated-cpus-shared (docs/isolated-cpus.md) */
 	char *hostname_override;
 	/* topology source */
 	char *sysfs_root;

@@ -41,6 +41,8 @@
 #include "host/cgroup.h"
 #include "host/filewatch.h"
 #include "host/hotplug.h"
+#include "host/isol.h"
+#include "host/schedwatch.h"
 #include "host/uevent.h"
 #include "cmd/report.h"
 #include "host/pcie.h"
@@ -95,6 +97,7 @@ struct daemon {
 	struct rtctl *rtctl; /* --rt-cpus */
 	struct irqiso *irqiso; /* interrupts off claims' CPUs */
 	struct rtmon *rtmon; /* its BPF monitor, NULL without */
+	struct schedwatch *rtwatch; /* the kernel's limits for --rt-cpus, followed */
 	struct nri *nri;
 	int check_serving, check_registered, check_slices;
 	struct metric *g_allocated, *g_available, *g_claims;
@@ -122,6 +125,7 @@ static void daemon_free(struct daemon *d)
 	kube_free(d->kube);
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
+	schedwatch_free(d->rtwatch);
 	bpfmon_free(d->bpf);
 	irqiso_free(d->irqiso); /* isolation stays with the claims; its record too */
 	state_free(d->state);
@@ -629,9 +633,25 @@ static void watch_config(struct daemon *d)
 			       "unnoticed until a restart\"", log_quote(d->cfg->config_file));
 }
 
+/* The kernel's deadline servers or sysctls changed: what claims are
+ * admitted against, what rtctl reports and what the slices offer follow. */
+static void on_rt_limits(void *ud, const struct sched_limits *now, const struct sched_limits *before)
+{
+	struct daemon *d = ud;
+
+	(void)before;
+	d->rt = rt_limits_of(now);
+	(void)devices_set_rt_capacity(d->devices, d->rt.capacity_milli);
+	if (d->rtctl)
+		rtctl_set_limits(d->rtctl, &d->rt);
+	if (d->publisher)
+		publisher_devices_changed(d->publisher, "rt_capacity");
+}
+
 int daemon_run(const struct cfg *cfg, const struct topo *topo)
 {
 	_cleanup_(daemon_freep) struct daemon *d = NULL;
+	struct isol iso;
 	int r;
 
 	d = calloc(1, sizeof(*d));
@@ -655,14 +675,22 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		return r;
 	d->rt_on = !cpuset_is_empty(&cfg->rt_cpus);
 	if (d->rt_on) {
+		struct schedwatch_opts wo = { .cpus = cfg->rt_cpus,
+					      .headroom_milli = cfg->rt_headroom_milli,
+					      .on_change = on_rt_limits,
+					      .ud = d };
 		struct errbuf eb = {};
 
-		r = rt_limits_read(&d->rt, &eb);
+		r = schedwatch_new(d->base, &wo, &d->rtwatch, &eb);
 		if (r < 0)
 			return log_error_errno(r, "rt_limits_failed", "error=%s",
 					       log_quote(errbuf_text(&eb, r)));
+		d->rt = rt_limits_of(schedwatch_limits(d->rtwatch));
 	}
-	r = devices_build_node(topo, &cfg->reserved, &cfg->rt_cpus, cfg->device_mode,
+	r = isol_read_logged(cfg_sysfs_root(cfg), cfg_has_topology_file(cfg), &iso);
+	if (r < 0)
+		return r;
+	r = devices_build_node(topo, &cfg->reserved, &cfg->rt_cpus, &iso, cfg->device_mode,
 			       cfg->group_by, d->rt_on ? &d->rt : NULL, &d->devices);
 	if (r < 0)
 		return log_error_errno(r, "devices_failed", "");
@@ -703,6 +731,15 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
 					 .allocatable = d->devices->allocatable,
 					 .rt_cpus = cfg->rt_cpus };
+
+		/* Isolated CPUs stay out of the shared pool, unless the node lets
+		 * them in or nothing else would be left for shared containers. */
+		if (!cfg->isolated_shared && cpuset_equal(&d->devices->isolated, &so.allocatable)) {
+			log_warn("isolated_cpus_shared", "reason=\"every allocatable CPU is isolated\" "
+				 "action=\"they form the shared pool\"");
+		} else if (!cfg->isolated_shared) {
+			so.isolated = d->devices->isolated;
+		}
 
 		r = state_new(&so, &d->state);
 		if (r < 0)

@@ -17,6 +17,7 @@
 #include "core/rt.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
+#include "host/isol.h"
 #include "host/pcie.h"
 #include "kube/slices.h"
 #include "host/topo.h"
@@ -49,6 +50,7 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	struct json_object *list, *items = NULL;
 	struct slices_opts o = { .generation = 1 };
 	struct rt_limits rt;
+	struct isol iso;
 	struct errbuf eb = {};
 	char node[256], layout[SLICES_MAX_STRING + 1];
 	int r;
@@ -59,13 +61,16 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	o.node = node;
 	o.node_allocatable = c->node_allocatable;
 	if (!cpuset_is_empty(&c->rt_cpus)) {
-		r = rt_limits_read(&rt, &eb);
+		r = rt_limits_read(&c->rt_cpus, c->rt_headroom_milli, &rt, &eb);
 		if (r < 0) {
 			fprintf(stderr, "dra-cpu-driver: flag rt-cpus: %s\n", errbuf_text(&eb, r));
 			return r;
 		}
 	}
-	r = devices_build_node(t, &c->reserved, &c->rt_cpus, c->device_mode, c->group_by,
+	r = isol_read_logged(cfg_sysfs_root(c), cfg_has_topology_file(c), &iso);
+	if (r < 0)
+		return r;
+	r = devices_build_node(t, &c->reserved, &c->rt_cpus, &iso, c->device_mode, c->group_by,
 			       cpuset_is_empty(&c->rt_cpus) ? NULL : &rt, &d);
 	if (r < 0)
 		return r;

@@ -128,6 +128,21 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 				return errbuf_fail(eb, -EINVAL,
 						   "CPUConfig: sharedPool must be true or false");
 			c.shared_pool = json_object_get_boolean(val);
+		} else if (!strcmp(key, "isolated")) {
+			const char *m = json_object_is_type(val, json_type_string)
+						? json_object_get_string(val)
+						: NULL;
+
+			if (m && !strcmp(m, "require"))
+				c.isolated = CLAIM_ISOLATED_REQUIRE;
+			else if (m && !strcmp(m, "prefer"))
+				c.isolated = CLAIM_ISOLATED_PREFER;
+			else if (m && !strcmp(m, "avoid"))
+				c.isolated = CLAIM_ISOLATED_AVOID;
+			else
+				return errbuf_fail(eb, -EINVAL,
+						   "CPUConfig: isolated must be require, prefer or "
+						   "avoid");
 		} else if (!strcmp(key, "realtime")) {
 			r = rt_budget_parse(val, &c.rt, eb);
 			if (r < 0)
@@ -145,6 +160,23 @@ int claim_config_parse(struct json_object *params, struct claim_config *cfg, str
 		}
 	}
 	*cfg = c;
+	return 0;
+}
+
+int claim_isolation_check(const struct claim_result *r, bool device_isolated, struct errbuf *eb)
+{
+	if (device_isolated && r->config.isolated == CLAIM_ISOLATED_AVOID)
+		return errbuf_fail(eb, -EINVAL,
+				   "request %s: device %s is isolated CPUs (isolcpus/nohz_full) and "
+				   "the claim did not ask for them: use the DeviceClass "
+				   "dra.cpu.isolated or CPUConfig isolated: require|prefer",
+				   r->request, r->device);
+	if (!device_isolated && r->config.isolated == CLAIM_ISOLATED_REQUIRE)
+		return errbuf_fail(eb, -EINVAL,
+				   "request %s: CPUConfig isolated: require, but device %s is not "
+				   "isolated CPUs: select devices with dra.cpu/isolated (the "
+				   "DeviceClass dra.cpu.isolated)",
+				   r->request, r->device);
 	return 0;
 }
 

@@ -38,6 +38,13 @@ enum claim_memory { CLAIM_MEMORY_DEFAULT = 0, CLAIM_MEMORY_ALL, CLAIM_MEMORY_LOC
 
 enum claim_irq { CLAIM_IRQ_DEFAULT = 0, CLAIM_IRQ_ISOLATE, CLAIM_IRQ_KEEP };
 
+/* isolated: may the result's device be isolated CPUs (docs/isolated-cpus.md)? */
+enum claim_isolated {
+	CLAIM_ISOLATED_AVOID = 0, /* never (default): only when the claim asks */
+	CLAIM_ISOLATED_PREFER,	  /* either (a prioritized list asks for both) */
+	CLAIM_ISOLATED_REQUIRE,	  /* only isolated CPUs */
+};
+
 /* Opaque parameters {"apiVersion":"dra.cpu/v1alpha1","kind":"CPUConfig",...}. */
 struct claim_config {
 	/* memory: "local" (cpuset.mems = the NUMA nodes of the claim's CPUs) or
@@ -52,6 +59,7 @@ struct claim_config {
 	bool full_cores;	  /* default false */
 	bool align_l3;		  /* default: true with packed (kubelet refuses it with the others) */
 	bool align_l3_set;	  /* alignL3 was given explicitly */
+	enum claim_isolated isolated; /* default avoid */
 	bool rt_set;		  /* "realtime" was given: rt holds the budget */
 	struct rt_budget rt;	  /* real-time devices only (core/rt.h) */
 };
@@ -113,6 +121,10 @@ int claim_consumers_parse(struct json_object *claim, const char *uid,
 int claim_config_parse(struct json_object *params, struct claim_config *cfg, struct errbuf *eb);
 
 const char *claim_policy_name(enum claim_policy p);
+
+/* Does the result's CPUConfig.isolated take its device (isolated or not)?
+ * 0, or -EINVAL with eb saying what to change. */
+int claim_isolation_check(const struct claim_result *r, bool device_isolated, struct errbuf *eb);
 
 /* The kubelet names a claim by namespace and name; both are checked before
  * they reach a URL or a log line. A namespace is a DNS-1123 label (1-63 of

@@ -21,9 +21,18 @@ struct devices *devices_free(struct devices *d)
 	return NULL;
 }
 
-/* A device of one CPU (s), with that CPU's topology; the name is the
- * caller's. */
-static void one_cpu(struct device *dev, enum device_kind kind, const struct topo_cpu *s)
+/* The kernel's flags for one CPU. */
+static unsigned isol_flags(const struct isol *iso, int cpu)
+{
+	return (cpuset_has(&iso->domain, cpu) ? DEVICE_ISOL_DOMAIN : 0) |
+	       (cpuset_has(&iso->nohz_full, cpu) ? DEVICE_ISOL_NOHZ_FULL : 0) |
+	       (cpuset_has(&iso->managed_irq, cpu) ? DEVICE_ISOL_MANAGED_IRQ : 0);
+}
+
+/* A device of one CPU (s), with that CPU's topology and isolation (d's);
+ * the name is the caller's. */
+static void one_cpu(struct device *dev, const struct devices *d, enum device_kind kind,
+		    const struct topo_cpu *s)
 {
 	memset(dev, 0, sizeof(*dev));
 	dev->kind = kind;
@@ -34,6 +43,8 @@ static void one_cpu(struct device *dev, enum device_kind kind, const struct topo
 	dev->core_id = s->core_id;
 	dev->l3 = s->l3;
 	dev->type = s->type;
+	dev->isolated = cpuset_has(&d->isol.isolated, s->cpu);
+	dev->isol_flags = dev->isolated ? isol_flags(&d->isol, s->cpu) : 0;
 }
 
 static int build_individual(struct devices *d, const struct topo *t)
@@ -67,7 +78,7 @@ static int build_individual(struct devices *d, const struct topo *t)
 				continue;
 			cpuset_set(&done, s->cpu);
 			dev = &d->v[n];
-			one_cpu(dev, DEVICE_CPU, s);
+			one_cpu(dev, d, DEVICE_CPU, s);
 			(void)snprintf(dev->name, sizeof(dev->name), "cpudev%03d", n);
 			n++;
 		}
@@ -98,7 +109,24 @@ static int cmp_group(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int build_groups(struct devices *d, const struct topo *t)
+static void group_name(struct device *dev, enum device_kind kind, int id, bool iso)
+{
+	const char *p = iso ? "cpuiso" : "cpudev";
+
+	if (kind == DEVICE_NUMA && id < 0)
+		(void)snprintf(dev->name, sizeof(dev->name), "%snonuma", p);
+	else if (kind == DEVICE_NUMA)
+		(void)snprintf(dev->name, sizeof(dev->name), "%snuma%03d", p, id);
+	else if (kind == DEVICE_SOCKET)
+		(void)snprintf(dev->name, sizeof(dev->name), "%ssocket%03d", p, id);
+	else
+		(void)snprintf(dev->name, sizeof(dev->name), "%smachine", p);
+}
+
+/* One device per group of the CPUs in set (the ordinary or the isolated
+ * allocatable CPUs), appended in group order. */
+static int build_groups(struct devices *d, const struct topo *t, const struct cpuset *set,
+			bool iso)
 {
 	/* Group ids ascending. Package ids can be large (8442 on a Kunpeng 920),
 	 * so collect and sort them rather than index a bitmap. */
@@ -108,7 +136,7 @@ static int build_groups(struct devices *d, const struct topo *t)
 	if (!ids)
 		return -ENOMEM;
 	for (int i = 0; i < t->n_cpus; i++)
-		if (cpuset_has(&d->allocatable, t->cpus[i].cpu))
+		if (cpuset_has(set, t->cpus[i].cpu))
 			ids[n_ids++] = group_key(&t->cpus[i], d->kind);
 	qsort(ids, (size_t)n_ids, sizeof(*ids), cmp_group);
 	for (int k = 0; k < n_ids; k++) {
@@ -125,10 +153,12 @@ static int build_groups(struct devices *d, const struct topo *t)
 		dev->id = id;
 		dev->numa = dev->socket = -1;
 		dev->l3 = -1;
+		dev->isolated = iso;
+		dev->isol_flags = iso ? ~0u : 0;
 		for (int i = 0; i < t->n_cpus; i++) {
 			const struct topo_cpu *c = &t->cpus[i];
 
-			if (group_key(c, d->kind) != id || !cpuset_has(&d->allocatable, c->cpu))
+			if (group_key(c, d->kind) != id || !cpuset_has(set, c->cpu))
 				continue;
 			if (!dev->n_cpus++ && d->kind != DEVICE_MACHINE) {
 				dev->socket = c->socket < 0 ? 0 : c->socket;
@@ -136,15 +166,10 @@ static int build_groups(struct devices *d, const struct topo *t)
 					dev->numa = id; /* -1: no NUMA attributes */
 			}
 			cpuset_set(dev->cpus, c->cpu);
+			if (iso)
+				dev->isol_flags &= isol_flags(&d->isol, c->cpu);
 		}
-		if (d->kind == DEVICE_NUMA && id < 0)
-			(void)snprintf(dev->name, sizeof(dev->name), "cpudevnonuma");
-		else if (d->kind == DEVICE_NUMA)
-			(void)snprintf(dev->name, sizeof(dev->name), "cpudevnuma%03d", id);
-		else if (d->kind == DEVICE_SOCKET)
-			(void)snprintf(dev->name, sizeof(dev->name), "cpudevsocket%03d", id);
-		else
-			(void)snprintf(dev->name, sizeof(dev->name), "cpudevmachine");
+		group_name(dev, d->kind, id, iso);
 	}
 	return 0;
 }
@@ -152,7 +177,14 @@ static int build_groups(struct devices *d, const struct topo *t)
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret)
 {
+	return devices_build_isol(t, reserved, NULL, mode, group_by, ret);
+}
+
+int devices_build_isol(const struct topo *t, const struct cpuset *reserved,
+		       const struct isol *isol, int mode, int group_by, struct devices **ret)
+{
 	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct cpuset ordinary;
 	int r;
 
 	d = calloc(1, sizeof(*d));
@@ -163,6 +195,10 @@ int devices_build(const struct topo *t, const struct cpuset *reserved, int mode,
 		cpuset_andnot(&d->allocatable, &d->allocatable, reserved);
 	if (cpuset_is_empty(&d->allocatable))
 		return -EINVAL;
+	if (isol)
+		d->isol = *isol;
+	cpuset_and(&d->isolated, &d->allocatable, &d->isol.isolated);
+	cpuset_andnot(&ordinary, &d->allocatable, &d->isolated);
 	d->smt = t->smt;
 	d->v = calloc((size_t)cpuset_count(&d->allocatable), sizeof(*d->v));
 	if (!d->v)
@@ -174,7 +210,9 @@ int devices_build(const struct topo *t, const struct cpuset *reserved, int mode,
 		d->kind = group_by == DEVICES_BY_SOCKET	  ? DEVICE_SOCKET
 			  : group_by == DEVICES_BY_MACHINE ? DEVICE_MACHINE
 							  : DEVICE_NUMA;
-		r = build_groups(d, t);
+		r = build_groups(d, t, &ordinary, false);
+		if (r == 0)
+			r = build_groups(d, t, &d->isolated, true);
 	}
 	if (r < 0)
 		return r;
@@ -205,12 +243,21 @@ int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset 
 		const struct topo_cpu *s = topo_cpu(t, cpu);
 		struct device *dev = &d->v[d->n++];
 
-		one_cpu(dev, DEVICE_RT, s);
+		one_cpu(dev, d, DEVICE_RT, s);
 		(void)snprintf(dev->name, sizeof(dev->name), "cpurt%03d", cpu);
 		dev->rt_capacity_milli = capacity_milli;
 	}
 	d->n_rt = n;
 	d->rt = *rt;
+	return 0;
+}
+
+int devices_set_rt_capacity(struct devices *d, int64_t capacity_milli)
+{
+	if (capacity_milli <= 0)
+		return -EINVAL;
+	for (int i = d->n - d->n_rt; i < d->n; i++)
+		d->v[i].rt_capacity_milli = capacity_milli;
 	return 0;
 }
 
@@ -264,8 +311,8 @@ void device_cpus(const struct device *dev, struct cpuset *ret)
 }
 
 int devices_build_node(const struct topo *t, const struct cpuset *reserved,
-		       const struct cpuset *rt_cpus, int mode, int group_by,
-		       const struct rt_limits *rt, struct devices **ret)
+		       const struct cpuset *rt_cpus, const struct isol *isol, int mode,
+		       int group_by, const struct rt_limits *rt, struct devices **ret)
 {
 	_cleanup_(devices_freep) struct devices *d = NULL;
 	struct cpuset off;
@@ -276,7 +323,7 @@ int devices_build_node(const struct topo *t, const struct cpuset *reserved,
 		cpuset_or(&off, &off, reserved);
 	if (rt_cpus)
 		cpuset_or(&off, &off, rt_cpus);
-	r = devices_build(t, &off, mode, group_by, &d);
+	r = devices_build_isol(t, &off, isol, mode, group_by, &d);
 	if (r < 0)
 		return r;
 	if (rt && rt_cpus && !cpuset_is_empty(rt_cpus)) {

@@ -22,8 +22,18 @@
  *   consumable capacity dra.cpu/rtBandwidth (core/rt.h). Those CPUs are not
  *   allocatable: the caller reserves them for devices_build().
  *
+ * isolated: with the kernel's isolated CPUs (host/isol.h,
+ *   devices_build_isol()), isolated capacity is never counted with ordinary
+ *   capacity. individual: the CPU's device carries dra.cpu/isolated and the
+ *   kernel's flags. grouped: the isolated CPUs of a group are a device of
+ *   their own after every ordinary one, cpuisonuma%03d, cpuisosocket%03d,
+ *   cpuisomachine or cpuisononuma, with dra.cpu/isolated; the ordinary group
+ *   device keeps its name and stands for the group's other CPUs (a group
+ *   whose CPUs are all isolated has no ordinary device). Names of ordinary
+ *   devices do not depend on isolation in either mode.
+ *
  * Allocatable = online minus --reserved-cpus (minus --rt-cpus). Immutable
- * after build.
+ * after build, but for the real-time capacity (devices_set_rt_capacity()).
  */
 #pragma once
 
@@ -32,11 +42,19 @@
 
 #include "lib/cleanup.h"
 #include "lib/cpuset.h"
+#include "host/isol.h"
 #include "host/topo.h"
 
 #define DEVICE_NAME_MAX 32
 
 enum device_kind { DEVICE_CPU, DEVICE_NUMA, DEVICE_SOCKET, DEVICE_MACHINE, DEVICE_RT };
+
+/* What the kernel made of a device's CPUs (every one of them, for a group). */
+enum device_isol_flag {
+	DEVICE_ISOL_DOMAIN = 1 << 0,	  /* not load-balanced (isolcpus=domain) */
+	DEVICE_ISOL_NOHZ_FULL = 1 << 1,	  /* tickless (nohz_full=) */
+	DEVICE_ISOL_MANAGED_IRQ = 1 << 2, /* managed interrupts kept off */
+};
 
 struct device {
 	char name[DEVICE_NAME_MAX];
@@ -50,6 +68,8 @@ struct device {
 	enum topo_core_type type; /* individual and rt only */
 	int64_t rt_capacity_milli; /* rt only: dra.cpu/rtBandwidth */
 	struct cpuset *cpus; /* groups: their CPUs (owned); NULL for a CPU */
+	bool isolated;	     /* its CPUs are isolated CPUs (struct isol.isolated) */
+	unsigned isol_flags; /* enum device_isol_flag, when isolated */
 };
 
 /* How devices are cut (--cpu-device-mode, --group-by). */
@@ -64,29 +84,38 @@ struct devices {
 	struct cpuset allocatable;
 	int n_rt;	       /* the last n_rt devices are DEVICE_RT */
 	struct cpuset rt;      /* their CPUs */
+	struct isol isol;      /* the kernel's isolation, as built with (zero: none) */
+	struct cpuset isolated; /* allocatable CPUs that are isolated */
 };
 
 /* mode: enum devices_mode; group_by: enum devices_group_by. reserved may be
  * NULL. -EINVAL when nothing is allocatable. */
 int devices_build(const struct topo *t, const struct cpuset *reserved, int mode, int group_by,
 		  struct devices **ret);
+/* The same with the kernel's isolated CPUs (NULL: none; copied). */
+int devices_build_isol(const struct topo *t, const struct cpuset *reserved,
+		       const struct isol *isol, int mode, int group_by, struct devices **ret);
 
 struct errbuf;
 struct rt_limits;
 
-/* The devices a node publishes: devices_build() with reserved and rt_cpus
- * left out, then, when rt is not NULL and rt_cpus not empty, one DEVICE_RT
- * per CPU of rt_cpus of rt->capacity_milli. reserved and rt_cpus may be
- * NULL. Caller frees with devices_free(). */
+/* The devices a node publishes: devices_build_isol() with reserved and
+ * rt_cpus left out, then, when rt is not NULL and rt_cpus not empty, one
+ * DEVICE_RT per CPU of rt_cpus of rt->capacity_milli. reserved, rt_cpus and
+ * isol may be NULL. Caller frees with devices_free(). */
 int devices_build_node(const struct topo *t, const struct cpuset *reserved,
-		       const struct cpuset *rt_cpus, int mode, int group_by,
-		       const struct rt_limits *rt, struct devices **ret);
+		       const struct cpuset *rt_cpus, const struct isol *isol, int mode,
+		       int group_by, const struct rt_limits *rt, struct devices **ret);
 
 /* Appends a DEVICE_RT per CPU of rt (ascending), each of capacity_milli.
  * Once, after devices_build() with rt among the reserved CPUs: -EINVAL when
  * a CPU of rt is offline or allocatable, or when called twice. */
 int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset *rt,
 		   int64_t capacity_milli);
+
+/* Every real-time device offers capacity_milli from now on (the kernel's
+ * deadline servers changed). -EINVAL for capacity_milli <= 0. */
+int devices_set_rt_capacity(struct devices *d, int64_t capacity_milli);
 
 /* The device of that name, or NULL. */
 const struct device *devices_find(const struct devices *d, const char *name);

@@ -18,7 +18,7 @@
 static const char *const use_names[] = {
 	[NODEMAP_SHARED] = "shared",	 [NODEMAP_CLAIMED] = "claimed",
 	[NODEMAP_REALTIME] = "realtime", [NODEMAP_RESERVED] = "reserved",
-	[NODEMAP_OFFLINE] = "offline",
+	[NODEMAP_OFFLINE] = "offline",	 [NODEMAP_ISOLATED] = "isolated",
 };
 
 const char *nodemap_use_name(enum nodemap_use u)
@@ -114,6 +114,8 @@ static enum nodemap_use use_of(const struct build *b, int cpu, bool online)
 		return NODEMAP_REALTIME;
 	if (in->reserved && cpuset_has(in->reserved, cpu))
 		return NODEMAP_RESERVED;
+	if (in->state && cpuset_has(state_isolated(in->state), cpu))
+		return NODEMAP_ISOLATED;
 	return NODEMAP_SHARED;
 }
 
@@ -322,7 +324,7 @@ static int parse_use(struct json_object *o, enum nodemap_use *ret, struct errbuf
 			return 0;
 		}
 	return errbuf_fail(eb, -EINVAL, "cpu.use: missing or not one of shared, claimed, "
-					"realtime, reserved, offline");
+					"realtime, reserved, offline, isolated");
 }
 
 static int parse_cpu(struct json_object *o, int n_claims, struct nodemap_cpu *c,

@@ -14,7 +14,8 @@
  *    "cpus": [{"cpu": 3, "socket": 0, "numa": 0, "l3": 0, "core": 1,
  *              "use": "claimed", "online": true, "claims": [0]}]}
  *
- * `use` is one of shared, claimed, realtime, reserved, offline; `claims`
+ * `use` is one of shared, claimed, realtime, reserved, offline, isolated
+ * (unclaimed isolated CPUs, never in the shared pool); `claims`
  * index the claims array (a real-time CPU may carry several claims). A
  * claimed CPU that went offline stays "claimed" with "online": false: that
  * is the unhealthy case the picture must show.
@@ -49,6 +50,7 @@ enum nodemap_use {
 	NODEMAP_REALTIME,
 	NODEMAP_RESERVED,
 	NODEMAP_OFFLINE,
+	NODEMAP_ISOLATED, /* the kernel's isolated CPUs, kept out of the shared pool */
 };
 
 /* What the daemon knows beyond the topology and the claims. */

@@ -83,6 +83,9 @@ static char mark_of(const struct nodemap_cpu *c, const char **esc)
 	case NODEMAP_OFFLINE:
 		*esc = RED;
 		return 'x';
+	case NODEMAP_ISOLATED:
+		*esc = DIM;
+		return 'i';
 	default:
 		return '.';
 	}
@@ -101,7 +104,7 @@ static void draw_cpu(const struct nodemap_cpu *c, bool colour, FILE *out)
 
 static void draw_header(const struct nodemap *m, FILE *out)
 {
-	int n[NODEMAP_OFFLINE + 1] = { 0 }, online = 0;
+	int n[NODEMAP_ISOLATED + 1] = { 0 }, online = 0;
 
 	for (int i = 0; i < m->n_cpus; i++) {
 		n[m->cpus[i].use]++;
@@ -116,6 +119,8 @@ static void draw_header(const struct nodemap *m, FILE *out)
 		(void)fprintf(out, " · %d real-time", n[NODEMAP_REALTIME]);
 	if (n[NODEMAP_OFFLINE])
 		(void)fprintf(out, " · %d offline", n[NODEMAP_OFFLINE]);
+	if (n[NODEMAP_ISOLATED])
+		(void)fprintf(out, " · %d isolated", n[NODEMAP_ISOLATED]);
 	(void)fputs("\n", out);
 }
 
@@ -173,6 +178,14 @@ static void draw_cores(const struct nodemap_cpu *v, int n, bool colour, FILE *ou
 	(void)fputs("\n", out);
 }
 
+static bool has_isolated(const struct nodemap *m)
+{
+	for (int i = 0; i < m->n_cpus; i++)
+		if (m->cpus[i].use == NODEMAP_ISOLATED)
+			return true;
+	return false;
+}
+
 static void draw_legend(const struct nodemap *m, bool colour, FILE *out)
 {
 	(void)fputs("\n", out);
@@ -205,6 +218,8 @@ static void draw_legend(const struct nodemap *m, bool colour, FILE *out)
 	(void)fputs("  .  shared   r reserved   ~ real-time, unclaimed   x offline   ! held but "
 		    "offline\n",
 		    out);
+	if (has_isolated(m))
+		(void)fputs("  i  isolated, unclaimed (isolcpus/nohz_full)\n", out);
 }
 
 int nodemap_draw(const struct nodemap *m, bool colour, FILE *out)

@@ -97,7 +97,7 @@ static int pick_exact(struct prepare *p, const struct claim_result *r, const str
 				 "claim",
 			    r->request, r->cpuset, list);
 	}
-	state_shared_pool(p->o.state, &pool);
+	state_unclaimed(p->o.state, &pool);
 	cpuset_andnot(&bad, &want, &pool);
 	if (!cpuset_is_empty(&bad)) {
 		(void)cpuset_format(&bad, list, sizeof(list));
@@ -135,7 +135,7 @@ static int pick_grouped(struct prepare *p, const struct claim_result *r, const s
 	if (r->cpuset[0])
 		return pick_exact(p, r, dev, count, taken, out, err);
 	device_cpus(dev, &group);
-	state_shared_pool(p->o.state, &avail);
+	state_unclaimed(p->o.state, &avail);
 	cpuset_and(&avail, &avail, &group);
 	cpuset_and(&avail, &avail, online_now(p)); /* never a CPU that went offline */
 	cpuset_andnot(&avail, &avail, taken);
@@ -531,6 +531,12 @@ static int decide(struct prepare *p, const struct prepare_request *rq, struct pr
 		r = result_init(cr, sr, err);
 		if (r < 0)
 			return r;
+		{
+			const struct device *dev = devices_find(p->o.devices, cr->device);
+
+			if (dev && claim_isolation_check(cr, dev->isolated, err) < 0)
+				return -EINVAL;
+		}
 		if (p->o.devices->kind == DEVICE_CPU) {
 			const struct device *dev = devices_find(p->o.devices, cr->device);
 

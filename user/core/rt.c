@@ -35,17 +35,24 @@ int64_t rt_cpu_used_milli(const struct state *s, int cpu, const struct rt_limits
 	return u.milli;
 }
 
-int rt_limits_read(struct rt_limits *ret, struct errbuf *eb)
+struct rt_limits rt_limits_of(const struct sched_limits *sl)
 {
+	return (struct rt_limits){ .capacity_milli = sl->capacity_milli,
+				   .period_min_ns = sl->period_min_ns,
+				   .period_max_ns = sl->period_max_ns };
+}
+
+int rt_limits_read(const struct cpuset *cpus, int64_t headroom_milli, struct rt_limits *ret,
+		   struct errbuf *eb)
+{
+	struct sched_limits_opts so = { .cpus = cpus, .headroom_milli = headroom_milli };
 	struct sched_limits sl;
-	int r = sched_limits_read("", NULL, &sl, eb);
+	int r = sched_limits_read_opts("", NULL, &so, &sl, eb);
 
 	if (r < 0)
 		return r;
-	*ret = (struct rt_limits){ .capacity_milli = sl.capacity_milli,
-				   .period_min_ns = sl.period_min_ns,
-				   .period_max_ns = sl.period_max_ns };
-	log_debug("rt_limits", "capacity_milli=%lld fair_milli=%lld fair_source=%s",
-		  (long long)sl.capacity_milli, (long long)sl.fair_milli, sl.fair_source);
+	*ret = rt_limits_of(&sl);
+	log_debug("rt_limits", "capacity_milli=%lld servers_milli=%lld fair_source=%s",
+		  (long long)sl.capacity_milli, (long long)sl.servers_milli, sl.fair_source);
 	return 0;
 }

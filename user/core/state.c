@@ -63,6 +63,7 @@ struct state {
 	char *cdi_dir, *state_dir, *checkpoint;
 	struct cpuset allocatable;
 	struct cpuset rt_cpus;	  /* where real-time claims live */
+	struct cpuset isolated;	  /* allocatable, never shared */
 	struct cpuset prepared;	  /* union of claims (real-time ones aside) */
 	struct cpuset quarantine; /* CPUs of specs we could not honour */
 	struct hashtab claims;	  /* uid -> struct entry, keyed by its c.uid */
@@ -197,6 +198,7 @@ int state_new(const struct state_opts *o, struct state **ret)
 	}
 	s->allocatable = o->allocatable;
 	s->rt_cpus = o->rt_cpus;
+	s->isolated = o->isolated;
 	/* keyed by the uid inside each entry: no copy of it */
 	hashtab_init_borrowing(&s->claims, STATE_MAX_CLAIMS);
 	*ret = TAKE_PTR(s);
@@ -243,10 +245,16 @@ const struct state_claim *state_claim(const struct state *s, const char *uid)
 	return e ? &e->c : NULL;
 }
 
-void state_shared_pool(const struct state *s, struct cpuset *ret)
+void state_unclaimed(const struct state *s, struct cpuset *ret)
 {
 	cpuset_andnot(ret, &s->allocatable, &s->prepared);
 	cpuset_andnot(ret, ret, &s->quarantine);
+}
+
+void state_shared_pool(const struct state *s, struct cpuset *ret)
+{
+	state_unclaimed(s, ret);
+	cpuset_andnot(ret, ret, &s->isolated);
 }
 
 void state_prepared(const struct state *s, struct cpuset *ret)
@@ -267,6 +275,11 @@ const struct cpuset *state_allocatable(const struct state *s)
 const struct cpuset *state_rt_cpus(const struct state *s)
 {
 	return &s->rt_cpus;
+}
+
+const struct cpuset *state_isolated(const struct state *s)
+{
+	return &s->isolated;
 }
 
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),

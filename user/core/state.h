@@ -3,7 +3,12 @@
  *
  *   allocatable = online - reserved            (fixed at start)
  *   prepared    = union of every claim's CPUs  (claims are pairwise disjoint)
- *   shared pool = allocatable - prepared       (never reserved CPUs)
+ *   shared pool = allocatable - prepared - isolated (never reserved CPUs)
+ *
+ * Isolated CPUs (state_opts.isolated: the kernel's isolcpus/nohz_full CPUs
+ * unless the node lets them share) are allocatable to claims that ask for
+ * them but never in the shared pool: the kernel does not balance load onto
+ * them, so a shared task placed there would stay there.
  *
  * Durability (DESIGN.md section 4): the CDI spec of a claim is its commit
  * record. Prepare = reserve in memory, write the CDI spec, then the
@@ -115,6 +120,7 @@ struct state_opts {
 	const char *state_dir; /* the checkpoint lives here; created 0700 */
 	struct cpuset allocatable;
 	struct cpuset rt_cpus; /* --rt-cpus: where real-time claims live (disjoint) */
+	struct cpuset isolated; /* allocatable CPUs kept out of the shared pool */
 };
 
 int state_new(const struct state_opts *o, struct state **ret);
@@ -177,13 +183,17 @@ bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, 
 int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, const char *name,
 			      const struct state_consumer *v, int n);
 
-/* CPUs neither reserved nor held by any claim (nor quarantined). */
+/* CPUs neither reserved nor held by any claim (nor quarantined) nor isolated. */
 void state_shared_pool(const struct state *s, struct cpuset *ret);
+/* CPUs a new claim may take: the shared pool and the free isolated CPUs. */
+void state_unclaimed(const struct state *s, struct cpuset *ret);
 /* CPUs held by claims. */
 void state_prepared(const struct state *s, struct cpuset *ret);
 int state_claim_count(const struct state *s);
 const struct cpuset *state_allocatable(const struct state *s);
 const struct cpuset *state_rt_cpus(const struct state *s);
+/* The isolated CPUs kept out of the shared pool (state_opts.isolated). */
+const struct cpuset *state_isolated(const struct state *s);
 
 /* Iterates claims in no particular order; fn returning < 0 stops. */
 int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct state_claim *c),

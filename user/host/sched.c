@@ -1,6 +1,7 @@
 /* Real-time scheduling syscalls and limits. See sched.h. */
 #include "host/sched.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -77,46 +78,158 @@ bool sched_release_at_least(const char *release, int major, int minor)
 	return ma > major || (ma == major && mi >= minor);
 }
 
-/* The largest fair server share of any CPU under root's debugfs, in
- * milli-CPU rounded up, or -ENOENT when debugfs does not show it. */
-static int read_fair_debugfs(const char *root, int64_t *ret)
-{
-	char dir[4096];
-	_cleanup_(closedirp) DIR *d = NULL;
-	struct dirent *e;
-	int64_t worst = -1;
+/* What the servers of one kind hold on the worst CPU, and all of them. */
+struct servers {
+	int64_t fair, ext, total;
+	int n;
+};
 
-	(void)snprintf(dir, sizeof(dir), "%s/sys/kernel/debug/sched/fair_server", root);
+/* runtime/period of one server on one CPU in milli-CPU rounded up: 0 and
+ * *ret, -ENOENT when the CPU has no such directory, another -errno (with eb)
+ * when a file is there but cannot be read or makes no sense. */
+static int read_server(const char *root, const char *server, int cpu, int64_t *ret,
+		       struct errbuf *eb)
+{
+	char rp[512], pp[512], dir[4600];
+	int64_t runtime, period;
+	int r;
+
+	(void)snprintf(rp, sizeof(rp), "/sys/kernel/debug/sched/%s/cpu%d/runtime", server, cpu);
+	(void)snprintf(pp, sizeof(pp), "/sys/kernel/debug/sched/%s/cpu%d/period", server, cpu);
+	(void)snprintf(dir, sizeof(dir), "%s/sys/kernel/debug/sched/%s/cpu%d", root, server, cpu);
+	if (access(dir, F_OK) < 0)
+		return -ENOENT;
+	r = read_int(root, rp, &runtime, eb);
+	r = r ?: read_int(root, pp, &period, eb);
+	if (r < 0)
+		return r;
+	if (period <= 0 || runtime < 0 || runtime > period)
+		return errbuf_fail(eb, -EINVAL, "%s%s: runtime %" PRId64 " of period %" PRId64,
+				   root, rp, runtime, period);
+	*ret = (runtime * 1000 + period - 1) / period;
+	return 0;
+}
+
+static bool is_server_dir(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 7 && !strcmp(name + n - 7, "_server");
+}
+
+/* The CPUs (cpuN entries) any of the server directories lists. */
+static void server_cpus(const char *root, char (*names)[64], int n, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	for (int i = 0; i < n; i++) {
+		_cleanup_(closedirp) DIR *d = NULL;
+		char dir[4200];
+		struct dirent *e;
+
+		(void)snprintf(dir, sizeof(dir), "%s/sys/kernel/debug/sched/%s", root, names[i]);
+		d = opendir(dir);
+		while (d && (e = readdir(d))) {
+			int cpu;
+
+			if (strncmp(e->d_name, "cpu", 3) == 0 &&
+			    num_parse_int(e->d_name + 3, NULL, 0, CPUSET_MAX - 1, &cpu) == 0)
+				cpuset_set(ret, cpu);
+		}
+	}
+}
+
+/* Every <name>_server directory under root's debugfs, summed per CPU of
+ * cpus (NULL: every CPU 0..CPUSET_MAX-1 that has one), the worst CPU kept.
+ * -ENOENT when debugfs shows no sched directory (not mounted), another
+ * -errno with eb when it cannot be read. */
+static int read_servers(const char *root, const struct cpuset *cpus, struct servers *ret,
+			struct errbuf *eb)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	char dir[4096], names[8][64];
+	int n_names = 0, r = 0;
+	struct servers w = { 0 };
+	struct cpuset listed;
+	struct dirent *e;
+
+	(void)snprintf(dir, sizeof(dir), "%s/sys/kernel/debug/sched", root);
 	d = opendir(dir);
 	if (!d)
-		return -ENOENT;
-	while ((e = readdir(d))) {
-		char rp[4352], pp[4352];
-		int64_t runtime, period, milli;
-
-		if (strncmp(e->d_name, "cpu", 3) != 0)
-			continue;
-		(void)snprintf(rp, sizeof(rp), "/sys/kernel/debug/sched/fair_server/%s/runtime",
-			       e->d_name);
-		(void)snprintf(pp, sizeof(pp), "/sys/kernel/debug/sched/fair_server/%s/period",
-			       e->d_name);
-		if (read_int(root, rp, &runtime, NULL) < 0 || read_int(root, pp, &period, NULL) < 0 ||
-		    period <= 0 || runtime < 0)
-			continue;
-		milli = (runtime * 1000 + period - 1) / period;
-		if (milli > worst)
-			worst = milli;
+		return errno == ENOENT ? -ENOENT
+				       : errbuf_fail(eb, -errno, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(d)) && n_names < (int)ARRAY_SIZE(names))
+		if (is_server_dir(e->d_name) && strlen(e->d_name) < sizeof(names[0]))
+			memcpy(names[n_names++], e->d_name, strlen(e->d_name) + 1);
+	if (!cpus) {
+		server_cpus(root, names, n_names, &listed);
+		cpus = &listed;
 	}
-	if (worst < 0)
-		return -ENOENT;
-	*ret = worst;
+	CPUSET_FOREACH(cpu, cpus)
+	{
+		int64_t fair = 0, ext = 0, total = 0;
+
+		if (r < 0)
+			break;
+		for (int i = 0; i < n_names && r == 0; i++) {
+			int64_t milli = 0;
+			int q = read_server(root, names[i], cpu, &milli, eb);
+
+			if (q == -ENOENT)
+				continue;
+			r = q;
+			if (r < 0)
+				break;
+			total += milli;
+			if (!strcmp(names[i], "fair_server"))
+				fair = milli;
+			else if (!strcmp(names[i], "ext_server"))
+				ext = milli;
+		}
+		if (r == 0 && total > w.total)
+			w = (struct servers){ .fair = fair, .ext = ext, .total = total };
+	}
+	if (r < 0)
+		return r;
+	w.n = n_names;
+	*ret = w;
 	return 0;
 }
 
 int sched_limits_read(const char *root, const char *release, struct sched_limits *ret,
 		      struct errbuf *eb)
 {
+	return sched_limits_read_opts(root, release, NULL, ret, eb);
+}
+
+bool sched_limits_same(const struct sched_limits *a, const struct sched_limits *b)
+{
+	return a->capacity_milli == b->capacity_milli && a->period_min_ns == b->period_min_ns &&
+	       a->period_max_ns == b->period_max_ns;
+}
+
+/* The servers of the kernel's defaults (debugfs not there or unreadable). */
+static void servers_default(const char *root, const char *release, struct sched_limits *l)
+{
+	char ext[4096];
+
+	if (!sched_release_at_least(release, 6, 12)) {
+		l->fair_source = "none";
+		return;
+	}
+	l->fair_milli = FAIR_DEFAULT_RUNTIME_NS * 1000 / FAIR_DEFAULT_PERIOD_NS;
+	l->fair_source = "default";
+	(void)snprintf(ext, sizeof(ext), "%s/sys/kernel/sched_ext", root);
+	if (access(ext, F_OK) == 0)
+		l->ext_milli = FAIR_DEFAULT_RUNTIME_NS * 1000 / FAIR_DEFAULT_PERIOD_NS;
+}
+
+int sched_limits_read_opts(const char *root, const char *release,
+			   const struct sched_limits_opts *o, struct sched_limits *ret,
+			   struct errbuf *eb)
+{
 	struct sched_limits l = { 0 };
+	struct servers sv = { 0 };
+	struct errbuf why = { "" };
 	struct utsname u;
 	int64_t min_us, max_us, share;
 	int r;
@@ -134,6 +247,7 @@ int sched_limits_read(const char *root, const char *release, struct sched_limits
 				   root);
 	l.period_min_ns = (uint64_t)min_us * 1000;
 	l.period_max_ns = (uint64_t)max_us * 1000;
+	l.headroom_milli = o && o->headroom_milli > 0 ? o->headroom_milli : 0;
 	/* -1 lifts the limit; deadline admission then allows the whole CPU. */
 	share = l.rt_runtime_us < 0 ? 1000 : l.rt_runtime_us * 1000 / l.rt_period_us;
 	if (!release) {
@@ -141,20 +255,33 @@ int sched_limits_read(const char *root, const char *release, struct sched_limits
 			return errbuf_fail(eb, -errno, "uname: %s", strerror(errno));
 		release = u.release;
 	}
-	if (read_fair_debugfs(root, &l.fair_milli) == 0) {
+	r = read_servers(root, o ? o->cpus : NULL, &sv, &why);
+	if (r == 0 && sv.n > 0) {
+		l.fair_milli = sv.fair;
+		l.ext_milli = sv.ext;
+		l.servers_milli = sv.total;
+		l.n_servers = sv.n;
 		l.fair_source = "debugfs";
-	} else if (sched_release_at_least(release, 6, 12)) {
-		l.fair_milli = FAIR_DEFAULT_RUNTIME_NS * 1000 / FAIR_DEFAULT_PERIOD_NS;
-		l.fair_source = "default";
 	} else {
-		l.fair_source = "none";
+		if (r == -ENOENT)
+			(void)snprintf(l.servers_note, sizeof(l.servers_note),
+				       "debugfs is not mounted at %s/sys/kernel/debug", root);
+		else if (r < 0)
+			(void)snprintf(l.servers_note, sizeof(l.servers_note), "%s", why.s);
+		else
+			(void)snprintf(l.servers_note, sizeof(l.servers_note),
+				       "debugfs lists no deadline server");
+		servers_default(root, release, &l);
+		l.servers_milli = l.fair_milli + l.ext_milli;
 	}
-	l.capacity_milli = share - l.fair_milli;
+	l.capacity_milli = share - l.servers_milli - l.headroom_milli;
 	if (l.capacity_milli <= 0)
 		return errbuf_fail(eb, -ENOSPC,
 				   "no deadline bandwidth per CPU: sched_rt_runtime_us %" PRId64
-				   " of %" PRId64 ", fair server %" PRId64 "m",
-				   l.rt_runtime_us, l.rt_period_us, l.fair_milli);
+				   " of %" PRId64 ", deadline servers %" PRId64 "m, headroom %" PRId64
+				   "m",
+				   l.rt_runtime_us, l.rt_period_us, l.servers_milli,
+				   l.headroom_milli);
 	*ret = l;
 	return 0;
 }

@@ -8,11 +8,19 @@
  *  - what /proc says of a task: the CPU it last ran on (the one the kernel
  *    admits a deadline task against while it sleeps) and its threads.
  *
- * The fair server (kernel 6.12, commit "sched/fair: Fair server interface")
- * reserves fair_server/cpuN/runtime per period on every CPU for SCHED_OTHER
- * tasks out of the same deadline bandwidth. The driver reads it from debugfs
- * when mounted; otherwise, on 6.12 and later, it assumes the kernel's default
- * (50 ms every 1 s) and says so in sched_limits.fair_source.
+ * Deadline servers: the kernel reserves deadline bandwidth on every CPU for
+ * its own servers out of the same budget deadline tasks are admitted
+ * against: the fair server (6.12, commit "sched/fair: Fair server
+ * interface") and, on kernels with sched_ext, the ext server. Each is
+ * /sys/kernel/debug/sched/<name>_server/cpuN/{runtime,period} (ns), and an
+ * admin or a BPF scheduler may change them at run time, so the limits are
+ * read per CPU, summed over every server the tree lists (whatever its name),
+ * and read again while the daemon runs (host/schedwatch.h). Where debugfs
+ * is not mounted or not readable, the kernel's defaults are assumed and
+ * sched_limits.servers_note says why: 50 ms every second for the fair
+ * server on 6.12 and later, and as much again for the ext server when the
+ * kernel has sched_ext (/sys/kernel/sched_ext): the published capacity may
+ * then be lower than the kernel admits, never higher.
  *
  * Roots are parameters so tests read fixtures: "" is this machine.
  */
@@ -35,18 +43,36 @@ struct errbuf;
 #define SCHED_FLAG_DL_OVERRUN_ 0x04ull
 
 struct sched_limits {
-	int64_t capacity_milli; /* per CPU, for deadline tasks */
+	int64_t capacity_milli; /* per CPU, for deadline tasks: share - servers - headroom */
 	uint64_t period_min_ns, period_max_ns;
 	int64_t rt_runtime_us, rt_period_us; /* runtime -1: unlimited */
-	int64_t fair_milli;		     /* the fair server's share, 0 when none */
+	int64_t fair_milli;		     /* the fair server's share (worst CPU), 0 when none */
+	int64_t ext_milli;		     /* the sched_ext server's share (worst CPU), 0 when none */
+	int64_t servers_milli;		     /* every server of the worst CPU, summed */
+	int64_t headroom_milli;		     /* what the caller asked to keep back */
+	int n_servers;			     /* servers debugfs lists (0 with defaults) */
 	const char *fair_source;	     /* "debugfs", "default", "none" (static text) */
+	/* Not empty: why the servers are the kernel's defaults, not read. */
+	char servers_note[160];
+};
+
+struct sched_limits_opts {
+	const struct cpuset *cpus; /* CPUs whose servers count; NULL = every CPU listed */
+	int64_t headroom_milli;	   /* per CPU, kept back beyond the servers (>= 0) */
 };
 
 /* Reads the limits under root ("" = this machine). release: the kernel
- * release ("6.18.4-..."), NULL = uname(). -errno with eb on a missing or
- * malformed sysctl, or when nothing is left for deadline tasks. */
+ * release ("6.18.4-..."), NULL = uname(). o may be NULL (every CPU, no
+ * headroom). -errno with eb on a missing or malformed sysctl, or when
+ * nothing is left for deadline tasks (-ENOSPC). */
 int sched_limits_read(const char *root, const char *release, struct sched_limits *ret,
 		      struct errbuf *eb);
+int sched_limits_read_opts(const char *root, const char *release,
+			   const struct sched_limits_opts *o, struct sched_limits *ret,
+			   struct errbuf *eb);
+
+/* Do a and b publish the same thing (capacity and periods)? */
+bool sched_limits_same(const struct sched_limits *a, const struct sched_limits *b);
 
 /* True when release is major.minor or later. */
 bool sched_release_at_least(const char *release, int major, int minor);

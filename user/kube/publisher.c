@@ -944,6 +944,11 @@ void publisher_set_online(struct publisher *p, const struct cpuset *online)
 		return;
 	p->online = *online;
 	p->has_online = true;
+	publisher_devices_changed(p, "cpu_hotplug");
+}
+
+void publisher_devices_changed(struct publisher *p, const char *reason)
+{
 	/* Before the node is known nothing is desired yet: on_node computes it.
 	 * During a sync its operations index the desired slices: the next sync
 	 * recomputes them first. */
@@ -958,7 +963,9 @@ void publisher_set_online(struct publisher *p, const struct cpuset *online)
 		retry_later(p, 0);
 		return;
 	}
-	log_info("slices_changed", "slices=%d devices=%d reason=cpu_hotplug", p->n_desired,
-		 slices_published(p->o.devices, &(struct slices_opts){ .online = &p->online }));
+	log_info("slices_changed", "slices=%d devices=%d reason=%s", p->n_desired,
+		 slices_published(p->o.devices, &(struct slices_opts){
+							  .online = p->has_online ? &p->online : NULL }),
+		 reason);
 	schedule_sync(p, 0);
 }

@@ -49,7 +49,7 @@ typedef void (*publisher_state_fn)(void *ud, bool ready);
 
 struct publisher_opts {
 	const char *node;
-	const struct devices *devices; /* borrowed; immutable */
+	const struct devices *devices; /* borrowed; changes: publisher_devices_changed() */
 	int max_devices;	       /* per slice; 0 = 128 */
 	int resync_delay_ms;	       /* after a watch event; 0 = 1000 */
 	int repair_timeout_ms;	       /* known wrong this long: not ready; 0 = 30000 */
@@ -67,6 +67,10 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
  * online leave the slices, groups count their online CPUs, and a sync
  * writes the difference at once. online is copied. */
 void publisher_set_online(struct publisher *p, const struct cpuset *online);
+/* The devices changed in place (devices_set_rt_capacity()): the slices are
+ * computed again and a sync writes the difference at once. reason goes to
+ * the log. */
+void publisher_devices_changed(struct publisher *p, const char *reason);
 
 /* Stops (cancels requests and the watch). NULL-safe. Slices are left in
  * place: the kubelet removes them when the plugin goes away for good. */

@@ -159,6 +159,24 @@ static int numa_attrs(struct json_object *attrs, int numa)
 	return r;
 }
 
+/* An isolated device says so, with what the kernel does on all of its CPUs
+ * (docs/isolated-cpus.md). Ordinary devices carry none of these: their
+ * attribute sets stay the reference driver's, and a DeviceClass tells the
+ * two apart with `"isolated" in device.attributes["dra.cpu"]`. */
+static int isol_attrs(struct json_object *attrs, const struct device *dev)
+{
+	int r;
+
+	if (!dev->isolated)
+		return 0;
+	r = add_attr_bool(attrs, "dra.cpu/isolated", true);
+	r = r ?: add_attr_bool(attrs, "dra.cpu/isolatedDomain",
+			       dev->isol_flags & DEVICE_ISOL_DOMAIN);
+	r = r ?: add_attr_bool(attrs, "dra.cpu/nohzFull", dev->isol_flags & DEVICE_ISOL_NOHZ_FULL);
+	return r ?: add_attr_bool(attrs, "dra.cpu/isolatedManagedIRQ",
+				  dev->isol_flags & DEVICE_ISOL_MANAGED_IRQ);
+}
+
 static int capacity(struct json_object *dev, int n_cpus)
 {
 	struct json_object *cap, *cpu, *policy, *range;
@@ -285,6 +303,8 @@ static int device_json(const struct devices *d, const struct device *dev,
 	}
 	if (!r && so->smt_layout && dev->kind != DEVICE_CPU && dev->kind != DEVICE_RT)
 		r = external_attrs(attrs, &live, so->smt_layout);
+	if (!r)
+		r = isol_attrs(attrs, dev);
 	if (!r)
 		r = pcie_attr(attrs, so->pcie, dev, so);
 	/* Only the kinds whose capacity is dra.cpu/cpu (or one CPU each). */

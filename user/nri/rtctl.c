@@ -70,6 +70,7 @@ struct rtctl {
 	struct event *refresh;
 	struct rtctl_stats st;
 	struct metric *applied, *failures, *retries, *ended, *g_isolated;
+	struct metric *g_capacity; /* dra_cpu_rt_bandwidth_capacity */
 	/* the monitor's */
 	struct rtmon *mon;
 	char *state_dir;
@@ -917,11 +918,12 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 				       "Real-time CPUs that are their own root domain now.", NULL);
 	/* What dra_cpu_rt_bandwidth_used is measured against: the same on every
 	 * real-time CPU, and what each cpurt device offers as dra.cpu/rtBandwidth. */
-	metric_set(metrics_gauge(m, "dra_cpu_rt_bandwidth_capacity",
-				 "Share of each real-time CPU that deadline tasks may be granted "
-				 "(the kernel's limit less the fair server).",
-				 NULL),
-		   (double)rt->limits.capacity_milli / 1000.0);
+	rt->g_capacity = metrics_gauge(m, "dra_cpu_rt_bandwidth_capacity",
+				       "Share of each real-time CPU that deadline tasks may be "
+				       "granted (the kernel's limit less its deadline servers and "
+				       "--rt-headroom; followed while running).",
+				       NULL);
+	metric_set(rt->g_capacity, (double)rt->limits.capacity_milli / 1000.0);
 	if (rt->mon) {
 		r = register_monitor(rt, m);
 		if (r < 0)
@@ -940,6 +942,12 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 		 cpuset_count(rtdomain_active(rt->dom)));
 	*ret = TAKE_PTR(rt);
 	return 0;
+}
+
+void rtctl_set_limits(struct rtctl *rt, const struct rt_limits *l)
+{
+	rt->limits = *l;
+	metric_set(rt->g_capacity, (double)l->capacity_milli / 1000.0);
 }
 
 struct rtctl *rtctl_free(struct rtctl *rt)

@@ -89,6 +89,9 @@ DEFINE_FREEP(rtctl, rtctl_free)
 /* The connection evictions go through (NULL: none). */
 void rtctl_set_nri(struct rtctl *rt, struct nri *n);
 
+/* The kernel's limits changed (host/schedwatch.h): l is copied. */
+void rtctl_set_limits(struct rtctl *rt, const struct rt_limits *l);
+
 /* Who the runtime is (NRI Configure): decides whether it applies the
  * scheduler adjustment itself. */
 void rtctl_configured(struct rtctl *rt, const char *name, const char *version,
