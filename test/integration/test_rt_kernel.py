@@ -410,9 +410,19 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     # the kernel enforces at tick granularity: the busy loop overruns its 2 ms
     assert b["violation"] and b["overruns"] > 0 and b["maxNs"] > 2000000
     assert b["periods"] > 50
-    # the polite one does 1 ms and yields: within budget every period
-    assert not p["violation"] and p["overruns"] == 0 and p["misses"] == 0, p
-    assert p["periods"] > 50 and 500000 < p["p50Ns"] <= 2000000 and p["maxNs"] < 2000000
+    # the polite one does 1 ms and yields: it never runs past its deadline
+    # (the monitor once compared the deadline, in the scheduler's clock, with
+    # CLOCK_MONOTONIC and saw every period missed) and keeps to its budget.
+    # Not in every period on a loaded node: the kernel's remaining runtime
+    # (what an overrun is read from) went below zero in up to 3 of 150 periods
+    # here with both CPUs saturated by other work, while the monitor measured
+    # at most 1.1 ms of CPU in any of them (time the kernel charges that is
+    # not the task's own: interrupts, on a kernel without
+    # CONFIG_IRQ_TIME_ACCOUNTING as here). The busy loop overruns in most.
+    assert p["misses"] == 0 and p["periods"] > 50, json.dumps(p)
+    assert p["overruns"] <= p["periods"] // 20 and b["overruns"] > b["periods"] // 2, \
+        json.dumps([b, p])
+    assert 500000 < p["p50Ns"] <= 2000000
     # the daemon's own monitor says the same on /metrics
     def over(claim):
         return d.metrics().get('dra_cpu_rt_overruns_total{claim="%s",cpu="%d"}' % (claim,
@@ -420,9 +430,14 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     wait_for(lambda: (over("default/busy") or 0) > 0, what="overruns on /metrics")
     # counted since the claim's task started (an interpreter starting up may
     # overrun once or twice): over a window the busy loop adds, the polite none
-    b0, p0 = over("default/busy"), over("default/polite")
+    def misses(claim):
+        return d.metrics().get('dra_cpu_rt_deadline_misses_total{claim="%s",cpu="%d"}'
+                               % (claim, RT_CPU)) or 0
+    b0, p0, m0 = over("default/busy"), over("default/polite"), misses("default/polite")
     time.sleep(1.0)
-    assert over("default/busy") > b0 + 50 and over("default/polite") == p0
+    # 1 s is 100 periods: the busy loop overruns in most, the polite one in few
+    assert over("default/busy") > b0 + 50 and over("default/polite") <= p0 + 5
+    assert misses("default/polite") == m0
     m = d.metrics()
     assert m['dra_cpu_rt_tasks{claim="default/busy",cpu="%d"}' % RT_CPU] == 1
     assert m['dra_cpu_rt_runtime_seconds_count{claim="default/polite",cpu="%d"}' % RT_CPU] > 50
@@ -430,8 +445,10 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     # without the overrunning task the verdict is clean
     rt.stop_container(busy)
     code, rep = verify_rt(d)
-    assert not task_of(rep, polite.pid)["violation"]
-    if not any(c.get("foreignPinned") for c in rep["cpus"]) and not rep["pinnedForeign"]:
+    p = task_of(rep, polite.pid)
+    assert p["misses"] == 0 and p["overruns"] <= p["periods"] // 20, json.dumps(p)
+    if (not any(c.get("foreignPinned") for c in rep["cpus"]) and not rep["pinnedForeign"]
+            and not p["overruns"]):
         assert code == 0 and rep["verdict"] == "clean", rep  # (else: someone else's task)
 
 
