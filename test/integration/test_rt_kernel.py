@@ -289,6 +289,85 @@ def test_teardown_ends_tasks_and_leaves_no_bandwidth_charged(rt_env):
         assert f.read().strip() == "1"
 
 
+def alive(pid):
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# A container whose main task forks two children that make themselves
+# deadline tasks pinned to the real-time CPU: one stays in the container's
+# cgroup (100m of its own), one leaves it for the runtime's parent cgroup
+# under the claim's very budget (300m). Both outlive the main task.
+ORPHANS = """import ctypes, os, struct, time
+def dl(runtime, period):
+    a = struct.pack("=IIQiIQQQII", 56, 6, 0, 0, 0, runtime, period, period, 0, 0)
+    b = ctypes.create_string_buffer(a, len(a))
+    assert ctypes.CDLL(None).syscall(%(nr)d, 0, b, 0) == 0
+time.sleep(0.3)
+kids = []
+for runtime, leave in ((1000000, False), (3000000, True)):
+    pid = os.fork()
+    if pid == 0:
+        if leave:
+            open(%(procs)r, "w").write(str(os.getpid()))
+            os.sched_setaffinity(0, {%(cpu)d})
+        dl(runtime, 10000000)
+        while 1: time.sleep(0.005)
+    kids.append(pid)
+time.sleep(0.2)
+open(%(out)r, "w").write(" ".join(map(str, kids)))
+while 1: time.sleep(0.005)
+"""
+
+
+def test_children_of_a_stopped_container_are_ended_with_its_claim(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    keep, err = prepare(rt_env, "keep", q="100m",
+                        budget={"policy": "deadline", "runtimeNs": 1000000,
+                                "periodNs": 10000000})
+    assert err == ""  # keeps the CPU its own root domain throughout
+    c, err = prepare(rt_env, "orphans")
+    assert err == ""
+    out = "/dev/shm/rt-orphans-%d" % os.getpid()
+    script = ORPHANS % {"nr": SYS_SCHED_SETATTR, "cpu": RT_CPU, "out": out,
+                        "procs": os.path.join(rt.cg.root, "cgroup.procs")}
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
+                              argv=[sys.executable, "-c", script])
+    kids = []
+    try:
+        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the children")
+        kids = [int(x) for x in open(out).read().split()]
+        stayed, left = kids
+        for k in kids:
+            assert policy(k) == SCHED_DEADLINE
+        # the runtime stops the container: its main task only
+        rt.stop_container(ctr)
+        # what the container's cgroup still holds is ended with it
+        wait_for(lambda: not alive(stayed), what="the child in the cgroup ended")
+        assert alive(left)
+        # the kubelet unprepares: what runs under the claim's budget on its
+        # CPU is ended too, wherever it lives
+        unprepare(rt_env, c)
+        wait_for(lambda: not alive(left), what="the child under the claim's budget ended")
+        assert "reason=running_under_unprepared_budget" in d.log()
+        assert metric(d, "dra_cpu_rt_tasks_ended_total") >= 2
+        # and nothing is left charged: a new task gets the whole 900m
+        p = busy_on_rt_cpu()
+        extra.append(p)
+        assert wait_for(lambda: sched_setattr(p.pid, 9000000, 10000000) == 0,
+                        what="900m admitted")
+    finally:
+        for k in kids:
+            if alive(k):
+                os.kill(k, 9)
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def test_kill9_and_restart_charges_nothing_twice(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     ctrs = []

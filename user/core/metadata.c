@@ -22,12 +22,6 @@
 #define DATA_SUBDIR "dra-device-metadata"
 #define FILE_NAME "metadata.json"
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		(void)closedir(*d);
-}
-
 size_t metadata_base_len(const char *request)
 {
 	return strcspn(request, "/");

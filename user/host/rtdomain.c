@@ -316,12 +316,6 @@ struct walk {
 	int err;
 };
 
-static void closedirp(DIR **p)
-{
-	if (*p)
-		(void)closedir(*p);
-}
-
 /* The kernel's v1 walk (generate_sched_domains): below a cpuset with CPUs
  * and balancing off it descends; a balancing cpuset with CPUs is a domain
  * and ends the descent; a cpuset without CPUs ends it too. */

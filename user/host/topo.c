@@ -29,12 +29,6 @@
 #define LOG_MOD "topo"
 #include "lib/log.h"
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		(void)closedir(*d);
-}
-
 struct topo *topo_free(struct topo *t)
 {
 	if (!t)

@@ -10,6 +10,7 @@
  */
 #include "nri/rtctl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -49,6 +50,9 @@ struct rtc {
 	enum rtc_state st;
 	bool by_runtime; /* the runtime was given the adjustment */
 	bool partitioned; /* v2: its cgroup is the partition */
+	/* The runtime stopped it: kept until its claim is unprepared, so that
+	 * what its cgroup still holds then is ended too. */
+	bool stopped;
 	uint64_t cgroup_id; /* its cgroup, an owner in the monitor; 0: none */
 	struct cpuset owned; /* the CPUs it owns there */
 	int64_t first_try_ms;
@@ -254,10 +258,39 @@ static int kill_line(void *ud, char *line)
 	return 0;
 }
 
+/* Kills what the cgroup at dirfd holds, its child cgroups included (a
+ * container may make its own below its cgroup), down to depth levels. */
+static void kill_cgroup(struct rtctl *rt, int dirfd, int depth)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	struct dirent *de;
+	int fd;
+
+	(void)fileio_read_lines(dirfd, "cgroup.procs", 0, 1 << 20, kill_line, rt, NULL);
+	if (depth <= 0)
+		return;
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		_cleanup_close_ int sub = -1;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			kill_cgroup(rt, sub, depth - 1);
+	}
+}
+
 /* Ends the container's tasks: its main task if still the one it was, and
- * whatever its cgroup still holds. A deadline task is never switched back
- * to SCHED_OTHER: blocked, it would keep its bandwidth charged until the
- * root domain is rebuilt; dead, it frees it. */
+ * whatever its cgroup (and the cgroups below it) still holds, also the
+ * children it forked that outlived it. A deadline task is never switched
+ * back to SCHED_OTHER: blocked, it would keep its bandwidth charged until
+ * the root domain is rebuilt; dead, it frees it. */
 static void end_tasks(struct rtctl *rt, struct rtc *x)
 {
 	char dir[PATH_MAX];
@@ -266,13 +299,79 @@ static void end_tasks(struct rtctl *rt, struct rtc *x)
 	if (x->pid && sched_task_start(rt->proc_root, x->pid, &start) == 0 && start == x->start)
 		kill_task(rt, x->pid);
 	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0) {
-		size_t len = strlen(dir);
+		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-		if (len + sizeof("/cgroup.procs") < sizeof(dir)) {
-			memcpy(dir + len, "/cgroup.procs", sizeof("/cgroup.procs"));
-			(void)fileio_read_lines(AT_FDCWD, dir, 0, 1 << 20, kill_line, rt, NULL);
-		}
+		if (fd >= 0)
+			kill_cgroup(rt, fd, 8);
 	}
+}
+
+/* Is another claim still prepared on one of cpus with the same deadline
+ * budget? Then a task under that budget may be its, and is left alone. */
+struct sweep {
+	struct rtctl *rt;
+	const struct state_claim *gone;
+	struct cpuset cpus;
+	struct sched_params want;
+	bool ambiguous;
+	int ended;
+};
+
+static int same_budget(void *ud, const struct state_claim *c)
+{
+	struct sweep *s = ud;
+	struct cpuset cpus;
+
+	if (c->rt && strcmp(c->uid, s->gone->uid) != 0 &&
+	    c->budget.policy == RT_POLICY_DEADLINE &&
+	    c->budget.runtime_ns == s->gone->budget.runtime_ns &&
+	    c->budget.deadline_ns == s->gone->budget.deadline_ns &&
+	    c->budget.period_ns == s->gone->budget.period_ns &&
+	    cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
+		s->ambiguous = true;
+	return 0;
+}
+
+static int sweep_task(void *ud, pid_t pid, pid_t tid)
+{
+	struct sweep *s = ud;
+	struct sched_params have;
+	struct cpuset aff;
+
+	if (pid == getpid() || sched_get(tid, &have) < 0 || !sched_params_match(&have, &s->want) ||
+	    sched_get_affinity(tid, &aff) < 0 || !cpuset_is_subset(&aff, &s->cpus))
+		return 0;
+	log_warn("rt_task_ended", "claim=%s pid=%d tid=%d reason=running_under_unprepared_budget",
+		 s->gone->uid, (int)pid, (int)tid);
+	kill_task(s->rt, pid);
+	s->ended++;
+	return 0;
+}
+
+/* Ends every task still running under the deadline budget of the claim
+ * that is gone, allowed on its CPUs alone, wherever it lives: a child that
+ * left its container's cgroup holds the claim's bandwidth as much as one
+ * that stayed. Left alone when another claim prepared on those CPUs has the
+ * same budget (logged): its tasks cannot be told apart from these. FIFO/RR
+ * hold no deadline bandwidth and kernel threads use them: not swept. */
+static void end_budget(struct rtctl *rt, const struct state_claim *c)
+{
+	struct sweep s = { .rt = rt, .gone = c };
+	int r;
+
+	if (c->budget.policy != RT_POLICY_DEADLINE)
+		return;
+	(void)cpuset_from_view(&c->cpus, &s.cpus);
+	params_of(&c->budget, &s.want);
+	(void)state_foreach_claim(rt->state, same_budget, &s);
+	if (s.ambiguous) {
+		log_info("rt_budget_sweep_skipped", "claim=%s reason=same_budget_prepared_on_cpu",
+			 c->uid);
+		return;
+	}
+	r = sched_foreach_task(rt->proc_root, sweep_task, &s);
+	if (r < 0)
+		log_warn_errno(r, "rt_budget_sweep_failed", "claim=%s", c->uid);
 }
 
 static void v2_release(struct rtctl *rt, struct rtc *x)
@@ -320,8 +419,8 @@ static void apply(struct rtctl *rt, struct rtc *x)
 	struct errbuf eb = {};
 	int cpu, r;
 
-	if (!c)
-		return; /* unprepared meanwhile: teardown has run */
+	if (!c || x->stopped)
+		return; /* unprepared or stopped meanwhile: teardown has run */
 	if (c->budget.policy == RT_POLICY_NONE) {
 		fail(rt, x, "no_budget",
 		     "claim %s was restored without its budget (no checkpoint): prepare it again",
@@ -545,6 +644,7 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 		event_del(x->retry);
 	x->pid = (pid_t)c->pid;
 	x->st = RTC_WAITING;
+	x->stopped = false;
 	x->first_try_ms = 0;
 	if (sched_task_start(rt->proc_root, x->pid, &x->start) < 0)
 		x->start = 0;
@@ -568,14 +668,22 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 	apply(rt, x);
 }
 
+/* The runtime ended the main task; whatever the container's cgroup still
+ * holds (children that outlived it) is ended now, and again when the claim
+ * is unprepared: the record stays until then. */
 void rtctl_stopped(struct rtctl *rt, const char *container_id)
 {
 	struct rtc *x = find(rt, container_id);
 
-	if (!x)
+	if (!x || x->stopped)
 		return;
+	if (x->retry)
+		event_del(x->retry);
+	end_tasks(rt, x);
 	v2_release(rt, x);
-	drop(rt, x);
+	disown(rt, x);
+	x->stopped = true;
+	x->pid = 0;
 }
 
 /* ---- state ------------------------------------------------------------------------------- */
@@ -636,6 +744,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 				 x->id);
 			drop(rt, x);
 		}
+		end_budget(rt, c);
 		if (rtdomain_version(rt->dom) == 1)
 			CPUSET_FOREACH(cpu, &cpus)
 		(void)rtdomain_v1_release(rt->dom, cpu);

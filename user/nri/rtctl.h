@@ -17,11 +17,15 @@
  *                           ──> onFailure evict: the runtime evicts it (NRI
  *                              UpdateContainers); warn: it runs on without
  *                              guarantees; both logged and counted
- *   StopContainer ───────────> v2: partition undone
- *   claim unprepared ────────> tasks still in its container are killed, never
- *                              switched back to SCHED_OTHER (a blocked
- *                              deadline task's bandwidth would stay charged);
- *                              the CPU's last claim: isolation undone
+ *   StopContainer ───────────> what its cgroup still holds is killed (forked
+ *                              children); v2: partition undone; the record
+ *                              stays until the claim goes
+ *   claim unprepared ────────> tasks still in its container are killed, then
+ *                              every deadline task under the claim's budget
+ *                              on its CPUs; never switched back to
+ *                              SCHED_OTHER (a blocked deadline task's
+ *                              bandwidth would stay charged); the CPU's last
+ *                              claim: isolation undone
  *
  * A container holds at most one real-time claim and no other dra.cpu claim
  * (its main task takes one policy, on one CPU). After a restart the claims
