@@ -398,6 +398,40 @@ def test_kill9_and_restart_charges_nothing_twice(rt_env):
     assert wait_for(lambda: sched_setattr(p.pid, 3000000, 10000000) == 0, what="300m admitted")
 
 
+def root_balance():
+    with open(os.path.join(CPUSET, "cpuset.sched_load_balance")) as f:
+        return f.read().strip()
+
+
+def test_a_restart_without_rt_cpus_undoes_what_a_killed_run_left(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    c, err = prepare(rt_env, "left")
+    assert err == ""
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c))
+    wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
+    record = os.path.join(d.state_dir, "rt-domains.json")
+    assert root_balance() == "0" and os.path.exists(record)
+    before = rt.plugins()[-1].serial
+    d.kill9()
+    # started again without --rt-cpus: the claim is still prepared on the
+    # CPU the killed run isolated, so the isolation stays, reported
+    i = d.args.index("--rt-cpus")
+    del d.args[i:i + 2]
+    d.start()
+    kubelet.close()
+    rt.wait_plugin(timeout=10, after=before)
+    assert "event=rt_leftovers_kept" in d.log() and "cpus=%d" % RT_CPU in d.log()
+    assert root_balance() == "0"
+    # the container stops, the claim goes: nothing of it is left on the node
+    rt.stop_container(ctr)
+    unprepare(rt_env, c)
+    wait_for(lambda: root_balance() == "1", what="root balancing back on")
+    assert not os.path.exists(os.path.join(CPUSET, "dra-cpu-rt"))
+    assert not os.path.exists(record)
+    assert not os.path.exists(os.path.join(d.state_dir, "rt-owners.json"))
+    assert "event=rt_leftovers_undone" in d.log()
+
+
 @pytest.mark.parametrize("rt_env", [{"runtime_name": "containerd", "runtime_version": "v2.2.1"}],
                          indirect=True)
 def test_a_runtime_with_nri_0_11_applies_the_adjustment(rt_env):

@@ -534,9 +534,37 @@ int rtdomain_v1_acquire(struct rtdomain *d, int cpu, struct errbuf *eb)
 	return 0;
 }
 
+bool rtdomain_v1_leftovers(const struct rtdomain *d, struct cpuset *cpus)
+{
+	char top[PATH_MAX];
+	_cleanup_(closedirp) DIR *dd = NULL;
+	struct dirent *e;
+	bool tree;
+
+	cpuset_zero(cpus);
+	if (d->version != 1)
+		return false;
+	(void)snprintf(top, sizeof(top), "%s/%s", d->root, RTDOMAIN_DIR);
+	dd = opendir(top);
+	tree = dd != NULL;
+	while (dd && (e = readdir(dd))) {
+		char *end;
+		long cpu;
+
+		if (e->d_type != DT_DIR || strncmp(e->d_name, "cpu", 3) != 0)
+			continue;
+		cpu = strtol(e->d_name + 3, &end, 10);
+		if (end != e->d_name + 3 && !*end && cpu >= 0 && cpu < CPUSET_MAX)
+			cpuset_set(cpus, (int)cpu);
+	}
+	return tree || d->n_changes > 0;
+}
+
 void rtdomain_v1_settle(struct rtdomain *d)
 {
-	if (d->version == 1 && cpuset_is_empty(&d->active) && d->n_changes > 0)
+	struct cpuset left;
+
+	if (d->version == 1 && cpuset_is_empty(&d->active) && rtdomain_v1_leftovers(d, &left))
 		undo_all(d);
 }
 
