@@ -495,6 +495,22 @@ static void test_state_restart_the_checkpoint_wins_over_a_planted_spec(void **st
 	state_free(s);
 }
 
+/* CPUs hotplug took offline leave the shared pool until they are back. */
+static void test_state_offline_cpus_leave_the_shared_pool(void **st)
+{
+	struct state *s = open_state("0-7");
+	struct cpuset off = cs("2,6"), none;
+
+	cpuset_zero(&none);
+	assert_int_equal(add(s, "u1", "ns", "a", "1-2", NULL), 0);
+	assert_true(state_set_offline(s, &off));
+	assert_pool(s, "0,3-5,7");
+	assert_false(state_set_offline(s, &off));
+	assert_true(state_set_offline(s, &none));
+	assert_pool(s, "0,3-7");
+	state_free(s);
+}
+
 static void test_state_bad_checkpoint_is_ignored_not_fatal(void **st)
 {
 	struct state *s = open_state("0-7");
@@ -1116,6 +1132,7 @@ int main(void)
 		T(test_state_restart_drops_checkpoint_entries_without_spec),
 		T(test_state_restart_quarantines_conflicting_specs),
 		T(test_state_restart_the_checkpoint_wins_over_a_planted_spec),
+		T(test_state_offline_cpus_leave_the_shared_pool),
 		T(test_state_bad_checkpoint_is_ignored_not_fatal),
 		T(test_state_bind_one_owner_per_claim),
 		T(test_state_observers_see_committed_changes_only),

@@ -594,6 +594,14 @@ static bool hotplug_check(struct daemon *d)
 	}
 	d->online = now;
 	metric_set(d->g_online, cpuset_count(&now));
+	/* The shared pool never holds an offline CPU: the runtime could not
+	 * write it into a container's cpuset. */
+	cpuset_andnot(&went, &d->topo->online, &now);
+	if (d->state && state_set_offline(d->state, &went)) {
+		update_gauges(d);
+		if (d->pools)
+			pools_shared_changed(d->pools);
+	}
 	dra_set_online(d->dra, &now);
 	publisher_set_online(d->publisher, &now);
 	return true;

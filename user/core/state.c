@@ -62,6 +62,7 @@ struct observer {
 struct state {
 	char *cdi_dir, *state_dir, *checkpoint;
 	struct cpuset allocatable;
+	struct cpuset offline; /* by CPU hotplug since start (state_set_offline) */
 	struct cpuset rt_cpus;	  /* where real-time claims live */
 	struct cpuset prepared;	  /* union of claims (real-time ones aside) */
 	struct cpuset quarantine; /* CPUs of specs we could not honour */
@@ -247,6 +248,17 @@ void state_shared_pool(const struct state *s, struct cpuset *ret)
 {
 	cpuset_andnot(ret, &s->allocatable, &s->prepared);
 	cpuset_andnot(ret, ret, &s->quarantine);
+	cpuset_andnot(ret, ret, &s->offline);
+}
+
+bool state_set_offline(struct state *s, const struct cpuset *offline)
+{
+	struct cpuset before, after;
+
+	state_shared_pool(s, &before);
+	s->offline = *offline;
+	state_shared_pool(s, &after);
+	return !cpuset_equal(&before, &after);
 }
 
 void state_prepared(const struct state *s, struct cpuset *ret)

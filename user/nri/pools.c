@@ -1567,6 +1567,13 @@ void pools_set_nri(struct pools *p, struct nri *n)
 	p->nri = n;
 }
 
+void pools_shared_changed(struct pools *p)
+{
+	push_pool(p);
+	set_bpf_shared(p);
+	update_gauges(p);
+}
+
 void pools_set_rt(struct pools *p, struct rtctl *rt)
 {
 	p->rt = rt;
