@@ -20,7 +20,7 @@
 #include "lib/errbuf.h"
 #include "lib/log.h"
 #include "nri/nri.h"
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 #include "obs/metrics.h"
 
 static void test_rtctl_runtimes_with_nri_0_11_apply_the_scheduler(void **st)

@@ -34,7 +34,7 @@
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/pools.h"
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 #include "kube/publisher.h"
 #include "core/rt.h"
 #include "core/irqiso.h"

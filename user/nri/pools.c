@@ -42,7 +42,7 @@
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/quota.h"
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 #include "core/state.h"
 #include "host/topo.h"
 

@@ -8,7 +8,7 @@
  *                               │        └─EPERM, within retry_max_ms: timer, again
  *                               └──────── EBUSY, EPERM too long, ESRCH ──> FAILED
  */
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 
 #include <dirent.h>
 #include <errno.h>
