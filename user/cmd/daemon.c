@@ -489,8 +489,6 @@ static int start_node_agents(struct daemon *d)
 		if (r < 0)
 			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
 		pools_set_nri(d->pools, d->nri);
-		if (d->rtctl)
-			rtctl_set_nri(d->rtctl, d->nri);
 		r = nri_start(d->nri);
 		if (r < 0)
 			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);

@@ -33,7 +33,6 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
-#include "nri/nri.h"
 #include "obs/metrics.h"
 #include "pinning/rtmon.h"
 #include "pinning/rtreport.h"
@@ -62,7 +61,8 @@ struct rtc {
 struct rtctl {
 	struct event_base *base;
 	struct state *state;
-	struct nri *nri;
+	rtctl_evict_fn evict;
+	void *evict_ud;
 	struct rt_limits limits;
 	struct rtdomain *dom;
 	char *cgroup_root, *proc_root;
@@ -226,7 +226,7 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 			rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, false);
 		return;
 	}
-	r = rt->nri ? nri_push_evict(rt->nri, x->id, why) : -ENOTCONN;
+	r = rt->evict ? rt->evict(rt->evict_ud, x->id, why) : -ENOTCONN;
 	if (c && rt->on_failure)
 		rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, r == 0);
 	if (r == 0)
@@ -534,7 +534,7 @@ void rtctl_configured(struct rtctl *rt, const char *name, const char *version,
 		 log_quote(version), rt->runtime_applies ? "true" : "false");
 }
 
-static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
+static struct rtc *record(struct rtctl *rt, const struct rtctl_container *c,
 			  const struct state_claim *cl)
 {
 	struct rtc *x = calloc(1, sizeof(*x)), **v;
@@ -544,8 +544,8 @@ static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
 	x->rt = rt;
 	x->id = strdup(c->id);
 	x->name = strdup(c->name);
-	x->pod = strdup(c->pod ? c->pod->name : "");
-	(void)snprintf(x->pod_uid, sizeof(x->pod_uid), "%s", c->pod && c->pod->uid ? c->pod->uid : "");
+	x->pod = strdup(c->pod ? c->pod : "");
+	(void)snprintf(x->pod_uid, sizeof(x->pod_uid), "%s", c->pod_uid ? c->pod_uid : "");
 	x->cgroups_path = strdup(c->cgroups_path);
 	memcpy(x->uid, cl->uid, sizeof(x->uid));
 	v = realloc(rt->v, sizeof(*v) * (size_t)(rt->n + 1));
@@ -560,8 +560,9 @@ static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
 	return x;
 }
 
-int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*uids)[CDI_UID_MAX],
-		 int n, struct nri_adjust *adj, struct errbuf *eb)
+int rtctl_create(struct rtctl *rt, const struct rtctl_container *c,
+		 const char (*uids)[CDI_UID_MAX], int n, struct rt_budget *sched,
+		 struct errbuf *eb)
 {
 	const struct state_claim *cl;
 	struct rtc *x;
@@ -580,27 +581,11 @@ int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*u
 	 * the root domain already exists: v1 isolation follows the claim. On v2
 	 * the partition is the container's own cgroup, made once it exists, so
 	 * the policy can only come after it, from here. */
-	if (rt->runtime_applies && rtdomain_version(rt->dom) == 1 &&
+	if (sched && rt->runtime_applies && rtdomain_version(rt->dom) == 1 &&
 	    cl->budget.policy != RT_POLICY_NONE) {
-		struct nri_scheduler s = { .flags = 1u << NRI_SCHED_FLAG_RESET_ON_FORK };
-
-		switch (cl->budget.policy) {
-		case RT_POLICY_DEADLINE:
-			s.policy = NRI_SCHED_DEADLINE;
-			s.runtime = cl->budget.runtime_ns;
-			s.deadline = cl->budget.deadline_ns;
-			s.period = cl->budget.period_ns;
-			break;
-		default:
-			s.policy = cl->budget.policy == RT_POLICY_FIFO ? NRI_SCHED_FIFO
-								       : NRI_SCHED_RR;
-			s.priority = cl->budget.priority;
-			break;
-		}
-		r = nri_adjust_set_scheduler(adj, &s);
-		if (r < 0)
-			return r;
+		*sched = cl->budget;
 		x->by_runtime = true;
+		return 1;
 	}
 	return 0;
 }
@@ -621,7 +606,7 @@ static void own(struct rtctl *rt, struct rtc *x, const struct state_claim *cl)
 	write_owners(rt);
 }
 
-void rtctl_started(struct rtctl *rt, const struct nri_container *c,
+void rtctl_started(struct rtctl *rt, const struct rtctl_container *c,
 		   const char (*uids)[CDI_UID_MAX], int n)
 {
 	const struct state_claim *cl;
@@ -1064,9 +1049,10 @@ struct rtctl *rtctl_free(struct rtctl *rt)
 	return NULL;
 }
 
-void rtctl_set_nri(struct rtctl *rt, struct nri *n)
+void rtctl_set_evict(struct rtctl *rt, rtctl_evict_fn fn, void *ud)
 {
-	rt->nri = n;
+	rt->evict = fn;
+	rt->evict_ud = ud;
 }
 
 void rtctl_get_stats(const struct rtctl *rt, struct rtctl_stats *ret)
