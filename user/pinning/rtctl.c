@@ -201,6 +201,14 @@ static int ctr_dir(const struct rtctl *rt, const char *cgroups_path, char *buf, 
 
 /* ---- failures and teardown --------------------------------------------------------------- */
 
+/* The first 12 characters of the container's id (as the runtime shows it),
+ * in buf; the runtime's names and ids go through log_quote(). */
+static const char *short_id(const struct rtc *x, char buf[13])
+{
+	(void)snprintf(buf, 13, "%s", x->id);
+	return buf;
+}
+
 static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -208,7 +216,7 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 {
 	const struct state_claim *c = state_claim(rt->state, x->uid);
 	bool evict = !c || c->budget.on_failure == RT_ON_FAILURE_EVICT;
-	char why[ERRBUF_MAX];
+	char why[ERRBUF_MAX], id[13];
 	va_list ap;
 	int r;
 
@@ -219,9 +227,10 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 	rt->st.failures++;
 	metric_series_add(metric_with(rt->failures, reason, evict ? "evict" : "warn"), 1);
 	if (!evict) {
-		log_warn("rt_policy_failed", "container=%s pod=%s id=%.12s claim=%s reason=%s "
+		log_warn("rt_policy_failed", "container=%s pod=%s id=%s claim=%s reason=%s "
 					     "why=%s action=running_without_guarantees",
-			 x->name, x->pod, x->id, x->uid, reason, log_quote(why));
+			 log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid,
+			 reason, log_quote(why));
 		if (c && rt->on_failure)
 			rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, false);
 		return;
@@ -231,10 +240,10 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 		rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, r == 0);
 	if (r == 0)
 		rt->st.evictions++;
-	log_error("rt_policy_failed", "container=%s pod=%s id=%.12s claim=%s reason=%s why=%s "
+	log_error("rt_policy_failed", "container=%s pod=%s id=%s claim=%s reason=%s why=%s "
 				      "action=%s",
-		  x->name, x->pod, x->id, x->uid, reason, log_quote(why),
-		  r == 0 ? "evict" : "evict_failed");
+		  log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid, reason,
+		  log_quote(why), r == 0 ? "evict" : "evict_failed");
 }
 
 static void kill_task(struct rtctl *rt, pid_t pid)
@@ -397,6 +406,8 @@ static void on_retry(evutil_socket_t fd, short what, void *ud)
 
 static void applied(struct rtctl *rt, struct rtc *x, const char *by, const struct rt_budget *b)
 {
+	char id[13];
+
 	x->st = RTC_APPLIED;
 	metric_series_add(metric_with(rt->applied, by), 1);
 	if (!strcmp(by, "runtime"))
@@ -405,9 +416,10 @@ static void applied(struct rtctl *rt, struct rtc *x, const char *by, const struc
 		rt->st.applied_plugin++;
 	else
 		rt->st.applied_already++;
-	log_info("rt_policy_applied", "container=%s pod=%s id=%.12s claim=%s pid=%d policy=%s "
+	log_info("rt_policy_applied", "container=%s pod=%s id=%s claim=%s pid=%d policy=%s "
 				      "runtime_ns=%" PRIu64 " period_ns=%" PRIu64 " by=%s",
-		 x->name, x->pod, x->id, x->uid, (int)x->pid, rt_policy_name(b->policy),
+		 log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid,
+		 (int)x->pid, rt_policy_name(b->policy),
 		 b->runtime_ns, b->period_ns, by);
 }
 
@@ -720,13 +732,14 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 		(void)cpuset_from_view(&c->cpus, &cpus);
 		for (int i = rt->n - 1; i >= 0; i--) {
 			struct rtc *x = rt->v[i];
+			char id[13];
 
 			if (strcmp(x->uid, c->uid) != 0)
 				continue;
 			end_tasks(rt, x);
 			v2_release(rt, x);
-			log_info("rt_claim_ended", "claim=%s container=%s id=%.12s", c->uid, x->name,
-				 x->id);
+			log_info("rt_claim_ended", "claim=%s container=%s id=%s", c->uid,
+				 log_quote(x->name), log_quote(short_id(x, id)));
 			drop(rt, x);
 		}
 		end_budget(rt, c);
