@@ -21,6 +21,15 @@
  *                          was put there, not merely woken there); per-CPU
  *                          kernel threads are counted apart
  *
+ * A miss compares the absolute deadline with the run queue's clock, the
+ * clock the kernel sets deadlines in (rq_clock, from sched_clock), never
+ * with bpf_ktime_get_ns(): CLOCK_MONOTONIC and sched_clock have different
+ * origins (16 s apart on the development VM), so that comparison saw every
+ * period of every task as missed. Durations (CPU time per period) may use
+ * either clock. The rq is reached through the task's cfs_rq, as in the
+ * pinning program's run-queue latency (needs CONFIG_FAIR_GROUP_SCHED; without
+ * it misses are not counted rather than counted wrong).
+ *
  * The budget is enforced by the kernel at tick granularity without
  * HRTICK_DL: a busy loop overruns by up to a tick every period, which is
  * exactly what the overrun counter shows. Bitfields (dl_throttled) need the
@@ -103,11 +112,22 @@ static __always_inline bool owns(struct task_struct *t, __u32 cpu)
 	return bpf_map_lookup_elem(&rt_owners, &k) != NULL;
 }
 
+/* This CPU's rq_clock() as the scheduler last updated it (__schedule()
+ * does before picking next), 0 when the kernel has no per-task cfs_rq. prev
+ * ran here last, so its cfs_rq is this CPU's (set_task_rq() runs on every
+ * migration whatever the task's class). */
+static __always_inline __u64 rq_clock_of(struct task_struct *prev)
+{
+	if (!bpf_core_field_exists(prev->se.cfs_rq))
+		return 0;
+	return BPF_CORE_READ(prev, se.cfs_rq, rq, clock);
+}
+
 static __always_inline void switch_out(struct task_struct *prev, __u64 now)
 {
 	__u32 pid = prev->pid;
 	struct rt_task *st = bpf_map_lookup_elem(&rt_tasks, &pid);
-	__u64 dl;
+	__u64 dl, rq_now;
 	__s64 left;
 
 	if (!st || !st->in_ns)
@@ -128,7 +148,8 @@ static __always_inline void switch_out(struct task_struct *prev, __u64 now)
 		st->throttles++;
 		st->flags |= RT_SEEN_THROTTLE;
 	}
-	if (now > dl && !(st->flags & RT_SEEN_MISS)) {
+	rq_now = rq_clock_of(prev);
+	if (rq_now > dl && !(st->flags & RT_SEEN_MISS)) {
 		st->misses++;
 		st->flags |= RT_SEEN_MISS;
 	}

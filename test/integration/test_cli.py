@@ -81,6 +81,9 @@ def test_help_and_version_exit_zero():
     (["--reserved-cpus", "3-1"], "reversed range"),
     (["--reserved-cpus", "abc"], "invalid character"),
     (["--bogus"], "unknown flag 'bogus'"),
+    (["--hostname-override", "../../etc", "--dry-run"], "is not a Kubernetes node name"),
+    (["--hostname-override", "node\nlevel=error", "--dry-run"],
+     "is not a Kubernetes node name"),
     (["--reserved-cpus", "4000", "--print-topology"], "are not online"),
 ])
 def test_bad_flags_exit_2_with_a_clear_message(args, msg):

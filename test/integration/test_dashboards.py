@@ -344,10 +344,10 @@ def parse_families(text):
 
 def rtctl_monitor_families():
     """The families rtctl.c registers only with the BPF monitor (register_monitor())."""
-    with open(os.path.join(ROOT, "user", "nri", "rtctl.c")) as f:
+    with open(os.path.join(ROOT, "user", "pinning", "rtctl.c")) as f:
         src = f.read()
     m = re.search(r"^static int register_monitor\(.*?^}", src, re.M | re.S)
-    assert m, "register_monitor() not found in user/nri/rtctl.c"
+    assert m, "register_monitor() not found in user/pinning/rtctl.c"
     names = set(re.findall(r'"(dra_cpu_rt_\w+)"', m.group(0)))
     assert len(names) >= 5, names
     return names

@@ -928,7 +928,8 @@ BAD_VALUES = [
     ({"driverConfig": {"bindAddress": ":9000"}},
      "driverConfig.bindAddress: set the chart value healthzPort"),
     ({"driverConfig": {"rtCPUs": "3"}},
-     "driverConfig.rtCPUs: real-time CPUs need the KILL capability"),
+     "driverConfig.rtCPUs: set the chart value rtCPUs"),
+    ({"rtCPUs": "3-x"}, "rtCPUs: Does not match pattern"),
     ({"driverConfig": {"sliceRepairTimeout": 0}},
      "driverConfig.sliceRepairTimeout: Must be greater than or equal to 1"),
     ({"driverConfig": {"pinningEnforcement": "deny"}},
@@ -1016,12 +1017,12 @@ def schema_for(info):
 # Keys the driver's file refuses (docs/config.md): the chart refuses them too,
 # with the value to set instead.
 DRIVER_REFUSED = {"bindAddress", "kubeletRootDir", "sysfsOverlay"}
-# Keys the chart refuses although the driver takes them: what they need
-# (rtCPUs: the KILL capability, a writable cgroup mount) the chart does not grant.
-CHART_REFUSED = {"rtCPUs"}
+# Keys the chart refuses although the driver takes them (none now).
+CHART_REFUSED = set()
 # Keys the chart sets from its own values of the same name.
 CHART_OWNED = {"cdiDir", "stateDir", "nriSocket", "nri", "nriPushUpdates", "bpf",
-               "pinningEnforcement", "contentionHistogram", "events", "claimStatus"}
+               "pinningEnforcement", "contentionHistogram", "events", "claimStatus",
+               "rtCPUs"}
 
 
 @needs_driver
@@ -1160,3 +1161,20 @@ def test_every_value_is_in_the_schema_and_the_readme():
     missing = [p for p in value_paths(values, sch) if p not in documented]
     assert not missing, "values missing from the README's table: %s" % missing
     assert len(value_paths(values, sch)) >= 35
+
+
+def test_rt_cpus_grant_what_real_time_claims_need(helm, tmp_path):
+    """rtCPUs reaches the file, and with it the two things the driver needs
+    for real-time claims (docs/realtime.md): KILL, and the host's cgroup tree
+    writable. Without it neither is granted."""
+    def mounts_and_caps(objs):
+        c = container(objs)
+        cg = [m for m in c["volumeMounts"] if m["name"] == "cgroup"]
+        return cg[0]["readOnly"], set(c["securityContext"]["capabilities"]["add"])
+
+    ro, caps = mounts_and_caps(render(helm, tmp_path))
+    assert ro is True and "KILL" not in caps and "rtCPUs" not in config_text(render(helm, tmp_path))
+    objs = render(helm, tmp_path, {"rtCPUs": "6-7"})
+    ro, caps = mounts_and_caps(objs)
+    assert ro is False and {"KILL", "SYS_NICE"} <= caps
+    assert yaml.safe_load(config_text(objs))["rtCPUs"] == "6-7"

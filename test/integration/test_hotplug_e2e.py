@@ -240,3 +240,35 @@ def test_health_watchers_that_never_read_stay_small_and_leave_room_for_the_kubel
     for s in peers:
         s.close()
     wait_for(lambda: d.metrics()["dra_cpu_health_streams"] == 0, what="the streams gone")
+
+
+def test_the_shared_pool_never_holds_an_offline_cpu(make_driver, sysfs, driver_dir):
+    """On cgroup v1 the kernel refuses an offline CPU in cpuset.cpus, and runc
+    then fails the container ("unable to apply cgroup configuration: failed
+    to write"): measured here with runc 1.1.5 on a real v1 cpuset (ERANGE for
+    a CPU past the last one, EACCES outside the parent's set). So the pool
+    the runtime hands to a shared container follows the online CPUs."""
+    from claims import parse_list
+    from sim.nrisim import Runtime
+
+    sock = os.path.join(driver_dir, "nri.sock")
+    rt = Runtime(sock).start()
+    try:
+        d = make_driver(topology=None, args=["--sysfs-root", sysfs, "--no-bpf",
+                                             "--nri-socket", sock]).start()
+        rt.wait_plugin(timeout=5)
+        pod = rt.add_pod("web")
+        before = rt.create_container(pod, "before")
+        assert parse_list(before.cpus) == set(range(32))
+        set_online(sysfs, 5, False)
+        wait_for(lambda: d.metrics()["dra_cpu_online_cpus"] == 31, what="CPU 5 offline")
+        assert parse_list(rt.create_container(pod, "offline").cpus) == set(range(32)) - {5}
+        # a running shared container gets the new pool pushed (NRI >= 0.12.1)
+        wait_for(lambda: 5 not in parse_list(before.cpus), what="the pool pushed")
+        assert d.metrics()["dra_cpu_available_cpus"] == 31
+        set_online(sysfs, 5, True)
+        wait_for(lambda: d.metrics()["dra_cpu_online_cpus"] == 32, what="CPU 5 back")
+        assert parse_list(rt.create_container(pod, "back").cpus) == set(range(32))
+        wait_for(lambda: parse_list(before.cpus) == set(range(32)), what="widened again")
+    finally:
+        rt.close()

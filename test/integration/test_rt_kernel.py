@@ -289,6 +289,85 @@ def test_teardown_ends_tasks_and_leaves_no_bandwidth_charged(rt_env):
         assert f.read().strip() == "1"
 
 
+def alive(pid):
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# A container whose main task forks two children that make themselves
+# deadline tasks pinned to the real-time CPU: one stays in the container's
+# cgroup (100m of its own), one leaves it for the runtime's parent cgroup
+# under the claim's very budget (300m). Both outlive the main task.
+ORPHANS = """import ctypes, os, struct, time
+def dl(runtime, period):
+    a = struct.pack("=IIQiIQQQII", 56, 6, 0, 0, 0, runtime, period, period, 0, 0)
+    b = ctypes.create_string_buffer(a, len(a))
+    assert ctypes.CDLL(None).syscall(%(nr)d, 0, b, 0) == 0
+time.sleep(0.3)
+kids = []
+for runtime, leave in ((1000000, False), (3000000, True)):
+    pid = os.fork()
+    if pid == 0:
+        if leave:
+            open(%(procs)r, "w").write(str(os.getpid()))
+            os.sched_setaffinity(0, {%(cpu)d})
+        dl(runtime, 10000000)
+        while 1: time.sleep(0.005)
+    kids.append(pid)
+time.sleep(0.2)
+open(%(out)r, "w").write(" ".join(map(str, kids)))
+while 1: time.sleep(0.005)
+"""
+
+
+def test_children_of_a_stopped_container_are_ended_with_its_claim(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    keep, err = prepare(rt_env, "keep", q="100m",
+                        budget={"policy": "deadline", "runtimeNs": 1000000,
+                                "periodNs": 10000000})
+    assert err == ""  # keeps the CPU its own root domain throughout
+    c, err = prepare(rt_env, "orphans")
+    assert err == ""
+    out = "/dev/shm/rt-orphans-%d" % os.getpid()
+    script = ORPHANS % {"nr": SYS_SCHED_SETATTR, "cpu": RT_CPU, "out": out,
+                        "procs": os.path.join(rt.cg.root, "cgroup.procs")}
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
+                              argv=[sys.executable, "-c", script])
+    kids = []
+    try:
+        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the children")
+        kids = [int(x) for x in open(out).read().split()]
+        stayed, left = kids
+        for k in kids:
+            assert policy(k) == SCHED_DEADLINE
+        # the runtime stops the container: its main task only
+        rt.stop_container(ctr)
+        # what the container's cgroup still holds is ended with it
+        wait_for(lambda: not alive(stayed), what="the child in the cgroup ended")
+        assert alive(left)
+        # the kubelet unprepares: what runs under the claim's budget on its
+        # CPU is ended too, wherever it lives
+        unprepare(rt_env, c)
+        wait_for(lambda: not alive(left), what="the child under the claim's budget ended")
+        assert "reason=running_under_unprepared_budget" in d.log()
+        assert metric(d, "dra_cpu_rt_tasks_ended_total") >= 2
+        # and nothing is left charged: a new task gets the whole 900m
+        p = busy_on_rt_cpu()
+        extra.append(p)
+        assert wait_for(lambda: sched_setattr(p.pid, 9000000, 10000000) == 0,
+                        what="900m admitted")
+    finally:
+        for k in kids:
+            if alive(k):
+                os.kill(k, 9)
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def test_kill9_and_restart_charges_nothing_twice(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     ctrs = []
@@ -317,6 +396,40 @@ def test_kill9_and_restart_charges_nothing_twice(rt_env):
     p = busy_on_rt_cpu()
     extra.append(p)
     assert wait_for(lambda: sched_setattr(p.pid, 3000000, 10000000) == 0, what="300m admitted")
+
+
+def root_balance():
+    with open(os.path.join(CPUSET, "cpuset.sched_load_balance")) as f:
+        return f.read().strip()
+
+
+def test_a_restart_without_rt_cpus_undoes_what_a_killed_run_left(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    c, err = prepare(rt_env, "left")
+    assert err == ""
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c))
+    wait_for(lambda: policy(ctr.pid) == SCHED_DEADLINE, what="deadline")
+    record = os.path.join(d.state_dir, "rt-domains.json")
+    assert root_balance() == "0" and os.path.exists(record)
+    before = rt.plugins()[-1].serial
+    d.kill9()
+    # started again without --rt-cpus: the claim is still prepared on the
+    # CPU the killed run isolated, so the isolation stays, reported
+    i = d.args.index("--rt-cpus")
+    del d.args[i:i + 2]
+    d.start()
+    kubelet.close()
+    rt.wait_plugin(timeout=10, after=before)
+    assert "event=rt_leftovers_kept" in d.log() and "cpus=%d" % RT_CPU in d.log()
+    assert root_balance() == "0"
+    # the container stops, the claim goes: nothing of it is left on the node
+    rt.stop_container(ctr)
+    unprepare(rt_env, c)
+    wait_for(lambda: root_balance() == "1", what="root balancing back on")
+    assert not os.path.exists(os.path.join(CPUSET, "dra-cpu-rt"))
+    assert not os.path.exists(record)
+    assert not os.path.exists(os.path.join(d.state_dir, "rt-owners.json"))
+    assert "event=rt_leftovers_undone" in d.log()
 
 
 @pytest.mark.parametrize("rt_env", [{"runtime_name": "containerd", "runtime_version": "v2.2.1"}],
@@ -410,9 +523,19 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     # the kernel enforces at tick granularity: the busy loop overruns its 2 ms
     assert b["violation"] and b["overruns"] > 0 and b["maxNs"] > 2000000
     assert b["periods"] > 50
-    # the polite one does 1 ms and yields: within budget every period
-    assert not p["violation"] and p["overruns"] == 0 and p["misses"] == 0, p
-    assert p["periods"] > 50 and 500000 < p["p50Ns"] <= 2000000 and p["maxNs"] < 2000000
+    # the polite one does 1 ms and yields: it never runs past its deadline
+    # (the monitor once compared the deadline, in the scheduler's clock, with
+    # CLOCK_MONOTONIC and saw every period missed) and keeps to its budget.
+    # Not in every period on a loaded node: the kernel's remaining runtime
+    # (what an overrun is read from) went below zero in up to 3 of 150 periods
+    # here with both CPUs saturated by other work, while the monitor measured
+    # at most 1.1 ms of CPU in any of them (time the kernel charges that is
+    # not the task's own: interrupts, on a kernel without
+    # CONFIG_IRQ_TIME_ACCOUNTING as here). The busy loop overruns in most.
+    assert p["misses"] == 0 and p["periods"] > 50, json.dumps(p)
+    assert p["overruns"] <= p["periods"] // 20 and b["overruns"] > b["periods"] // 2, \
+        json.dumps([b, p])
+    assert 500000 < p["p50Ns"] <= 2000000
     # the daemon's own monitor says the same on /metrics
     def over(claim):
         return d.metrics().get('dra_cpu_rt_overruns_total{claim="%s",cpu="%d"}' % (claim,
@@ -420,9 +543,14 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     wait_for(lambda: (over("default/busy") or 0) > 0, what="overruns on /metrics")
     # counted since the claim's task started (an interpreter starting up may
     # overrun once or twice): over a window the busy loop adds, the polite none
-    b0, p0 = over("default/busy"), over("default/polite")
+    def misses(claim):
+        return d.metrics().get('dra_cpu_rt_deadline_misses_total{claim="%s",cpu="%d"}'
+                               % (claim, RT_CPU)) or 0
+    b0, p0, m0 = over("default/busy"), over("default/polite"), misses("default/polite")
     time.sleep(1.0)
-    assert over("default/busy") > b0 + 50 and over("default/polite") == p0
+    # 1 s is 100 periods: the busy loop overruns in most, the polite one in few
+    assert over("default/busy") > b0 + 50 and over("default/polite") <= p0 + 5
+    assert misses("default/polite") == m0
     m = d.metrics()
     assert m['dra_cpu_rt_tasks{claim="default/busy",cpu="%d"}' % RT_CPU] == 1
     assert m['dra_cpu_rt_runtime_seconds_count{claim="default/polite",cpu="%d"}' % RT_CPU] > 50
@@ -430,8 +558,10 @@ def test_bpf_monitor_tells_an_overrun_from_a_polite_task(rt_env):
     # without the overrunning task the verdict is clean
     rt.stop_container(busy)
     code, rep = verify_rt(d)
-    assert not task_of(rep, polite.pid)["violation"]
-    if not any(c.get("foreignPinned") for c in rep["cpus"]) and not rep["pinnedForeign"]:
+    p = task_of(rep, polite.pid)
+    assert p["misses"] == 0 and p["overruns"] <= p["periods"] // 20, json.dumps(p)
+    if (not any(c.get("foreignPinned") for c in rep["cpus"]) and not rep["pinnedForeign"]
+            and not p["overruns"]):
         assert code == 0 and rep["verdict"] == "clean", rep  # (else: someone else's task)
 
 

@@ -256,6 +256,40 @@ static void test_cfg_node_name_precedence_and_normalisation(void **st)
 	cfg_done(&c);
 }
 
+/* The node name reaches URLs, selectors, slice names and log lines: what is
+ * no Kubernetes node name is refused, from the flag at parse time, from the
+ * environment when it is read. */
+static void test_cfg_node_name_must_be_a_kubernetes_name(void **st)
+{
+	static const char *const bad[] = { "../etc", "node\nlevel=error", "a/b", "-node",
+					   "node-", "a..b", "node 1", "n\u00e9" };
+	struct errbuf err = { "" };
+	char name[256], long_name[300];
+	struct cfg c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err.s[0] = 0;
+		if (parse(&c, &err, "--hostname-override", bad[i], NULL) != -EINVAL)
+			fail_msg("accepted: '%s'", bad[i]);
+		assert_non_null(strstr(err.s, "flag hostname-override"));
+		assert_null(strchr(err.s, '\n'));
+		cfg_done(&c);
+	}
+	memset(long_name, 'a', 254);
+	long_name[254] = 0;
+	assert_int_equal(parse(&c, &err, "--hostname-override", long_name, NULL), -EINVAL);
+	cfg_done(&c);
+	setenv("NODE_NAME", "../../x", 1);
+	assert_int_equal(parse(&c, &err, NULL), 0);
+	assert_int_equal(cfg_node_name(&c, name, sizeof(name)), -EINVAL);
+	cfg_done(&c);
+	unsetenv("NODE_NAME");
+	assert_int_equal(parse(&c, &err, "--hostname-override", "Worker-1.Zone-a", NULL), 0);
+	assert_int_equal(cfg_node_name(&c, name, sizeof(name)), 0);
+	assert_string_equal(name, "worker-1.zone-a");
+	cfg_done(&c);
+}
+
 static void test_cfg_usage_lists_every_flag(void **st)
 {
 	char *buf = NULL;
@@ -288,6 +322,7 @@ int main(void)
 		cmocka_unit_test_setup(test_cfg_rt_cpus_parse_apart_from_reserved, setup),
 		cmocka_unit_test_setup(test_cfg_check_topology_rt_cpus, setup),
 		cmocka_unit_test_setup(test_cfg_node_name_precedence_and_normalisation, setup),
+		cmocka_unit_test_setup(test_cfg_node_name_must_be_a_kubernetes_name, setup),
 		cmocka_unit_test_setup(test_cfg_usage_lists_every_flag, setup),
 	};
 

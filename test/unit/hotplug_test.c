@@ -104,6 +104,35 @@ static void test_hotplug_per_cpu_files_win_under_a_capture(void **st)
 	assert_online(&known, "0-7");
 }
 
+/* An old kernel's capture: no global list; offline CPUs have only their
+ * online file, online ones a topology and (but CPU 0) a file, maybe empty. */
+static void test_hotplug_old_capture_without_a_global_list(void **st)
+{
+	struct cpuset known = cs("0-5");
+	char path[600];
+
+	(void)snprintf(path, sizeof(path), "rm -rf %s/sys", root);
+	assert_int_equal(system(path), 0);
+	for (int cpu = 0; cpu < 6; cpu++) {
+		char rel[32];
+
+		if (cpu == 2 || cpu == 5) {
+			(void)snprintf(rel, sizeof(rel), "cpu%d/online", cpu);
+			put(rel, "0\n");
+			continue;
+		}
+		(void)snprintf(rel, sizeof(rel), "cpu%d/topology/core_id", cpu);
+		put(rel, "0\n");
+	}
+	put("cpu3/online", "");	 /* empty: says nothing */
+	put("cpu4/online", "1\n");
+	assert_online(&known, "0-1,3-4");
+	put("cpu5/online", "");	 /* emptied offline CPU: still offline */
+	assert_online(&known, "0-1,3-4");
+	put("cpu4/online", "0\n");
+	assert_online(&known, "0-1,3");
+}
+
 static void test_hotplug_live_machine_reads_the_global_list_only(void **st)
 {
 	struct cpuset got;
@@ -129,7 +158,11 @@ static void test_hotplug_bad_global_list_is_an_error(void **st)
 	}
 	(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(hotplug_online(root, &known, &got, &eb), -ENOENT);
+	assert_int_equal(hotplug_online(root, NULL, &got, &eb), -ENOENT);
+	/* an old capture's way, with nothing online in it: refused */
+	(void)snprintf(path, sizeof(path), "rm -rf %s/sys/devices/system/cpu/cpu0", root);
+	assert_int_equal(system(path), 0);
+	assert_int_equal(hotplug_online(root, &known, &got, &eb), -EINVAL);
 	/* every CPU offline by its own file: refused, not an empty machine */
 	put("online", "0\n");
 	put("cpu0/online", "0\n");
@@ -141,6 +174,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hotplug_per_cpu_files_win_under_a_capture,
 						NULL, NULL),
+		cmocka_unit_test(test_hotplug_old_capture_without_a_global_list),
 		cmocka_unit_test(test_hotplug_live_machine_reads_the_global_list_only),
 		cmocka_unit_test(test_hotplug_bad_global_list_is_an_error),
 	};

@@ -241,6 +241,16 @@ static void test_kube_json_parse_strict(void **st)
 	assert_json_rejects("{\"a\":\"\xff\"}", 9);
 	assert_json_rejects("{\"a\":\"\0\"}", 9);
 	assert_json_rejects("{\"a\":1}", 8); /* the NUL terminator counted: a raw NUL */
+	/* the escaped NUL too, in a value or a key: json-c cuts the string there */
+	assert_json_rejects("{\"a\":\"x\\u0000y\"}", 16);
+	assert_json_rejects("{\"a\\u0000b\":1}", 14);
+	assert_json_rejects("{\"a\":\"\\\\\\u0000\"}", 16);
+	/* an escaped backslash then u0000 is the text \u0000: accepted */
+	assert_int_equal(kube_json_parse("{\"a\":\"\\\\u0000\"}", 15, &o), 0);
+	assert_int_equal(json_object_get_string_len(json_object_object_get(o, "a")), 6);
+	json_object_put(o);
+	assert_int_equal(kube_json_parse("{\"a\":\"\\u0001\"}", 14, &o), 0);
+	json_object_put(o);
 
 	/* depth: 64 nested arrays parse, 65 do not */
 	for (d = 0; d < 64; d++)

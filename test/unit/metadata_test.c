@@ -265,6 +265,40 @@ static void test_metadata_sweep_keeps_prepared_claims_only(void **st)
 	assert_int_equal(metadata_sweep(&mo, only_other, (void *)kept), 0);
 }
 
+/* A link planted below the metadata directory, as a claim's directory or
+ * inside one: the sweep removes the link, never what it points to. */
+static void test_metadata_sweep_never_follows_a_planted_link(void **st)
+{
+	static const char *const linked = "6f0c1c4e-0000-4000-8000-0000000000dd";
+	static const char *const holder = "6f0c1c4e-0000-4000-8000-0000000000ee";
+	char path[1200], victim[256], target[512];
+	int r;
+
+	(void)snprintf(path, sizeof(path), "rm -rf %s %s", data_dir, cdi_dir);
+	assert_int_equal(system(path), 0);
+	(void)snprintf(victim, sizeof(victim), "%s/victim", tmp);
+	(void)snprintf(path, sizeof(path),
+		       "mkdir -p %s/sub %s/dra-device-metadata/%s && echo x > %s/sub/file && "
+		       "echo y > %s/top",
+		       victim, data_dir, holder, victim, victim);
+	assert_int_equal(system(path), 0);
+	/* the claim's directory itself a link to the victim */
+	(void)snprintf(path, sizeof(path), "%s/dra-device-metadata/%s", data_dir, linked);
+	assert_int_equal(symlink(victim, path), 0);
+	/* a request directory inside a real one a link to the victim's sub */
+	(void)snprintf(path, sizeof(path), "%s/dra-device-metadata/%s/cpus", data_dir, holder);
+	(void)snprintf(target, sizeof(target), "%s/sub", victim);
+	assert_int_equal(symlink(target, path), 0);
+	r = metadata_sweep(&mo, only_other, (void *)"none");
+	assert_true(exists("%s/sub/file", victim));
+	assert_true(exists("%s/top", victim));
+	assert_int_equal(r, 2);
+	assert_false(exists("%s/dra-device-metadata/%s", data_dir, linked));
+	assert_false(exists("%s/dra-device-metadata/%s", data_dir, holder));
+	(void)snprintf(path, sizeof(path), "rm -rf %s", victim);
+	assert_int_equal(system(path), 0);
+}
+
 static void test_metadata_names_that_are_no_safe_path_are_refused(void **st)
 {
 	static const struct {
@@ -309,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_metadata_cdi_spec_mounts_the_file_read_only),
 		cmocka_unit_test(test_metadata_remove_and_sweep),
 		cmocka_unit_test(test_metadata_sweep_keeps_prepared_claims_only),
+		cmocka_unit_test(test_metadata_sweep_never_follows_a_planted_link),
 		cmocka_unit_test(test_metadata_names_that_are_no_safe_path_are_refused),
 	};
 

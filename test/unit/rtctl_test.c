@@ -19,8 +19,7 @@
 #include "core/state.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
-#include "nri/nri.h"
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 #include "obs/metrics.h"
 
 static void test_rtctl_runtimes_with_nri_0_11_apply_the_scheduler(void **st)
@@ -101,7 +100,7 @@ static void test_rtctl_a_real_time_container_holds_one_claim_alone(void **st)
 	const char uids[2][CDI_UID_MAX] = { UID_RT, UID_EX };
 	const char two[2][CDI_UID_MAX] = { UID_RT, UID_RT2 };
 	const char one[1][CDI_UID_MAX] = { UID_EX };
-	struct nri_container c = { .id = "c1", .name = "app", .cgroups_path = "/x/c1" };
+	struct rtctl_container c = { .id = "c1", .name = "app", .cgroups_path = "/x/c1" };
 
 	snprintf(cdi, sizeof(cdi), "%s/cdi", root);
 	snprintf(sd, sizeof(sd), "%s/state", root);

@@ -275,6 +275,7 @@ static void test_rtdomain_v1_a_restart_puts_back_what_a_crash_left(void **st)
 {
 	struct rtdomain *d;
 	struct errbuf eb = {};
+	struct cpuset left;
 
 	v1_node();
 	d = open_v1();
@@ -293,10 +294,15 @@ static void test_rtdomain_v1_a_restart_puts_back_what_a_crash_left(void **st)
 	assert_int_equal(rtdomain_v1_acquire(d, 3, &eb), 0);
 	rtdomain_free(d);
 	d = open_v1();
+	assert_true(rtdomain_v1_leftovers(d, &left));
+	assert_int_equal(cpuset_count(&left), 1);
+	assert_true(cpuset_has(&left, 3));
 	rtdomain_v1_settle(d);
 	assert_false(exists("/dra-cpu-rt"));
 	assert_string_equal(get("/system.slice", "cpuset.sched_load_balance"), "1");
 	assert_string_equal(get("", "cpuset.sched_load_balance"), "1");
+	assert_false(rtdomain_v1_leftovers(d, &left));
+	assert_true(cpuset_is_empty(&left));
 	rtdomain_free(d);
 }
 

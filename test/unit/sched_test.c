@@ -235,7 +235,43 @@ static void test_sched_affinity_on_this_process(void **st)
 	cpuset_set(&one, cpu);
 	assert_int_equal(sched_set_affinity(0, &one), 0);
 	cpuset_zero(&one);
+	assert_int_equal(sched_get_affinity(0, &one), 0);
+	assert_int_equal(cpuset_count(&one), 1);
+	assert_true(cpuset_has(&one, cpu));
+	assert_int_equal(sched_set_affinity(0, &one), 0);
+	cpuset_zero(&one);
 	assert_int_equal(sched_set_affinity(0, &one), -EINVAL);
+	assert_int_equal(sched_get_affinity(-1, &one), -ESRCH);
+}
+
+struct seen {
+	int n, self;
+};
+
+static int count_task(void *ud, pid_t pid, pid_t tid)
+{
+	struct seen *s = ud;
+
+	s->n++;
+	s->self += pid == getpid() && tid == getpid();
+	return 0;
+}
+
+static int stop_at_first(void *ud, pid_t pid, pid_t tid)
+{
+	return 7;
+}
+
+static void test_sched_foreach_task_walks_threads_not_kernel_threads(void **st)
+{
+	struct seen s = { 0 };
+
+	/* this machine: this process among them, kthreadd (pid 2) not */
+	assert_int_equal(sched_foreach_task("", count_task, &s), 0);
+	assert_int_equal(s.self, 1);
+	assert_true(s.n > 1);
+	assert_int_equal(sched_foreach_task("", stop_at_first, NULL), 7);
+	assert_int_equal(sched_foreach_task("/nonexistent", count_task, &s), -ENOENT);
 }
 
 int main(void)
@@ -253,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_sched_task_start_names_a_task),
 		cmocka_unit_test(test_sched_get_and_set_on_this_process),
 		cmocka_unit_test(test_sched_affinity_on_this_process),
+		cmocka_unit_test(test_sched_foreach_task_walks_threads_not_kernel_threads),
 	};
 
 	char dir[64];

@@ -471,6 +471,46 @@ static void test_state_restart_quarantines_conflicting_specs(void **st)
 	state_free(s);
 }
 
+/* A spec planted beside a checkpointed claim, on its CPUs: whatever order
+ * the directory lists them in, the claim the checkpoint records is restored
+ * and the planted ones are quarantined. */
+static void test_state_restart_the_checkpoint_wins_over_a_planted_spec(void **st)
+{
+	static const char *const planted[] = { "aaa", "mmm", "yyy", "zzz-2" };
+	struct state *s;
+	struct cpuset one = cs("3");
+
+	s = open_state("0-7");
+	assert_int_equal(add(s, "real", "ns", "r", "3-4", NULL), 0);
+	state_free(s);
+	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
+		assert_int_equal(cdi_spec_write(cdi_dir, planted[i], &one), 0);
+	s = open_state("0-7");
+	assert_int_equal(state_claim_count(s), 1);
+	assert_non_null(state_claim(s, "real"));
+	assert_string_equal(state_claim(s, "real")->name, "r");
+	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
+		assert_null(state_claim(s, planted[i]));
+	assert_pool(s, "0-2,5-7");
+	state_free(s);
+}
+
+/* CPUs hotplug took offline leave the shared pool until they are back. */
+static void test_state_offline_cpus_leave_the_shared_pool(void **st)
+{
+	struct state *s = open_state("0-7");
+	struct cpuset off = cs("2,6"), none;
+
+	cpuset_zero(&none);
+	assert_int_equal(add(s, "u1", "ns", "a", "1-2", NULL), 0);
+	assert_true(state_set_offline(s, &off));
+	assert_pool(s, "0,3-5,7");
+	assert_false(state_set_offline(s, &off));
+	assert_true(state_set_offline(s, &none));
+	assert_pool(s, "0,3-7");
+	state_free(s);
+}
+
 static void test_state_bad_checkpoint_is_ignored_not_fatal(void **st)
 {
 	struct state *s = open_state("0-7");
@@ -1116,6 +1156,8 @@ int main(void)
 		T(test_state_restart_without_checkpoint_uses_cdi_specs),
 		T(test_state_restart_drops_checkpoint_entries_without_spec),
 		T(test_state_restart_quarantines_conflicting_specs),
+		T(test_state_restart_the_checkpoint_wins_over_a_planted_spec),
+		T(test_state_offline_cpus_leave_the_shared_pool),
 		T(test_state_bad_checkpoint_is_ignored_not_fatal),
 		T(test_state_bind_one_owner_per_claim),
 		T(test_state_observers_see_committed_changes_only),

@@ -661,6 +661,38 @@ static void test_topo_load_hwloc_per_cpu_files_fall_back(void **state)
 	}
 }
 
+/* Old kernels' captures have no cpu/online list, only per-CPU online files:
+ * an empty one says nothing either, and the machine loads as the undamaged
+ * capture does (the CPU with a topology online, the one without offline). */
+static void test_topo_load_hwloc_empty_per_cpu_online_falls_back(void **state)
+{
+	static const char *const rels[] = {
+		CPUDIR "/cpu2/online", /* offline: "0", no topology */
+		CPUDIR "/cpu3/online", /* online: no file, a topology */
+	};
+	char root[PATH_MAX];
+	struct errbuf why = { "" };
+	struct topo *clean = NULL, *t = NULL;
+	_cleanup_free_ char *want = NULL;
+
+	root_of("16em64t-4s2c2t-offlines", root, sizeof(root));
+	assert_int_equal(topo_load_hwloc(root, &clean, &why), 0);
+	want = write_to_string(clean);
+	topo_free(clean);
+	for (size_t i = 0; i < ARRAY_SIZE(rels); i++) {
+		_cleanup_free_ char *got = NULL;
+
+		mutate_write(root, rels[i], "");
+		if (topo_load_hwloc(root, &t, &why) < 0)
+			fail_msg("%s: refused: %s", rels[i], why.s);
+		got = write_to_string(t);
+		t = topo_free(t);
+		if (strcmp(got, want) != 0)
+			fail_msg("%s: another topology:\n%s\nwant\n%s", rels[i], got, want);
+		(void)undo_mutations(NULL);
+	}
+}
+
 /* Heterogeneous ARM: cores of different designs have different
  * cpu_capacity; hwloc ranks its kinds by efficiency and the least capable
  * kind is e-core, the others p-core. The ARM capture gets capacities
@@ -1156,6 +1188,8 @@ int main(void)
 		cmocka_unit_test(test_topo_json_round_trips_every_capture),
 		cmocka_unit_test_teardown(test_topo_load_hwloc_reads_e_cores_from_cpu_atom, undo_mutations),
 		cmocka_unit_test_teardown(test_topo_load_hwloc_per_cpu_files_fall_back, undo_mutations),
+		cmocka_unit_test_teardown(test_topo_load_hwloc_empty_per_cpu_online_falls_back,
+					  undo_mutations),
 		cmocka_unit_test_teardown(test_topo_load_hwloc_arm_core_kinds_by_capacity,
 					  undo_mutations),
 		cmocka_unit_test_teardown(test_topo_load_hwloc_cpus_of_an_offline_node_have_none,

@@ -13,6 +13,7 @@
 
 #define LOG_MOD "cfg"
 #include "cmd/cfgfile.h"
+#include "core/claim.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
@@ -570,6 +571,15 @@ int cfg_parse(struct cfg *c, int argc, char **argv, struct errbuf *err)
 	r = check_kubelet_root(c, err);
 	if (r < 0)
 		return r;
+	if (is_set(c->hostname_override)) {
+		char node[CFG_NODE_NAME_MAX + 2];
+
+		if (cfg_node_name(c, node, sizeof(node)) < 0)
+			return errbuf_fail(err, -EINVAL,
+					   "flag hostname-override: %s is not a Kubernetes node name "
+					   "(a DNS-1123 subdomain: up to 253 of a-z, 0-9, '-' and '.')",
+					   log_quote(c->hostname_override));
+	}
 	if (c->cdi_dir[0] != '/' || c->state_dir[0] != '/')
 		return errbuf_fail(err, -EINVAL,
 				   "flags cdi-dir and state-dir must be absolute paths");
@@ -652,10 +662,14 @@ int cfg_node_name(const struct cfg *c, char *buf, size_t size)
 		src++;
 	for (; *src && n + 1 < size; src++)
 		buf[n++] = (char)tolower((unsigned char)*src);
+	if (*src)
+		return -ENAMETOOLONG;
 	while (n > 0 && isspace((unsigned char)buf[n - 1]))
 		n--;
 	buf[n] = 0;
-	return n ? 0 : -EINVAL;
+	/* It goes into URLs, label selectors, slice names and log lines: a
+	 * node name is a DNS-1123 subdomain, the rule of claim names too. */
+	return claim_name_check(buf) == 0 ? 0 : -EINVAL;
 }
 
 static void print_wrapped(FILE *f, const char *s, int col, int width)

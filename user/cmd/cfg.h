@@ -104,7 +104,10 @@ void cfg_done(struct cfg *c);
 int cfg_check_topology(const struct cfg *c, const struct topo *t, struct errbuf *err);
 
 /* Node name: --hostname-override, else $NODE_NAME, else the OS hostname,
- * lower-cased and trimmed. Writes into buf (size >= 256). */
+ * lower-cased and trimmed. Writes into buf (size >= 256). -EINVAL when it
+ * is not a Kubernetes node name (a DNS-1123 subdomain: "../x", a newline
+ * inside), -ENAMETOOLONG when it does not fit buf. */
+#define CFG_NODE_NAME_MAX 253
 int cfg_node_name(const struct cfg *c, char *buf, size_t size);
 
 /* --sysfs-root, or NULL for the live /sys. */

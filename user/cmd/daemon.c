@@ -29,11 +29,12 @@
 #include "lib/log.h"
 #include "pinning/bpfmon.h"
 #include "pinning/rtmon.h"
+#include "pinning/rtreport.h"
 #include "lib/caps.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/pools.h"
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 #include "kube/publisher.h"
 #include "core/rt.h"
 #include "core/irqiso.h"
@@ -46,8 +47,10 @@
 #include "host/uevent.h"
 #include "cmd/report.h"
 #include "host/pcie.h"
+#include "host/rtdomain.h"
 #include "host/topo.h"
 #include "lib/errbuf.h"
+#include "lib/fileio.h"
 #include "lib/jsonc.h"
 
 /* How often the online CPUs are read (CPU hotplug): every second where the
@@ -104,6 +107,10 @@ struct daemon {
 	bool stopping;
 	bool rt_on; /* --rt-cpus names CPUs */
 	struct rt_limits rt;
+	/* Without --rt-cpus: real-time isolation a previous run left and a
+	 * prepared claim still sits on (its CPUs); undone once none does. */
+	struct rtdomain *rt_left;
+	struct cpuset rt_left_cpus;
 };
 
 static void daemon_free(struct daemon *d)
@@ -126,6 +133,7 @@ static void daemon_free(struct daemon *d)
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
 	schedwatch_free(d->rtwatch);
+	rtdomain_free(d->rt_left);
 	bpfmon_free(d->bpf);
 	irqiso_free(d->irqiso); /* isolation stays with the claims; its record too */
 	state_free(d->state);
@@ -198,9 +206,58 @@ static void update_gauges(struct daemon *d)
 	metric_set(d->g_claims, state_claim_count(d->state));
 }
 
+static int on_left_cpus(void *ud, const struct state_claim *c)
+{
+	struct daemon *d = ud;
+	struct cpuset cpus;
+
+	/* the first one found stops the walk */
+	return cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &d->rt_left_cpus) ? -EEXIST : 0;
+}
+
+/* Without --rt-cpus, what real-time isolation a previous run made (a kill
+ * -9 with a real-time claim, then a start without the flag) is found and
+ * undone: the root cpuset's load balancing, the driver's cpusets, its record.
+ * While a prepared claim still sits on a CPU it isolated, it is kept and
+ * reported, and undone when the last such claim goes. Called at start and on
+ * every claim removed while something is kept. */
+static void rt_leftovers(struct daemon *d, bool start)
+{
+	struct rtdomain_opts o = { .state_dir = d->cfg->state_dir };
+	char cpus[128];
+	bool held;
+
+	if (!d->rt_left) {
+		if (!start || rtdomain_new(&o, &d->rt_left) < 0)
+			return;
+		if (!rtdomain_v1_leftovers(d->rt_left, &d->rt_left_cpus)) {
+			d->rt_left = rtdomain_free(d->rt_left);
+			return;
+		}
+	}
+	held = state_foreach_claim(d->state, on_left_cpus, d) == -EEXIST;
+	(void)cpuset_format(&d->rt_left_cpus, cpus, sizeof(cpus));
+	if (held) {
+		if (start)
+			log_warn("rt_leftovers_kept", "cpus=%s reason=%s", cpus,
+				 log_quote("a prepared claim is on a CPU a previous run isolated "
+					   "for real-time claims; undone when the last one goes, or "
+					   "start with --rt-cpus"));
+		return;
+	}
+	rtdomain_v1_settle(d->rt_left);
+	(void)fileio_remove(d->cfg->state_dir, RTREPORT_OWNERS_FILE);
+	log_info("rt_leftovers_undone", "cpus=%s", cpus);
+	d->rt_left = rtdomain_free(d->rt_left);
+}
+
 static void on_state_change(void *ud, enum state_event ev, const struct state_claim *c)
 {
-	update_gauges(ud);
+	struct daemon *d = ud;
+
+	update_gauges(d);
+	if (ev == STATE_CLAIM_REMOVED && d->rt_left)
+		rt_leftovers(d, false);
 }
 
 static void register_gauges(struct daemon *d)
@@ -388,8 +445,6 @@ static int start_node_agents(struct daemon *d)
 		if (r < 0)
 			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
 		pools_set_nri(d->pools, d->nri);
-		if (d->rtctl)
-			rtctl_set_nri(d->rtctl, d->nri);
 		r = nri_start(d->nri);
 		if (r < 0)
 			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);
@@ -493,6 +548,14 @@ static bool hotplug_check(struct daemon *d)
 	}
 	d->online = now;
 	metric_set(d->g_online, cpuset_count(&now));
+	/* The shared pool never holds an offline CPU: the runtime could not
+	 * write it into a container's cpuset. */
+	cpuset_andnot(&went, &d->topo->online, &now);
+	if (d->state && state_set_offline(d->state, &went)) {
+		update_gauges(d);
+		if (d->pools)
+			pools_shared_changed(d->pools);
+	}
 	dra_set_online(d->dra, &now);
 	publisher_set_online(d->publisher, &now);
 	return true;
@@ -759,6 +822,8 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			       d->metrics, &d->irqiso);
 		if (r < 0)
 			return log_error_errno(r, "irq_isolation_failed", "dir=%s", cfg->state_dir);
+		if (!d->rt_on)
+			rt_leftovers(d, true);
 		/* Metadata a crash left behind (its claim never committed, or its
 		 * Unprepare did not finish). */
 		{

@@ -56,8 +56,11 @@ static int print_slices(const struct cfg *c, const struct topo *t)
 	int r;
 
 	r = cfg_node_name(c, node, sizeof(node));
-	if (r < 0)
+	if (r < 0) {
+		fprintf(stderr, "dra-cpu-driver: node name ($NODE_NAME or the hostname): not a "
+				"Kubernetes node name; set --hostname-override\n");
 		return r;
+	}
 	o.node = node;
 	o.node_allocatable = c->node_allocatable;
 	if (!cpuset_is_empty(&c->rt_cpus)) {

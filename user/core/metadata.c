@@ -22,12 +22,6 @@
 #define DATA_SUBDIR "dra-device-metadata"
 #define FILE_NAME "metadata.json"
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		(void)closedir(*d);
-}
-
 size_t metadata_base_len(const char *request)
 {
 	return strcspn(request, "/");
@@ -234,40 +228,18 @@ int metadata_write(const struct metadata_opts *o, const struct metadata_claim *c
 }
 
 /* Removes dir/<sub>/metadata.json (and a temp file a crash left), each sub,
- * then dir. 1 when there was a dir, 0 when not, -errno. */
+ * then dir, never following a link planted there (fileio_remove_tree). 1
+ * when there was a dir, 0 when not, -errno. */
 static int remove_tree(const char *dir)
 {
-	_cleanup_(closedirp) DIR *d = opendir(dir);
-	struct dirent *e;
-	int r = 0;
+	char parent[4096];
+	const char *slash = strrchr(dir, '/');
 
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	r = 1; /* there was something */
-	while ((e = readdir(d))) {
-		char sub[4200], f[4400];
-		_cleanup_(closedirp) DIR *sd = NULL;
-		struct dirent *se;
-
-		if (e->d_name[0] == '.')
-			continue;
-		if (snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >= (int)sizeof(sub))
-			continue;
-		sd = opendir(sub);
-		while (sd && (se = readdir(sd))) {
-			if (!strcmp(se->d_name, ".") || !strcmp(se->d_name, ".."))
-				continue;
-			if (snprintf(f, sizeof(f), "%s/%s", sub, se->d_name) >= (int)sizeof(f))
-				continue;
-			if (unlink(f) < 0 && errno != ENOENT)
-				r = -errno;
-		}
-		if (rmdir(sub) < 0 && errno != ENOENT)
-			r = -errno;
-	}
-	if (rmdir(dir) < 0 && errno != ENOENT)
-		r = -errno;
-	return r;
+	if (!slash || slash == dir || (size_t)(slash - dir) >= sizeof(parent))
+		return -EINVAL;
+	memcpy(parent, dir, (size_t)(slash - dir));
+	parent[slash - dir] = 0;
+	return fileio_remove_tree(parent, slash + 1, 2);
 }
 
 int metadata_remove(const struct metadata_opts *o, const char *uid, struct errbuf *eb)

@@ -62,6 +62,7 @@ struct observer {
 struct state {
 	char *cdi_dir, *state_dir, *checkpoint;
 	struct cpuset allocatable;
+	struct cpuset offline; /* by CPU hotplug since start (state_set_offline) */
 	struct cpuset rt_cpus;	  /* where real-time claims live */
 	struct cpuset isolated;	  /* allocatable, never shared */
 	struct cpuset prepared;	  /* union of claims (real-time ones aside) */
@@ -249,6 +250,17 @@ void state_unclaimed(const struct state *s, struct cpuset *ret)
 {
 	cpuset_andnot(ret, &s->allocatable, &s->prepared);
 	cpuset_andnot(ret, ret, &s->quarantine);
+	cpuset_andnot(ret, ret, &s->offline);
+}
+
+bool state_set_offline(struct state *s, const struct cpuset *offline)
+{
+	struct cpuset before, after;
+
+	state_shared_pool(s, &before);
+	s->offline = *offline;
+	state_shared_pool(s, &after);
+	return !cpuset_equal(&before, &after);
 }
 
 void state_shared_pool(const struct state *s, struct cpuset *ret)
@@ -1043,6 +1055,11 @@ struct loader {
 	struct state *s;
 	struct hashtab ckpt; /* checkpoint entries (struct entry, no record) not yet
 			      * matched to a spec, by uid */
+	/* The specs are read twice: first those a checkpoint entry names, then
+	 * the others, so that a spec planted (or left) without one never takes
+	 * CPUs from a claim the checkpoint records: the checkpoint wins. */
+	int pass;
+	struct hashtab first; /* uids the first pass saw (value: 1) */
 	int restored, quarantined, bad_specs;
 };
 
@@ -1070,9 +1087,26 @@ static void on_bad_spec(void *ud, const char *path, const char *why)
 	log_warn("cdi_spec_ignored", "path=%s reason=%s action=left_alone", path, log_quote(why));
 }
 
+static int restore_spec(struct loader *l, const char *uid, const struct cpuset *cpus);
+
 static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 {
 	struct loader *l = ud;
+
+	if (l->pass == 1) {
+		if (!hashtab_get_str(&l->ckpt, uid))
+			return 0;
+		if (hashtab_put_str(&l->first, uid, (void *)1, NULL) < 0)
+			return -ENOMEM;
+		return restore_spec(l, uid, cpus);
+	}
+	if (hashtab_get_str(&l->first, uid))
+		return 0;
+	return restore_spec(l, uid, cpus);
+}
+
+static int restore_spec(struct loader *l, const char *uid, const struct cpuset *cpus)
+{
 	struct state *s = l->s;
 	struct entry *old, *e;
 	struct state_claim c;
@@ -1113,7 +1147,8 @@ static int on_spec(void *ud, const char *uid, const struct cpuset *cpus)
 	if ((!c.rt && (!cpuset_is_subset(cpus, &s->allocatable) || cpuset_intersects(cpus, &busy))) ||
 	    hashtab_count(&s->claims) >= STATE_MAX_CLAIMS) {
 		(void)cpuset_format(cpus, list, sizeof(list));
-		log_error("claim_quarantined", "claim=%s cpus=%s reason=%s", uid, list,
+		log_error("claim_quarantined", "claim=%s cpus=%s checkpointed=%s reason=%s", uid,
+			  list, old ? "true" : "false",
 			  !cpuset_is_subset(cpus, &s->allocatable)
 				  ? "\"CPUs not allocatable (reserved or offline)\""
 				  : "\"overlaps another prepared claim\"");
@@ -1178,7 +1213,9 @@ static int checkpoint_is_a_directory(struct state *s)
 
 int state_load(struct state *s)
 {
-	struct loader l = {.s = s, .ckpt = HASHTAB_INIT(STATE_MAX_CLAIMS)};
+	struct loader l = { .s = s,
+			    .ckpt = HASHTAB_INIT(STATE_MAX_CLAIMS),
+			    .first = HASHTAB_INIT(STATE_MAX_CLAIMS) };
 	_cleanup_free_ char *buf = NULL;
 	struct errbuf why = { "" };
 	struct entry *c, *e;
@@ -1214,7 +1251,12 @@ int state_load(struct state *s)
 			 s->checkpoint, log_quote(errbuf_text(&why, r)));
 	}
 
-	r = cdi_scan(s->cdi_dir, on_spec, on_bad_spec, &l);
+	l.pass = 1;
+	r = cdi_scan(s->cdi_dir, on_spec, NULL, &l);
+	if (r >= 0) {
+		l.pass = 2;
+		r = cdi_scan(s->cdi_dir, on_spec, on_bad_spec, &l);
+	}
 	if (r < 0) {
 		log_error_errno(r, "cdi_scan_failed", "dir=%s", s->cdi_dir);
 		goto out;
@@ -1232,5 +1274,6 @@ out:
 	HASHTAB_FOREACH(c, &l.ckpt)
 		entry_free(c);
 	hashtab_done(&l.ckpt);
+	hashtab_done(&l.first);
 	return r;
 }

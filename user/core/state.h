@@ -183,10 +183,17 @@ bool state_claim_has_consumer(const struct state_claim *c, const char *pod_uid, 
 int state_claim_set_consumers(struct state *s, const char *uid, const char *ns, const char *name,
 			      const struct state_consumer *v, int n);
 
-/* CPUs neither reserved nor held by any claim (nor quarantined) nor isolated. */
+/* CPUs neither reserved nor held by any claim (nor quarantined), nor
+ * isolated, nor offline now: the runtime hands this set to containers as
+ * their cpuset, and the kernel refuses offline CPUs there (cgroup v1: runc
+ * fails the container with "unable to apply cgroup configuration"). */
 void state_shared_pool(const struct state *s, struct cpuset *ret);
 /* CPUs a new claim may take: the shared pool and the free isolated CPUs. */
 void state_unclaimed(const struct state *s, struct cpuset *ret);
+/* The CPUs CPU hotplug took offline since start (allocatable was read then):
+ * they leave the shared pool until they are back. True when the shared
+ * pool changed. */
+bool state_set_offline(struct state *s, const struct cpuset *offline);
 /* CPUs held by claims. */
 void state_prepared(const struct state *s, struct cpuset *ret);
 int state_claim_count(const struct state *s);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/cleanup.h"
 #include "lib/errbuf.h"
@@ -42,13 +43,29 @@ int hotplug_online(const char *sysfs_root, const struct cpuset *known, struct cp
 	if (snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root) >=
 	    (int)sizeof(path))
 		return errbuf_fail(eb, -ENAMETOOLONG, "sysfs root path too long");
-	r = fileio_read(path, ONLINE_MAX, &text, &len, eb);
-	if (r < 0)
-		return r;
-	r = cpuset_parse_n(text, len, &online, &peb);
-	if (r < 0)
-		return errbuf_fail(eb, r, "%s: %s", path, peb.s);
+	r = fileio_read(path, ONLINE_MAX, &text, &len, *root && known ? NULL : eb);
+	if (r == -ENOENT && *root && known) {
+		/* An old kernel's capture: no global list, only per-CPU files
+		 * (topo.c reads it so too). A CPU with a topology is online unless
+		 * its file says 0; one without is not (an offline CPU's directory
+		 * holds nothing but its online file). */
+		cpuset_zero(&online);
+		CPUSET_FOREACH(cpu, known)
+		{
+			(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/cpu%d/topology",
+				       root, cpu);
+			if (access(path, F_OK) == 0)
+				cpuset_set(&online, cpu);
+		}
+	} else if (r < 0) {
+		return *root && known ? errbuf_fail(eb, r, "%s: %s", path, strerror(-r)) : r;
+	} else {
+		r = cpuset_parse_n(text, len, &online, &peb);
+		if (r < 0)
+			return errbuf_fail(eb, r, "%s: %s", path, peb.s);
+	}
 	if (*root && known) {
+		/* An empty or garbled file says nothing: the CPU stays as above. */
 		CPUSET_FOREACH(cpu, known)
 		{
 			(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/cpu%d/online",

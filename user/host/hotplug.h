@@ -7,7 +7,9 @@
  * CPU whose cpuN/online says 0 is offline, one that says 1 is online. On the
  * live machine the one global list is read (cheap enough to poll). CPUs
  * without a cpuN/online file (CPU 0 on most x86 machines: it cannot be
- * unplugged) keep what the global list says.
+ * unplugged) keep what the global list says. An old kernel's capture has no
+ * global list: there a CPU with a cpuN/topology directory is online unless
+ * its file says 0. An empty or garbled per-CPU file says nothing.
  *
  * No state: the caller polls and compares (sysfs offers no notification
  * for these files).

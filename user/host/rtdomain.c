@@ -314,12 +314,6 @@ struct walk {
 	int err;
 };
 
-static void closedirp(DIR **p)
-{
-	if (*p)
-		(void)closedir(*p);
-}
-
 /* The kernel's v1 walk (generate_sched_domains): below a cpuset with CPUs
  * and balancing off it descends; a balancing cpuset with CPUs is a domain
  * and ends the descent; a cpuset without CPUs ends it too. */
@@ -538,9 +532,34 @@ int rtdomain_v1_acquire(struct rtdomain *d, int cpu, struct errbuf *eb)
 	return 0;
 }
 
+bool rtdomain_v1_leftovers(const struct rtdomain *d, struct cpuset *cpus)
+{
+	char top[PATH_MAX];
+	_cleanup_(closedirp) DIR *dd = NULL;
+	struct dirent *e;
+	bool tree;
+
+	cpuset_zero(cpus);
+	if (d->version != 1)
+		return false;
+	(void)snprintf(top, sizeof(top), "%s/%s", d->root, RTDOMAIN_DIR);
+	dd = opendir(top);
+	tree = dd != NULL;
+	while (dd && (e = readdir(dd))) {
+		int cpu;
+
+		if (e->d_type == DT_DIR && strncmp(e->d_name, "cpu", 3) == 0 &&
+		    num_parse_int(e->d_name + 3, NULL, 0, CPUSET_MAX - 1, &cpu) == 0)
+			cpuset_set(cpus, cpu);
+	}
+	return tree || d->n_changes > 0;
+}
+
 void rtdomain_v1_settle(struct rtdomain *d)
 {
-	if (d->version == 1 && cpuset_is_empty(&d->active) && d->n_changes > 0)
+	struct cpuset left;
+
+	if (d->version == 1 && cpuset_is_empty(&d->active) && rtdomain_v1_leftovers(d, &left))
 		undo_all(d);
 }
 

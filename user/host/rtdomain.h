@@ -73,8 +73,11 @@ int rtdomain_v1_acquire(struct rtdomain *d, int cpu, struct errbuf *eb);
  * undoes every recorded change. */
 int rtdomain_v1_release(struct rtdomain *d, int cpu);
 /* v1: with no CPU in use (after a restart found none), puts back what a
- * previous run recorded and left. */
+ * previous run recorded and left, and removes the tree it made. */
 void rtdomain_v1_settle(struct rtdomain *d);
+/* v1: did a previous run leave changes on the node (a record, or its
+ * tree)? The CPUs its tree isolates (its cpuN cpusets) in *cpus. */
+bool rtdomain_v1_leftovers(const struct rtdomain *d, struct cpuset *cpus);
 /* v1: turns load balancing off in cpusets that merge an isolated CPU with
  * others (those created since the last walk). Returns how many it changed. */
 int rtdomain_refresh(struct rtdomain *d, struct errbuf *eb);

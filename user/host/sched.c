@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -39,12 +40,6 @@ struct kattr {
 	uint32_t sched_util_max;
 };
 _Static_assert(sizeof(struct kattr) == 56, "SCHED_ATTR_SIZE_VER1");
-
-static void closedirp(DIR **d)
-{
-	if (*d)
-		(void)closedir(*d);
-}
 
 /* One integer from a sysctl-like file. */
 static int read_int(const char *root, const char *path, int64_t *ret, struct errbuf *eb)
@@ -334,6 +329,94 @@ int sched_set_affinity(pid_t tid, const struct cpuset *cpus)
 	if (sched_setaffinity(tid, size, set) < 0)
 		r = -errno;
 	CPU_FREE(set);
+	return r;
+}
+
+int sched_get_affinity(pid_t tid, struct cpuset *ret)
+{
+	cpu_set_t *set = CPU_ALLOC(CPUSET_MAX);
+	size_t size = CPU_ALLOC_SIZE(CPUSET_MAX);
+	struct cpuset cpus;
+	int r = 0;
+
+	if (!set)
+		return -ENOMEM;
+	CPU_ZERO_S(size, set);
+	if (sched_getaffinity(tid, size, set) < 0) {
+		r = -errno;
+	} else {
+		cpuset_zero(&cpus);
+		for (int cpu = 0; cpu < CPUSET_MAX; cpu++)
+			if (CPU_ISSET_S((size_t)cpu, size, set))
+				cpuset_set(&cpus, cpu);
+		*ret = cpus;
+	}
+	CPU_FREE(set);
+	return r;
+}
+
+/* A pid directory's name, or 0. */
+static pid_t pid_name(const char *name)
+{
+	int v;
+
+	if (name[0] < '1' || name[0] > '9' || num_parse_int(name, NULL, 1, INT32_MAX, &v) < 0)
+		return 0;
+	return (pid_t)v;
+}
+
+/* Kernel threads have no command line (nor does a zombie: nothing to end
+ * there either). */
+static bool is_kthread(int procfd, const char *pid)
+{
+	char path[NAME_MAX + sizeof("/cmdline")], buf[256];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	(void)snprintf(path, sizeof(path), "%s/cmdline", pid);
+	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	return n == 0;
+}
+
+int sched_foreach_task(const char *proc_root, int (*fn)(void *ud, pid_t pid, pid_t tid),
+		       void *ud)
+{
+	char path[4096];
+	_cleanup_(closedirp) DIR *procs = NULL;
+	struct dirent *de;
+	int r = 0;
+
+	(void)snprintf(path, sizeof(path), "%s/proc", proc_root ? proc_root : "");
+	procs = opendir(path);
+	if (!procs)
+		return -errno;
+	while (!r && (de = readdir(procs))) {
+		pid_t pid = pid_name(de->d_name);
+		_cleanup_(closedirp) DIR *tasks = NULL;
+		struct dirent *te;
+		int fd;
+
+		if (!pid || is_kthread(dirfd(procs), de->d_name))
+			continue;
+		(void)snprintf(path, sizeof(path), "%s/task", de->d_name);
+		fd = openat(dirfd(procs), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		tasks = fdopendir(fd);
+		if (!tasks) {
+			close(fd);
+			continue;
+		}
+		while (!r && (te = readdir(tasks))) {
+			pid_t tid = pid_name(te->d_name);
+
+			if (tid)
+				r = fn(ud, pid, tid);
+		}
+	}
 	return r;
 }
 

@@ -93,6 +93,16 @@ int sched_get(pid_t tid, struct sched_params *ret);
 /* sched_setaffinity(tid, cpus): 0 or -errno. */
 int sched_set_affinity(pid_t tid, const struct cpuset *cpus);
 
+/* sched_getaffinity(tid) into *ret: 0 or -errno (ESRCH: gone). */
+int sched_get_affinity(pid_t tid, struct cpuset *ret);
+
+/* Calls fn(ud, pid, tid) for every task of every process under
+ * <proc_root>/proc (the threads of /proc/<pid>/task), kernel threads
+ * left out; fn returning non-zero stops the walk with that value. Tasks
+ * come and go while it runs: a process gone meanwhile is skipped. */
+int sched_foreach_task(const char *proc_root, int (*fn)(void *ud, pid_t pid, pid_t tid),
+		       void *ud);
+
 /* The CPU tid last ran on (/proc/<tid>/stat field 39), or -errno. */
 int sched_task_cpu(const char *proc_root, pid_t tid);
 

@@ -30,12 +30,6 @@
 #include "lib/log.h"
 #include "lib/num.h"
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		(void)closedir(*d);
-}
-
 struct topo *topo_free(struct topo *t)
 {
 	if (!t)
@@ -465,6 +459,27 @@ static void sysfs_facts_done(struct sysfs_facts *f)
 	f->n_nodes = 0;
 }
 
+/* A per-CPU file that is empty (-ENODATA) or cannot be read at all (a
+ * directory, a dangling link, EACCES, EIO) says nothing rather than
+ * something wrong: hwloc then builds the CPU from the lists that name it
+ * elsewhere (its siblings' and its package's masks, the node lists), so the
+ * machine is not refused for it. Garbage in a readable file is still refused:
+ * hwloc would misread that silently. Counted, and the first one named, for
+ * the caller to log once. */
+static int per_cpu_fallback;
+static char per_cpu_fallback_first[PATH_MAX];
+
+static bool per_cpu_unusable(int r, const char *path)
+{
+	if (r != -ENODATA && (r >= 0 || r == -ENOENT || r == -EINVAL || r == -E2BIG ||
+			      r == -ENOMEM))
+		return false;
+	if (!per_cpu_fallback++)
+		(void)snprintf(per_cpu_fallback_first, sizeof(per_cpu_fallback_first), "%s (%s)",
+			       path, r == -ENODATA ? "empty" : strerror(-r));
+	return true;
+}
+
 /* Before hwloc: the CPU directory, cpu/online, cpu/present, per-CPU online files. */
 static int sysfs_scan_cpus(struct sysfs_facts *f, struct errbuf *eb)
 {
@@ -526,38 +541,20 @@ static int sysfs_scan_cpus(struct sysfs_facts *f, struct errbuf *eb)
 		if (path_exists(p2) || path_exists(p3))
 			return errbuf_fail(eb, -ENOENT, "%s: missing", path);
 	}
-	/* Old kernels: hwloc reads cpuN/online ("0" = offline) with atoi. */
+	/* Old kernels: hwloc reads cpuN/online ("0" = offline) with atoi. An
+	 * empty or unreadable one says nothing, as for the other per-CPU files
+	 * (per_cpu_unusable): the CPU is what its directory and the other
+	 * lists say, online, as hwloc takes a CPU whose file it cannot read. */
 	CPUSET_FOREACH(cpu, &dirs)
 	{
 		int v;
 
 		sysfs_path(path, f->root, SYSFS_CPU "/cpu%d/online", cpu);
 		r = sysfs_read_int(path, 0, 1, &v, eb);
-		if (r < 0 && r != -ENOENT)
+		if (r < 0 && r != -ENOENT && !per_cpu_unusable(r, path))
 			return r;
 	}
 	return 0;
-}
-
-/* A per-CPU file that is empty (-ENODATA) or cannot be read at all (a
- * directory, a dangling link, EACCES, EIO) says nothing rather than
- * something wrong: hwloc then builds the CPU from the lists that name it
- * elsewhere (its siblings' and its package's masks, the node lists), so the
- * machine is not refused for it. Garbage in a readable file is still refused:
- * hwloc would misread that silently. Counted, and the first one named, for
- * the caller to log once. */
-static int per_cpu_fallback;
-static char per_cpu_fallback_first[PATH_MAX];
-
-static bool per_cpu_unusable(int r, const char *path)
-{
-	if (r != -ENODATA && (r >= 0 || r == -ENOENT || r == -EINVAL || r == -E2BIG ||
-			      r == -ENOMEM))
-		return false;
-	if (!per_cpu_fallback++)
-		(void)snprintf(per_cpu_fallback_first, sizeof(per_cpu_fallback_first), "%s (%s)",
-			       path, r == -ENODATA ? "empty" : strerror(-r));
-	return true;
 }
 
 /* The per-CPU files hwloc turns into cores, packages and L3s. hwloc reads them

@@ -295,6 +295,27 @@ static bool is_json_ws(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* Does the text hold the escape \u0000? json-c turns it into a NUL inside a
+ * string (a key is cut there), and every name, path and log line after it
+ * would see another string than the server sent. Exact, without a pass over
+ * every byte: each "\u0000" found is an escape when an odd number of
+ * backslashes runs up to its u ("\\u0000" is the six characters \u0000). */
+static bool has_nul_escape(const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+
+	while ((p = memmem(p, (size_t)(end - p), "\\u0000", 6))) {
+		size_t n = 1;
+
+		while ((size_t)(p - s) >= n && p[-(ptrdiff_t)n] == '\\')
+			n++;
+		if (n % 2)
+			return true;
+		p += 1;
+	}
+	return false;
+}
+
 int kube_json_parse(const char *s, size_t len, struct json_object **ret)
 {
 	_cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
@@ -306,7 +327,7 @@ int kube_json_parse(const char *s, size_t len, struct json_object **ret)
 	if (len == 0)
 		return -EPROTO;
 	/* json-c would stop at a raw NUL; JSON never has one outside \u0000. */
-	if (memchr(s, 0, len))
+	if (memchr(s, 0, len) || has_nul_escape(s, len))
 		return -EPROTO;
 	while (i < len && is_json_ws(s[i]))
 		i++;

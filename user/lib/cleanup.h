@@ -2,11 +2,13 @@
  *
  * _cleanup_free_ char *s = NULL;     freed at scope exit
  * _cleanup_close_ int fd = -1;       closed at scope exit (if >= 0)
+ * _cleanup_(closedirp) DIR *d = NULL; closedir()d at scope exit
  * DEFINE_FREEP(topo, topo_free)      makes topo_freep() for _cleanup_(topo_freep)
  * return TAKE_PTR(p);                hand ownership out, leaving NULL behind
  */
 #pragma once
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,6 +24,12 @@ static inline void closep(int *fd)
 {
 	if (*fd >= 0)
 		(void)close(*fd);
+}
+
+static inline void closedirp(DIR **d)
+{
+	if (*d)
+		(void)closedir(*d);
 }
 
 static inline void fclosep(FILE **f)

@@ -265,6 +265,58 @@ int fileio_remove(const char *dir, const char *name)
 	return fsync_dir(dir);
 }
 
+/* Removes name under the directory at dfd, what it holds first when it is a
+ * directory (never a link's target). 0 or the first -errno. */
+static int remove_at(int dfd, const char *name, int depth)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	struct dirent *e;
+	struct stat st;
+	int fd, r = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	if (depth <= 0)
+		return -ELOOP;
+	/* O_NOFOLLOW: swapped for a link since the fstatat, it is not opened */
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((e = readdir(d))) {
+		int rr;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		rr = remove_at(dirfd(d), e->d_name, depth - 1);
+		r = r ?: rr;
+	}
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		r = r ?: -errno;
+	return r;
+}
+
+int fileio_remove_tree(const char *dir, const char *name, int depth)
+{
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	int r;
+
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = remove_at(dfd, name, depth);
+	return r < 0 ? r : 1;
+}
+
 int fileio_mkdir_p(const char *path, mode_t mode)
 {
 	char buf[4096];

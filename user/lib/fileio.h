@@ -88,6 +88,15 @@ int fileio_remove(const char *dir, const char *name);
  * with write()'s errno, e.g. -EIO or -EINVAL), -EIO for a short write. */
 int fileio_write_value(int dfd, const char *path, const char *value);
 
+/* rm -r of dir/name without ever following a symbolic link: every level is
+ * opened relative to its parent with O_NOFOLLOW, every entry removed with
+ * unlinkat(), so a link planted anywhere below is removed itself and
+ * nothing of its target is touched (name itself a link: the link goes).
+ * Directories deeper than depth levels below name are left (and so name).
+ * 1 when there was something, 0 when name did not exist, -errno (the first
+ * failure; the rest is still removed). */
+int fileio_remove_tree(const char *dir, const char *name, int depth);
+
 /* mkdir -p: parents 0755, the last component with mode. An existing
  * directory is success (its mode is left alone). */
 int fileio_mkdir_p(const char *path, mode_t mode);

@@ -42,7 +42,7 @@
 #include "obs/metrics.h"
 #include "nri/nri.h"
 #include "nri/quota.h"
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 #include "core/state.h"
 #include "host/topo.h"
 
@@ -175,15 +175,56 @@ static int ctr_cgroups_path(const struct ctr *c, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* What rtctl knows of an NRI container (borrowed from c). */
+static struct rtctl_container rt_view(const struct nri_container *c)
+{
+	return (struct rtctl_container){ .id = c->id,
+					 .name = c->name,
+					 .pod = c->pod ? c->pod->name : "",
+					 .pod_uid = c->pod ? c->pod->uid : NULL,
+					 .cgroups_path = c->cgroups_path,
+					 .pid = c->pid };
+}
+
+/* rtctl's evictions go out as NRI UpdateContainers evictions. */
+static int rt_evict(void *ud, const char *container_id, const char *why)
+{
+	struct pools *p = ud;
+
+	return p->nri ? nri_push_evict(p->nri, container_id, why) : -ENOTCONN;
+}
+
+/* The claim's policy as NRI's LinuxScheduler adjustment (OCI
+ * process.scheduler, times in nanoseconds), reset on fork. */
+static int rt_adjust(struct nri_adjust *adj, const struct rt_budget *b)
+{
+	struct nri_scheduler s = { .flags = 1u << NRI_SCHED_FLAG_RESET_ON_FORK };
+
+	switch (b->policy) {
+	case RT_POLICY_DEADLINE:
+		s.policy = NRI_SCHED_DEADLINE;
+		s.runtime = b->runtime_ns;
+		s.deadline = b->deadline_ns;
+		s.period = b->period_ns;
+		break;
+	default:
+		s.policy = b->policy == RT_POLICY_FIFO ? NRI_SCHED_FIFO : NRI_SCHED_RR;
+		s.priority = b->priority;
+		break;
+	}
+	return nri_adjust_set_scheduler(adj, &s);
+}
+
 /* rtctl_started() for c, whose record is x: rtctl takes the claims as an
  * array of CDI_UID_MAX each. */
 static void rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x)
 {
 	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	struct rtctl_container v = rt_view(c);
 
 	for (int i = 0; i < x->n_claims; i++)
 		(void)snprintf(uids[i], CDI_UID_MAX, "%s", ctr_uid(x, i));
-	rtctl_started(p->rt, c, (const char(*)[CDI_UID_MAX])uids, x->n_claims);
+	rtctl_started(p->rt, &v, (const char(*)[CDI_UID_MAX])uids, x->n_claims);
 }
 
 static struct ctr *find(const struct pools *p, const char *id)
@@ -1045,7 +1086,13 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		return r;
 	}
 	if (k > 0 && p->rt) {
-		r = rtctl_create(p->rt, c, (const char(*)[CDI_UID_MAX])uids, k, adj, eb);
+		struct rtctl_container v = rt_view(c);
+		struct rt_budget sched;
+
+		r = rtctl_create(p->rt, &v, (const char(*)[CDI_UID_MAX])uids, k,
+				 adj ? &sched : NULL, eb);
+		if (r > 0)
+			r = rt_adjust(adj, &sched);
 		if (r < 0) {
 			metric_series_add(metric_with(p->rejects, "realtime"), 1);
 			return r;
@@ -1567,7 +1614,16 @@ void pools_set_nri(struct pools *p, struct nri *n)
 	p->nri = n;
 }
 
+void pools_shared_changed(struct pools *p)
+{
+	push_pool(p);
+	set_bpf_shared(p);
+	update_gauges(p);
+}
+
 void pools_set_rt(struct pools *p, struct rtctl *rt)
 {
 	p->rt = rt;
+	if (rt)
+		rtctl_set_evict(rt, rt_evict, p);
 }

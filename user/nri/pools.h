@@ -5,6 +5,7 @@
  *                                              what was prepared for that uid)
  *   no DRA_CPUSET_ env                     ──> shared pool = online - reserved
  *                                              - every prepared claim
+ *                                              (online now: CPU hotplug)
  *
  * The variable says which claim a container means, never who may have it: a
  * container binds to a claim only when its pod (uid, namespace and name, as
@@ -110,6 +111,10 @@ DEFINE_FREEP(pools, pools_free)
 const struct nri_handlers *pools_nri_handlers(void);
 /* The connection pushes go through (NULL: none). */
 void pools_set_nri(struct pools *p, struct nri *n);
+/* The shared pool changed outside a claim's life (CPU hotplug: see
+ * state_set_offline()): new shared containers get the new one at once;
+ * running ones get it pushed as after an Unprepare (push_updates). */
+void pools_shared_changed(struct pools *p);
 /* Real-time claims (--rt-cpus): containers holding one are handed to rt
  * (borrowed; NULL: none) at create, start, stop and Synchronize. Their CPUs
  * are shared by bandwidth, so they are no BPF owners and not in owners.json. */

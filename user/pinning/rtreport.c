@@ -200,12 +200,6 @@ void rtreport_done(struct rtreport *r)
 	*r = (struct rtreport){ 0 };
 }
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		(void)closedir(*d);
-}
-
 /* Is thread dir (/proc/<pid>/task/<tid>) pinned to real-time CPUs without
  * owning them? 1 and its name, 0, or -errno (gone). */
 static int pinned_foreign(const char *dir, const struct rt_owners *o, int h,

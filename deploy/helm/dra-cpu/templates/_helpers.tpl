@@ -58,7 +58,7 @@ claimStatus: set the chart value claimStatus (the RBAC rules follow it)
 bindAddress: set the chart value healthzPort (the driver takes it only as a flag)
 kubeletRootDir: set the chart value kubeletRootDir (the driver takes it only as a flag)
 sysfsOverlay: dra-cpu reads a sysfs capture with driverConfig.sysfsRoot instead
-rtCPUs: real-time CPUs need the KILL capability and a writable cgroup mount, which the chart does not grant (docs/realtime.md)
+rtCPUs: set the chart value rtCPUs (the KILL capability and the writable cgroup mount follow it)
 {{- end -}}
 
 {{/*
@@ -108,6 +108,9 @@ nriSocket: {{ .Values.nriSocket | toJson }}
 {{- end }}
 {{- if not .Values.nriPushUpdates }}
 nriPushUpdates: false
+{{- end }}
+{{- if .Values.rtCPUs }}
+rtCPUs: {{ .Values.rtCPUs | toJson }}
 {{- end }}
 {{- if ne .Values.cdiDir "/var/run/cdi" }}
 cdiDir: {{ .Values.cdiDir | toJson }}

@@ -8,8 +8,9 @@
  *                               │        └─EPERM, within retry_max_ms: timer, again
  *                               └──────── EBUSY, EPERM too long, ESRCH ──> FAILED
  */
-#include "nri/rtctl.h"
+#include "pinning/rtctl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -33,7 +34,6 @@
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "lib/num.h"
-#include "nri/nri.h"
 #include "obs/metrics.h"
 #include "pinning/rtmon.h"
 #include "pinning/rtreport.h"
@@ -50,6 +50,9 @@ struct rtc {
 	enum rtc_state st;
 	bool by_runtime; /* the runtime was given the adjustment */
 	bool partitioned; /* v2: its cgroup is the partition */
+	/* The runtime stopped it: kept until its claim is unprepared, so that
+	 * what its cgroup still holds then is ended too. */
+	bool stopped;
 	uint64_t cgroup_id; /* its cgroup, an owner in the monitor; 0: none */
 	struct cpuset owned; /* the CPUs it owns there */
 	int64_t first_try_ms;
@@ -59,7 +62,8 @@ struct rtc {
 struct rtctl {
 	struct event_base *base;
 	struct state *state;
-	struct nri *nri;
+	rtctl_evict_fn evict;
+	void *evict_ud;
 	struct rt_limits limits;
 	struct rtdomain *dom;
 	char *cgroup_root, *proc_root;
@@ -199,6 +203,14 @@ static int ctr_dir(const struct rtctl *rt, const char *cgroups_path, char *buf, 
 
 /* ---- failures and teardown --------------------------------------------------------------- */
 
+/* The first 12 characters of the container's id (as the runtime shows it),
+ * in buf; the runtime's names and ids go through log_quote(). */
+static const char *short_id(const struct rtc *x, char buf[13])
+{
+	(void)snprintf(buf, 13, "%s", x->id);
+	return buf;
+}
+
 static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -206,7 +218,7 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 {
 	const struct state_claim *c = state_claim(rt->state, x->uid);
 	bool evict = !c || c->budget.on_failure == RT_ON_FAILURE_EVICT;
-	char why[ERRBUF_MAX];
+	char why[ERRBUF_MAX], id[13];
 	va_list ap;
 	int r;
 
@@ -217,22 +229,23 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 	rt->st.failures++;
 	metric_series_add(metric_with(rt->failures, reason, evict ? "evict" : "warn"), 1);
 	if (!evict) {
-		log_warn("rt_policy_failed", "container=%s pod=%s id=%.12s claim=%s reason=%s "
+		log_warn("rt_policy_failed", "container=%s pod=%s id=%s claim=%s reason=%s "
 					     "why=%s action=running_without_guarantees",
-			 x->name, x->pod, x->id, x->uid, reason, log_quote(why));
+			 log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid,
+			 reason, log_quote(why));
 		if (c && rt->on_failure)
 			rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, false);
 		return;
 	}
-	r = rt->nri ? nri_push_evict(rt->nri, x->id, why) : -ENOTCONN;
+	r = rt->evict ? rt->evict(rt->evict_ud, x->id, why) : -ENOTCONN;
 	if (c && rt->on_failure)
 		rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, r == 0);
 	if (r == 0)
 		rt->st.evictions++;
-	log_error("rt_policy_failed", "container=%s pod=%s id=%.12s claim=%s reason=%s why=%s "
+	log_error("rt_policy_failed", "container=%s pod=%s id=%s claim=%s reason=%s why=%s "
 				      "action=%s",
-		  x->name, x->pod, x->id, x->uid, reason, log_quote(why),
-		  r == 0 ? "evict" : "evict_failed");
+		  log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid, reason,
+		  log_quote(why), r == 0 ? "evict" : "evict_failed");
 }
 
 static void kill_task(struct rtctl *rt, pid_t pid)
@@ -256,10 +269,39 @@ static int kill_line(void *ud, char *line)
 	return 0;
 }
 
+/* Kills what the cgroup at dirfd holds, its child cgroups included (a
+ * container may make its own below its cgroup), down to depth levels. */
+static void kill_cgroup(struct rtctl *rt, int dirfd, int depth)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	struct dirent *de;
+	int fd;
+
+	(void)fileio_read_lines(dirfd, "cgroup.procs", 0, 1 << 20, kill_line, rt, NULL);
+	if (depth <= 0)
+		return;
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		_cleanup_close_ int sub = -1;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			kill_cgroup(rt, sub, depth - 1);
+	}
+}
+
 /* Ends the container's tasks: its main task if still the one it was, and
- * whatever its cgroup still holds. A deadline task is never switched back
- * to SCHED_OTHER: blocked, it would keep its bandwidth charged until the
- * root domain is rebuilt; dead, it frees it. */
+ * whatever its cgroup (and the cgroups below it) still holds, also the
+ * children it forked that outlived it. A deadline task is never switched
+ * back to SCHED_OTHER: blocked, it would keep its bandwidth charged until
+ * the root domain is rebuilt; dead, it frees it. */
 static void end_tasks(struct rtctl *rt, struct rtc *x)
 {
 	char dir[PATH_MAX];
@@ -268,13 +310,79 @@ static void end_tasks(struct rtctl *rt, struct rtc *x)
 	if (x->pid && sched_task_start(rt->proc_root, x->pid, &start) == 0 && start == x->start)
 		kill_task(rt, x->pid);
 	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0) {
-		size_t len = strlen(dir);
+		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-		if (len + sizeof("/cgroup.procs") < sizeof(dir)) {
-			memcpy(dir + len, "/cgroup.procs", sizeof("/cgroup.procs"));
-			(void)fileio_read_lines(AT_FDCWD, dir, 0, 1 << 20, kill_line, rt, NULL);
-		}
+		if (fd >= 0)
+			kill_cgroup(rt, fd, 8);
 	}
+}
+
+/* Is another claim still prepared on one of cpus with the same deadline
+ * budget? Then a task under that budget may be its, and is left alone. */
+struct sweep {
+	struct rtctl *rt;
+	const struct state_claim *gone;
+	struct cpuset cpus;
+	struct sched_params want;
+	bool ambiguous;
+	int ended;
+};
+
+static int same_budget(void *ud, const struct state_claim *c)
+{
+	struct sweep *s = ud;
+	struct cpuset cpus;
+
+	if (c->rt && strcmp(c->uid, s->gone->uid) != 0 &&
+	    c->budget.policy == RT_POLICY_DEADLINE &&
+	    c->budget.runtime_ns == s->gone->budget.runtime_ns &&
+	    c->budget.deadline_ns == s->gone->budget.deadline_ns &&
+	    c->budget.period_ns == s->gone->budget.period_ns &&
+	    cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
+		s->ambiguous = true;
+	return 0;
+}
+
+static int sweep_task(void *ud, pid_t pid, pid_t tid)
+{
+	struct sweep *s = ud;
+	struct sched_params have;
+	struct cpuset aff;
+
+	if (pid == getpid() || sched_get(tid, &have) < 0 || !sched_params_match(&have, &s->want) ||
+	    sched_get_affinity(tid, &aff) < 0 || !cpuset_is_subset(&aff, &s->cpus))
+		return 0;
+	log_warn("rt_task_ended", "claim=%s pid=%d tid=%d reason=running_under_unprepared_budget",
+		 s->gone->uid, (int)pid, (int)tid);
+	kill_task(s->rt, pid);
+	s->ended++;
+	return 0;
+}
+
+/* Ends every task still running under the deadline budget of the claim
+ * that is gone, allowed on its CPUs alone, wherever it lives: a child that
+ * left its container's cgroup holds the claim's bandwidth as much as one
+ * that stayed. Left alone when another claim prepared on those CPUs has the
+ * same budget (logged): its tasks cannot be told apart from these. FIFO/RR
+ * hold no deadline bandwidth and kernel threads use them: not swept. */
+static void end_budget(struct rtctl *rt, const struct state_claim *c)
+{
+	struct sweep s = { .rt = rt, .gone = c };
+	int r;
+
+	if (c->budget.policy != RT_POLICY_DEADLINE)
+		return;
+	(void)cpuset_from_view(&c->cpus, &s.cpus);
+	params_of(&c->budget, &s.want);
+	(void)state_foreach_claim(rt->state, same_budget, &s);
+	if (s.ambiguous) {
+		log_info("rt_budget_sweep_skipped", "claim=%s reason=same_budget_prepared_on_cpu",
+			 c->uid);
+		return;
+	}
+	r = sched_foreach_task(rt->proc_root, sweep_task, &s);
+	if (r < 0)
+		log_warn_errno(r, "rt_budget_sweep_failed", "claim=%s", c->uid);
 }
 
 static void v2_release(struct rtctl *rt, struct rtc *x)
@@ -300,6 +408,8 @@ static void on_retry(evutil_socket_t fd, short what, void *ud)
 
 static void applied(struct rtctl *rt, struct rtc *x, const char *by, const struct rt_budget *b)
 {
+	char id[13];
+
 	x->st = RTC_APPLIED;
 	metric_series_add(metric_with(rt->applied, by), 1);
 	if (!strcmp(by, "runtime"))
@@ -308,9 +418,10 @@ static void applied(struct rtctl *rt, struct rtc *x, const char *by, const struc
 		rt->st.applied_plugin++;
 	else
 		rt->st.applied_already++;
-	log_info("rt_policy_applied", "container=%s pod=%s id=%.12s claim=%s pid=%d policy=%s "
+	log_info("rt_policy_applied", "container=%s pod=%s id=%s claim=%s pid=%d policy=%s "
 				      "runtime_ns=%" PRIu64 " period_ns=%" PRIu64 " by=%s",
-		 x->name, x->pod, x->id, x->uid, (int)x->pid, rt_policy_name(b->policy),
+		 log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid,
+		 (int)x->pid, rt_policy_name(b->policy),
 		 b->runtime_ns, b->period_ns, by);
 }
 
@@ -322,8 +433,8 @@ static void apply(struct rtctl *rt, struct rtc *x)
 	struct errbuf eb = {};
 	int cpu, r;
 
-	if (!c)
-		return; /* unprepared meanwhile: teardown has run */
+	if (!c || x->stopped)
+		return; /* unprepared or stopped meanwhile: teardown has run */
 	if (c->budget.policy == RT_POLICY_NONE) {
 		fail(rt, x, "no_budget",
 		     "claim %s was restored without its budget (no checkpoint): prepare it again",
@@ -441,7 +552,7 @@ void rtctl_configured(struct rtctl *rt, const char *name, const char *version,
 		 log_quote(version), rt->runtime_applies ? "true" : "false");
 }
 
-static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
+static struct rtc *record(struct rtctl *rt, const struct rtctl_container *c,
 			  const struct state_claim *cl)
 {
 	struct rtc *x = calloc(1, sizeof(*x)), **v;
@@ -451,8 +562,8 @@ static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
 	x->rt = rt;
 	x->id = strdup(c->id);
 	x->name = strdup(c->name);
-	x->pod = strdup(c->pod ? c->pod->name : "");
-	(void)snprintf(x->pod_uid, sizeof(x->pod_uid), "%s", c->pod && c->pod->uid ? c->pod->uid : "");
+	x->pod = strdup(c->pod ? c->pod : "");
+	(void)snprintf(x->pod_uid, sizeof(x->pod_uid), "%s", c->pod_uid ? c->pod_uid : "");
 	x->cgroups_path = strdup(c->cgroups_path);
 	memcpy(x->uid, cl->uid, sizeof(x->uid));
 	v = realloc(rt->v, sizeof(*v) * (size_t)(rt->n + 1));
@@ -467,8 +578,9 @@ static struct rtc *record(struct rtctl *rt, const struct nri_container *c,
 	return x;
 }
 
-int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*uids)[CDI_UID_MAX],
-		 int n, struct nri_adjust *adj, struct errbuf *eb)
+int rtctl_create(struct rtctl *rt, const struct rtctl_container *c,
+		 const char (*uids)[CDI_UID_MAX], int n, struct rt_budget *sched,
+		 struct errbuf *eb)
 {
 	const struct state_claim *cl;
 	struct rtc *x;
@@ -487,27 +599,11 @@ int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*u
 	 * the root domain already exists: v1 isolation follows the claim. On v2
 	 * the partition is the container's own cgroup, made once it exists, so
 	 * the policy can only come after it, from here. */
-	if (rt->runtime_applies && rtdomain_version(rt->dom) == 1 &&
+	if (sched && rt->runtime_applies && rtdomain_version(rt->dom) == 1 &&
 	    cl->budget.policy != RT_POLICY_NONE) {
-		struct nri_scheduler s = { .flags = 1u << NRI_SCHED_FLAG_RESET_ON_FORK };
-
-		switch (cl->budget.policy) {
-		case RT_POLICY_DEADLINE:
-			s.policy = NRI_SCHED_DEADLINE;
-			s.runtime = cl->budget.runtime_ns;
-			s.deadline = cl->budget.deadline_ns;
-			s.period = cl->budget.period_ns;
-			break;
-		default:
-			s.policy = cl->budget.policy == RT_POLICY_FIFO ? NRI_SCHED_FIFO
-								       : NRI_SCHED_RR;
-			s.priority = cl->budget.priority;
-			break;
-		}
-		r = nri_adjust_set_scheduler(adj, &s);
-		if (r < 0)
-			return r;
+		*sched = cl->budget;
 		x->by_runtime = true;
+		return 1;
 	}
 	return 0;
 }
@@ -528,7 +624,7 @@ static void own(struct rtctl *rt, struct rtc *x, const struct state_claim *cl)
 	write_owners(rt);
 }
 
-void rtctl_started(struct rtctl *rt, const struct nri_container *c,
+void rtctl_started(struct rtctl *rt, const struct rtctl_container *c,
 		   const char (*uids)[CDI_UID_MAX], int n)
 {
 	const struct state_claim *cl;
@@ -551,6 +647,7 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 		event_del(x->retry);
 	x->pid = (pid_t)c->pid;
 	x->st = RTC_WAITING;
+	x->stopped = false;
 	x->first_try_ms = 0;
 	if (sched_task_start(rt->proc_root, x->pid, &x->start) < 0)
 		x->start = 0;
@@ -574,14 +671,22 @@ void rtctl_started(struct rtctl *rt, const struct nri_container *c,
 	apply(rt, x);
 }
 
+/* The runtime ended the main task; whatever the container's cgroup still
+ * holds (children that outlived it) is ended now, and again when the claim
+ * is unprepared: the record stays until then. */
 void rtctl_stopped(struct rtctl *rt, const char *container_id)
 {
 	struct rtc *x = find(rt, container_id);
 
-	if (!x)
+	if (!x || x->stopped)
 		return;
+	if (x->retry)
+		event_del(x->retry);
+	end_tasks(rt, x);
 	v2_release(rt, x);
-	drop(rt, x);
+	disown(rt, x);
+	x->stopped = true;
+	x->pid = 0;
 }
 
 /* ---- state ------------------------------------------------------------------------------- */
@@ -633,15 +738,17 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 		(void)cpuset_from_view(&c->cpus, &cpus);
 		for (int i = rt->n - 1; i >= 0; i--) {
 			struct rtc *x = rt->v[i];
+			char id[13];
 
 			if (strcmp(x->uid, c->uid) != 0)
 				continue;
 			end_tasks(rt, x);
 			v2_release(rt, x);
-			log_info("rt_claim_ended", "claim=%s container=%s id=%.12s", c->uid, x->name,
-				 x->id);
+			log_info("rt_claim_ended", "claim=%s container=%s id=%s", c->uid,
+				 log_quote(x->name), log_quote(short_id(x, id)));
 			drop(rt, x);
 		}
+		end_budget(rt, c);
 		if (rtdomain_version(rt->dom) == 1)
 			CPUSET_FOREACH(cpu, &cpus)
 		(void)rtdomain_v1_release(rt->dom, cpu);
@@ -968,9 +1075,10 @@ struct rtctl *rtctl_free(struct rtctl *rt)
 	return NULL;
 }
 
-void rtctl_set_nri(struct rtctl *rt, struct nri *n)
+void rtctl_set_evict(struct rtctl *rt, rtctl_evict_fn fn, void *ud)
 {
-	rt->nri = n;
+	rt->evict = fn;
+	rt->evict_ud = ud;
 }
 
 void rtctl_get_stats(const struct rtctl *rt, struct rtctl_stats *ret)

@@ -5,7 +5,8 @@
  *
  *   claim prepared (state) ──> v1: CPU isolated (counted per claim)
  *   CreateContainer ─────────> runtime with NRI >= 0.11 on a v1 node: the
- *                              LinuxScheduler adjustment (reset on fork)
+ *                              policy for the runtime to apply (reset on fork;
+ *                              the caller makes it NRI's LinuxScheduler)
  *   Start / Synchronize ─────> v2: the container's cgroup a partition; then,
  *                              whoever was to apply it, check the main task
  *                              in the kernel (sched_getattr) and else
@@ -16,12 +17,17 @@
  *   failure (EBUSY, EPERM, vanished, unknown budget)
  *                           ──> onFailure evict: the runtime evicts it (NRI
  *                              UpdateContainers); warn: it runs on without
- *                              guarantees; both logged and counted
- *   StopContainer ───────────> v2: partition undone
- *   claim unprepared ────────> tasks still in its container are killed, never
- *                              switched back to SCHED_OTHER (a blocked
- *                              deadline task's bandwidth would stay charged);
- *                              the CPU's last claim: isolation undone
+ *                              guarantees; both logged and counted (the
+ *                              eviction goes through rtctl_set_evict())
+ *   StopContainer ───────────> what its cgroup still holds is killed (forked
+ *                              children); v2: partition undone; the record
+ *                              stays until the claim goes
+ *   claim unprepared ────────> tasks still in its container are killed, then
+ *                              every deadline task under the claim's budget
+ *                              on its CPUs; never switched back to
+ *                              SCHED_OTHER (a blocked deadline task's
+ *                              bandwidth would stay charged); the CPU's last
+ *                              claim: isolation undone
  *
  * A container holds at most one real-time claim and no other dra.cpu claim
  * (its main task takes one policy, on one CPU). After a restart the claims
@@ -32,6 +38,10 @@
  * dra_cpu_rt_runtime_seconds (CPU time per period), dra_cpu_rt_throttled_total,
  * dra_cpu_rt_overruns_total, dra_cpu_rt_deadline_misses_total,
  * dra_cpu_rt_bandwidth_used; per CPU dra_cpu_rt_foreign_switches_total.
+ *
+ * NRI triggers it (nri/pools.c), but nothing here is NRI's: containers come
+ * as struct rtctl_container, the policy goes back as a struct rt_budget, and
+ * an eviction goes out through a callback.
  *
  * Single-threaded, on the loop.
  */
@@ -46,9 +56,7 @@
 struct errbuf;
 struct event_base;
 struct metrics;
-struct nri;
-struct nri_adjust;
-struct nri_container;
+struct rt_budget;
 struct rt_limits;
 struct rtctl;
 struct rtmon;
@@ -86,8 +94,18 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 struct rtctl *rtctl_free(struct rtctl *rt);
 DEFINE_FREEP(rtctl, rtctl_free)
 
-/* The connection evictions go through (NULL: none). */
-void rtctl_set_nri(struct rtctl *rt, struct nri *n);
+/* A container as the runtime reports it (borrowed for the call). */
+struct rtctl_container {
+	const char *id, *name, *pod; /* pod: its name, "" when unknown */
+	const char *pod_uid;	     /* NULL or "" when unknown */
+	const char *cgroups_path;    /* the runtime's cgroupsPath (host/cgroup.h) */
+	uint32_t pid;		     /* its main task, 0 when it does not run yet */
+};
+
+/* Has the runtime evict container_id (why: for its event); 0 or -errno. */
+typedef int (*rtctl_evict_fn)(void *ud, const char *container_id, const char *why);
+/* Where evictions go (fn NULL: none, an eviction then fails and is logged). */
+void rtctl_set_evict(struct rtctl *rt, rtctl_evict_fn fn, void *ud);
 
 /* The kernel's limits changed (host/schedwatch.h): l is copied. */
 void rtctl_set_limits(struct rtctl *rt, const struct rt_limits *l);
@@ -102,12 +120,15 @@ bool rtctl_runtime_applies_scheduler(const char *name, const char *version,
 				     const char *nri_version);
 
 /* The container being created with these claims (uids). Refuses (-EINVAL
- * with eb) a container mixing a real-time claim with other claims; may set
- * the scheduler adjustment. 0 when nothing real-time is involved. */
-int rtctl_create(struct rtctl *rt, const struct nri_container *c, const char (*uids)[CDI_UID_MAX],
-		 int n, struct nri_adjust *adj, struct errbuf *eb);
+ * with eb) a container mixing a real-time claim with other claims. 1 with
+ * *sched set when the runtime is to apply the claim's policy in the
+ * container (always with reset on fork; sched may be NULL: not asked), 0
+ * when not or when nothing real-time is involved. */
+int rtctl_create(struct rtctl *rt, const struct rtctl_container *c,
+		 const char (*uids)[CDI_UID_MAX], int n, struct rt_budget *sched,
+		 struct errbuf *eb);
 /* The container runs (Start, PostCreate, Synchronize): its pid is known. */
-void rtctl_started(struct rtctl *rt, const struct nri_container *c,
+void rtctl_started(struct rtctl *rt, const struct rtctl_container *c,
 		   const char (*uids)[CDI_UID_MAX], int n);
 /* The container stopped or was removed. */
 void rtctl_stopped(struct rtctl *rt, const char *container_id);
