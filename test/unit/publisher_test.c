@@ -596,6 +596,15 @@ static void test_first_start_gets_node_lists_watches_then_creates(void **st)
 	assert_non_null(strstr(w->path, "watch=1"));
 	assert_non_null(strstr(w->path, "allowWatchBookmarks=true"));
 	assert_non_null(strstr(w->path, "resourceVersion=1001")); /* the list's */
+	/* A watch that goes silent is ended within the 300 s the driver allows
+	 * it: what it asks the server for, plus the client's slack, fits. */
+	{
+		const char *to = strstr(w->path, "timeoutSeconds=");
+
+		assert_non_null(to);
+		assert_true(kube_watch_deadline_ms(atoi(to + 15)) <= 300000);
+		assert_true(atoi(to + 15) >= 240); /* and not needlessly short */
+	}
 	assert_false(fx.in_sync);
 	settle(0);
 	assert_int_equal(count_calls(KUBE_CREATE, 0), 4);

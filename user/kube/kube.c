@@ -1701,9 +1701,13 @@ void kube_call_cancel(struct kube_call *c)
 	call_free(c);
 }
 
-/* The stream time of a watch whose query asks the server for timeoutSeconds=N:
- * N plus a slack (a tenth, at most 30 s, plus 1 s for the round trip), so a
- * stream that went silent (a server or proxy that lost it) is noticed soon
+int kube_watch_deadline_ms(int timeout_s)
+{
+	return timeout_s * 1000 + (timeout_s * 100 < 30000 ? timeout_s * 100 : 30000) + 1000;
+}
+
+/* The stream time of a watch whose query asks the server for timeoutSeconds=N
+ * (kube_watch_deadline_ms), so a stream that went silent is noticed soon
  * after the server should have ended it, not after the client default. 0 when
  * the query has no usable timeoutSeconds. */
 static int watch_timeout_from_query(const char *path)
@@ -1719,7 +1723,7 @@ static int watch_timeout_from_query(const char *path)
 	v += 16;
 	if (num_parse_int(v, &end, 1, 86400, &n) < 0 || (*end && *end != '&'))
 		return 0;
-	return (int)(n * 1000 + (n * 100 < 30000 ? n * 100 : 30000) + 1000);
+	return kube_watch_deadline_ms(n);
 }
 
 int kube_watch(struct kube *k, const char *path_with_query, const struct kube_watch_opts *o,

@@ -211,6 +211,13 @@ int kube_watch(struct kube *k, const char *path_with_query, const struct kube_wa
 	       kube_event_fn on_event, kube_watch_end_fn on_end, void *userdata,
 	       struct kube_watch **ret);
 
+/* How long a watch that asks the server for timeoutSeconds=s may stream before
+ * the client ends it as dead (a server or proxy that lost it and went
+ * silent): s plus a slack for the server's own close (a tenth, at most 30 s,
+ * plus 1 s), in ms. A caller that must notice a dead watch within a budget
+ * asks for less than the budget by that slack. */
+int kube_watch_deadline_ms(int timeout_s);
+
 /* Ends a watch without calling on_end. NULL-safe, safe inside its on_event. */
 void kube_watch_stop(struct kube_watch *w);
 

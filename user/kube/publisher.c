@@ -33,7 +33,12 @@
 #include "kube/slices.h"
 
 #define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
-#define WATCH_TIMEOUT_S 300
+/* A slice watch that went silent is noticed within WATCH_BUDGET_S: the server
+ * is asked for WATCH_TIMEOUT_S, which with the client's slack for the
+ * server's own close (kube_watch_deadline_ms: 27 + 1 s) ends a dead stream
+ * by 298 s. */
+#define WATCH_BUDGET_S 300
+#define WATCH_TIMEOUT_S 270
 /* A watch still open this long proves the server works: the backoff starts
  * small again (as client-go's reflector resets its backoff after a while
  * without failure). A LIST and a sync that writes nothing prove nothing. */
