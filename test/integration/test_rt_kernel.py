@@ -20,8 +20,8 @@ import pytest
 
 from claims import claim, ref
 from driver import wait_for
+from rtnode import CPUSET, restore_node
 
-CPUSET = "/sys/fs/cgroup/cpuset"
 NCPU = os.cpu_count() or 1
 RT_CPU = NCPU - 1
 SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(os.uname().machine)
@@ -84,22 +84,6 @@ def cdi_env(d, c):
     return {k: v}
 
 
-def restore_node():
-    """Whatever a failed test left: no isolation, balancing back on."""
-    top = os.path.join(CPUSET, "dra-cpu-rt")
-    if os.path.isdir(top):
-        for sub in os.listdir(top):
-            if os.path.isdir(os.path.join(top, sub)):
-                try:
-                    os.rmdir(os.path.join(top, sub))
-                except OSError:
-                    pass
-        try:
-            os.rmdir(top)
-        except OSError:
-            pass
-    with open(os.path.join(CPUSET, "cpuset.sched_load_balance"), "w") as f:
-        f.write("1")
 
 
 @pytest.fixture

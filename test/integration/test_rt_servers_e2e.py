@@ -17,8 +17,8 @@ import subprocess
 import pytest
 
 from driver import wait_for
+from rtnode import CPUSET, restore_node
 
-CPUSET = "/sys/fs/cgroup/cpuset"
 NCPU = os.cpu_count() or 1
 RT_CPU = NCPU - 1
 
@@ -54,21 +54,6 @@ def write(d, rel, text):
         f.write(text)
 
 
-def restore_node():
-    top = os.path.join(CPUSET, "dra-cpu-rt")
-    if os.path.isdir(top):
-        for sub in os.listdir(top):
-            if os.path.isdir(os.path.join(top, sub)):
-                try:
-                    os.rmdir(os.path.join(top, sub))
-                except OSError:
-                    pass
-        try:
-            os.rmdir(top)
-        except OSError:
-            pass
-    with open(os.path.join(CPUSET, "cpuset.sched_load_balance"), "w") as f:
-        f.write("1")
 
 
 @pytest.fixture

@@ -72,7 +72,8 @@ int uevent_drain_cpu(int fd)
 	char buf[UEVENT_MSG_MAX + 1];
 	int found = 0;
 
-	for (;;) {
+	/* Bounded work on the loop: what is left is read on the next turn. */
+	for (int i = 0; i < UEVENT_DRAIN_MAX; i++) {
 		struct sockaddr_nl from = {};
 		socklen_t flen = sizeof(from);
 		struct uevent u;
@@ -91,4 +92,5 @@ int uevent_drain_cpu(int fd)
 		    uevent_is_cpu_hotplug(&u))
 			found = 1;
 	}
+	return found;
 }

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #define UEVENT_MSG_MAX 8192 /* the kernel's messages are at most 2 KiB */
+#define UEVENT_DRAIN_MAX 256 /* messages read per call; the rest on the next */
 
 struct uevent {
 	const char *action;    /* "online", "offline", "add", "remove", "change", ... */
@@ -39,7 +40,8 @@ bool uevent_is_cpu_hotplug(const struct uevent *u);
  * -errno (EPROTONOSUPPORT, EPERM under a seccomp profile: poll instead). */
 int uevent_open(void);
 
-/* Drains what the socket holds: 1 when a message says a CPU came or went,
+/* Reads what the socket holds, at most UEVENT_DRAIN_MAX messages (the
+ * descriptor stays readable for the rest): 1 when one says a CPU came or went,
  * 0 when none did, -errno when the socket failed (ENOBUFS: messages were
  * lost, so read sysfs again all the same). */
 int uevent_drain_cpu(int fd);
