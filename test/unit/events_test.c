@@ -11,9 +11,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
 #include <json-c/json.h>
 
 #include "kube/events.h"
+#include "obs/metrics.h"
 
 static const char *sget(struct json_object *o, const char *path)
 {
@@ -77,11 +80,61 @@ static void test_events_record_without_events_is_a_no_op(void **state)
 	assert_null(events_free(NULL));
 }
 
+static bool rendered_has(struct metrics *m, const char *line)
+{
+	struct evbuffer *b = evbuffer_new();
+	bool found;
+
+	assert_non_null(b);
+	assert_int_equal(metrics_render(m, b), 0);
+	assert_int_equal(evbuffer_add(b, "", 1), 0);
+	found = strstr((const char *)evbuffer_pullup(b, -1), line) != NULL;
+	evbuffer_free(b);
+	return found;
+}
+
+/* A pod's namespace and name come from the runtime and reach the request
+ * path: what is not a Kubernetes name is dropped before any request, and
+ * counted, while a well-formed one is queued for the server. */
+static void test_events_about_objects_without_kubernetes_names_are_dropped(void **state)
+{
+	static const struct events_ref bad[] = {
+		{ "v1", "Pod", "../../api", "web-0", "u" },
+		{ "v1", "Pod", "team", "web/../../x", "u" },
+		{ "v1", "Pod", "Team", "web-0", "u" },
+		{ "v1", "Pod", "team", "web-0\nlevel=error", "u" },
+	};
+	struct events_ref good = { "v1", "Pod", "team", "web-0", "u" };
+	struct events_ref bad_related = { "resource.k8s.io/v1", "ResourceClaim", "team", "c..x", "u" };
+	struct events_opts o = { .controller = "dra.cpu", .instance = "dra-cpu-n1" };
+	struct event_base *base = event_base_new();
+	struct metrics *m = NULL;
+	struct events *e = NULL;
+	struct events_stats st;
+
+	(void)state;
+	assert_non_null(base);
+	assert_int_equal(metrics_new(&m), 0);
+	assert_int_equal(events_new(base, NULL, &o, m, &e), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		events_record(e, EVENTS_WARNING, &bad[i], NULL, "PrepareRefused", "Prepare", "x");
+	events_record(e, EVENTS_WARNING, &good, &bad_related, "BindingRefused", "Bind", "x");
+	assert_true(rendered_has(m, "dra_cpu_events_dropped_total{reason=\"invalid_object\"} 5"));
+	events_record(e, EVENTS_WARNING, &good, NULL, "PrepareRefused", "Prepare", "x");
+	events_get_stats(e, &st);
+	assert_int_equal(st.recorded, 6);
+	assert_int_equal(st.dropped, 5); /* the well-named one is queued for the server */
+	events_free(e);
+	metrics_free(m);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_events_build_is_an_events_v1_event),
 		cmocka_unit_test(test_events_record_without_events_is_a_no_op),
+		cmocka_unit_test(test_events_about_objects_without_kubernetes_names_are_dropped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

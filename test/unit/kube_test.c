@@ -884,6 +884,9 @@ static void test_kube_write_verbs_send_bodies(void **st)
 	assert_string_equal(f->srv.last_body, "");
 }
 
+static void on_event(void *ud, const struct kube_watch_event *ev);
+static void on_end(void *ud, const struct kube_result *r);
+
 static void test_kube_request_rejects_bad_arguments(void **st)
 {
 	struct fix *f = *st;
@@ -895,6 +898,22 @@ static void test_kube_request_rejects_bad_arguments(void **st)
 	assert_int_equal(kube_request(f->k, KUBE_GET, "/a b", NULL, NULL, on_done, f, NULL),
 			 -EINVAL);
 	assert_int_equal(kube_request(f->k, KUBE_GET, "/a\r\nHost: x", NULL, NULL, on_done, f, NULL),
+			 -EINVAL);
+	/* a name from a peer must not climb out of the resource it names */
+	static const char *const bad_paths[] = {
+		"/apis/events.k8s.io/v1/namespaces/../../api/v1/secrets",
+		"/apis/x/namespaces/ns/events/..",
+		"/apis/x/namespaces/./events",
+		"/apis/x/namespaces//events",
+		"/apis/x/namespaces/a%2F..%2Fb/events",
+		"/apis/x/namespaces/n\xc3\xa9/events",
+		"/apis/x/namespaces/a\\b/events",
+	};
+	for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++)
+		assert_int_equal(kube_request(f->k, KUBE_GET, bad_paths[i], NULL, NULL, on_done, f,
+					      NULL),
+				 -EINVAL);
+	assert_int_equal(kube_watch(f->k, "/apis/x/../y?watch=1", NULL, on_event, on_end, f, NULL),
 			 -EINVAL);
 	assert_int_equal(kube_request(f->k, KUBE_GET, "/ok", "{}", NULL, on_done, f, NULL), -EINVAL);
 	assert_int_equal(kube_request(f->k, KUBE_CREATE, "/ok", NULL, NULL, on_done, f, NULL),

@@ -1,9 +1,12 @@
-/* log: log_quote() keeps every value on its own line, whatever a peer sent. */
+/* log: log_quote() keeps every value on its own line, whatever a peer sent,
+ * and a line never carries a raw control byte even where it was forgotten. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -95,6 +98,48 @@ static void test_log_quotes_of_one_line_never_overwrite_each_other(void **state)
 	assert_int_equal(log_quote_exhausted(), 2);
 }
 
+/* What log_emit() writes to stderr for one call, captured through a file. */
+static void emit_captured(char *out, size_t size, const char *arg)
+{
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+	log_emit(LOG_ERROR, "test", "peer_said", "name=%s", arg);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, size - 1, f);
+	out[n] = 0;
+	fclose(f);
+}
+
+/* A peer's string passed with a bare %s (log_quote() forgotten) can make a
+ * line ugly, never forge a second one or reach a terminal raw. */
+static void test_log_line_never_carries_raw_control_bytes(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	emit_captured(out, sizeof(out),
+		      "web\nts=0 level=error event=forged\r\x1b[2J\x7f");
+	assert_non_null(strstr(out, " name=web\\nts=0 level=error event=forged\\r\\x1b[2J\\x7f\n"));
+	assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
+	for (const char *p = out; *p; p++)
+		assert_true(*p == '\n' || ((unsigned char)*p >= 0x20 && *p != 0x7f));
+	/* a line full of control bytes is cut, still one line */
+	char many[3000];
+
+	memset(many, '\x01', sizeof(many) - 1);
+	many[sizeof(many) - 1] = 0;
+	emit_captured(out, sizeof(out), many);
+	assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
+	assert_true(strlen(out) <= 2048);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_log_quote_escapes),
 		cmocka_unit_test(test_log_quote_cuts_long_values_inside_the_quotes),
 		cmocka_unit_test(test_log_quotes_of_one_line_never_overwrite_each_other),
+		cmocka_unit_test(test_log_line_never_carries_raw_control_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,12 +11,14 @@
 
 #include <event2/event.h>
 
+#include "core/claim.h"
 #include "kube/kube.h"
 #include "kube/writer.h"
 #include "lib/clock.h"
 #include "lib/jsonc.h"
 #include "lib/log.h"
 #include "lib/num.h"
+#include "lib/ratelimit.h"
 #include "obs/metrics.h"
 
 #define REF_STR 256
@@ -55,6 +57,7 @@ struct events {
 	struct event *tick;
 	struct events_stats st;
 	struct metric *m_sent, *m_dropped;
+	struct ratelimit invalid_rl; /* "event_dropped" lines for invalid objects */
 };
 
 static int64_t wall_ns(void)
@@ -101,6 +104,14 @@ static void ref_copy(struct ref *d, const struct events_ref *s)
 	copy_str(d->ns, sizeof(d->ns), s->ns);
 	copy_str(d->name, sizeof(d->name), s->name);
 	copy_str(d->uid, sizeof(d->uid), s->uid);
+}
+
+/* The namespace and name reach the request path and the Event: they must be
+ * the Kubernetes names they claim to be (the runtime relays pods' names). */
+static bool ref_names_ok(const struct events_ref *r)
+{
+	return (!r->ns || !*r->ns || claim_namespace_check(r->ns) == 0) &&
+	       (!r->name || !*r->name || claim_name_check(r->name) == 0);
 }
 
 static bool ref_eq(const struct ref *a, const struct ref *b)
@@ -344,6 +355,16 @@ void events_record(struct events *e, enum events_type type, const struct events_
 	    !*regarding->name)
 		return;
 	e->st.recorded++;
+	if (!ref_names_ok(regarding) || (related && !ref_names_ok(related))) {
+		uint64_t held;
+
+		drop(e, "invalid_object");
+		if (ratelimit_pass(&e->invalid_rl, &held))
+			log_warn("event_dropped", "reason=%s why=%s held_back=%llu", reason,
+				 "\"the object's namespace or name is not a Kubernetes name\"",
+				 (unsigned long long)held);
+		return;
+	}
 	now = clock_now_ms();
 	ref_copy(&reg, regarding);
 	memset(&rel, 0, sizeof(rel));
@@ -406,6 +427,7 @@ int events_new(struct event_base *base, struct kube *k, const struct events_opts
 		return -ENOMEM;
 	e->base = base;
 	e->o = *o;
+	e->invalid_rl = (struct ratelimit)RATELIMIT_INIT(10000, 5);
 	copy_str(e->controller, sizeof(e->controller), o->controller);
 	copy_str(e->instance, sizeof(e->instance), o->instance);
 	e->o.controller = e->controller;

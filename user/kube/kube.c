@@ -1571,9 +1571,32 @@ static void kube_dispatch(struct kube *k)
 
 /* ---- public API ---------------------------------------------------------------------- */
 
+/* What may go to the server as a request path. Names reach the path from
+ * peers (a pod's namespace from the runtime, a slice's name from a LIST), so
+ * this is the last gate: segments are non-empty, never "." or "..", and of
+ * the characters Kubernetes names and API paths use (a "/../" would have
+ * libcurl climb out of the resource the caller meant). The query, after
+ * '?', is percent-encoded by kube_query_add(): only control bytes, spaces
+ * and '#' are refused there. */
 static bool path_ok(const char *p)
 {
+	const char *seg;
+
 	if (!p || p[0] != '/')
+		return false;
+	for (seg = ++p; *p && *p != '?'; p++) {
+		if (*p != '/') {
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			      (*p >= '0' && *p <= '9') || strchr("-._~:", *p)))
+				return false;
+			continue;
+		}
+		if (p == seg || (p - seg == 1 && seg[0] == '.') ||
+		    (p - seg == 2 && seg[0] == '.' && seg[1] == '.'))
+			return false;
+		seg = p + 1;
+	}
+	if ((p - seg == 1 && seg[0] == '.') || (p - seg == 2 && seg[0] == '.' && seg[1] == '.'))
 		return false;
 	for (; *p; p++)
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '#')

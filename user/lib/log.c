@@ -59,6 +59,41 @@ unsigned long log_quote_exhausted(void)
 	return quotes.exhausted;
 }
 
+/* A control byte as logfmt writes it (\n \t \r \xNN) into out (room for 4);
+ * returns the length. */
+static size_t escape_control(unsigned char c, char *out)
+{
+	out[0] = '\\';
+	if (c == '\n' || c == '\t' || c == '\r') {
+		out[1] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		return 2;
+	}
+	out[1] = 'x';
+	out[2] = "0123456789abcdef"[c >> 4];
+	out[3] = "0123456789abcdef"[c & 15];
+	return 4;
+}
+
+/* Appends the caller's text to line at n, control bytes escaped: a value a
+ * caller forgot to log_quote() can make a line ugly, never split it in two
+ * or send escape sequences to a terminal. Returns the new length, at most
+ * size - 2 (room for the newline). */
+static int append_text(char *line, int n, size_t size, const char *text)
+{
+	for (; *text && (size_t)n < size - 2; text++) {
+		unsigned char c = (unsigned char)*text;
+
+		if (c >= 0x20 && c != 0x7f) {
+			line[n++] = (char)c;
+		} else if ((size_t)n + 4 < size - 2) {
+			n += (int)escape_control(c, line + n);
+		} else {
+			break;
+		}
+	}
+	return n;
+}
+
 const char *log_quote(const char *s)
 {
 	char *b;
@@ -81,11 +116,8 @@ const char *log_quote(const char *s)
 		if (c == '"' || c == '\\') {
 			b[o++] = '\\';
 			b[o++] = (char)c;
-		} else if (c == '\n' || c == '\t' || c == '\r') {
-			b[o++] = '\\';
-			b[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
 		} else if (c < 0x20 || c == 0x7f) {
-			o += (size_t)snprintf(b + o, 5, "\\x%02x", c);
+			o += escape_control(c, b + o);
 		} else {
 			b[o++] = (char)c;
 		}
@@ -99,10 +131,10 @@ const char *log_quote(const char *s)
 void log_emitv(enum log_level level, const char *mod, const char *event, const char *fmt,
 	       va_list ap)
 {
-	char line[2048];
+	char line[2048], text[sizeof(line)];
 	struct timespec ts;
 	struct tm tm;
-	int n, m;
+	int n;
 
 	if (level > cur_level)
 		goto done;
@@ -116,9 +148,8 @@ void log_emitv(enum log_level level, const char *mod, const char *event, const c
 		return;
 	if (fmt && *fmt && (size_t)n < sizeof(line) - 2) {
 		line[n++] = ' ';
-		m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-		if (m > 0)
-			n += m;
+		if (vsnprintf(text, sizeof(text), fmt, ap) >= 0)
+			n = append_text(line, n, sizeof(line), text);
 	}
 	if ((size_t)n > sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
