@@ -33,7 +33,7 @@ Include order, in each file:
      module split over files, <module>_<part>.c, may start with <module>.h);
   2. then the system and library headers (<...>);
   3. then the project's headers ("..."): none of them before a <...> line;
-  4. no header included twice.
+  4. no header included twice (an X-macro list, *.def, is included once per use).
 
 Not enforced (yet): alphabetical order inside each group.
 
@@ -133,7 +133,8 @@ def check_order(rel, lines):
     first_project = None
     seen = {}
     for n, system, name in incs:
-        if name in seen:
+        # An X-macro list (*.def) is made to be included once per use.
+        if name in seen and not name.endswith(".def"):
             errors.append(f"{rel}:{n}: \"{name}\" included again (first at line {seen[name]})")
         seen.setdefault(name, n)
         if own is not None and name == own:

@@ -81,7 +81,6 @@ DEBT_FUNCS = {
     ("user/nri/pools.c", "on_sync"): 107,
     ("user/pinning/rtctl.c", "apply"): 84,
     ("user/pinning/rtctl.c", "collect"): 81,
-    ("user/pinning/bpfmon.c", "bpfmon_metrics_register"): 86,
     ("user/pinning/report_json.c", "json_cpu"): 85,
     ("user/pinning/report_text.c", "print_cpu"): 90,
     ("user/pinning/verify.c", "watch"): 120,

@@ -264,16 +264,11 @@ static void register_gauges(struct daemon *d)
 {
 	struct metric *g;
 
-	g = metrics_gauge(d->metrics, "dra_cpu_reserved_cpus", "CPUs excluded by --reserved-cpus.",
-			  NULL);
+	g = metrics_family(d->metrics, MF_RESERVED_CPUS);
 	metric_set(g, cpuset_count(&d->cfg->reserved));
-	d->g_available = metrics_gauge(d->metrics, "dra_cpu_available_cpus",
-				       "Allocatable CPUs not held by any claim (the shared pool).",
-				       NULL);
-	d->g_allocated = metrics_gauge(d->metrics, "dra_cpu_allocated_cpus",
-				       "CPUs held by prepared claims.", NULL);
-	d->g_claims = metrics_gauge(d->metrics, "dra_cpu_resource_claims_active",
-				    "Prepared ResourceClaims.", NULL);
+	d->g_available = metrics_family(d->metrics, MF_AVAILABLE_CPUS);
+	d->g_allocated = metrics_family(d->metrics, MF_ALLOCATED_CPUS);
+	d->g_claims = metrics_family(d->metrics, MF_RESOURCE_CLAIMS_ACTIVE);
 }
 
 /* A device's slice attributes, for the device metadata files: as published
@@ -458,28 +453,22 @@ static void collect_kube(struct metrics *m, void *ud)
 	struct daemon *d = ud;
 	struct kube_stats st;
 	static const struct {
-		const char *name, *help;
+		enum metric_family id;
 		size_t off;
 	} fams[] = {
-		{ "dra_cpu_kube_requests_total", "HTTP attempts to the API server, watches included.",
-		  offsetof(struct kube_stats, attempts) },
-		{ "dra_cpu_kube_retries_total", "Attempts that were retries (backoff or 401).",
-		  offsetof(struct kube_stats, retries) },
-		{ "dra_cpu_kube_failures_total", "API requests that failed after retries.",
-		  offsetof(struct kube_stats, failures) },
-		{ "dra_cpu_kube_token_reloads_total", "Token file reads that changed the token.",
-		  offsetof(struct kube_stats, token_reloads) },
-		{ "dra_cpu_kube_oversized_total", "Bodies or watch lines over the size cap.",
-		  offsetof(struct kube_stats, too_big) },
-		{ "dra_cpu_kube_watch_events_total", "Watch events received.",
-		  offsetof(struct kube_stats, watch_events) },
+		{ MF_KUBE_REQUESTS_TOTAL, offsetof(struct kube_stats, attempts) },
+		{ MF_KUBE_RETRIES_TOTAL, offsetof(struct kube_stats, retries) },
+		{ MF_KUBE_FAILURES_TOTAL, offsetof(struct kube_stats, failures) },
+		{ MF_KUBE_TOKEN_RELOADS_TOTAL, offsetof(struct kube_stats, token_reloads) },
+		{ MF_KUBE_OVERSIZED_TOTAL, offsetof(struct kube_stats, too_big) },
+		{ MF_KUBE_WATCH_EVENTS_TOTAL, offsetof(struct kube_stats, watch_events) },
 	};
 
 	if (!d->kube)
 		return;
 	kube_get_stats(d->kube, &st);
 	for (size_t i = 0; i < ARRAY_SIZE(fams); i++)
-		metric_set(metrics_counter(m, fams[i].name, fams[i].help, NULL),
+		metric_set(metrics_family(m, fams[i].id),
 			   (double)*(const uint64_t *)((const char *)&st + fams[i].off));
 }
 
@@ -615,10 +604,7 @@ static int hotplug_start(struct daemon *d)
 
 	if (cfg_has_topology_file(d->cfg))
 		return 0;
-	checks = metrics_counter(d->metrics, "dra_cpu_hotplug_checks_total",
-				 "Reads of the online CPUs, by what asked for them (a CPU uevent, "
-				 "or the timer).",
-				 "trigger");
+	checks = metrics_family(d->metrics, MF_HOTPLUG_CHECKS_TOTAL);
 	d->checks_uevent = metric_with(checks, "uevent");
 	d->checks_timer = metric_with(checks, "timer");
 	d->uevent_fd = root && *root ? -EOPNOTSUPP : uevent_open();
@@ -686,9 +672,7 @@ static void watch_config(struct daemon *d)
 
 	if (!d->cfg->config_file || !*d->cfg->config_file)
 		return;
-	d->g_config_stale = metrics_gauge(d->metrics, "dra_cpu_config_restart_required",
-					  "1 when the configuration file changed since start "
-					  "(a restart applies it).", NULL);
+	d->g_config_stale = metrics_family(d->metrics, MF_CONFIG_RESTART_REQUIRED);
 	r = filewatch_new(d->base, d->cfg->config_file, CFGFILE_SIZE_MAX, d->cfg->config_digest,
 			  on_config_changed, d, &d->config_watch);
 	if (r < 0)
@@ -894,8 +878,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 			return r;
 	}
 
-	d->g_online = metrics_gauge(d->metrics, "dra_cpu_online_cpus",
-				    "CPUs online now (CPU hotplug followed).", NULL);
+	d->g_online = metrics_family(d->metrics, MF_ONLINE_CPUS);
 	metric_set(d->g_online, cpuset_count(&topo->online));
 	r = hotplug_start(d);
 	if (r < 0)

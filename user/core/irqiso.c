@@ -196,23 +196,11 @@ int irqiso_new(struct state *state, const struct irqiso_opts *o, struct metrics 
 	}
 	if (r < 0)
 		return r;
-	x->g_cpus = metrics_gauge(m, "dra_cpu_irq_isolated_cpus",
-				  "CPUs movable interrupts are kept off (claims with irq isolation).",
-				  NULL);
-	x->g_managed = metrics_gauge(m, "dra_cpu_irq_managed_on_isolated",
-				     "Kernel-managed interrupts that refused to leave isolated CPUs "
-				     "(remedy: isolcpus=managed_irq).",
-				     NULL);
-	x->g_left = metrics_gauge(m, "dra_cpu_irq_left_on_isolated",
-				  "Interrupts left on isolated CPUs: no other CPU is in their affinity.",
-				  NULL);
-	x->moves = metrics_counter(m, "dra_cpu_irq_moves_total",
-				   "Interrupt affinities written to isolate CPUs or to restore them.",
-				   NULL);
-	x->g_balancer = metrics_gauge(m, "dra_cpu_irqbalance_running",
-				      "1 when irqbalance runs while CPUs are isolated (it must ban "
-				      "them).",
-				      NULL);
+	x->g_cpus = metrics_family(m, MF_IRQ_ISOLATED_CPUS);
+	x->g_managed = metrics_family(m, MF_IRQ_MANAGED_ON_ISOLATED);
+	x->g_left = metrics_family(m, MF_IRQ_LEFT_ON_ISOLATED);
+	x->moves = metrics_family(m, MF_IRQ_MOVES_TOTAL);
+	x->g_balancer = metrics_family(m, MF_IRQBALANCE_RUNNING);
 	if (!irq_guard_is_idle(x->guard))
 		reconcile(x);
 	r = state_add_observer(state, on_state, x);

@@ -330,10 +330,7 @@ int claimstatus_new(struct event_base *base, struct kube *k, const struct claims
 	if (r < 0)
 		return r;
 	if (m)
-		cs->m = metrics_counter(m, "dra_cpu_claim_status_writes_total",
-					"ResourceClaim status.devices writes, by result (written, "
-					"unchanged, gone, failed, dropped).",
-					"result");
+		cs->m = metrics_family(m, MF_CLAIM_STATUS_WRITES_TOTAL);
 	*ret = TAKE_PTR(cs);
 	return 0;
 }

@@ -446,14 +446,8 @@ int events_new(struct event_base *base, struct kube *k, const struct events_opts
 	if (!e->tick || event_add(e->tick, &tv) < 0)
 		return -ENOMEM;
 	if (m) {
-		e->m_sent = metrics_counter(m, "dra_cpu_events_sent_total",
-					    "Events written to the API server, by verb (create, "
-					    "patch: a series grew).",
-					    "verb");
-		e->m_dropped = metrics_counter(m, "dra_cpu_events_dropped_total",
-					       "Events dropped, by reason (queue_full, refused, "
-					       "unanswered, error).",
-					       "reason");
+		e->m_sent = metrics_family(m, MF_EVENTS_SENT_TOTAL);
+		e->m_dropped = metrics_family(m, MF_EVENTS_DROPPED_TOTAL);
 	}
 	*ret = TAKE_PTR(e);
 	return 0;

@@ -896,20 +896,12 @@ int publisher_new(struct event_base *base, struct kube *k, const struct publishe
 	    !p->healthy_timer)
 		return -ENOMEM;
 	backoff_init(&p->bo, 200, 30000);
-	p->writes = metrics_counter(m, "dra_cpu_slice_writes_total",
-				    "ResourceSlice writes by verb.", "verb");
-	p->errors = metrics_counter(m, "dra_cpu_slice_errors_total",
-				    "Failed API requests of the slice publisher.", NULL);
-	p->published = metrics_gauge(m, "dra_cpu_slices_published",
-				     "ResourceSlices of this node known to be in sync.", NULL);
-	p->dropped = metrics_gauge(m, "dra_cpu_slice_fields_dropped",
-				   "1 when the API server dropped fields we publish.", NULL);
-	p->in_sync_g = metrics_gauge(m, "dra_cpu_slices_in_sync",
-				     "1 while the node's ResourceSlices match what it has.", NULL);
-	p->syncs = metrics_counter(m, "dra_cpu_slice_syncs_total",
-				   "Comparisons of the node's slices with what the server holds "
-				   "(each may write nothing).",
-				   NULL);
+	p->writes = metrics_family(m, MF_SLICE_WRITES_TOTAL);
+	p->errors = metrics_family(m, MF_SLICE_ERRORS_TOTAL);
+	p->published = metrics_family(m, MF_SLICES_PUBLISHED);
+	p->dropped = metrics_family(m, MF_SLICE_FIELDS_DROPPED);
+	p->in_sync_g = metrics_family(m, MF_SLICES_IN_SYNC);
+	p->syncs = metrics_family(m, MF_SLICE_SYNCS_TOTAL);
 	p->phase = PH_NODE;
 	get_node(p);
 	*ret = TAKE_PTR(p);

@@ -1004,48 +1004,26 @@ static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns
 
 static void register_metrics(struct dra *d, struct metrics *m)
 {
-	static const double secs[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-				       0.025,  0.05,	0.1,	0.25,  0.5,    1,     2.5,
-				       5,      10 };
-	static const double cpus[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 };
 	struct metric *f;
 
-	f = metrics_counter(m, "dra_cpu_prepare_claims_total", "Claims NodePrepareResources handled.",
-			    "result");
+	f = metrics_family(m, MF_PREPARE_CLAIMS_TOTAL);
 	d->prep_ok = metric_with(f, "success");
 	d->prep_err = metric_with(f, "error");
 	d->prep_cancelled = metric_with(f, "cancelled");
-	f = metrics_counter(m, "dra_cpu_claim_fetches_total",
-			    "ResourceClaim reads from the API server for Prepare, by outcome.",
-			    "result");
+	f = metrics_family(m, MF_CLAIM_FETCHES_TOTAL);
 	d->fetch_ok = metric_with(f, "ok");
 	d->fetch_err = metric_with(f, "error");
 	d->fetch_cancelled = metric_with(f, "cancelled");
-	f = metrics_counter(m, "dra_cpu_unprepare_claims_total",
-			    "Claims NodeUnprepareResources handled.", "result");
+	f = metrics_family(m, MF_UNPREPARE_CLAIMS_TOTAL);
 	d->unprep_ok = metric_with(f, "success");
 	d->unprep_err = metric_with(f, "error");
-	d->prep_seconds = metrics_histogram(m, "dra_cpu_prepare_claim_duration_seconds",
-					    "NodePrepareResources call duration.", NULL, secs,
-					    (int)ARRAY_SIZE(secs));
-	d->claim_cpus = metrics_histogram(m, "dra_cpu_claim_allocated_cpus",
-					  "CPUs per newly prepared claim.", NULL, cpus,
-					  (int)ARRAY_SIZE(cpus));
-	d->grpc_calls = metrics_counter(m, "dra_cpu_grpc_calls_total",
-					"Kubelet gRPC calls by method and grpc-status.", "method,code");
-	d->g_claims_offline = metrics_gauge(m, "dra_cpu_claims_on_offline_cpus",
-					    "Prepared claims holding a CPU that is offline (kept "
-					    "there, never moved).",
-					    NULL);
-	d->g_health_streams = metrics_gauge(m, "dra_cpu_health_streams",
-					    "Open device-health watch streams (NodeWatchResources).",
-					    NULL);
-	d->health_coalesced = metrics_counter(
-		m, "dra_cpu_health_updates_coalesced_total",
-		"Health snapshots that replaced one a slow stream had not started to read.", NULL);
-	d->grpc_seconds = metrics_histogram(m, "dra_cpu_grpc_call_duration_seconds",
-					    "Kubelet gRPC call duration by method.", "method", secs,
-					    (int)ARRAY_SIZE(secs));
+	d->prep_seconds = metrics_family(m, MF_PREPARE_CLAIM_DURATION_SECONDS);
+	d->claim_cpus = metrics_family(m, MF_CLAIM_ALLOCATED_CPUS);
+	d->grpc_calls = metrics_family(m, MF_GRPC_CALLS_TOTAL);
+	d->g_claims_offline = metrics_family(m, MF_CLAIMS_ON_OFFLINE_CPUS);
+	d->g_health_streams = metrics_family(m, MF_HEALTH_STREAMS);
+	d->health_coalesced = metrics_family(m, MF_HEALTH_UPDATES_COALESCED_TOTAL);
+	d->grpc_seconds = metrics_family(m, MF_GRPC_CALL_DURATION_SECONDS);
 }
 
 int dra_new(struct event_base *base, const struct dra_opts *o, struct state *state,

@@ -1546,27 +1546,15 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 		log_warn_errno(r, "cgroup_mount_unknown", "action=no_bpf_owners");
 	if (o->state_dir && !(p->state_dir = strdup(o->state_dir)))
 		return -ENOMEM;
-	p->g_exclusive = metrics_gauge(m, "dra_cpu_nri_containers_exclusive",
-				       "Containers pinned to claimed CPUs.", NULL);
-	p->g_shared = metrics_gauge(m, "dra_cpu_nri_containers_shared",
-				    "Containers confined to the shared pool.", NULL);
-	p->g_pool = metrics_gauge(m, "dra_cpu_shared_pool_cpus", "CPUs in the shared pool.", NULL);
-	p->rejects = metrics_counter(m, "dra_cpu_nri_rejected_containers_total",
-				     "Container creations refused, by reason.", "reason");
-	p->pushes = metrics_counter(m, "dra_cpu_nri_update_pushes_total",
-				    "UpdateContainers pushes after Unprepare, by result.", "result");
-	p->g_excl_cpus = metrics_gauge(m, "dra_cpu_exclusive_cpus",
-				       "CPUs held exclusively by prepared claims.", NULL);
-	p->owner_info = metrics_gauge(m, "dra_cpu_cpu_owner_info",
-				      "Which container owns an exclusive CPU (value 1).",
-				      "cpu,namespace,pod,container,claim");
-	p->refused = metrics_counter(m, "dra_cpu_nri_binding_refused_total",
-				     "Containers refused a claim their pod is not a consumer of "
-				     "(CreateContainer refused, or confined at Synchronize), by reason.",
-				     "reason");
-	p->reads = metrics_counter(m, "dra_cpu_nri_claim_reads_total",
-				   "Claims read again for a pod missing from their consumers, by result.",
-				   "result");
+	p->g_exclusive = metrics_family(m, MF_NRI_CONTAINERS_EXCLUSIVE);
+	p->g_shared = metrics_family(m, MF_NRI_CONTAINERS_SHARED);
+	p->g_pool = metrics_family(m, MF_SHARED_POOL_CPUS);
+	p->rejects = metrics_family(m, MF_NRI_REJECTED_CONTAINERS_TOTAL);
+	p->pushes = metrics_family(m, MF_NRI_UPDATE_PUSHES_TOTAL);
+	p->g_excl_cpus = metrics_family(m, MF_EXCLUSIVE_CPUS);
+	p->owner_info = metrics_family(m, MF_CPU_OWNER_INFO);
+	p->refused = metrics_family(m, MF_NRI_BINDING_REFUSED_TOTAL);
+	p->reads = metrics_family(m, MF_NRI_CLAIM_READS_TOTAL);
 	p->claims = claimsource_is_valid(o->claims) ? o->claims : NULL;
 	r = metrics_add_collector(m, collect_owners, p);
 	if (r < 0)

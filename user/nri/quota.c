@@ -48,12 +48,8 @@ int quota_new(const struct quota_opts *o, struct metrics *m, struct quota **ret)
 		if (r < 0) /* containers still lose theirs through NRI */
 			log_warn_errno(r, "cgroup_mount_unknown", "action=pod_quota_kept");
 	}
-	q->dropped = metrics_counter(m, "dra_cpu_cpu_quota_dropped_total",
-				     "CFS quotas removed from containers on exclusive CPUs "
-				     "(level=container) and from their pods' cgroups (level=pod).",
-				     "level");
-	q->errors = metrics_counter(m, "dra_cpu_cpu_quota_errors_total",
-				    "Pod cgroups whose CFS quota could not be removed.", NULL);
+	q->dropped = metrics_family(m, MF_CPU_QUOTA_DROPPED_TOTAL);
+	q->errors = metrics_family(m, MF_CPU_QUOTA_ERRORS_TOTAL);
 	*ret = TAKE_PTR(q);
 	return 0;
 }

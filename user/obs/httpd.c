@@ -543,30 +543,14 @@ static int listen_on(struct httpd *h, const char *host, int port)
 
 static int register_metrics(struct httpd *h, struct metrics *m)
 {
-	static const double buckets[] = { 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05 };
 	struct metric *evicted, *accept_errors, *shed, *limit;
 
-	h->scrape_seconds = metrics_histogram(m, "dra_cpu_metrics_render_seconds",
-					      "Time to render /metrics.", NULL, buckets,
-					      (int)ARRAY_SIZE(buckets));
-	h->m_conns = metrics_gauge(m, "dra_cpu_http_connections",
-				   "Open connections to /healthz, /readyz and /metrics.", NULL);
-	limit = metrics_gauge(m, "dra_cpu_http_connections_limit",
-			      "Open HTTP connections at most; a new one closes the least "
-			      "recently active.",
-			      NULL);
-	evicted = metrics_counter(m, "dra_cpu_http_connections_evicted_total",
-				  "HTTP connections closed to admit others (reason: limit, "
-				  "fd_exhausted).",
-				  "reason");
-	accept_errors = metrics_counter(m, "dra_cpu_http_accept_errors_total",
-					"Failed accept() on the HTTP port (reason: fd_exhausted, "
-					"no_memory, other).",
-					"reason");
-	shed = metrics_counter(m, "dra_cpu_http_connections_shed_total",
-			       "HTTP connections closed unread: no descriptor was left to serve "
-			       "them.",
-			       NULL);
+	h->scrape_seconds = metrics_family(m, MF_METRICS_RENDER_SECONDS);
+	h->m_conns = metrics_family(m, MF_HTTP_CONNECTIONS);
+	limit = metrics_family(m, MF_HTTP_CONNECTIONS_LIMIT);
+	evicted = metrics_family(m, MF_HTTP_CONNECTIONS_EVICTED_TOTAL);
+	accept_errors = metrics_family(m, MF_HTTP_ACCEPT_ERRORS_TOTAL);
+	shed = metrics_family(m, MF_HTTP_CONNECTIONS_SHED_TOTAL);
 	if (!h->scrape_seconds || !h->m_conns || !limit || !evicted || !accept_errors || !shed)
 		return -ENOMEM;
 	metric_set(limit, h->max_conns);

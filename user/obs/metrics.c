@@ -63,7 +63,46 @@ struct collector {
 	void *userdata;
 };
 
+/* The table: obs/metric_families.def, one entry per enum metric_family. */
+#define MW(...)
+#define MB(set, ...) static const double buckets_##set[] = { __VA_ARGS__ };
+#define MF(...)
+#include "obs/metric_families.def"
+#undef MW
+#undef MB
+/* Type-checks the when column (the documentation says what each means). */
+enum family_when {
+#define MW(when, doc) WHEN_##when,
+#define MB(...)
+#include "obs/metric_families.def"
+#undef MF
+#undef MB
+#undef MW
+};
+#define buckets_NONE NULL
+#define MB_N_NONE 0
+
+static const struct family_def {
+	const char *name, *help, *label_names;
+	enum metric_type type;
+	enum family_when when;
+	const double *bounds;
+	int n_bounds;
+} family_defs[MF_COUNT] = {
+#define MW(...)
+#define MB(...)
+#define MF(id, type_, name_, labels_, when_, set_, help_)                                  \
+	[MF_##id] = { .name = name_,		 .help = help_,	     .label_names = labels_,     \
+		      .type = METRIC_##type_,	 .when = WHEN_##when_, .bounds = buckets_##set_,                   \
+		      .n_bounds = MB_N_##set_ },
+#include "obs/metric_families.def"
+#undef MF
+#undef MB
+#undef MW
+};
+
 struct metrics {
+	struct metric *by_id[MF_COUNT]; /* the table's families registered */
 	struct metric **families;
 	int n_families;
 	struct collector *collectors;
@@ -215,6 +254,30 @@ struct metric *metrics_histogram(struct metrics *m, const char *name, const char
 		if (!(bounds[i] > bounds[i - 1]))
 			return NULL;
 	return family_add(m, METRIC_HISTOGRAM, name, help, label_names, bounds, n_bounds);
+}
+
+struct metric *metrics_family(struct metrics *m, enum metric_family id)
+{
+	const struct family_def *d;
+
+	if ((unsigned)id >= MF_COUNT)
+		return NULL;
+	if (m->by_id[id])
+		return m->by_id[id];
+	d = &family_defs[id];
+	m->by_id[id] = d->type == METRIC_HISTOGRAM
+			       ? metrics_histogram(m, d->name, d->help, d->label_names, d->bounds,
+						   d->n_bounds)
+			       : family_add(m, d->type, d->name, d->help, d->label_names, NULL, 0);
+	return m->by_id[id];
+}
+
+const double *metrics_family_bounds(enum metric_family id, int *ret_n)
+{
+	bool hist = (unsigned)id < MF_COUNT && family_defs[id].type == METRIC_HISTOGRAM;
+
+	*ret_n = hist ? family_defs[id].n_bounds : 0;
+	return hist ? family_defs[id].bounds : NULL;
 }
 
 /* The index key of a label set: each value followed by its NUL, so ("a","bc")

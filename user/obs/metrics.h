@@ -1,14 +1,19 @@
 /* A small Prometheus registry: counter, gauge and histogram families with
  * optional labels, rendered in text format 0.0.4 for /metrics.
  *
- * Families are registered once at start (names are static strings, borrowed
- * forever); series are created on first use of a label combination and live
- * as long as the registry, so hot paths keep the series handle:
+ * The driver's families are one table, obs/metric_families.def (name, type,
+ * help, label names, buckets); code registers one by its id, once at start,
+ * and never writes a family's name or help itself. Series are created on
+ * first use of a label combination and live as long as the registry, so hot
+ * paths keep the series handle:
  *
- *	struct metric *f = metrics_counter(m, "dra_cpu_prepare_claims_total",
- *					   "NodePrepareResources claims.", "result");
+ *	struct metric *f = metrics_family(m, MF_PREPARE_CLAIMS_TOTAL);
  *	struct metric_series *ok = metric_with(f, "success");
  *	metric_series_add(ok, 1);
+ *
+ * metrics_counter() and the like register a family that is not in the
+ * table: for the registry's own tests (the driver's test suite checks that
+ * nothing under user/ but this module calls them).
  *
  * Values that live elsewhere (BPF maps, state) are pulled by collectors, run
  * just before each render. Label values are escaped on output. Single-threaded
@@ -28,6 +33,38 @@ struct evbuffer;
 int metrics_new(struct metrics **ret);
 struct metrics *metrics_free(struct metrics *m);
 DEFINE_FREEP(metrics, metrics_free)
+
+/* The families of obs/metric_families.def, by id: MF_<name without dra_cpu_>. */
+enum metric_family {
+#define MW(...)
+#define MB(...)
+#define MF(id, ...) MF_##id,
+#include "obs/metric_families.def"
+#undef MF
+#undef MB
+#undef MW
+	MF_COUNT
+};
+
+/* The number of bounds of each bucket set (MB_N_<set>), for code that
+ * buckets values itself (the bounds: metrics_family_bounds()). */
+enum {
+#define MW(...)
+#define MB(set, ...) MB_N_##set = (int)(sizeof((const double[]){ __VA_ARGS__ }) / sizeof(double)),
+#define MF(...)
+#include "obs/metric_families.def"
+#undef MF
+#undef MB
+#undef MW
+};
+
+/* Registers family id of the table, or returns it when registered already
+ * (cheap: collectors may call it at every render). NULL on ENOMEM or an id
+ * out of range. */
+struct metric *metrics_family(struct metrics *m, enum metric_family id);
+/* The bucket bounds of a histogram of the table (*ret_n of them); NULL and 0
+ * for other families. */
+const double *metrics_family_bounds(enum metric_family id, int *ret_n);
 
 /* label_names: NULL or a comma-separated list ("cpu,kind"). Returns the family,
  * or NULL on ENOMEM or a bad name (our bug: logged). Registering a name twice

@@ -45,6 +45,9 @@
 _Static_assert(sizeof(struct pinning_owner) == 24, "ABI with bpf/pinning.bpf.c");
 _Static_assert(sizeof(struct pinning_cpu_stats) == 128, "ABI with bpf/pinning.bpf.c");
 _Static_assert(sizeof(struct pinning_irq_stats) == 48, "ABI with bpf/pinning.bpf.c");
+/* Slot i of the BPF histogram ends at 2^(i+1) µs, the last is +Inf: the
+ * buckets of dra_cpu_runqueue_latency_seconds (bpfmon_test checks the values). */
+_Static_assert(MB_N_RUNQUEUE_SECONDS == PINNING_HIST_SLOTS - 1, "runqueue buckets: one per slot");
 _Static_assert(sizeof(struct pinning_hist) == 8 * (PINNING_HIST_SLOTS + 1),
 	       "ABI with bpf/pinning.bpf.c");
 _Static_assert(sizeof(struct pinning_event) == 64, "ABI with bpf/pinning.bpf.c");
@@ -1253,72 +1256,31 @@ static void collect(struct metrics *reg, void *userdata)
 int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 {
 	struct bpfmon_metrics *mt = &m->met;
-	/* Slot i of the BPF histogram ends at 2^(i+1) µs; the last is +Inf. */
-	double bounds[PINNING_HIST_SLOTS - 1];
 
-	for (int i = 0; i < PINNING_HIST_SLOTS - 1; i++)
-		bounds[i] = (double)(2ull << i) * 1e-6;
-	mt->loaded_any = metrics_gauge(reg, "dra_cpu_bpf_loaded",
-				       "1 when the BPF pinning check is attached.", NULL);
-	mt->loaded = metrics_gauge(reg, "dra_cpu_bpf_program_loaded",
-				   "1 when the BPF program is attached (pinning check, run-queue "
-				   "latency, enforcement).",
-				   "program");
-	mt->mode = metrics_gauge(reg, "dra_cpu_enforcement_mode",
-				 "1 for the pinning enforcement mode in force (deny falls back to "
-				 "remediate where BPF LSM is unavailable).",
-				 "mode");
-	mt->remediations = metrics_counter(reg, "dra_cpu_remediations_total",
-					   "Host tasks moved off exclusive CPUs to the shared pool.",
-					   NULL);
-	mt->pool_wait = metrics_counter(reg, "dra_cpu_shared_pool_wait_seconds_total",
-					"Run-queue wait on shared-pool CPUs from the kernel's own "
-					"schedstat (stays 0 without CONFIG_SCHEDSTATS).",
-					NULL);
-	mt->enforcement = metrics_gauge(reg, "dra_cpu_pinning_enforcement_info",
-					"Pinning enforcement in force (mode) and asked for "
-					"(requested); deny falls back to remediate without BPF LSM.",
-					"mode,requested");
-	mt->switches = metrics_counter(reg, "dra_cpu_pinning_switches_total",
-				       "Context switches onto a CPU while it was exclusive.", "cpu");
-	mt->violations = metrics_counter(reg, "dra_cpu_pinning_violations_total",
-					 "Switch-ins of a non-owner onto an exclusive CPU "
-					 "(kind=kthread: per-CPU kernel threads, routine).",
-					 "cpu,kind");
-	mt->violation_seconds = metrics_counter(reg, "dra_cpu_pinning_violation_seconds_total",
-						"Time non-owners ran on exclusive CPUs.", "cpu,kind");
-	mt->denials = metrics_counter(reg, "dra_cpu_affinity_denials_total",
-				      "Enforcement decisions: deny = affinity change refused, "
-				      "remediate = host task moved to the shared pool, audit = "
-				      "would have been moved.",
-				      "mode");
-	mt->dropped = metrics_counter(reg, "dra_cpu_bpf_events_dropped_total",
-				      "Violation events lost: ring buffer full.", NULL);
-	mt->ratelimited = metrics_counter(reg, "dra_cpu_bpf_events_ratelimited_total",
-					  "Violation events not sent: per-CPU rate limit.", NULL);
-	mt->read_errors = metrics_counter(reg, "dra_cpu_bpf_read_errors_total",
-					  "Ring-buffer reads that failed or returned short records.",
-					  NULL);
-	mt->irqs = metrics_counter(reg, "dra_cpu_exclusive_interrupts_total",
-				   "Hard interrupt handlers (kind=hard) and softirq actions (kind=soft) "
-				   "run on a CPU while it was exclusive (BPF, irq tracepoints).",
-				   "cpu,kind");
-	mt->irq_seconds = metrics_counter(reg, "dra_cpu_exclusive_interrupt_seconds_total",
-					  "Time those took from the CPU's owner.", "cpu,kind");
-	mt->runq = metrics_histogram(reg, "dra_cpu_runqueue_latency_seconds",
-				     "Wakeup/preemption to run latency of tasks on shared-pool CPUs.",
-				     "pool", bounds, PINNING_HIST_SLOTS - 1);
+	mt->loaded_any = metrics_family(reg, MF_BPF_LOADED);
+	mt->loaded = metrics_family(reg, MF_BPF_PROGRAM_LOADED);
+	mt->mode = metrics_family(reg, MF_ENFORCEMENT_MODE);
+	mt->remediations = metrics_family(reg, MF_REMEDIATIONS_TOTAL);
+	mt->pool_wait = metrics_family(reg, MF_SHARED_POOL_WAIT_SECONDS_TOTAL);
+	mt->enforcement = metrics_family(reg, MF_PINNING_ENFORCEMENT_INFO);
+	mt->switches = metrics_family(reg, MF_PINNING_SWITCHES_TOTAL);
+	mt->violations = metrics_family(reg, MF_PINNING_VIOLATIONS_TOTAL);
+	mt->violation_seconds = metrics_family(reg, MF_PINNING_VIOLATION_SECONDS_TOTAL);
+	mt->denials = metrics_family(reg, MF_AFFINITY_DENIALS_TOTAL);
+	mt->dropped = metrics_family(reg, MF_BPF_EVENTS_DROPPED_TOTAL);
+	mt->ratelimited = metrics_family(reg, MF_BPF_EVENTS_RATELIMITED_TOTAL);
+	mt->read_errors = metrics_family(reg, MF_BPF_READ_ERRORS_TOTAL);
+	mt->irqs = metrics_family(reg, MF_EXCLUSIVE_INTERRUPTS_TOTAL);
+	mt->irq_seconds = metrics_family(reg, MF_EXCLUSIVE_INTERRUPT_SECONDS_TOTAL);
+	mt->runq = metrics_family(reg, MF_RUNQUEUE_LATENCY_SECONDS);
 	if (!mt->loaded_any || !mt->mode || !mt->remediations || !mt->pool_wait || !mt->loaded ||
 	    !mt->enforcement || !mt->switches || !mt->violations ||
 	    !mt->violation_seconds || !mt->denials || !mt->dropped || !mt->ratelimited ||
 	    !mt->read_errors || !mt->runq || !mt->irqs || !mt->irq_seconds)
 		return -ENOMEM;
 	if (m->stats_fd >= 0) {
-		mt->prog_runs = metrics_counter(reg, "dra_cpu_bpf_program_runs_total",
-						"Runs of each BPF program (bpf_stats).", "program");
-		mt->prog_seconds = metrics_counter(reg, "dra_cpu_bpf_program_run_seconds_total",
-						   "Time spent in each BPF program (bpf_stats).",
-						   "program");
+		mt->prog_runs = metrics_family(reg, MF_BPF_PROGRAM_RUNS_TOTAL);
+		mt->prog_seconds = metrics_family(reg, MF_BPF_PROGRAM_RUN_SECONDS_TOTAL);
 		if (!mt->prog_runs || !mt->prog_seconds)
 			return -ENOMEM;
 	}
@@ -1326,10 +1288,7 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg)
 	 * kernel has it (CONFIG_SCHEDSTATS). */
 	if (access(m->schedstat_path, R_OK) == 0) {
 		mt->schedstat_ns = calloc((size_t)m->ncpu, sizeof(*mt->schedstat_ns));
-		mt->schedstat_wait = metrics_counter(reg, "dra_cpu_schedstat_waiting_seconds_total",
-						     "Time tasks waited on each CPU's run queue "
-						     "(/proc/schedstat run_delay).",
-						     "cpu");
+		mt->schedstat_wait = metrics_family(reg, MF_SCHEDSTAT_WAITING_SECONDS_TOTAL);
 		if (!mt->schedstat_ns || !mt->schedstat_wait)
 			return -ENOMEM;
 	} else {

@@ -831,9 +831,8 @@ static const struct rtc *owner_of(const struct rtctl *rt, uint64_t cgroup_id, in
 	return NULL;
 }
 
-static const double runtime_bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-					 0.025,	 0.05,	  0.1,	  0.25,	 0.5,	 1 };
-#define N_BOUNDS ((int)ARRAY_SIZE(runtime_bounds))
+/* The buckets of dra_cpu_rt_runtime_seconds (obs/metric_families.def). */
+#define N_BOUNDS MB_N_RT_RUNTIME_SECONDS
 
 struct agg {
 	char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
@@ -851,11 +850,12 @@ static void add_hist(struct agg *a, const struct rt_task *t)
 		double edge = i == RT_HIST_SLOTS - 1
 				      ? (double)t->max_ns / 1e9
 				      : (double)(i + 1) * (double)t->dl_runtime / RT_HIST_PER_BUDGET / 1e9;
-		int b = 0;
+		int b = 0, n;
+		const double *bounds = metrics_family_bounds(MF_RT_RUNTIME_SECONDS, &n);
 
 		if (!t->hist[i])
 			continue;
-		while (b < N_BOUNDS && runtime_bounds[b] < edge)
+		while (b < n && bounds[b] < edge)
 			b++;
 		a->buckets[b] += t->hist[i];
 	}
@@ -946,32 +946,13 @@ out:
 
 static int register_monitor(struct rtctl *rt, struct metrics *m)
 {
-	rt->m_tasks = metrics_gauge(m, "dra_cpu_rt_tasks",
-				    "Deadline tasks seen on a real-time CPU, by claim (none: no "
-				    "claim owns them) and CPU.",
-				    "claim,cpu");
-	rt->m_runtime = metrics_histogram(m, "dra_cpu_rt_runtime_seconds",
-					  "CPU time a claim's deadline tasks used per period.",
-					  "claim,cpu", runtime_bounds, N_BOUNDS);
-	rt->m_throttled = metrics_counter(m, "dra_cpu_rt_throttled_total",
-					  "Periods in which the kernel throttled a claim's deadline "
-					  "task (budget used up).",
-					  "claim,cpu");
-	rt->m_overruns = metrics_counter(m, "dra_cpu_rt_overruns_total",
-					 "Periods in which a claim's deadline task ran past its "
-					 "budget (tick granularity).",
-					 "claim,cpu");
-	rt->m_misses = metrics_counter(m, "dra_cpu_rt_deadline_misses_total",
-				       "Periods in which a claim's deadline task still ran after its "
-				       "absolute deadline.",
-				       "claim,cpu");
-	rt->m_bw = metrics_gauge(m, "dra_cpu_rt_bandwidth_used",
-				 "Average share of the CPU a claim's deadline tasks used per period.",
-				 "claim,cpu");
-	rt->m_foreign = metrics_counter(m, "dra_cpu_rt_foreign_switches_total",
-					"Switch-ins on a real-time CPU of tasks no claim of it owns: "
-					"pinned there, or unconfined (allowed elsewhere too).",
-					"cpu,kind");
+	rt->m_tasks = metrics_family(m, MF_RT_TASKS);
+	rt->m_runtime = metrics_family(m, MF_RT_RUNTIME_SECONDS);
+	rt->m_throttled = metrics_family(m, MF_RT_THROTTLED_TOTAL);
+	rt->m_overruns = metrics_family(m, MF_RT_OVERRUNS_TOTAL);
+	rt->m_misses = metrics_family(m, MF_RT_DEADLINE_MISSES_TOTAL);
+	rt->m_bw = metrics_family(m, MF_RT_BANDWIDTH_USED);
+	rt->m_foreign = metrics_family(m, MF_RT_FOREIGN_SWITCHES_TOTAL);
 	return metrics_add_collector(m, collect, rt);
 }
 
@@ -1009,27 +990,14 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 	rt->refresh = evtimer_new(base, on_refresh, rt);
 	if (!rt->cgroup_root || !rt->refresh)
 		return -ENOMEM;
-	rt->applied = metrics_counter(m, "dra_cpu_rt_policy_applied_total",
-				      "Real-time containers whose main task runs under its claim's "
-				      "policy, by who applied it (runtime, plugin, already).",
-				      "by");
-	rt->failures = metrics_counter(m, "dra_cpu_rt_policy_failures_total",
-				       "Real-time containers that could not get their policy, by "
-				       "reason and action (evict, warn).",
-				       "reason,action");
-	rt->retries = metrics_counter(m, "dra_cpu_rt_apply_retries_total",
-				      "sched_setattr retries after a transient EPERM.", NULL);
-	rt->ended = metrics_counter(m, "dra_cpu_rt_tasks_ended_total",
-				    "Tasks of unprepared real-time claims ended by the driver.", NULL);
-	rt->g_isolated = metrics_gauge(m, "dra_cpu_rt_cpus_isolated",
-				       "Real-time CPUs that are their own root domain now.", NULL);
+	rt->applied = metrics_family(m, MF_RT_POLICY_APPLIED_TOTAL);
+	rt->failures = metrics_family(m, MF_RT_POLICY_FAILURES_TOTAL);
+	rt->retries = metrics_family(m, MF_RT_APPLY_RETRIES_TOTAL);
+	rt->ended = metrics_family(m, MF_RT_TASKS_ENDED_TOTAL);
+	rt->g_isolated = metrics_family(m, MF_RT_CPUS_ISOLATED);
 	/* What dra_cpu_rt_bandwidth_used is measured against: the same on every
 	 * real-time CPU, and what each cpurt device offers as dra.cpu/rtBandwidth. */
-	rt->g_capacity = metrics_gauge(m, "dra_cpu_rt_bandwidth_capacity",
-				       "Share of each real-time CPU that deadline tasks may be "
-				       "granted (the kernel's limit less its deadline servers and "
-				       "--rt-headroom; followed while running).",
-				       NULL);
+	rt->g_capacity = metrics_family(m, MF_RT_BANDWIDTH_CAPACITY);
 	metric_set(rt->g_capacity, (double)rt->limits.capacity_milli / 1000.0);
 	if (rt->mon) {
 		r = register_monitor(rt, m);
