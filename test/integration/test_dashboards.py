@@ -5,15 +5,16 @@
 - every PromQL expression (dashboard queries and alert rules) parses
   (promtool check rules; dashboard queries are wrapped as recording rules
   with the Grafana variables substituted);
-- every metric name they use is registered in user/*/*.c, with labels and a
-  type that fit the query (rate() only on counters and histogram series,
-  `by (...)` only on labels the family has or the scrape adds);
-- the real driver, started against the API-server simulator, serves every
-  one of those families on /metrics. Families registered by user/pinning/bpfmon.c
-  are only required when `dra_cpu_bpf_loaded 1` shows the
-  BPF check loaded (not without CAP_BPF/CAP_PERFMON), and the kernel's
-  schedstat family only where /proc/schedstat is readable;
+- every metric name they use is a family of the table the driver registers
+  from (user/obs/metric_families.def, read by tools/metric_families.py), with
+  labels and a type that fit the query (rate() only on counters and histogram
+  series, `by (...)` only on labels the family has or the scrape adds);
+- the input series of the alert rules' unit tests are series the driver can
+  serve: a family of the table with exactly its labels (plus scrape labels);
 - the alert rules pass `promtool test rules dashboards/alerts_test.yaml`.
+
+That the real driver serves exactly the table's families (so every family
+queried here) is test_metrics_table.py's.
 """
 
 import glob
@@ -22,11 +23,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 import yaml
 
 from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import metric_families as mf  # noqa: E402
 
 DASH_DIR = os.path.join(ROOT, "dashboards")
 DASHBOARD = os.path.join(DASH_DIR, "dra-cpu.json")
@@ -39,7 +44,6 @@ needs_promtool = pytest.mark.skipif(PROMTOOL is None,
 # Labels Prometheus attaches at scrape time (pod-annotation discovery or a
 # PodMonitor), which queries may group by although the driver does not set them.
 SCRAPE_LABELS = {"instance", "job", "namespace", "pod", "node", "container"}
-HIST_SUFFIXES = ("_bucket", "_sum", "_count")
 METRIC_RE = re.compile(r"\bdra_cpu_[a-zA-Z0-9_]+")
 
 
@@ -90,33 +94,15 @@ def all_exprs():
     return dashboard_exprs() + alert_exprs()
 
 
-_REGISTER = re.compile(
-    r'metrics_(counter|gauge|histogram)\(\s*[\w>.-]+\s*,\s*"(dra_cpu_\w+)"\s*,'
-    r'\s*((?:"(?:[^"\\]|\\.)*"\s*)+),\s*(NULL|"[^"]*")', re.S)
-
-
 def registered_families():
-    """{name: (type, labels, source file)} for every family user/*/*.c registers."""
-    out = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "user", "*", "*.c"))):
-        with open(path) as f:
-            src = f.read()
-        for typ, name, _, labels in _REGISTER.findall(src):
-            lbl = set() if labels == "NULL" else set(labels.strip('"').split(","))
-            out[name] = (typ, lbl, os.path.basename(path))
-    # An empty answer (sources moved, pattern stale) would pass every check below.
-    assert len(out) >= 20, "only %d metric families found under user/" % len(out)
-    return out
+    """{name: tools/metric_families.Family} for every family of the table."""
+    fams = mf.load(ROOT).families
+    # An empty answer (table moved, parser stale) would pass every check below.
+    assert len(fams) >= 20, "only %d metric families in the table" % len(fams)
+    return fams
 
 
-def family_of(name, families):
-    """The family a series name belongs to (histogram suffixes stripped), or None."""
-    if name in families:
-        return name
-    for s in HIST_SUFFIXES:
-        if name.endswith(s) and families.get(name[:-len(s)], ("",))[0] == "histogram":
-            return name[:-len(s)]
-    return None
+family_of = mf.family_of
 
 
 def used_families():
@@ -302,22 +288,21 @@ def test_alert_rules_cover_the_failure_modes():
 
 def test_queries_use_registered_metrics_labels_and_types():
     fams = registered_families()
-    assert len(fams) >= 25, sorted(fams)
     for label, e in all_exprs():
         names = METRIC_RE.findall(e)
         assert names, "%s: queries no dra_cpu_ metric" % label
         resolved = {}
         for n in names:
             f = family_of(n, fams)
-            assert f, "%s: %s is not registered by any user/*/*.c" % (label, n)
+            assert f, "%s: %s is not a family of the table" % (label, n)
             resolved[n] = f
-            if fams[f][0] == "histogram":
+            if fams[f].type == "histogram":
                 assert n != f, "%s: histogram %s needs a _bucket/_sum/_count suffix" % (label, n)
         known = set(SCRAPE_LABELS)
         for n, f in resolved.items():
-            known |= fams[f][1] | ({"le"} if n.endswith("_bucket") else set())
+            known |= set(fams[f].labels) | ({"le"} if n.endswith("_bucket") else set())
         for n, matchers in re.findall(r"\b(dra_cpu_\w+)\{([^}]*)\}", e):
-            own = fams[resolved[n]][1] | SCRAPE_LABELS | ({"le"} if n.endswith("_bucket")
+            own = set(fams[resolved[n]].labels) | SCRAPE_LABELS | ({"le"} if n.endswith("_bucket")
                                                          else set())
             for lbl in re.findall(r"(\w+)\s*(?:=~|!~|!=|=)", matchers):
                 assert lbl in own, "%s: %s has no label %s" % (label, n, lbl)
@@ -326,93 +311,35 @@ def test_queries_use_registered_metrics_labels_and_types():
                 assert lbl in known, "%s: groups by %s, which none of %s has" % (
                     label, lbl, sorted(set(resolved.values())))
         for fn, n in re.findall(r"\b(rate|irate|increase)\(\s*(dra_cpu_\w+)", e):
-            typ = fams[resolved[n]][0]
+            typ = fams[resolved[n]].type
             assert typ == "counter" or (typ == "histogram" and n != resolved[n]), \
                 "%s: %s() of %s %s" % (label, fn, typ, n)
         for n in re.findall(r"histogram_quantile\([^,]+,.*?\b(dra_cpu_\w+)", e):
             assert n.endswith("_bucket"), "%s: histogram_quantile over %s" % (label, n)
 
 
-# --------------------------------------------------------------- live driver
-
-def parse_families(text):
-    """{family: type} from the # TYPE lines, and the sample lines."""
-    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
-    samples = [l for l in text.splitlines() if l and not l.startswith("#")]
-    return types, samples
-
-
-def rtctl_monitor_families():
-    """The families rtctl.c registers only with the BPF monitor (register_monitor())."""
-    with open(os.path.join(ROOT, "user", "pinning", "rtctl.c")) as f:
-        src = f.read()
-    m = re.search(r"^static int register_monitor\(.*?^}", src, re.M | re.S)
-    assert m, "register_monitor() not found in user/pinning/rtctl.c"
-    names = set(re.findall(r'"(dra_cpu_rt_\w+)"', m.group(0)))
-    assert len(names) >= 5, names
-    return names
+def alert_test_series():
+    """(series name, {label: value}) of every input series of the alert rules' tests."""
+    with open(ALERTS_TEST) as f:
+        doc = yaml.safe_load(f)
+    out = []
+    for case in doc["tests"]:
+        for s in case.get("input_series", []):
+            m = re.fullmatch(r"(\w+)(?:\{(.*)\})?", s["series"].strip())
+            assert m, s["series"]
+            out.append((m.group(1), dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))))
+    assert out, "no input series in %s" % ALERTS_TEST
+    return out
 
 
-NCPU = os.cpu_count() or 1
-RT_CPU = NCPU - 1
-# --rt-cpus takes a CPU away from the ordinary ones; it needs another one left.
-# The driver's real-time control writes cpusets: root and a cpuset hierarchy.
-RT_SKIP = ("fewer than two CPUs" if NCPU < 2 else
-           "not root (real-time CPUs need cpuset writes)" if os.geteuid() != 0 else
-           "no cpuset cgroup hierarchy" if not (
-               os.path.exists("/sys/fs/cgroup/cpuset/cpuset.cpus") or
-               os.path.exists("/sys/fs/cgroup/cpuset.cpus.effective")) else None)
-
-
-def test_every_queried_family_is_served_by_the_driver(make_driver):
-    d = make_driver(args=["--no-nri"]).start()
-    code, text = d.http("/metrics")
-    assert code == 200, d.log()
-    live, samples = parse_families(text)
+def test_alert_tests_feed_series_the_driver_can_serve():
+    """An input series with a label its family lacks, or without one it has,
+    tests an alert on a series that never exists."""
     fams = registered_families()
-    bpf_loaded = "dra_cpu_bpf_loaded 1" in samples
-    schedstat = os.access("/proc/schedstat", os.R_OK)
-    # rtctl.c's families exist only with --rt-cpus: a second driver on this
-    # machine's own topology makes its last CPU a real-time one (no claim, so
-    # no cpuset is written) and serves them; the monitor's need its BPF loaded.
-    rt_live, rt_log, rt_monitor = {}, "", False
-    if RT_SKIP is None:
-        rd = make_driver(topology=None, args=["--no-nri", "--rt-cpus", str(RT_CPU)]).start()
-        code, rt_text = rd.http("/metrics")
-        assert code == 200, rd.log()
-        rt_live, rt_samples = parse_families(rt_text)
-        rt_log = rd.log()
-        rt_monitor = "event=rt_monitor_loaded" in rt_log
-        assert rt_monitor or "event=rt_monitor_not_loaded" in rt_log, rt_log
-        # The capacity the bandwidth panel draws is the kernel's, not a guess.
-        from test_rt_slices import kernel_capacity_milli
-        cap = [float(l.split()[1]) for l in rt_samples
-               if l.startswith("dra_cpu_rt_bandwidth_capacity ")]
-        assert cap == [kernel_capacity_milli() / 1000], (cap, rt_log)
-    monitor = rtctl_monitor_families()
-    missing, not_checked = [], []
-    for name in sorted(used_families()):
-        src = fams[name][2]
-        if src == "rtctl.c":
-            # Excused only where this machine cannot run real-time CPUs, or
-            # the monitor did not load (its log line says why).
-            why = RT_SKIP or ("rt monitor not loaded: " + re.search(
-                r"event=rt_monitor_not_loaded reason=(\S+|\"[^\"]*\")", rt_log).group(1)
-                if name in monitor and not rt_monitor else None)
-            served = rt_live
-        else:
-            # bpfmon.c's families exist only once the BPF check is loaded; its
-            # schedstat family only where the kernel exports /proc/schedstat.
-            why = ("BPF pinning check not loaded" if src == "bpfmon.c" and not bpf_loaded
-                   else "no /proc/schedstat"
-                   if name == "dra_cpu_schedstat_waiting_seconds_total" and not schedstat
-                   else None)
-            served = live
-        if name not in served:
-            (not_checked if why else missing).append("%s (%s)" % (name, why) if why else name)
-        else:
-            assert served[name] == fams[name][0], "%s served as %s, registered as %s" % (
-                name, served[name], fams[name][0])
-    assert not missing, "queried but not on /metrics: %s\n%s\n%s" % (missing, d.log(), rt_log)
-    if not_checked:
-        print("not served here, checked against the source only: %s" % ", ".join(not_checked))
+    for name, labels in alert_test_series():
+        f = family_of(name, fams)
+        assert f, "alerts_test.yaml: %s is not a family of the table" % name
+        want = set(fams[f].labels) | ({"le"} if name.endswith("_bucket") else set())
+        got = set(labels) - SCRAPE_LABELS
+        assert got == want, "alerts_test.yaml: %s{%s}: the driver labels it by %s" % (
+            name, ",".join(sorted(labels)), sorted(want))

@@ -540,6 +540,21 @@ static void test_bpfmon_keeps_going_when_nothing_loads(void **st)
 }
 
 /* The families of bpf-anchors.md section 6 carry what the kernel counted. */
+/* The buckets the table gives dra_cpu_runqueue_latency_seconds are the BPF
+ * histogram's slots: slot i ends at 2^(i+1) µs (the count is checked when
+ * bpfmon.c compiles). */
+static void test_bpfmon_runqueue_buckets_are_the_bpf_slots(void **st)
+{
+	int n;
+	const double *b = metrics_family_bounds(MF_RUNQUEUE_LATENCY_SECONDS, &n);
+
+	assert_non_null(b);
+	assert_int_equal(n, PINNING_HIST_SLOTS - 1);
+	for (int i = 0; i < n; i++)
+		if (b[i] != (double)(2ull << i) * 1e-6)
+			fail_msg("bound %d is %g, slot %d ends at %llu us", i, b[i], i, 2ull << i);
+}
+
 static void test_bpfmon_metrics_export_counters_and_histogram(void **st)
 {
 	struct fx *f = need_kernel(st);
@@ -889,6 +904,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpfmon_counts_interrupt_time_on_exclusive_cpus_only,
 						setup, teardown),
 		cmocka_unit_test(test_bpfmon_keeps_going_when_nothing_loads),
+		cmocka_unit_test(test_bpfmon_runqueue_buckets_are_the_bpf_slots),
 		cmocka_unit_test_setup_teardown(test_bpfmon_owner_and_descendant_are_not_violations,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpfmon_intruder_is_counted_and_named, setup,

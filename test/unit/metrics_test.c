@@ -266,6 +266,61 @@ static void test_metrics_collectors_run_before_render_and_reset_hides(void **st)
 	free(s);
 }
 
+/* Every family of the table registers (valid name and labels, ascending
+ * buckets), once: a second lookup is the same family, and the rendering has
+ * one # TYPE line per id. */
+static void test_metrics_every_table_family_registers_once(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	struct metric *f[MF_COUNT];
+	int types = 0;
+	char *s, *p;
+
+	assert_int_equal(metrics_new(&m), 0);
+	for (int id = 0; id < MF_COUNT; id++) {
+		f[id] = metrics_family(m, (enum metric_family)id);
+		if (!f[id])
+			fail_msg("family id %d did not register", id);
+	}
+	for (int id = 0; id < MF_COUNT; id++)
+		assert_ptr_equal(metrics_family(m, (enum metric_family)id), f[id]);
+	assert_null(metrics_family(m, MF_COUNT));
+	assert_null(metrics_family(m, (enum metric_family)-1));
+	s = render(m);
+	for (p = s; (p = strstr(p, "# TYPE ")); p++)
+		types++;
+	assert_int_equal(types, MF_COUNT);
+	assert_contains(s, "# HELP dra_cpu_prepare_claims_total ");
+	assert_contains(s, "# TYPE dra_cpu_prepare_claims_total counter\n");
+	assert_contains(s, "# TYPE dra_cpu_rt_runtime_seconds histogram\n");
+	free(s);
+}
+
+/* A table histogram's buckets come from its bucket set; other families have none. */
+static void test_metrics_table_histogram_bounds(void **st)
+{
+	_cleanup_(metrics_freep) struct metrics *m = NULL;
+	const double *b;
+	int n = -1;
+	char *s;
+
+	b = metrics_family_bounds(MF_CLAIM_ALLOCATED_CPUS, &n);
+	assert_non_null(b);
+	assert_int_equal(n, MB_N_CLAIM_CPUS);
+	assert_true(b[0] == 1 && b[n - 1] == 1024);
+	assert_null(metrics_family_bounds(MF_PREPARE_CLAIMS_TOTAL, &n));
+	assert_int_equal(n, 0);
+	assert_null(metrics_family_bounds(MF_COUNT, &n));
+	assert_int_equal(metrics_new(&m), 0);
+	metric_observe(metrics_family(m, MF_CLAIM_ALLOCATED_CPUS), 3);
+	s = render(m);
+	assert_contains(s, "dra_cpu_claim_allocated_cpus_bucket{le=\"2\"} 0\n"
+			   "dra_cpu_claim_allocated_cpus_bucket{le=\"4\"} 1\n");
+	assert_contains(s, "dra_cpu_claim_allocated_cpus_bucket{le=\"1024\"} 1\n"
+			   "dra_cpu_claim_allocated_cpus_bucket{le=\"+Inf\"} 1\n");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_metrics_collectors_run_before_render_and_reset_hides),
 		cmocka_unit_test(test_metrics_series_are_found_by_their_exact_label_set),
 		cmocka_unit_test(test_metrics_reset_frees_label_sets_no_longer_named),
+		cmocka_unit_test(test_metrics_every_table_family_registers_once),
+		cmocka_unit_test(test_metrics_table_histogram_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
