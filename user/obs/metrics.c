@@ -63,22 +63,27 @@ struct collector {
 	void *userdata;
 };
 
-/* The table: obs/metric_families.def, one entry per enum metric_family. */
+/* The table, obs/metric_families.def: its bucket sets, the conditions a
+ * family exists under (only type-checked here; docs/metrics.md says what
+ * each means), then one entry per enum metric_family. */
 #define MW(...)
 #define MB(set, ...) static const double buckets_##set[] = { __VA_ARGS__ };
 #define MF(...)
 #include "obs/metric_families.def"
-#undef MW
+#undef MF
 #undef MB
-/* Type-checks the when column (the documentation says what each means). */
+#undef MW
+
 enum family_when {
 #define MW(when, doc) WHEN_##when,
 #define MB(...)
+#define MF(...)
 #include "obs/metric_families.def"
 #undef MF
 #undef MB
 #undef MW
 };
+
 #define buckets_NONE NULL
 #define MB_N_NONE 0
 
@@ -91,9 +96,13 @@ static const struct family_def {
 } family_defs[MF_COUNT] = {
 #define MW(...)
 #define MB(...)
-#define MF(id, type_, name_, labels_, when_, set_, help_)                                  \
-	[MF_##id] = { .name = name_,		 .help = help_,	     .label_names = labels_,     \
-		      .type = METRIC_##type_,	 .when = WHEN_##when_, .bounds = buckets_##set_,                   \
+#define MF(id, type_, name_, labels_, when_, set_, help_)                                    \
+	[MF_##id] = { .name = name_,                                                         \
+		      .help = help_,                                                         \
+		      .label_names = labels_,                                                \
+		      .type = METRIC_##type_,                                                \
+		      .when = WHEN_##when_,                                                  \
+		      .bounds = buckets_##set_,                                              \
 		      .n_bounds = MB_N_##set_ },
 #include "obs/metric_families.def"
 #undef MF
