@@ -19,13 +19,13 @@ The dashboards and alert rules are checked against the table in test_dashboards.
 import glob
 import os
 import re
+import sys
 
 import pytest
 
 from conftest import ROOT
 from driver import parse_metrics
 
-import sys
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import metric_families as mf  # noqa: E402
 
