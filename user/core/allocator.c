@@ -61,7 +61,7 @@ struct slotinfo {
 };
 
 /* The accumulator of one packed run (kubelet's cpuAccumulator). */
-struct state {
+struct acc {
 	struct cpuset avail; /* available table CPUs not taken yet */
 	struct cpuset result;
 	int need;
@@ -69,7 +69,7 @@ struct state {
 };
 
 struct scratch {
-	struct state st;
+	struct acc st;
 	int *cell_cnt;	     /* available CPUs per cell */
 	int *ord[K_N];	     /* orders, deduplicated, k.n entries */
 	int *walk;	     /* L3 walk order with repeats, R_L3_NUMA pairs */
@@ -540,8 +540,8 @@ static int unit_size(const struct alloc_topo *t, int kind, int u)
 	return t->k[kind].off[u + 1] - t->k[kind].off[u];
 }
 
-static void state_init(const struct alloc_topo *t, struct state *s, const struct cpuset *available,
-		       int need)
+static void alloc_acc_init(const struct alloc_topo *t, struct acc *s,
+			   const struct cpuset *available, int need)
 {
 	int *cell_cnt = t->sc->cell_cnt;
 
@@ -568,7 +568,7 @@ static void state_init(const struct alloc_topo *t, struct state *s, const struct
 	}
 }
 
-static void take_slot(const struct alloc_topo *t, struct state *s, int slot)
+static void take_slot(const struct alloc_topo *t, struct acc *s, int slot)
 {
 	const struct slotinfo *si = &t->si[slot];
 	int cpu = t->cpu[slot];
@@ -585,7 +585,7 @@ static void take_slot(const struct alloc_topo *t, struct state *s, int slot)
 }
 
 /* Takes the available CPUs of a unit (all of them when it is free). */
-static void take_unit(const struct alloc_topo *t, struct state *s, int kind, int u)
+static void take_unit(const struct alloc_topo *t, struct acc *s, int kind, int u)
 {
 	const struct kind *k = &t->k[kind];
 
@@ -650,7 +650,7 @@ static void sort_by_count(const struct alloc_topo *t, int *a, int n, const int *
 }
 
 /* Available CPUs of pair p of relation r. */
-static int pair_cnt(const struct alloc_topo *t, const struct state *s, int r, int p)
+static int pair_cnt(const struct alloc_topo *t, const struct acc *s, int r, int p)
 {
 	return t->pure[r] ? s->cnt[rel_inner[r]][t->r[r].inner[p]] : s->cnt[PAIR(r)][p];
 }
@@ -667,7 +667,7 @@ static unsigned next_stamp(const struct alloc_topo *t, int kind)
 }
 
 /* Units of a kind with available CPUs, sorted. */
-static int order_top(const struct alloc_topo *t, const struct state *s, int kind, int *out)
+static int order_top(const struct alloc_topo *t, const struct acc *s, int kind, int *out)
 {
 	int n = 0;
 
@@ -681,7 +681,7 @@ static int order_top(const struct alloc_topo *t, const struct state *s, int kind
 /* For each outer unit in order, its inner units having available CPUs in it,
  * sorted by their whole available count, appended group after group. With
  * dedupe a unit already listed under an earlier outer unit is left out. */
-static int order_nested(const struct alloc_topo *t, const struct state *s, int r, const int *outer,
+static int order_nested(const struct alloc_topo *t, const struct acc *s, int r, const int *outer,
 			int n_outer, int *out, bool dedupe)
 {
 	const struct rel *rl = &t->r[r];
@@ -709,9 +709,9 @@ static int order_nested(const struct alloc_topo *t, const struct state *s, int r
 	return n;
 }
 
-static int order_sockets(const struct alloc_topo *t, const struct state *s, int *out);
+static int order_sockets(const struct alloc_topo *t, const struct acc *s, int *out);
 
-static int order_numa(const struct alloc_topo *t, const struct state *s, int *out)
+static int alloc_order_numa(const struct alloc_topo *t, const struct acc *s, int *out)
 {
 	int *sockets = t->sc->ord[K_SOCKET];
 	int ns;
@@ -722,18 +722,18 @@ static int order_numa(const struct alloc_topo *t, const struct state *s, int *ou
 	return order_nested(t, s, R_NUMA_SOCKET, sockets, ns, out, true);
 }
 
-static int order_sockets(const struct alloc_topo *t, const struct state *s, int *out)
+static int order_sockets(const struct alloc_topo *t, const struct acc *s, int *out)
 {
 	int *numas = t->sc->ord[K_NUMA];
 	int nn;
 
 	if (!t->numa_first)
 		return order_top(t, s, K_SOCKET, out);
-	nn = order_numa(t, s, numas);
+	nn = alloc_order_numa(t, s, numas);
 	return order_nested(t, s, R_SOCKET_NUMA, numas, nn, out, true);
 }
 
-static int order_cores(const struct alloc_topo *t, const struct state *s, int *out)
+static int order_cores(const struct alloc_topo *t, const struct acc *s, int *out)
 {
 	int n;
 
@@ -741,19 +741,19 @@ static int order_cores(const struct alloc_topo *t, const struct state *s, int *o
 		n = order_sockets(t, s, t->sc->ord[K_SOCKET]);
 		return order_nested(t, s, R_CORE_SOCKET, t->sc->ord[K_SOCKET], n, out, true);
 	}
-	n = order_numa(t, s, t->sc->ord[K_NUMA]);
+	n = alloc_order_numa(t, s, t->sc->ord[K_NUMA]);
 	return order_nested(t, s, R_CORE_NUMA, t->sc->ord[K_NUMA], n, out, true);
 }
 
 /* Both orientations: per NUMA node in NUMA order, its caches (§2). */
-static int order_l3(const struct alloc_topo *t, const struct state *s, int *out, bool dedupe)
+static int order_l3(const struct alloc_topo *t, const struct acc *s, int *out, bool dedupe)
 {
-	int n = order_numa(t, s, t->sc->ord[K_NUMA]);
+	int n = alloc_order_numa(t, s, t->sc->ord[K_NUMA]);
 
 	return order_nested(t, s, R_L3_NUMA, t->sc->ord[K_NUMA], n, out, dedupe);
 }
 
-static bool is_free(const struct alloc_topo *t, const struct state *s, int kind, int u)
+static bool is_free(const struct alloc_topo *t, const struct acc *s, int kind, int u)
 {
 	switch (kind) {
 	case K_CORE: /* §1.2: against the header */
@@ -765,7 +765,7 @@ static bool is_free(const struct alloc_topo *t, const struct state *s, int kind,
 	}
 }
 
-static int order_free(const struct alloc_topo *t, const struct state *s, int kind, int *out)
+static int order_free(const struct alloc_topo *t, const struct acc *s, int kind, int *out)
 {
 	int n, m = 0;
 
@@ -777,7 +777,7 @@ static int order_free(const struct alloc_topo *t, const struct state *s, int kin
 		n = order_sockets(t, s, out);
 		break;
 	case K_NUMA:
-		n = order_numa(t, s, out);
+		n = alloc_order_numa(t, s, out);
 		break;
 	default:
 		n = order_l3(t, s, out, true);
@@ -792,7 +792,7 @@ static int order_free(const struct alloc_topo *t, const struct state *s, int kin
 /* ---- takeByTopologyNUMAPacked (§3, §4, §5) ---------------------------------------------- */
 
 /* Whole free units of a kind, each taken when the need covers its table size. */
-static void take_full(const struct alloc_topo *t, struct state *s, int kind)
+static void take_full(const struct alloc_topo *t, struct acc *s, int kind)
 {
 	int *units = t->sc->ord[kind];
 	int n = order_free(t, s, kind, units);
@@ -803,7 +803,7 @@ static void take_full(const struct alloc_topo *t, struct state *s, int kind)
 }
 
 /* §4 step 2: the lowest core ids of the cache, exactly the need or nothing. */
-static void take_partial_l3(const struct alloc_topo *t, struct state *s, int l3)
+static void take_partial_l3(const struct alloc_topo *t, struct acc *s, int l3)
 {
 	const struct rel *rl = &t->r[R_CORE_L3];
 	const struct kind *cores = &t->k[K_CORE];
@@ -836,7 +836,7 @@ static void take_partial_l3(const struct alloc_topo *t, struct state *s, int l3)
 		take_slot(t, s, cand[i]);
 }
 
-static void take_l3(const struct alloc_topo *t, struct state *s)
+static void take_l3(const struct alloc_topo *t, struct acc *s)
 {
 	int *walk = t->sc->walk;
 	int n = order_l3(t, s, walk, false); /* computed once, repeats kept (§4) */
@@ -852,13 +852,13 @@ static void take_l3(const struct alloc_topo *t, struct state *s)
 	}
 }
 
-static void take_full_cores(const struct alloc_topo *t, struct state *s)
+static void take_full_cores(const struct alloc_topo *t, struct acc *s)
 {
 	take_full(t, s, K_CORE);
 }
 
 /* §3 step 4: one CPU at a time in the sorter's order. */
-static void take_remaining(const struct alloc_topo *t, struct state *s, bool spread)
+static void take_remaining(const struct alloc_topo *t, struct acc *s, bool spread)
 {
 	int kind = spread ? K_SOCKET : K_CORE;
 	const struct kind *k = &t->k[kind];
@@ -873,7 +873,7 @@ static void take_remaining(const struct alloc_topo *t, struct state *s, bool spr
 		}
 }
 
-static int not_enough(struct errbuf *eb, int count, const struct cpuset *available)
+static int alloc_not_enough(struct errbuf *eb, int count, const struct cpuset *available)
 {
 	return errbuf_fail(
 		eb, -ENOSPC,
@@ -881,16 +881,17 @@ static int not_enough(struct errbuf *eb, int count, const struct cpuset *availab
 		cpuset_count(available));
 }
 
-static int take_packed(const struct alloc_topo *t, const struct cpuset *available, int count,
-		       bool spread, bool align_l3, struct cpuset *ret, struct errbuf *eb)
+static int alloc_take_packed(const struct alloc_topo *t, const struct cpuset *available,
+			     int count, bool spread, bool align_l3, struct cpuset *ret,
+			     struct errbuf *eb)
 {
-	struct state *s = &t->sc->st;
+	struct acc *s = &t->sc->st;
 
-	state_init(t, s, available, count);
+	alloc_acc_init(t, s, available, count);
 	if (s->need < 1)
 		goto done;
 	if (s->need > cpuset_count(&s->avail))
-		return not_enough(eb, count, available);
+		return alloc_not_enough(eb, count, available);
 
 	take_full(t, s, t->numa_first ? K_NUMA : K_SOCKET);
 	if (s->need < 1)
@@ -1023,31 +1024,32 @@ static void take_from_numa(const struct alloc_topo *t, int u, int count, bool sp
 	struct scratch *sc = t->sc;
 
 	numa_cpus(t, u, &sc->d_avail, &sc->d_sub);
-	if (take_packed(t, &sc->d_sub, count, spread, false, &sc->d_got, NULL) < 0)
+	if (alloc_take_packed(t, &sc->d_sub, count, spread, false, &sc->d_got, NULL) < 0)
 		cpuset_zero(&sc->d_got);
 	cpuset_andnot(&sc->d_avail, &sc->d_avail, &sc->d_got);
 	cpuset_or(&sc->d_result, &sc->d_result, &sc->d_got);
 }
 
-static int take_distributed(const struct alloc_topo *t, const struct cpuset *available, int count,
-			    int group, bool spread, struct cpuset *ret, struct errbuf *eb)
+static int alloc_take_distributed(const struct alloc_topo *t, const struct cpuset *available,
+				  int count, int group, bool spread, struct cpuset *ret,
+				  struct errbuf *eb)
 {
 	struct scratch *sc = t->sc;
-	struct state *s = &sc->st;
+	struct acc *s = &sc->st;
 	int nn, min_k, max_k, budget = ALLOC_DIST_BUDGET, total_avail = 0;
 	double mean;
 
 	if (count % group != 0)
-		return take_packed(t, available, count, spread, false, ret, eb);
-	state_init(t, s, available, count);
+		return alloc_take_packed(t, available, count, spread, false, ret, eb);
+	alloc_acc_init(t, s, available, count);
 	if (count < 1) {
 		cpuset_zero(ret);
 		return 0;
 	}
 	if (count > cpuset_count(&s->avail))
-		return not_enough(eb, count, available);
+		return alloc_not_enough(eb, count, available);
 
-	nn = order_numa(t, s, sc->ord[K_NUMA]);
+	nn = alloc_order_numa(t, s, sc->ord[K_NUMA]);
 	memcpy(sc->numas, sc->ord[K_NUMA], sizeof(int) * (size_t)nn);
 	for (int i = 0; i < nn; i++) {
 		sc->avail_n[i] = s->cnt[K_NUMA][sc->numas[i]];
@@ -1172,7 +1174,7 @@ static int take_distributed(const struct alloc_topo *t, const struct cpuset *ava
 		return 0;
 	}
 fallback:
-	return take_packed(t, available, count, spread, false, ret, eb);
+	return alloc_take_packed(t, available, count, spread, false, ret, eb);
 }
 
 /* ---- the policy (§7) -------------------------------------------------------------------- */
@@ -1182,11 +1184,11 @@ static int take_policy(const struct alloc_topo *t, const struct cpuset *availabl
 {
 	switch (o->policy) {
 	case ALLOC_DISTRIBUTED:
-		return take_distributed(t, available, count, group, false, ret, eb);
+		return alloc_take_distributed(t, available, count, group, false, ret, eb);
 	case ALLOC_SPREAD_CORES:
-		return take_packed(t, available, count, true, false, ret, eb);
+		return alloc_take_packed(t, available, count, true, false, ret, eb);
 	default:
-		return take_packed(t, available, count, false, o->align_l3, ret, eb);
+		return alloc_take_packed(t, available, count, false, o->align_l3, ret, eb);
 	}
 }
 
@@ -1355,14 +1357,14 @@ int alloc_free_units(const struct alloc_topo *t, const struct cpuset *available,
 		     enum alloc_level level, int *ret_ids, int max)
 {
 	static const int kinds[] = { K_CORE, K_SOCKET, K_NUMA, K_L3 };
-	struct state *s = &t->sc->st;
+	struct acc *s = &t->sc->st;
 	int kind, n, *units;
 
 	if ((unsigned)level >= ARRAY_SIZE(kinds))
 		return -EINVAL;
 	kind = kinds[level];
 	units = t->sc->ord[kind];
-	state_init(t, s, available, 0);
+	alloc_acc_init(t, s, available, 0);
 	n = order_free(t, s, kind, units);
 	for (int i = 0; i < n && i < max; i++)
 		ret_ids[i] = t->k[kind].id[units[i]];
@@ -1372,12 +1374,12 @@ int alloc_free_units(const struct alloc_topo *t, const struct cpuset *available,
 int alloc_cpu_order(const struct alloc_topo *t, const struct cpuset *available, bool spread,
 		    int *ret_cpus, int max)
 {
-	struct state *s = &t->sc->st;
+	struct acc *s = &t->sc->st;
 	int kind = spread ? K_SOCKET : K_CORE, m = 0, n;
 	const struct kind *k = &t->k[kind];
 	int *units = t->sc->ord[kind];
 
-	state_init(t, s, available, 0);
+	alloc_acc_init(t, s, available, 0);
 	n = spread ? order_sockets(t, s, units) : order_cores(t, s, units);
 	for (int i = 0; i < n; i++)
 		for (int j = k->off[units[i]]; j < k->off[units[i] + 1]; j++) {
