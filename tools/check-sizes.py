@@ -46,7 +46,6 @@ PARSERS = {
 # Over the limits on 2026-11-27 (issue 22, section 4). The number is the size
 # then, for the record; the check fails only on entries missing here.
 DEBT_FILES = {
-    "user/core/allocator.c": 1331,
     "user/core/state.c": 1223,
     "user/host/topo.c": 1104,
     "user/kube/kube.c": 1867,
@@ -62,9 +61,9 @@ DEBT_FUNCS = {
     # (path, function): its length in lines then
     ("user/cmd/daemon.c", "start_node_agents"): 88,
     ("user/cmd/daemon.c", "daemon_run"): 182,
-    ("user/core/allocator.c", "alloc_topo_new"): 91,
+    ("user/core/allocator_view.c", "alloc_topo_new"): 91,
     ("user/core/prepare.c", "decide"): 112,
-    ("user/core/allocator.c", "take_distributed"): 143,
+    ("user/core/allocator_distributed.c", "alloc_take_distributed"): 143,
     ("user/core/state.c", "claim_pack"): 85,
     ("user/core/state.c", "state_claim_add"): 107,
     ("user/host/topo.c", "topo_build"): 86,
