@@ -63,7 +63,6 @@ DEBT_FUNCS = {
     ("user/cmd/daemon.c", "daemon_run"): 182,
     ("user/core/allocator_view.c", "alloc_topo_new"): 91,
     ("user/core/prepare.c", "decide"): 112,
-    ("user/core/allocator_distributed.c", "alloc_take_distributed"): 143,
     ("user/core/state.c", "claim_pack"): 85,
     ("user/core/state.c", "state_claim_add"): 107,
     ("user/host/topo.c", "topo_build"): 86,
