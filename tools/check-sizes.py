@@ -61,7 +61,6 @@ DEBT_FUNCS = {
     # (path, function): its length in lines then
     ("user/cmd/daemon.c", "start_node_agents"): 88,
     ("user/cmd/daemon.c", "daemon_run"): 182,
-    ("user/core/allocator_view.c", "alloc_topo_new"): 91,
     ("user/core/prepare.c", "decide"): 112,
     ("user/core/state.c", "claim_pack"): 85,
     ("user/core/state.c", "state_claim_add"): 107,

@@ -296,23 +296,10 @@ static int distinct(const struct alloc_cpu *rows, int n, int kind)
 	return d;
 }
 
-int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_header *hdr,
-		   struct alloc_topo **ret, struct errbuf *eb)
+/* Checks the rows (sorted by CPU id) and reads a missing socket, NUMA node or
+ * cache as 0, as kubelet does; the CPUs into *all. */
+static int check_rows(struct alloc_cpu *rows, int n, struct cpuset *all, struct errbuf *eb)
 {
-	_cleanup_(alloc_topo_freep) struct alloc_topo *t = NULL;
-	_cleanup_free_ struct alloc_cpu *rows = NULL;
-	int r;
-
-	if (!cpus || n <= 0)
-		return errbuf_fail(eb, -EINVAL, "no CPUs");
-	if (n > CPUSET_MAX)
-		return errbuf_fail(eb, -EINVAL, "more than %d CPUs", CPUSET_MAX);
-	rows = malloc(sizeof(*rows) * (size_t)n);
-	t = calloc(1, sizeof(*t));
-	if (!rows || !t)
-		return -ENOMEM;
-	memcpy(rows, cpus, sizeof(*rows) * (size_t)n);
-	qsort(rows, (size_t)n, sizeof(*rows), cmp_row);
 	for (int i = 0; i < n; i++) {
 		struct alloc_cpu *c = &rows[i];
 
@@ -331,8 +318,16 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 			c->numa = 0;
 		if (c->l3 < 0)
 			c->l3 = 0;
-		cpuset_set(&t->all, c->cpu);
+		cpuset_set(all, c->cpu);
 	}
+	return 0;
+}
+
+/* The header (hdr, or the distinct counts of the rows when NULL) and what
+ * kubelet derives from it (§1.1, §1.5). */
+static int set_header(struct alloc_topo *t, const struct alloc_cpu *rows, int n,
+		      const struct alloc_header *hdr, struct errbuf *eb)
+{
 	if (hdr) {
 		if (hdr->cpus < 0 || hdr->cores < 0 || hdr->sockets < 0 || hdr->numa < 0 ||
 		    hdr->l3 < 0)
@@ -356,7 +351,12 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 	t->per_socket = t->hdr.sockets ? t->hdr.cpus / t->hdr.sockets : 0;
 	t->per_l3 = t->hdr.l3 ? t->hdr.cpus / t->hdr.l3 : 0;
 	t->numa_first = t->hdr.sockets >= t->hdr.numa;
+	return 0;
+}
 
+/* Slots: slot -> CPU id and CPU id -> slot, in the rows' order. */
+static int build_slots(struct alloc_topo *t, const struct alloc_cpu *rows, int n)
+{
 	t->n = n;
 	t->cpu = tnew(t, (size_t)n, sizeof(int));
 	t->si = tnew(t, (size_t)n, sizeof(*t->si));
@@ -370,6 +370,35 @@ int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_heade
 		t->cpu[s] = rows[s].cpu;
 		t->slot[rows[s].cpu] = s;
 	}
+	return 0;
+}
+
+int alloc_topo_new(const struct alloc_cpu *cpus, int n, const struct alloc_header *hdr,
+		   struct alloc_topo **ret, struct errbuf *eb)
+{
+	_cleanup_(alloc_topo_freep) struct alloc_topo *t = NULL;
+	_cleanup_free_ struct alloc_cpu *rows = NULL;
+	int r;
+
+	if (!cpus || n <= 0)
+		return errbuf_fail(eb, -EINVAL, "no CPUs");
+	if (n > CPUSET_MAX)
+		return errbuf_fail(eb, -EINVAL, "more than %d CPUs", CPUSET_MAX);
+	rows = malloc(sizeof(*rows) * (size_t)n);
+	t = calloc(1, sizeof(*t));
+	if (!rows || !t)
+		return -ENOMEM;
+	memcpy(rows, cpus, sizeof(*rows) * (size_t)n);
+	qsort(rows, (size_t)n, sizeof(*rows), cmp_row);
+	r = check_rows(rows, n, &t->all, eb);
+	if (r < 0)
+		return r;
+	r = set_header(t, rows, n, hdr, eb);
+	if (r < 0)
+		return r;
+	r = build_slots(t, rows, n);
+	if (r < 0)
+		return r;
 	for (int k = 0; k < K_N; k++) {
 		r = build_kind(t, rows, k);
 		if (r < 0)
