@@ -39,14 +39,13 @@ PARSERS = {
     ("user/core/claim.c", "claim_parse"): "a ResourceClaim (JSON)",
     ("user/core/claim.c", "claim_config_parse"): "a claim's CPUConfig parameters (JSON)",
     ("user/core/rtbudget.c", "rt_budget_parse"): "a real-time claim's budget (CPUConfig JSON)",
-    ("user/core/state.c", "state_checkpoint_parse"): "the checkpoint file (JSON)",
+    ("user/core/state_checkpoint.c", "state_checkpoint_parse"): "the checkpoint file (JSON)",
     ("user/lib/quantity.c", "quantity_parse_milli"): "a Kubernetes quantity (its grammar)",
 }
 
 # Over the limits on 2026-11-27 (issue 22, section 4). The number is the size
 # then, for the record; the check fails only on entries missing here.
 DEBT_FILES = {
-    "user/core/state.c": 1223,
     "user/host/topo.c": 1104,
     "user/kube/kube.c": 1867,
     "user/kubelet/dra.c": 1706,
