@@ -254,80 +254,66 @@ int state_foreach_claim(const struct state *s, int (*fn)(void *ud, const struct 
 	return 0;
 }
 
-/* A record of c into *n, pointing into one new block returned in *ret for
- * the caller to free; with its checkpoint record when encode. n->cpus is
- * the union of the results when c has any (c->cpus otherwise); the block
- * holds its words only when that is not the one result's set. c may point
- * into the block of n's old record: that one is freed only after. 0 or
- * -ENOMEM (nothing allocated then). */
-static int claim_pack(const struct state_claim *c, bool encode, struct state_claim *n,
-		      struct block **ret)
+/* The result sets of c, trimmed, into sets, and the set of the record into
+ * *ret_u: the union of the results (built in *all) when c has several, the
+ * one result's set when it has one, c->cpus when none. Returns the CPU words
+ * the block holds for them. */
+static size_t claim_sets(const struct state_claim *c, struct cpuset_view *sets, struct cpuset *all,
+			 struct cpuset_view *ret_u)
 {
-	_cleanup_json_ struct json_object *o = NULL;
-	struct cpuset all;
-	struct cpuset_view u, sets[STATE_MAX_RESULTS];
-	struct state_result *res;
-	struct state_consumer *con;
-	struct state_claim t;
-	struct block *b;
-	struct packer k;
-	const char *rec = NULL;
-	size_t size, words = 0, strs, rec_len = 0;
-	int r;
+	size_t words = 0;
 
-	assert(c->n_results >= 0 && c->n_results <= STATE_MAX_RESULTS);
 	for (int i = 0; i < c->n_results; i++) {
 		sets[i] = view_trim(&c->results[i].cpus);
 		words += (size_t)sets[i].n;
 	}
 	if (c->n_results > 1) {
-		cpuset_zero(&all);
+		cpuset_zero(all);
 		for (int i = 0; i < c->n_results; i++)
-			cpuset_or_view(&all, &sets[i]);
-		u = cpuset_view(&all);
-		words += (size_t)u.n;
+			cpuset_or_view(all, &sets[i]);
+		*ret_u = cpuset_view(all);
+		words += (size_t)ret_u->n;
 	} else if (c->n_results == 1) {
-		u = sets[0]; /* shared with the result */
+		*ret_u = sets[0]; /* shared with the result */
 	} else {
-		u = view_trim(&c->cpus);
-		words += (size_t)u.n;
+		*ret_u = view_trim(&c->cpus);
+		words += (size_t)ret_u->n;
 	}
-	if (encode) {
-		t = *c;
-		t.cpus = u;
-		r = state_claim_json(&t, &o);
-		if (r < 0)
-			return r;
-		rec = json_object_to_json_string_length(
-			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &rec_len);
-		if (!rec)
-			return -ENOMEM;
-	}
-	strs = strlen(str_or_empty(c->ns)) + strlen(str_or_empty(c->name)) +
-	       strlen(str_or_empty(c->owner_container)) + 3;
+	return words;
+}
+
+/* The bytes of c's strings in a block, each NUL-terminated. */
+static size_t claim_strings_size(const struct state_claim *c)
+{
+	size_t strs = strlen(str_or_empty(c->ns)) + strlen(str_or_empty(c->name)) +
+		      strlen(str_or_empty(c->owner_container)) + 3;
+
 	for (int i = 0; i < c->n_results; i++)
 		strs += strlen(str_or_empty(c->results[i].request)) +
 			strlen(str_or_empty(c->results[i].device)) + 2;
 	for (int i = 0; i < c->n_consumers; i++)
 		strs += strlen(str_or_empty(c->consumers[i].name)) + 1;
-	size = sizeof(*b) + sizeof(*res) * (size_t)c->n_results +
-	       sizeof(*con) * (size_t)c->n_consumers + sizeof(uint64_t) * words + strs;
-	if (size + rec_len > UINT32_MAX)
-		return -E2BIG; /* unreachable under the caps on results and names */
-	b = malloc(size + rec_len);
-	if (!b)
-		return -ENOMEM;
+	return strs;
+}
+
+/* Fills block b, size bytes up to its record, with a copy of c (sets and u
+ * from claim_sets()), and *n with the claim pointing into it. */
+static void claim_fill(struct block *b, size_t size, const struct state_claim *c,
+		       const struct cpuset_view *sets, const struct cpuset_view *u,
+		       struct state_claim *n)
+{
+	struct state_result *res = (struct state_result *)(b + 1);
+	struct state_consumer *con = (struct state_consumer *)(res + c->n_results);
+	struct packer k = { .p = (char *)(con + c->n_consumers) };
+
 	*n = *c;
-	res = (struct state_result *)(b + 1);
-	con = (struct state_consumer *)(res + c->n_results);
-	k.p = (char *)(con + c->n_consumers);
 	n->results = c->n_results ? res : NULL;
 	n->consumers = c->n_consumers ? con : NULL;
 	for (int i = 0; i < c->n_results; i++) {
 		res[i] = c->results[i];
 		res[i].cpus = pack_set(&k, &sets[i]);
 	}
-	n->cpus = c->n_results == 1 ? res[0].cpus : pack_set(&k, &u);
+	n->cpus = c->n_results == 1 ? res[0].cpus : pack_set(&k, u);
 	n->ns = pack_str(&k, c->ns);
 	n->name = pack_str(&k, c->name);
 	n->owner_container = pack_str(&k, c->owner_container);
@@ -341,9 +327,51 @@ static int claim_pack(const struct state_claim *c, bool encode, struct state_cla
 	}
 	assert(k.p == (char *)b + size);
 	b->record_off = (uint32_t)size;
+}
+
+/* A record of c into *n, pointing into one new block returned in *ret for
+ * the caller to free; with its checkpoint record when encode. n->cpus is
+ * the union of the results when c has any (c->cpus otherwise); the block
+ * holds its words only when that is not the one result's set. c may point
+ * into the block of n's old record: that one is freed only after. 0 or
+ * -ENOMEM (nothing allocated then). */
+static int claim_pack(const struct state_claim *c, bool encode, struct state_claim *n,
+		      struct block **ret)
+{
+	_cleanup_json_ struct json_object *o = NULL;
+	struct cpuset all;
+	struct cpuset_view u, sets[STATE_MAX_RESULTS];
+	struct state_claim t;
+	struct block *b;
+	const char *rec = NULL;
+	size_t size, words, rec_len = 0;
+	int r;
+
+	assert(c->n_results >= 0 && c->n_results <= STATE_MAX_RESULTS);
+	words = claim_sets(c, sets, &all, &u);
+	if (encode) {
+		t = *c;
+		t.cpus = u;
+		r = state_claim_json(&t, &o);
+		if (r < 0)
+			return r;
+		rec = json_object_to_json_string_length(
+			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &rec_len);
+		if (!rec)
+			return -ENOMEM;
+	}
+	size = sizeof(*b) + sizeof(struct state_result) * (size_t)c->n_results +
+	       sizeof(struct state_consumer) * (size_t)c->n_consumers +
+	       sizeof(uint64_t) * words + claim_strings_size(c);
+	if (size + rec_len > UINT32_MAX)
+		return -E2BIG; /* unreachable under the caps on results and names */
+	b = malloc(size + rec_len);
+	if (!b)
+		return -ENOMEM;
+	claim_fill(b, size, c, sets, &u, n);
 	b->record_len = (uint32_t)rec_len;
 	if (rec_len)
-		memcpy(k.p, rec, rec_len);
+		memcpy((char *)b + size, rec, rec_len);
 	*ret = b;
 	return 0;
 }
