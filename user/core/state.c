@@ -449,11 +449,12 @@ int state_write_checkpoint(struct state *s)
 
 /* ---- changes ------------------------------------------------------------------------- */
 
-int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf *eb)
+/* The input of state_claim_add() before anything is recorded: a valid uid
+ * not prepared yet, room for it, and results and consumers the record may
+ * hold, the results pairwise disjoint. */
+static int claim_check_input(const struct state *s, const struct state_claim *c,
+			     struct errbuf *eb)
 {
-	const struct state_claim *n;
-	struct entry *e;
-	struct cpuset busy, cpus;
 	int r;
 
 	if (cdi_uid_valid(c->uid) < 0)
@@ -484,46 +485,67 @@ int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf 
 						   "claim %s: results %d and %d overlap", c->uid, k,
 						   i);
 	}
+	return 0;
+}
+
+/* Where claim n may live: real-time claims on real-time CPUs (the ledger,
+ * core/rt.h, has checked the bandwidth), the others on allocatable CPUs no
+ * other claim or quarantine holds, and only when the guard lets the shared
+ * pool shrink by them. */
+static int claim_check_cpus(struct state *s, const struct state_claim *n,
+			    const struct cpuset *cpus, struct errbuf *eb)
+{
+	struct cpuset busy;
+
+	if (n->rt) {
+		/* Shared with other real-time claims: only where they may live. */
+		if (cpuset_is_empty(cpus) || !cpuset_is_subset(cpus, &s->rt_cpus))
+			return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the real-time CPUs",
+					   n->uid);
+		return 0;
+	}
+	if (!cpuset_is_subset(cpus, &s->allocatable))
+		return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the allocatable set",
+				   n->uid);
+	cpuset_or(&busy, &s->prepared, &s->quarantine);
+	if (cpuset_intersects(cpus, &busy)) {
+		char list[128];
+		struct cpuset both;
+
+		cpuset_and(&both, cpus, &busy);
+		(void)cpuset_format(&both, list, sizeof(list));
+		return errbuf_fail(eb, -EBUSY, "claim %s: CPUs %s already belong to another claim",
+				   n->uid, list);
+	}
+	if (s->guard) {
+		struct cpuset after;
+
+		state_shared_pool(s, &after);
+		cpuset_andnot(&after, &after, cpus);
+		return s->guard(s->guard_ud, &after, eb);
+	}
+	return 0;
+}
+
+int state_claim_add(struct state *s, const struct state_claim *c, struct errbuf *eb)
+{
+	const struct state_claim *n;
+	struct entry *e;
+	struct cpuset cpus;
+	int r;
+
+	r = claim_check_input(s, c, eb);
+	if (r < 0)
+		return r;
 	r = state_entry_new(c, true, &e);
 	if (r < 0)
 		return r;
 	n = &e->c;
 	(void)cpuset_from_view(&n->cpus, &cpus);
-	if (n->rt) {
-		/* Shared with other real-time claims: the ledger (core/rt.h) has
-		 * checked the bandwidth; here only where they may live. */
-		if (cpuset_is_empty(&cpus) || !cpuset_is_subset(&cpus, &s->rt_cpus)) {
-			state_entry_free(e);
-			return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the real-time CPUs",
-					   c->uid);
-		}
-	} else if (!cpuset_is_subset(&cpus, &s->allocatable)) {
+	r = claim_check_cpus(s, n, &cpus, eb);
+	if (r < 0) {
 		state_entry_free(e);
-		return errbuf_fail(eb, -EINVAL, "claim %s: CPUs outside the allocatable set",
-				   c->uid);
-	}
-	cpuset_or(&busy, &s->prepared, &s->quarantine);
-	if (!n->rt && cpuset_intersects(&cpus, &busy)) {
-		char list[128];
-		struct cpuset both;
-
-		cpuset_and(&both, &cpus, &busy);
-		(void)cpuset_format(&both, list, sizeof(list));
-		state_entry_free(e);
-		return errbuf_fail(eb, -EBUSY, "claim %s: CPUs %s already belong to another claim",
-				   c->uid, list);
-	}
-
-	if (s->guard && !n->rt) {
-		struct cpuset after;
-
-		state_shared_pool(s, &after);
-		cpuset_andnot(&after, &after, &cpus);
-		r = s->guard(s->guard_ud, &after, eb);
-		if (r < 0) {
-			state_entry_free(e);
-			return r;
-		}
+		return r;
 	}
 
 	/* Reserve, then commit: CDI spec, then checkpoint. */
