@@ -69,27 +69,14 @@ static int count_distinct(const struct topo_cpu *cpus, int n, size_t off)
 	return extra;
 }
 
-int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
-	       struct topo **ret, struct errbuf *eb)
+/* Each CPU of the sorted table within range and listed once, and not also
+ * offline; the online set into t, the highest core number into *ret_max_core. */
+static int check_cpus(struct topo *t, const struct cpuset *offline, int *ret_max_core,
+		      struct errbuf *eb)
 {
-	_cleanup_(topo_freep) struct topo *t = NULL;
 	int max_core = -1;
 
-	if (n <= 0)
-		return errbuf_fail(eb, -EINVAL, "no online CPUs");
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	t->cpus = malloc(sizeof(*t->cpus) * (size_t)n);
-	if (!t->cpus)
-		/* t is freed by _cleanup_(topo_freep), which cppcheck does not model */
-		/* cppcheck-suppress memleak */
-		return -ENOMEM;
-	memcpy(t->cpus, cpus, sizeof(*t->cpus) * (size_t)n);
-	qsort(t->cpus, (size_t)n, sizeof(*t->cpus), cmp_cpu);
-	t->n_cpus = n;
-
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < t->n_cpus; i++) {
 		const struct topo_cpu *c = &t->cpus[i];
 
 		if (c->cpu < 0 || c->cpu >= CPUSET_MAX)
@@ -115,30 +102,41 @@ int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
 			return errbuf_fail(eb, -EINVAL, "a CPU is listed both online and offline");
 		t->offline = *offline;
 	}
+	*ret_max_core = max_core;
+	return 0;
+}
 
-	/* SMT siblings share a core; they must then share socket and NUMA node. */
-	{
-		_cleanup_free_ int *first = malloc(sizeof(int) * (size_t)(max_core + 1));
+/* SMT siblings share a core; they must then share socket and NUMA node. Sets
+ * t->smt when a core has several CPUs. */
+static int check_siblings(struct topo *t, int max_core, struct errbuf *eb)
+{
+	_cleanup_free_ int *first = malloc(sizeof(int) * (size_t)(max_core + 1));
 
-		if (!first)
-			return -ENOMEM;
-		for (int i = 0; i <= max_core; i++)
-			first[i] = -1;
-		for (int i = 0; i < n; i++) {
-			const struct topo_cpu *c = &t->cpus[i];
-			int f = first[c->core];
+	if (!first)
+		return -ENOMEM;
+	for (int i = 0; i <= max_core; i++)
+		first[i] = -1;
+	for (int i = 0; i < t->n_cpus; i++) {
+		const struct topo_cpu *c = &t->cpus[i];
+		int f = first[c->core];
 
-			if (f < 0) {
-				first[c->core] = i;
-				continue;
-			}
-			t->smt = true;
-			if (t->cpus[f].socket != c->socket || t->cpus[f].numa != c->numa)
-				return errbuf_fail(eb, -EINVAL,
-					    "CPUs %d and %d share core %d but not socket/NUMA node",
-					    t->cpus[f].cpu, c->cpu, c->core);
+		if (f < 0) {
+			first[c->core] = i;
+			continue;
 		}
+		t->smt = true;
+		if (t->cpus[f].socket != c->socket || t->cpus[f].numa != c->numa)
+			return errbuf_fail(eb, -EINVAL,
+				    "CPUs %d and %d share core %d but not socket/NUMA node",
+				    t->cpus[f].cpu, c->cpu, c->core);
 	}
+	return 0;
+}
+
+/* The unit counts and the CPU id -> row index. */
+static int derive(struct topo *t)
+{
+	int n = t->n_cpus;
 
 	t->n_sockets = count_distinct(t->cpus, n, offsetof(struct topo_cpu, socket));
 	t->n_numa = count_distinct(t->cpus, n, offsetof(struct topo_cpu, numa));
@@ -153,7 +151,38 @@ int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
 		t->index[i] = -1;
 	for (int i = 0; i < n; i++)
 		t->index[t->cpus[i].cpu] = i;
+	return 0;
+}
 
+int topo_build(const struct topo_cpu *cpus, int n, const struct cpuset *offline,
+	       struct topo **ret, struct errbuf *eb)
+{
+	_cleanup_(topo_freep) struct topo *t = NULL;
+	int max_core = -1, r;
+
+	if (n <= 0)
+		return errbuf_fail(eb, -EINVAL, "no online CPUs");
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->cpus = malloc(sizeof(*t->cpus) * (size_t)n);
+	if (!t->cpus)
+		/* t is freed by _cleanup_(topo_freep), which cppcheck does not model */
+		/* cppcheck-suppress memleak */
+		return -ENOMEM;
+	memcpy(t->cpus, cpus, sizeof(*t->cpus) * (size_t)n);
+	qsort(t->cpus, (size_t)n, sizeof(*t->cpus), cmp_cpu);
+	t->n_cpus = n;
+
+	r = check_cpus(t, offline, &max_core, eb);
+	if (r < 0)
+		return r;
+	r = check_siblings(t, max_core, eb);
+	if (r < 0)
+		return r;
+	r = derive(t);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(t);
 	return 0;
 }
