@@ -468,21 +468,11 @@ static int core_types(hwloc_topology_t topo, const struct sysfs_facts *f,
 	return 0;
 }
 
-/* The CPU table from a loaded topology. f is NULL for sources without sysfs. */
-static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct topo **ret,
-		    struct errbuf *eb)
+/* The CPUs hwloc found, into *ret (at most CPUSET_MAX of them, ids below it). */
+static int hwloc_online(hwloc_topology_t topo, int n, struct cpuset *ret, struct errbuf *eb)
 {
-	_cleanup_free_ struct topo_cpu *rows = NULL;
-	struct cpuset online, offline;
-	bool pkg_os, l3_os;
-	int n, n_cores;
-	int r;
+	struct cpuset online;
 
-	n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-	if (n <= 0)
-		return errbuf_fail(eb, -EINVAL, "hwloc found no CPUs");
-	if (n > CPUSET_MAX)
-		return errbuf_fail(eb, -E2BIG, "hwloc found %d CPUs, more than %d", n, CPUSET_MAX);
 	cpuset_zero(&online);
 	for (int i = 0; i < n; i++) {
 		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)i);
@@ -492,36 +482,50 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 				    CPUSET_MAX - 1);
 		cpuset_set(&online, (int)pu->os_index);
 	}
+	*ret = online;
+	return 0;
+}
 
-	if (f) {
-		if (f->has_online && !cpuset_equal(&online, &f->online)) {
-			_cleanup_free_ char *a = cpuset_to_string(&f->online);
-			_cleanup_free_ char *b = cpuset_to_string(&online);
+/* hwloc's CPUs held against sysfs: the same online set, and per CPU the files
+ * hwloc would misread (naming first the CPU whose topology/ is missing, when
+ * that is why the sets differ). */
+static int check_sysfs(const struct sysfs_facts *f, const struct cpuset *online,
+		       struct errbuf *eb)
+{
+	int r;
 
-			/* First name the CPU whose topology/ is missing, if that is why. */
-			CPUSET_FOREACH(cpu, &f->online)
-			{
-				r = topo_sysfs_check_cpu(f, cpu, eb);
-				if (r < 0)
-					return r;
-			}
-			return errbuf_fail(eb, -EINVAL, "%s" SYSFS_CPU "/online: lists %s but hwloc found %s",
-				    f->root, a ? a : "?", b ? b : "?");
-		}
-		CPUSET_FOREACH(cpu, &online)
+	if (f->has_online && !cpuset_equal(online, &f->online)) {
+		_cleanup_free_ char *a = cpuset_to_string(&f->online);
+		_cleanup_free_ char *b = cpuset_to_string(online);
+
+		/* First name the CPU whose topology/ is missing, if that is why. */
+		CPUSET_FOREACH(cpu, &f->online)
 		{
 			r = topo_sysfs_check_cpu(f, cpu, eb);
 			if (r < 0)
 				return r;
 		}
+		return errbuf_fail(eb, -EINVAL, "%s" SYSFS_CPU "/online: lists %s but hwloc found %s",
+			    f->root, a ? a : "?", b ? b : "?");
 	}
+	CPUSET_FOREACH(cpu, online)
+	{
+		r = topo_sysfs_check_cpu(f, cpu, eb);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
 
-	rows = calloc((size_t)n, sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	pkg_os = hwloc_os_indexes_usable(topo, HWLOC_OBJ_PACKAGE);
-	l3_os = hwloc_os_indexes_usable(topo, HWLOC_OBJ_L3CACHE);
-	n_cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+/* One row per PU of hwloc's: its socket, core, L3 and NUMA node. */
+static int fill_rows(hwloc_topology_t topo, const struct sysfs_facts *f, struct topo_cpu *rows,
+		     int n, struct errbuf *eb)
+{
+	bool pkg_os = hwloc_os_indexes_usable(topo, HWLOC_OBJ_PACKAGE);
+	bool l3_os = hwloc_os_indexes_usable(topo, HWLOC_OBJ_L3CACHE);
+	int n_cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+	int r;
+
 	for (int i = 0; i < n; i++) {
 		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)i);
 		hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pu);
@@ -542,15 +546,17 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 		if (r < 0)
 			return r;
 	}
-	r = core_types(topo, f, rows, n);
-	if (r < 0)
-		return r;
+	return 0;
+}
 
-	/* Offline: CPUs the machine has (sysfs present/cpuN, or hwloc's complete
-	 * cpuset for dumps) that are not in the topology. */
-	cpuset_zero(&offline);
+/* Offline: CPUs the machine has (sysfs present/cpuN, or hwloc's complete
+ * cpuset for dumps) that are not in the topology. */
+static void offline_cpus(hwloc_topology_t topo, const struct sysfs_facts *f,
+			 const struct cpuset *online, struct cpuset *ret)
+{
+	cpuset_zero(ret);
 	if (f) {
-		cpuset_andnot(&offline, &f->known, &online);
+		cpuset_andnot(ret, &f->known, online);
 	} else {
 		hwloc_const_bitmap_t all = hwloc_topology_get_complete_cpuset(topo);
 		int cpu;
@@ -559,11 +565,45 @@ static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct t
 		{
 			if (cpu >= CPUSET_MAX)
 				break;
-			if (!cpuset_has(&online, cpu))
-				cpuset_set(&offline, cpu);
+			if (!cpuset_has(online, cpu))
+				cpuset_set(ret, cpu);
 		}
 		hwloc_bitmap_foreach_end();
 	}
+}
+
+/* The CPU table from a loaded topology. f is NULL for sources without sysfs. */
+static int discover(hwloc_topology_t topo, const struct sysfs_facts *f, struct topo **ret,
+		    struct errbuf *eb)
+{
+	_cleanup_free_ struct topo_cpu *rows = NULL;
+	struct cpuset online, offline;
+	int n, r;
+
+	n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+	if (n <= 0)
+		return errbuf_fail(eb, -EINVAL, "hwloc found no CPUs");
+	if (n > CPUSET_MAX)
+		return errbuf_fail(eb, -E2BIG, "hwloc found %d CPUs, more than %d", n, CPUSET_MAX);
+	r = hwloc_online(topo, n, &online, eb);
+	if (r < 0)
+		return r;
+	if (f) {
+		r = check_sysfs(f, &online, eb);
+		if (r < 0)
+			return r;
+	}
+
+	rows = calloc((size_t)n, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	r = fill_rows(topo, f, rows, n, eb);
+	if (r < 0)
+		return r;
+	r = core_types(topo, f, rows, n);
+	if (r < 0)
+		return r;
+	offline_cpus(topo, f, &online, &offline);
 	return topo_build(rows, n, &offline, ret, eb);
 }
 
