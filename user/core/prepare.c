@@ -486,6 +486,121 @@ static int decide_rt(struct prepare *p, const struct prepare_request *rq, const 
 	return 0;
 }
 
+/* An ordinary claim prepared again: the same allocation as the one held
+ * (have), its metadata written again (the retry repairs metadata a crash or
+ * a hand removed) and this newer read of its consumers recorded. */
+static int decide_again(struct prepare *p, const struct prepare_request *rq,
+			const struct state_claim *have, struct prepare_result *ret,
+			struct errbuf *err)
+{
+	struct cpuset taken;
+	int r;
+
+	r = check_same_allocation(p, rq, have, err);
+	if (r >= 0 && p->o.device_metadata) {
+		int64_t held[CLAIM_MAX_RESULTS];
+
+		for (int i = 0; i < rq->alloc->n; i++)
+			held[i] = p->o.devices->kind == DEVICE_CPU ? -1
+				  : have->n_results ? cpuset_count(cpuset_from_view(
+							      &have->results[i].cpus, &taken))
+						    : -1;
+		r = write_metadata(p, rq, held, err);
+	}
+	if (r >= 0) {
+		record_consumers(p, rq);
+		*ret = (struct prepare_result){ .again = true };
+	}
+	return r;
+}
+
+/* The CPUs of result cr into *ret: its device's CPU where devices are CPUs,
+ * otherwise a group picked for it (or the external allocator's cpuset).
+ * taken: what the claim's earlier results hold. */
+static int pick_result(struct prepare *p, const struct claim_result *cr,
+		       const struct cpuset *taken, struct cpuset *ret, struct errbuf *err)
+{
+	if (p->o.devices->kind == DEVICE_CPU) {
+		const struct device *dev = devices_find(p->o.devices, cr->device);
+
+		if (!dev)
+			return perr(err, "device %s (request %s) is not a device of this node",
+				    cr->device, cr->request);
+		if (cr->cpuset[0])
+			return perr(err,
+				    "request %s: a cpuset override (cpuConfig.cpuset) needs "
+				    "grouped devices; device %s is one CPU",
+				    cr->request, cr->device);
+		if (!cpuset_has(online_now(p), dev->id))
+			return perr(err, "device %s (request %s): CPU %d is offline", cr->device,
+				    cr->request, dev->id);
+		cpuset_zero(ret);
+		cpuset_set(ret, dev->id);
+		if (cpuset_has(taken, dev->id))
+			return perr(err, "device %s is allocated twice in the claim", cr->device);
+		return 0;
+	}
+	if (p->o.external_allocator && !cr->cpuset[0])
+		return perr(err,
+			    "request %s names no cpuset: this node's CPUs are picked by "
+			    "an external allocator (allocator: external), which must put "
+			    "them in the claim's opaque CPUConfig cpuset",
+			    cr->request);
+	return pick_grouped(p, cr, taken, ret, err);
+}
+
+/* The results of a new ordinary claim as state records them: res[i].cpus a
+ * view of sets[i], their union into *ret_taken. */
+static int pick_results(struct prepare *p, const struct prepare_request *rq,
+			struct state_result *res, struct cpuset *sets, struct cpuset *ret_taken,
+			struct errbuf *err)
+{
+	struct cpuset taken;
+	int r;
+
+	cpuset_zero(&taken);
+	for (int i = 0; i < rq->alloc->n; i++) {
+		const struct claim_result *cr = &rq->alloc->results[i];
+		const struct device *dev;
+
+		r = result_init(cr, &res[i], err);
+		if (r < 0)
+			return r;
+		dev = devices_find(p->o.devices, cr->device);
+		if (dev && claim_isolation_check(cr, dev->isolated, err) < 0)
+			return -EINVAL;
+		r = pick_result(p, cr, &taken, &sets[i], err);
+		if (r < 0)
+			return r;
+		cpuset_or(&taken, &taken, &sets[i]);
+		res[i].cpus = cpuset_view(&sets[i]);
+	}
+	*ret_taken = taken;
+	return 0;
+}
+
+/* What the container of the claim gets beside its CPUs: one container holds
+ * all of a claim, so any result asking decides. */
+static unsigned claim_flags(const struct prepare *p, const struct prepare_request *rq)
+{
+	unsigned flags = 0;
+
+	for (int i = 0; i < rq->alloc->n; i++) {
+		const struct claim_config *cc = &rq->alloc->results[i].config;
+
+		if (cc->memory == CLAIM_MEMORY_LOCAL ||
+		    (cc->memory == CLAIM_MEMORY_DEFAULT && p->o.memory_local))
+			flags |= STATE_CLAIM_MEMORY_LOCAL;
+		if (cc->shared_pool)
+			flags |= STATE_CLAIM_SHARED_POOL;
+		if (cc->irq == CLAIM_IRQ_ISOLATE)
+			flags |= STATE_CLAIM_IRQ_ISOLATE;
+		else if (cc->irq == CLAIM_IRQ_KEEP)
+			flags |= STATE_CLAIM_IRQ_KEEP;
+	}
+	return flags;
+}
+
 /* Decides and commits a claim, or says in err why not. */
 static int decide(struct prepare *p, const struct prepare_request *rq, struct prepare_result *ret,
 		  struct errbuf *err)
@@ -503,75 +618,11 @@ static int decide(struct prepare *p, const struct prepare_request *rq, struct pr
 	if (have && have->rt)
 		return perr(err, "claim is already prepared as a real-time claim: unprepare it "
 				     "before preparing it again");
-	if (have) {
-		r = check_same_allocation(p, rq, have, err);
-		/* the retry repairs metadata a crash or a hand removed */
-		if (r >= 0 && p->o.device_metadata) {
-			int64_t held[CLAIM_MAX_RESULTS];
-
-			for (int i = 0; i < rq->alloc->n; i++)
-				held[i] = p->o.devices->kind == DEVICE_CPU ? -1
-					  : have->n_results ? cpuset_count(cpuset_from_view(
-								      &have->results[i].cpus, &taken))
-							    : -1;
-			r = write_metadata(p, rq, held, err);
-		}
-		if (r >= 0) {
-			record_consumers(p, rq);
-			*ret = (struct prepare_result){ .again = true };
-		}
+	if (have)
+		return decide_again(p, rq, have, ret, err);
+	r = pick_results(p, rq, res, sets, &taken, err);
+	if (r < 0)
 		return r;
-	}
-	memset(&c, 0, sizeof(c));
-	cpuset_zero(&taken);
-	for (int i = 0; i < rq->alloc->n; i++) {
-		const struct claim_result *cr = &rq->alloc->results[i];
-		struct state_result *sr = &res[i];
-
-		r = result_init(cr, sr, err);
-		if (r < 0)
-			return r;
-		{
-			const struct device *dev = devices_find(p->o.devices, cr->device);
-
-			if (dev && claim_isolation_check(cr, dev->isolated, err) < 0)
-				return -EINVAL;
-		}
-		if (p->o.devices->kind == DEVICE_CPU) {
-			const struct device *dev = devices_find(p->o.devices, cr->device);
-
-			if (!dev)
-				return perr(err,
-					    "device %s (request %s) is not a device of this node",
-					    cr->device, cr->request);
-			if (cr->cpuset[0])
-				return perr(err,
-					    "request %s: a cpuset override (cpuConfig.cpuset) needs "
-					    "grouped devices; device %s is one CPU",
-					    cr->request, cr->device);
-			if (!cpuset_has(online_now(p), dev->id))
-				return perr(err,
-					    "device %s (request %s): CPU %d is offline", cr->device,
-					    cr->request, dev->id);
-			cpuset_zero(&sets[i]);
-			cpuset_set(&sets[i], dev->id);
-			if (cpuset_has(&taken, dev->id))
-				return perr(err, "device %s is allocated twice in the claim",
-					    cr->device);
-		} else {
-			if (p->o.external_allocator && !cr->cpuset[0])
-				return perr(err,
-					    "request %s names no cpuset: this node's CPUs are picked by "
-					    "an external allocator (allocator: external), which must put "
-					    "them in the claim's opaque CPUConfig cpuset",
-					    cr->request);
-			r = pick_grouped(p, cr, &taken, &sets[i], err);
-			if (r < 0)
-				return r;
-		}
-		cpuset_or(&taken, &taken, &sets[i]);
-		sr->cpus = cpuset_view(&sets[i]);
-	}
 
 	/* Metadata before the commit: a committed claim always has it. */
 	if (p->o.device_metadata) {
@@ -583,24 +634,11 @@ static int decide(struct prepare *p, const struct prepare_request *rq, struct pr
 		if (r < 0)
 			return r;
 	}
+	memset(&c, 0, sizeof(c));
 	memcpy(c.uid, rq->uid, strlen(rq->uid) + 1); /* length checked by prepare_claim() */
 	c.ns = rq->ns;
 	c.name = rq->name;
-	/* What the container of the claim gets beside its CPUs: one container
-	 * holds all of a claim, so any result asking decides. */
-	for (int i = 0; i < rq->alloc->n; i++) {
-		const struct claim_config *cc = &rq->alloc->results[i].config;
-
-		if (cc->memory == CLAIM_MEMORY_LOCAL ||
-		    (cc->memory == CLAIM_MEMORY_DEFAULT && p->o.memory_local))
-			c.flags |= STATE_CLAIM_MEMORY_LOCAL;
-		if (cc->shared_pool)
-			c.flags |= STATE_CLAIM_SHARED_POOL;
-		if (cc->irq == CLAIM_IRQ_ISOLATE)
-			c.flags |= STATE_CLAIM_IRQ_ISOLATE;
-		else if (cc->irq == CLAIM_IRQ_KEEP)
-			c.flags |= STATE_CLAIM_IRQ_KEEP;
-	}
+	c.flags = claim_flags(p, rq);
 	c.n_results = rq->alloc->n;
 	c.results = res;
 	c.consumers_known = true;
