@@ -27,10 +27,11 @@
  * this CPU's rq->clock was updated for this very switch: their difference is
  * exactly the wait the kernel is about to account, from the wakeup (or
  * preemption, or migration here) to now. No wakeup hooks, no per-task
- * storage, one program per switch. Older kernels (sched_info_on() before
- * it became IS_ENABLED(CONFIG_SCHED_INFO), around 5.14) keep the stamps
- * only while schedstats or delay accounting are on (delayacct_on, then on
- * by default); with neither the histogram stays empty.
+ * storage, one program per switch. Kernels before 5.14 (where c5895d3f06cb
+ * "sched: Simplify sched_info_on()" made it IS_ENABLED(CONFIG_SCHED_INFO))
+ * keep the stamps only while schedstats or delay accounting are on
+ * (delayacct_on, on by default until e4042ad49235 "delayacct: Default
+ * disabled", also 5.14); with neither the histogram stays empty.
  *
  * handle_irq_* / handle_softirq_* (tp_btf only; not loaded on kernels
  * without it): time spent in hard interrupt handlers and softirq actions on
@@ -38,7 +39,8 @@
  * a CPU nobody owns costs nothing more (budget: 15 ns per run over an empty
  * program, make bench).
  *
- * Each program has a raw_tp twin (*_raw) for kernels without tp_btf (< 5.5):
+ * Each program has a raw_tp twin (*_raw) for kernels without tp_btf (< 5.5,
+ * f1b9509c2fb0 "bpf: Replace prog_raw_tp+btf_id with prog_tracing"):
  * same code, CO-RE probe reads instead of BTF loads (pinning.bpf.h).
  * userspace loads one of each pair (bpf_program__set_autoload).
  *
@@ -59,7 +61,7 @@
  * burst at once. */
 const volatile __u64 event_interval_ns = 10 * 1000 * 1000;
 const volatile __u32 event_burst = 16;
-/* 0 on kernels without BPF ring buffers (< 5.8): userspace turns `events`
+/* 0 on kernels without BPF ring buffers (< 5.8, 457f44363a88): userspace turns `events`
  * into a dummy array and the verifier prunes every use of it. */
 const volatile __u32 events_enabled = 1;
 

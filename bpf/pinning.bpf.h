@@ -53,9 +53,10 @@ static __always_inline __u64 cgroup_id_of(struct cgroup *cg, bool btf)
 	return btf ? cg->kn->id : BPF_CORE_READ(cg, kn, id);
 }
 
-/* Before 6.0 a cgroup kept the ids of its ancestors, not pointers
- * (7f203bc89eb6 "cgroup: Replace cgroup->ancestor_ids[] with ->ancestors[]"). */
-struct cgroup___pre60 {
+/* Before 6.1 a cgroup kept the ids of its ancestors, not pointers
+ * (7f203bc89eb6 "cgroup: Replace cgroup->ancestor_ids[] with ->ancestors[]",
+ * merged for v6.1-rc1). */
+struct cgroup___pre61 {
 	__u64 ancestor_ids[0];
 } __attribute__((preserve_access_index));
 
@@ -83,7 +84,7 @@ static __always_inline bool cgroup_is_under(struct cgroup *cg, __u64 cgid,
 		anc_id = BPF_CORE_READ(anc, kn, id);
 	} else {
 		base = (unsigned long)cg +
-		       bpf_core_field_offset(((struct cgroup___pre60 *)cg)->ancestor_ids);
+		       bpf_core_field_offset(((struct cgroup___pre61 *)cg)->ancestor_ids);
 		if (bpf_probe_read_kernel(&anc_id, sizeof(anc_id),
 					  (void *)(base + lvl * sizeof(anc_id))))
 			return false;

@@ -36,7 +36,8 @@ struct {
 } cpu_stats SEC(".maps");
 
 /* Turned into a one-slot array by userspace on kernels without ring buffers
- * (< 5.8); every use is then pruned (pinning's events_enabled = 0). */
+ * (< 5.8: 457f44363a88 "bpf: Implement BPF ring buffer and verifier support
+ * for it"); every use is then pruned (pinning's events_enabled = 0). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);

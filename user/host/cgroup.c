@@ -657,7 +657,8 @@ static char *find_relative(const struct cgroup_hierarchy *h, uint64_t id)
 				return NULL; /* outside our mount (another cgroup namespace) */
 			return strdup(target[plen] ? target + plen : "/");
 		}
-		/* No handles here (no CAP_DAC_READ_SEARCH, old kernel): walk. */
+		/* No handles here (no CAP_DAC_READ_SEARCH, or a kernel before 4.14,
+		 * aa8188253474 "kernfs: add exportfs operations"): walk. */
 	}
 	fd = openat(h->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? NULL : walk_for_id(fd, "/", id, 0);

@@ -25,8 +25,9 @@
 #define FAIR_DEFAULT_RUNTIME_NS 50000000ll
 #define FAIR_DEFAULT_PERIOD_NS 1000000000ll
 
-/* struct sched_attr as of Linux 4.13 (SCHED_ATTR_SIZE_VER1, 56 bytes);
- * glibc 2.36 has no wrapper. */
+/* struct sched_attr as of Linux 5.3 (SCHED_ATTR_SIZE_VER1, 56 bytes: a509a7cd7974
+ * "sched/uclamp: Extend sched_setattr() to support utilization clamping");
+ * glibc has a wrapper only since 2.41, and Debian 12 ships 2.36. */
 struct kattr {
 	uint32_t size;
 	uint32_t sched_policy;

@@ -373,7 +373,9 @@ static int numa_of(hwloc_topology_t topo, const struct sysfs_facts *f, int cpu, 
 }
 
 /* P/E cores: the kernel's cpu_atom PMU lists the E-cores of an Intel hybrid
- * (since 5.13); failing that, hwloc's cpukinds: kinds its x86 backend
+ * (since 5.13: d9977c43bff8 "perf/x86: Register hybrid PMUs", and the cpus
+ * file 58ae30c29a37 "perf/x86/intel: Add attr_update for Hybrid PMUs");
+ * failing that, hwloc's cpukinds: kinds its x86 backend
  * labelled (CoreType=IntelAtom/IntelCore), or, on heterogeneous ARM
  * (big.LITTLE, DynamIQ: a Cortex-X or A7x with A5x cores), kinds told apart
  * by the kernel's cpu_capacity (hwloc's LinuxCapacity), ranked by hwloc's

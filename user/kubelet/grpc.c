@@ -1633,7 +1633,8 @@ int grpc_server_new(struct event_base *base, const struct grpc_limits *limits,
 		return -ENOMEM;
 	/* We check :method, :path and content-type ourselves; nghttp2's HTTP
 	 * checks would reset streams whose :authority is a raw socket path
-	 * (older grpc-go; wire-protocols.md section 6, pitfall 3). */
+	 * (grpc-go sent the socket path as is, still in v1.38: hyperium/h2#442;
+	 * wire-protocols.md section 6, pitfall 3). */
 	nghttp2_option_set_no_http_messaging(srv->opt, 1);
 
 	*ret = TAKE_PTR(srv);

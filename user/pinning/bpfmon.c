@@ -393,8 +393,9 @@ static int seccomp_filtered(void)
 /* Why bpf() refused to load the pinning program (r < 0), for the error line.
  * EPERM or ENOSYS with CAP_BPF and CAP_PERFMON held, under a seccomp filter,
  * is the container runtime's seccomp profile, not the kernel: the default
- * profiles of podman and CRI-O (containers-common), of Docker before 23.0 and of
- * containerd before 1.7 (late 1.6 patch releases have the fix) allow bpf() and
+ * profiles of podman and CRI-O (containers-common), of Docker before 23.0
+ * (moby/moby#43987) and of containerd before 1.7 (containerd/containerd#7301;
+ * backported to release/1.6 in #7574, October 2022) allow bpf() and
  * perf_event_open() only with
  * CAP_SYS_ADMIN, answering EPERM or ENOSYS ("Function not implemented")
  * otherwise. docs/deploy.md names the profiles under which BPF loads. */

@@ -46,7 +46,7 @@ enum bpfmon_enforcement {
 enum {
 	BPFMON_FEAT_TP_BTF = 1u << 0,	    /* tp_btf programs (5.5); else raw_tp twins */
 	BPFMON_FEAT_RINGBUF = 1u << 1,	    /* BPF ring buffer (5.8) */
-	BPFMON_FEAT_TASK_STORAGE = 1u << 2, /* task storage from tracing (5.11): deny */
+	BPFMON_FEAT_TASK_STORAGE = 1u << 2, /* task storage map (5.11; from tracing 5.13): deny */
 	BPFMON_FEAT_BPF_LSM = 1u << 3,	    /* "bpf" among the active LSMs */
 	BPFMON_FEAT_BTF = 1u << 4,	    /* vmlinux BTF (CONFIG_DEBUG_INFO_BTF) */
 };

@@ -406,7 +406,7 @@ static const struct feature {
 	{ BPFMON_FEAT_RINGBUF, "ringbuf", "ringBuffer",
 	  "BPF ring buffer (5.8): violation events name the offender" },
 	{ BPFMON_FEAT_TASK_STORAGE, "task_storage", "taskStorage",
-	  "task storage from tracing programs (5.11): deny mode" },
+	  "task storage from tracing programs (5.13; the map type alone is 5.11): deny mode" },
 	{ BPFMON_FEAT_BPF_LSM, "bpf_lsm", "bpfLsm",
 	  "\"bpf\" among the active LSMs (lsm=): deny mode" },
 };
