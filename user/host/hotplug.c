@@ -46,7 +46,7 @@ int hotplug_online(const char *sysfs_root, const struct cpuset *known, struct cp
 	r = fileio_read(path, ONLINE_MAX, &text, &len, *root && known ? NULL : eb);
 	if (r == -ENOENT && *root && known) {
 		/* An old kernel's capture: no global list, only per-CPU files
-		 * (topo.c reads it so too). A CPU with a topology is online unless
+		 * (topo_sysfs.c reads it so too). A CPU with a topology is online unless
 		 * its file says 0; one without is not (an offline CPU's directory
 		 * holds nothing but its online file). */
 		cpuset_zero(&online);
