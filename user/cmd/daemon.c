@@ -88,6 +88,7 @@ struct daemon {
 	struct cpuset online;	     /* the CPUs online at the last poll */
 	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
 	bool hotplug_failed_logged;
+	bool isol_failed_logged;
 	struct metric *g_online;
 	struct kube *kube;
 	struct kube_claims claims; /* claim reads for dra and pools, over kube */
@@ -502,6 +503,74 @@ static int start_kube(struct daemon *d)
  * (one small read; the per-CPU files too under a capture root). A change
  * goes to the plugin (health, no new claim on an offline CPU) and to the
  * publisher (devices leave or come back, groups shrink or grow). */
+/* The isolated CPUs the shared pool leaves out: none when the node lets
+ * them in (--isolated-cpus-shared) or when nothing else would be left for
+ * shared containers. */
+static void isolated_unshared(struct daemon *d, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	if (d->cfg->isolated_shared)
+		return;
+	if (cpuset_equal(&d->devices->isolated, &d->devices->allocatable)) {
+		log_warn("isolated_cpus_shared", "reason=\"every allocatable CPU is isolated\" "
+			 "action=\"they form the shared pool\"");
+		return;
+	}
+	*ret = d->devices->isolated;
+}
+
+/* The kernel's isolated and tickless CPUs again: cgroup v2 isolated
+ * partitions come and go at run time (host/isol.h). When they changed, the
+ * devices are built again with them (in place: everyone borrows them), the
+ * slices republished and the shared pool follows. Read with the online CPUs,
+ * on a CPU uevent and on the safety poll. */
+static void isol_check(struct daemon *d)
+{
+	_cleanup_(devices_freep) struct devices *nd = NULL;
+	struct cpuset before, unshared;
+	struct isol iso;
+	struct errbuf eb = {};
+	char a[256], b[256], dm[256], nz[256];
+	int r;
+
+	if (cfg_has_topology_file(d->cfg))
+		return;
+	r = isol_read(cfg_sysfs_root(d->cfg), &iso, &eb);
+	if (r < 0) {
+		if (!d->isol_failed_logged)
+			log_warn("isolation_reread_failed", "error=%s action=keeping_the_last_view",
+				 log_quote(errbuf_text(&eb, r)));
+		d->isol_failed_logged = true;
+		return;
+	}
+	d->isol_failed_logged = false;
+	if (isol_same(&iso, &d->devices->isol))
+		return;
+	r = devices_build_node(d->topo, &d->cfg->reserved, &d->cfg->rt_cpus, &iso,
+			       d->cfg->device_mode, d->cfg->group_by, d->rt_on ? &d->rt : NULL, &nd);
+	if (r < 0) {
+		log_warn_errno(r, "devices_failed", "action=\"keeping the devices published\"");
+		return;
+	}
+	before = d->devices->isolated;
+	devices_replace(d->devices, TAKE_PTR(nd));
+	(void)cpuset_format(&d->devices->isolated, a, sizeof(a));
+	(void)cpuset_format(&before, b, sizeof(b));
+	(void)cpuset_format(&iso.domain, dm, sizeof(dm));
+	(void)cpuset_format(&iso.nohz_full, nz, sizeof(nz));
+	log_info("isolated_cpus_changed", "isolated=%s before=%s domain=%s nohz_full=%s "
+		 "shared=%s", a[0] ? a : "none", b[0] ? b : "none", dm[0] ? dm : "none",
+		 nz[0] ? nz : "none", d->cfg->isolated_shared ? "true" : "false");
+	isolated_unshared(d, &unshared);
+	if (d->state && state_set_isolated(d->state, &unshared)) {
+		update_gauges(d);
+		if (d->pools)
+			pools_shared_changed(d->pools);
+	}
+	if (d->publisher)
+		publisher_devices_changed(d->publisher, "isolated_cpus");
+}
+
 /* Reads the online CPUs again; true when they changed. */
 static bool hotplug_check(struct daemon *d)
 {
@@ -511,6 +580,7 @@ static bool hotplug_check(struct daemon *d)
 	char a[256], b[256];
 	int r;
 
+	isol_check(d);
 	cpuset_or(&known, &d->topo->online, &d->topo->offline);
 	r = hotplug_online(root, &known, &now, &eb);
 	if (r < 0) {
@@ -781,12 +851,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 
 		/* Isolated CPUs stay out of the shared pool, unless the node lets
 		 * them in or nothing else would be left for shared containers. */
-		if (!cfg->isolated_shared && cpuset_equal(&d->devices->isolated, &so.allocatable)) {
-			log_warn("isolated_cpus_shared", "reason=\"every allocatable CPU is isolated\" "
-				 "action=\"they form the shared pool\"");
-		} else if (!cfg->isolated_shared) {
-			so.isolated = d->devices->isolated;
-		}
+		isolated_unshared(d, &so.isolated);
 
 		r = state_new(&so, &d->state);
 		if (r < 0)
