@@ -527,10 +527,9 @@ static void isolated_unshared(struct daemon *d, struct cpuset *ret)
 static void isol_check(struct daemon *d)
 {
 	_cleanup_(devices_freep) struct devices *nd = NULL;
-	struct cpuset before, unshared;
+	struct cpuset unshared;
 	struct isol iso;
 	struct errbuf eb = {};
-	char a[256], b[256], dm[256], nz[256];
 	int r;
 
 	if (cfg_has_topology_file(d->cfg))
@@ -552,15 +551,8 @@ static void isol_check(struct daemon *d)
 		log_warn_errno(r, "devices_failed", "action=\"keeping the devices published\"");
 		return;
 	}
-	before = d->devices->isolated;
+	isol_log_changed(&d->devices->isol, &iso, d->cfg->isolated_shared);
 	devices_replace(d->devices, TAKE_PTR(nd));
-	(void)cpuset_format(&d->devices->isolated, a, sizeof(a));
-	(void)cpuset_format(&before, b, sizeof(b));
-	(void)cpuset_format(&iso.domain, dm, sizeof(dm));
-	(void)cpuset_format(&iso.nohz_full, nz, sizeof(nz));
-	log_info("isolated_cpus_changed", "isolated=%s before=%s domain=%s nohz_full=%s "
-		 "shared=%s", a[0] ? a : "none", b[0] ? b : "none", dm[0] ? dm : "none",
-		 nz[0] ? nz : "none", d->cfg->isolated_shared ? "true" : "false");
 	isolated_unshared(d, &unshared);
 	if (d->state && state_set_isolated(d->state, &unshared)) {
 		update_gauges(d);

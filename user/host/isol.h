@@ -57,6 +57,10 @@ int isol_read(const char *root, struct isol *ret, struct errbuf *eb);
  * managed_irq). */
 bool isol_same(const struct isol *a, const struct isol *b);
 
+/* Says that the isolation changed at run time, from before to now
+ * (event=isolated_cpus_changed); shared: --isolated-cpus-shared. */
+void isol_log_changed(const struct isol *before, const struct isol *now, bool shared);
+
 /* The isolation a node publishes: isol_read() with what it found logged
  * (the lists, an option left out). no_kernel: the topology came from a
  * file, with no kernel behind it: none, nothing logged. -errno, logged,
