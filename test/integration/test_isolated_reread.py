@@ -108,7 +108,7 @@ def test_a_list_that_turns_bad_keeps_the_last_view(apiserver, make_driver, sysfs
     d.wait_ready()
     assert capacities(apiserver)["cpuisonuma000"] == 4
     put(sysfs, PARTITIONS, "4-x\n")
-    wait_for(lambda: "event=isolation_reread_failed" in d.log(), what="the failure said")
+    wait_for(lambda: "event=isolation_unreadable" in d.log(), what="the failure said")
     put(sysfs, PARTITIONS, "4-6\n")
     wait_for(lambda: capacities(apiserver).get("cpuisonuma000") == 3, what="read again")
-    assert d.log().count("event=isolation_reread_failed") == 1
+    assert d.log().count("event=isolation_unreadable") == 1

@@ -43,6 +43,7 @@
 #include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/isol.h"
+#include "host/isolwatch.h"
 #include "host/schedwatch.h"
 #include "host/uevent.h"
 #include "cmd/report.h"
@@ -88,7 +89,7 @@ struct daemon {
 	struct cpuset online;	     /* the CPUs online at the last poll */
 	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
 	bool hotplug_failed_logged;
-	bool isol_failed_logged;
+	struct isolwatch *isolwatch; /* the kernel's isolated CPUs, followed */
 	struct metric *g_online;
 	struct kube *kube;
 	struct kube_claims claims; /* claim reads for dra and pools, over kube */
@@ -134,6 +135,7 @@ static void daemon_free(struct daemon *d)
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
 	schedwatch_free(d->rtwatch);
+	isolwatch_free(d->isolwatch);
 	rtdomain_free(d->rt_left);
 	bpfmon_free(d->bpf);
 	irqiso_free(d->irqiso); /* isolation stays with the claims; its record too */
@@ -519,39 +521,24 @@ static void isolated_unshared(struct daemon *d, struct cpuset *ret)
 	*ret = d->devices->isolated;
 }
 
-/* The kernel's isolated and tickless CPUs again: cgroup v2 isolated
- * partitions come and go at run time (host/isol.h). When they changed, the
- * devices are built again with them (in place: everyone borrows them), the
- * slices republished and the shared pool follows. Read with the online CPUs,
- * on a CPU uevent and on the safety poll. */
-static void isol_check(struct daemon *d)
+/* The kernel's isolated CPUs changed (host/isolwatch.h: cgroup v2 isolated
+ * partitions come and go): the devices are built again with them (in
+ * place: everyone borrows them), the shared pool follows and the slices are
+ * republished. */
+static void on_isol_changed(void *ud, const struct isol *now, const struct isol *before)
 {
 	_cleanup_(devices_freep) struct devices *nd = NULL;
+	struct daemon *d = ud;
 	struct cpuset unshared;
-	struct isol iso;
-	struct errbuf eb = {};
 	int r;
 
-	if (cfg_has_topology_file(d->cfg))
-		return;
-	r = isol_read(cfg_sysfs_root(d->cfg), &iso, &eb);
-	if (r < 0) {
-		if (!d->isol_failed_logged)
-			log_warn("isolation_reread_failed", "error=%s action=keeping_the_last_view",
-				 log_quote(errbuf_text(&eb, r)));
-		d->isol_failed_logged = true;
-		return;
-	}
-	d->isol_failed_logged = false;
-	if (isol_same(&iso, &d->devices->isol))
-		return;
-	r = devices_build_node(d->topo, &d->cfg->reserved, &d->cfg->rt_cpus, &iso,
+	(void)before;
+	r = devices_build_node(d->topo, &d->cfg->reserved, &d->cfg->rt_cpus, now,
 			       d->cfg->device_mode, d->cfg->group_by, d->rt_on ? &d->rt : NULL, &nd);
 	if (r < 0) {
 		log_warn_errno(r, "devices_failed", "action=\"keeping the devices published\"");
 		return;
 	}
-	isol_log_changed(&d->devices->isol, &iso, d->cfg->isolated_shared);
 	devices_replace(d->devices, TAKE_PTR(nd));
 	isolated_unshared(d, &unshared);
 	if (d->state && state_set_isolated(d->state, &unshared)) {
@@ -572,7 +559,8 @@ static bool hotplug_check(struct daemon *d)
 	char a[256], b[256];
 	int r;
 
-	isol_check(d);
+	if (d->isolwatch) /* a CPU came or went, or the safety poll */
+		(void)isolwatch_poll(d->isolwatch);
 	cpuset_or(&known, &d->topo->online, &d->topo->offline);
 	r = hotplug_online(root, &known, &now, &eb);
 	if (r < 0) {
@@ -656,8 +644,9 @@ static void on_uevent(evutil_socket_t fd, short what, void *ud)
 }
 
 /* Follows CPU hotplug: the kernel's uevents on the loop with a slow safety
- * poll, or a poll every second where uevents cannot be had. A topology file
- * describes another machine: nothing to follow then. */
+ * poll, or a poll every second where uevents cannot be had; and the isolated
+ * CPUs on their own timer and with every read of the online CPUs. A
+ * topology file describes another machine: nothing to follow then. */
 static int hotplug_start(struct daemon *d)
 {
 	const char *root = d->cfg->sysfs_root;
@@ -666,6 +655,11 @@ static int hotplug_start(struct daemon *d)
 
 	if (cfg_has_topology_file(d->cfg))
 		return 0;
+	r = isolwatch_new(d->base, &(struct isolwatch_opts){ .root = cfg_sysfs_root(d->cfg),
+							     .on_change = on_isol_changed, .ud = d },
+			  &d->devices->isol, &d->isolwatch);
+	if (r < 0)
+		return r;
 	checks = metrics_family(d->metrics, MF_HOTPLUG_CHECKS_TOTAL);
 	d->checks_uevent = metric_with(checks, "uevent");
 	d->checks_timer = metric_with(checks, "timer");

@@ -197,19 +197,6 @@ bool isol_same(const struct isol *a, const struct isol *b)
 	       cpuset_equal(&a->isolated, &b->isolated);
 }
 
-void isol_log_changed(const struct isol *before, const struct isol *now, bool shared)
-{
-	char a[256], b[256], dm[256], nz[256];
-
-	(void)cpuset_format(&now->isolated, a, sizeof(a));
-	(void)cpuset_format(&before->isolated, b, sizeof(b));
-	(void)cpuset_format(&now->domain, dm, sizeof(dm));
-	(void)cpuset_format(&now->nohz_full, nz, sizeof(nz));
-	log_info("isolated_cpus_changed", "isolated=%s before=%s domain=%s nohz_full=%s shared=%s",
-		 a[0] ? a : "none", b[0] ? b : "none", dm[0] ? dm : "none", nz[0] ? nz : "none",
-		 shared ? "true" : "false");
-}
-
 int isol_read_logged(const char *sysfs_root, bool no_kernel, struct isol *ret)
 {
 	struct errbuf eb = {};

@@ -14,7 +14,7 @@
  *    /sys/fs/cgroup/cpuset.cpus.isolated (the root cgroup's list, Linux
  *    6.8+; where the isolated file follows the partitions too, both say the
  *    same). Partitions come and go while the driver runs, so the lists are
- *    read again then (isol_same() tells a change);
+ *    read again then (host/isolwatch.h; isol_same() tells a change);
  *  - nohz_full: CPUs whose tick stops while they run one task
  *    (/sys/devices/system/cpu/nohz_full, present only on kernels built with
  *    CONFIG_NO_HZ_FULL; "(null)" or an empty line when there are none);
@@ -56,10 +56,6 @@ int isol_read(const char *root, struct isol *ret, struct errbuf *eb);
 /* a and b isolate the same CPUs the same way (domain, nohz_full,
  * managed_irq). */
 bool isol_same(const struct isol *a, const struct isol *b);
-
-/* Says that the isolation changed at run time, from before to now
- * (event=isolated_cpus_changed); shared: --isolated-cpus-shared. */
-void isol_log_changed(const struct isol *before, const struct isol *now, bool shared);
 
 /* The isolation a node publishes: isol_read() with what it found logged
  * (the lists, an option left out). no_kernel: the topology came from a
