@@ -398,6 +398,14 @@ def test_daemonset_mounts_cover_the_driver_paths():
             assert "--config=%s/config.yaml" % m["mountPath"] in c["args"]
             continue
         hp = vols[m["name"]]["hostPath"]["path"]
+        if hp == "/proc/irq":
+            # The host's interrupt affinities, writable, where --procfs-root
+            # points: the container's own /proc/irq is read-only
+            # (docs/irq-isolation.md). Nothing else of the host's /proc.
+            assert not m.get("readOnly"), m
+            assert "--procfs-root=%s" % os.path.dirname(m["mountPath"]) in c["args"]
+            assert m["mountPath"] == "/host/proc/irq", m
+            continue
         # Same path inside and out: the kubelet and the runtime read what the
         # driver writes, under the names the driver tells them.
         assert hp == m["mountPath"], m
@@ -410,6 +418,9 @@ def test_daemonset_mounts_cover_the_driver_paths():
         assert p in mounts and not mounts[p].get("readOnly"), "%s not mounted read-write" % p
     for p in ("/sys", "/sys/fs/cgroup"):
         assert mounts[p].get("readOnly") is True, "%s must be read-only" % p
+    assert not any(v["hostPath"]["path"] == "/proc" for v in vols.values() if "hostPath" in v), \
+        "the host's /proc writable would give /proc/sys to the container"
+    assert any(v["hostPath"]["path"] == "/proc/irq" for v in vols.values() if "hostPath" in v)
     # The checkpoint must share the CDI specs' lifetime (both tmpfs /run).
     assert d["state-dir"].startswith("/var/run/") and d["cdi-dir"].startswith("/var/run/")
 

@@ -634,7 +634,7 @@ def check_driver_config(objs):
 def check_extra_volumes(objs):
     assert pod_spec(objs)["volumes"][-1] == {"name": "scratch", "emptyDir": {"medium": "Memory"}}
     assert container(objs)["volumeMounts"][-1] == {"name": "scratch", "mountPath": "/scratch"}
-    assert len(pod_spec(objs)["volumes"]) == 9
+    assert len(pod_spec(objs)["volumes"]) == 10
 
 
 def check_rbac_off(objs):
@@ -682,6 +682,21 @@ def check_own_settings(objs):
 def check_nri_off(objs):
     assert config(objs)["nri"] is False
     assert "nri" not in mounts(objs) and "nri" not in host_paths(objs)
+
+
+def check_proc_irq_off(objs):
+    """hostProcIrq false: neither the host's /proc/irq nor the flag that
+    points the driver at it (docs/irq-isolation.md)."""
+    assert "proc-irq" not in mounts(objs) and "proc-irq" not in host_paths(objs)
+    assert flag(objs, "procfs-root") == []
+
+
+def check_proc_irq_default(objs):
+    assert mounts(objs)["proc-irq"] == "/host/proc/irq"
+    assert host_paths(objs)["proc-irq"] == "/proc/irq"
+    (m,) = [m for m in container(objs)["volumeMounts"] if m["name"] == "proc-irq"]
+    assert not m.get("readOnly"), "written: interrupt affinities"
+    assert flag(objs, "procfs-root") == ["/host/proc"]
 
 
 def check_log_level(objs):
@@ -776,6 +791,8 @@ CASES = {
                       "nriSocket": "/run/containerd/nri/nri.sock"},
                      check_own_settings, NUMA_GROUPED),
     "nri-off": ({"nri": False}, check_nri_off, NUMA_GROUPED),
+    "proc-irq-default": ({}, check_proc_irq_default, NUMA_GROUPED),
+    "proc-irq-off": ({"hostProcIrq": False}, check_proc_irq_off, NUMA_GROUPED),
     "visible-off": ({"events": "none", "claimStatus": False}, check_visible_off, NUMA_GROUPED),
     "events-all": ({"events": "all"}, check_events_all, NUMA_GROUPED),
     "logLevel": ({"args": {"logLevel": 4}}, check_log_level, NUMA_GROUPED),

@@ -5,7 +5,9 @@ copied: capabilities dropped and added, read-only root filesystem, no privilege
 escalation, host PID namespace, the memory limit, the arguments and the
 environment, every volume mount. Host paths the driver writes (kubelet plugin
 directories, /var/run/cdi, /var/run/dra-cpu, /var/run/nri) are mapped to
-temporary directories; the read-only ones (/sys, /sys/fs/cgroup) are the host's.
+temporary directories; the read-only ones (/sys, /sys/fs/cgroup) are the host's,
+and so is /proc/irq (written: test_irq_isolation_moves_the_hosts_interrupts puts
+back what it found).
 The ConfigMap and the service-account token are laid out as the kubelet lays
 them out (test/sim/volume.py). The container has its own network namespace, as
 the pod has (hostNetwork: false), joined to the test by a veth pair: the
@@ -32,7 +34,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from claims import claim, parse_list, ref
+from claims import claim, cpu_config, parse_list, ref
 from driver import parse_metrics, wait_for
 from sim import volume
 from sim.apiserver import ApiServer, make_certs
@@ -125,9 +127,15 @@ class Pod:
     namespace. drop/add/seccomp/config let a test change one thing."""
 
     def __init__(self, image, base, subnet, drop_caps=(), seccomp=None, config=None,
-                 extra_args=()):
+                 extra_args=(), drop_mounts=(), drop_args=()):
         self.image, self.base = image, base
         self.pod, self.ctr = load_manifest()
+        # A mount and the arguments that go with it taken out: the manifest
+        # as it was without them.
+        self.ctr["volumeMounts"] = [m for m in self.ctr["volumeMounts"]
+                                    if m["name"] not in drop_mounts]
+        self.ctr["args"] = [a for a in self.ctr["args"]
+                            if not any(a.startswith(d) for d in drop_args)]
         self.drop_caps = set(drop_caps)
         self.seccomp = seccomp
         self.config = config
@@ -165,8 +173,10 @@ class Pod:
             ro = bool(m.get("readOnly"))
             if "hostPath" in v:
                 hp = v["hostPath"]["path"]
-                if ro:
-                    src = hp  # read-only host paths are the host's own
+                if ro or hp.startswith("/proc/"):
+                    # read-only host paths are the host's own; so is the
+                    # host's /proc/irq, which the driver writes
+                    src = hp
                 else:  # a host path the driver writes: a temporary one
                     src = os.path.join(self.base, "host" + hp)
                     os.makedirs(src, exist_ok=True)
@@ -710,3 +720,124 @@ def test_arm64_image_runs_its_binaries_from_its_own_libraries(image):
     finally:
         sh(*ENGINE, "rm", "-f", cid, check=False)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ------------------------------------------------ interrupts off a claim's CPUs
+
+
+def host_irqs():
+    """{irq: smp_affinity_list} of the host's movable-looking interrupts, and
+    default_smp_affinity."""
+    out = {}
+    for n in os.listdir("/proc/irq"):
+        p = "/proc/irq/%s/smp_affinity_list" % n
+        if n.isdigit() and os.path.exists(p):
+            with open(p) as f:
+                out[int(n)] = f.read().strip()
+    with open("/proc/irq/default_smp_affinity") as f:
+        return out, f.read().strip()
+
+
+@pytest.fixture
+def found_irqs():
+    """What /proc/irq holds before the test, written back after it whatever
+    happened."""
+    if os.cpu_count() < 2 or not os.access("/proc/irq/default_smp_affinity", os.W_OK):
+        pytest.skip("needs 2 CPUs and a writable /proc/irq")
+    found = host_irqs()
+    yield found
+    irqs, default = found
+    for n, aff in irqs.items():
+        p = "/proc/irq/%d/smp_affinity_list" % n
+        try:
+            with open(p) as f:
+                if f.read().strip() == aff:
+                    continue
+            with open(p, "w") as f:
+                f.write(aff)
+        except OSError:
+            pass  # gone, or managed: nothing of ours
+    with open("/proc/irq/default_smp_affinity") as f:
+        now = f.read().strip()
+    if now != default:
+        with open("/proc/irq/default_smp_affinity", "w") as f:
+            f.write(default)
+
+
+def cpus_of(lst):
+    return set(parse_list(lst)) if lst else set()
+
+
+@pytest.mark.parametrize("mounted", [True, False], ids=["host_proc_irq", "own_proc_irq"])
+def test_irq_isolation_moves_the_hosts_interrupts(run_pod, kubelet, runtime_default, found_irqs,
+                                                  mounted, record_property):
+    """A claim with CPUConfig irq: isolate, prepared in the container run as
+    the manifest runs it, moves the host's movable interrupts off its CPU and
+    out of default_smp_affinity; Unprepare puts back exactly what was there.
+    own_proc_irq is the manifest without the proc-irq mount and its
+    --procfs-root: the container's own /proc/irq, which the runtime mounts
+    read-only, so that nothing moves and the driver says why at start."""
+    before, before_default = found_irqs
+    drop = {} if mounted else {"drop_mounts": ("proc-irq",), "drop_args": ("--procfs-root",)}
+    pod, api = run_pod(seccomp=runtime_default, **drop)
+    register(kubelet, pod)
+    wait_for(lambda: pod.http("/readyz")[0] == 200 or not pod.running(), 30, "/readyz",
+             step=0.05)
+    with open("/proc/%d/mountinfo" % pod.pid()) as f:
+        seen = {l.split()[4]: l.split()[5] for l in f if "/irq" in l.split()[4]}
+    record_property("irq_mounts", seen)
+    print("mounts the container sees: %s" % seen)
+    assert "ro" in seen["/proc/irq"].split(","), seen  # the runtime's own view
+    read_only = [l for l in pod.logs().splitlines() if "event=irq_affinity_read_only" in l]
+    if mounted:
+        assert "rw" in seen["/host/proc/irq"].split(","), seen
+        assert not read_only, read_only
+    else:
+        assert "/host/proc/irq" not in seen, seen
+        assert read_only and "Read-only file system" in read_only[0], pod.logs()
+    slices = api.slices()
+    dev = slices[0]["spec"]["devices"][0]["name"]
+    c = api.put_claim(claim("quiet", [("cpu", dev, "1")], node=NODE,
+                            configs=[cpu_config(irq="isolate")]))
+    dra = pod.sock("/var/lib/kubelet/plugins/dra.cpu", "dra.sock")
+    r = kubelet.prepare(dra, [ref(c)])
+    assert r.claims[c["metadata"]["uid"]].error == "", r
+    uid = c["metadata"]["uid"]
+    with open(os.path.join(pod.host_dirs["/var/run/cdi"],
+                           "dra.k8s.io-cpu_claim-%s.json" % uid)) as f:
+        line = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+    (cpu,) = parse_list(line.split("=", 1)[1])
+    wait_for(lambda: "event=irq_isolated" in pod.logs(), 10, "irq_isolated", step=0.05)
+    irqs, default = host_irqs()
+    moved = sorted(n for n in irqs if irqs[n] != before.get(n))
+    m = pod.metrics()
+    line = [l for l in pod.logs().splitlines() if "event=irq_isolated" in l][-1]
+    record_property("irq_isolated", line)
+    print("CPU %d: %s; moved on the host: %s" % (cpu, line, moved))
+    if not mounted:
+        assert not moved and default == before_default, (moved, default)
+        assert m["dra_cpu_irq_moves_total"] == 0
+        assert int(re.search(r"failed=(\d+)", line).group(1)) > 0, line
+        return
+    assert moved, "no interrupt of the host moved: %s" % line
+    assert all(cpu not in cpus_of(irqs[n]) for n in moved), {n: irqs[n] for n in moved}
+    assert not int(default, 16) & (1 << cpu), default
+    assert m["dra_cpu_irq_isolated_cpus"] == 1 and m["dra_cpu_irq_moves_total"] >= len(moved)
+    # What is left on the CPU is what the kernel refuses to move (managed)
+    # or what has no other CPU: counted, not hidden.
+    left = [n for n in irqs if cpu in cpus_of(irqs[n]) and cpus_of(irqs[n]) != {cpu}]
+    assert len(left) <= m["dra_cpu_irq_managed_on_isolated"], (left, m)
+    record = os.path.join(pod.host_dirs["/var/run/dra-cpu"], "irq.json")
+    assert os.path.exists(record)
+    r = kubelet.unprepare(dra, [ref(c)])
+    assert r.claims[uid].error == "", r
+
+    def back():  # only what the claim moved: the host's other interrupts are not ours
+        irqs, default = host_irqs()
+        return ({n: irqs.get(n) for n in moved} == {n: before[n] for n in moved}
+                and default == before_default)
+
+    wait_for(lambda: back() or not pod.running(), 10, "the host's affinities back as they were",
+             step=0.05)
+    assert back(), host_irqs()
+    assert not os.path.exists(record)

@@ -350,6 +350,29 @@ static void test_devices_grouped_isolated_cpus_are_devices_of_their_own(void **s
 	assert_string_equal(list, "2-3,6,10-11,14");
 }
 
+/* The kernel isolated CPUs at run time: the devices are built again and
+ * take the place of the old ones, under the pointer everyone borrows. */
+static void test_devices_replace_keeps_the_pointer(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(2, 1, 4, 2);
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct devices *nd = NULL, *before;
+	struct isol i = iso("2-3", "", "");
+
+	assert_int_equal(devices_build(t, NULL, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d), 0);
+	assert_int_equal(d->n, 2);
+	assert_int_equal(devices_build_isol(t, NULL, &i, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &nd),
+			 0);
+	before = d;
+	devices_replace(d, nd); /* nd is freed: ASan and valgrind see a double free */
+	assert_ptr_equal(d, before);
+	assert_int_equal(d->n, 3);
+	assert_cpus(&d->v[0], "0-1,8-11");
+	assert_string_equal(d->v[2].name, "cpuisonuma000");
+	assert_cpus(&d->v[2], "2-3");
+	assert_true(cpuset_equal(&d->isolated, &i.isolated));
+}
+
 static void test_devices_grouped_all_isolated_leaves_no_ordinary_device(void **st)
 {
 	_cleanup_(topo_freep) struct topo *t = testutil_topo(1, 1, 2, 1);
@@ -422,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_devices_grouped_all_isolated_leaves_no_ordinary_device),
 		cmocka_unit_test(test_devices_individual_isolated_cpus_keep_the_names),
 		cmocka_unit_test(test_devices_rt_capacity_follows_the_kernel),
+		cmocka_unit_test(test_devices_replace_keeps_the_pointer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

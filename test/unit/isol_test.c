@@ -162,6 +162,51 @@ static void test_isol_read_old_kernels_and_bad_files(void **st)
 	assert_string_equal(s.domain_source, "untouched");
 }
 
+/* cgroup v2 isolated partitions (the root cgroup's cpuset.cpus.isolated)
+ * are domain-isolated too, with the boot options or on their own, and
+ * isol_same() tells every change the driver must publish. */
+static void test_isol_read_partitions_and_same(void **st)
+{
+	const char *root = tree("partitions");
+	struct isol a, b;
+	struct errbuf eb = { "" };
+
+	testutil_put(root, "sys/devices/system/cpu/isolated", "2-3\n");
+	assert_int_equal(isol_read(root, &a, &eb), 0);
+	assert_list(&a.partition, "");
+	testutil_put(root, "sys/fs/cgroup/cpuset.cpus.isolated", "6-7\n");
+	assert_int_equal(isol_read(root, &b, &eb), 0);
+	assert_list(&b.partition, "6-7");
+	assert_list(&b.domain, "2-3,6-7");
+	assert_list(&b.isolated, "2-3,6-7");
+	assert_false(isol_same(&a, &b));
+	assert_true(isol_same(&b, &b));
+	/* partitions only, on a kernel where the boot file says none; on an
+	 * old kernel the command line's domain and the partitions add up */
+	testutil_put(root, "sys/devices/system/cpu/isolated", "\n");
+	assert_int_equal(isol_read(root, &a, &eb), 0);
+	assert_list(&a.isolated, "6-7");
+	{
+		char path[256];
+
+		(void)snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/isolated", root);
+		assert_int_equal(unlink(path), 0);
+	}
+	testutil_put(root, "proc/cmdline", "isolcpus=1\n");
+	assert_int_equal(isol_read(root, &a, &eb), 0);
+	assert_list(&a.domain, "1,6-7");
+	assert_string_equal(a.domain_source, "cmdline");
+	/* the same CPUs, tickless instead of not balanced: a change too */
+	b = a;
+	cpuset_zero(&b.domain);
+	cpuset_or(&b.nohz_full, &a.domain, &a.nohz_full);
+	assert_false(isol_same(&a, &b));
+	/* a partition list that is not one: an error naming the file */
+	testutil_put(root, "sys/fs/cgroup/cpuset.cpus.isolated", "6-x\n");
+	assert_int_equal(isol_read(root, &a, &eb), -EINVAL);
+	assert_non_null(strstr(eb.s, "cpuset.cpus.isolated"));
+}
+
 static void test_isol_read_the_capture_with_isolated_cpus(void **st)
 {
 	char cmd[512], root[256];
@@ -197,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_isol_read_what_kernels_print_for_none),
 		cmocka_unit_test(test_isol_read_old_kernels_and_bad_files),
 		cmocka_unit_test(test_isol_read_the_capture_with_isolated_cpus),
+		cmocka_unit_test(test_isol_read_partitions_and_same),
 	};
 	int r;
 

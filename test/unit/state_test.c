@@ -511,6 +511,25 @@ static void test_state_offline_cpus_leave_the_shared_pool(void **st)
 	state_free(s);
 }
 
+/* CPUs the kernel isolates at run time (cpuset partitions) leave the shared
+ * pool, and come back when no longer isolated; claims keep theirs. */
+static void test_state_isolated_cpus_follow_the_kernel(void **st)
+{
+	struct state *s = open_state("0-7");
+	struct cpuset iso = cs("2-3,6"), want = cs("0,3-7"), none, unclaimed;
+
+	cpuset_zero(&none);
+	assert_int_equal(add(s, "u1", "ns", "a", "1-2", NULL), 0);
+	assert_true(state_set_isolated(s, &iso));
+	assert_pool(s, "0,4-5,7");
+	state_unclaimed(s, &unclaimed); /* free isolated CPUs stay claimable */
+	assert_true(cpuset_equal(&unclaimed, &want));
+	assert_false(state_set_isolated(s, &iso));
+	assert_true(state_set_isolated(s, &none));
+	assert_pool(s, "0,3-7");
+	state_free(s);
+}
+
 static void test_state_bad_checkpoint_is_ignored_not_fatal(void **st)
 {
 	struct state *s = open_state("0-7");
@@ -1158,6 +1177,7 @@ int main(void)
 		T(test_state_restart_quarantines_conflicting_specs),
 		T(test_state_restart_the_checkpoint_wins_over_a_planted_spec),
 		T(test_state_offline_cpus_leave_the_shared_pool),
+		T(test_state_isolated_cpus_follow_the_kernel),
 		T(test_state_bad_checkpoint_is_ignored_not_fatal),
 		T(test_state_bind_one_owner_per_claim),
 		T(test_state_observers_see_committed_changes_only),

@@ -208,7 +208,9 @@ static const struct opt opts[] = {
 	  "their CPUs (and out of default_smp_affinity) until Unprepare; keep leaves "
 	  "interrupts alone (docs/irq-isolation.md)." },
 	{ "procfs-root", NULL, OPT_STRING, F(procfs_root), "", 0, 0, NULL, 0,
-	  "Read and write interrupt affinities under DIR/irq instead of /proc/irq (tests)." },
+	  "Read and write interrupt affinities in this directory's irq/ instead of /proc/irq: the "
+	  "host's /proc/irq mounted writable into the pod (the DaemonSet: /host/proc). "
+	  "interrupts and the task list are read there when it has them, else in /proc." },
 	{ "device-metadata", NULL, OPT_BOOL, F(device_metadata), "false", 0, 0, NULL, 0,
 	  "Give containers a read-only file describing their devices (KEP-5304, "
 	  "/var/run/kubernetes.io/dra-device-attributes/...), through a second CDI device." },

@@ -43,6 +43,7 @@
 #include "host/filewatch.h"
 #include "host/hotplug.h"
 #include "host/isol.h"
+#include "host/isolwatch.h"
 #include "host/schedwatch.h"
 #include "host/uevent.h"
 #include "cmd/report.h"
@@ -88,6 +89,7 @@ struct daemon {
 	struct cpuset online;	     /* the CPUs online at the last poll */
 	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
 	bool hotplug_failed_logged;
+	struct isolwatch *isolwatch; /* the kernel's isolated CPUs, followed */
 	struct metric *g_online;
 	struct kube *kube;
 	struct kube_claims claims; /* claim reads for dra and pools, over kube */
@@ -133,6 +135,7 @@ static void daemon_free(struct daemon *d)
 	rtctl_free(d->rtctl);
 	rtmon_free(d->rtmon);
 	schedwatch_free(d->rtwatch);
+	isolwatch_free(d->isolwatch);
 	rtdomain_free(d->rt_left);
 	bpfmon_free(d->bpf);
 	irqiso_free(d->irqiso); /* isolation stays with the claims; its record too */
@@ -502,6 +505,51 @@ static int start_kube(struct daemon *d)
  * (one small read; the per-CPU files too under a capture root). A change
  * goes to the plugin (health, no new claim on an offline CPU) and to the
  * publisher (devices leave or come back, groups shrink or grow). */
+/* The isolated CPUs the shared pool leaves out: none when the node lets
+ * them in (--isolated-cpus-shared) or when nothing else would be left for
+ * shared containers. */
+static void isolated_unshared(struct daemon *d, struct cpuset *ret)
+{
+	cpuset_zero(ret);
+	if (d->cfg->isolated_shared)
+		return;
+	if (cpuset_equal(&d->devices->isolated, &d->devices->allocatable)) {
+		log_warn("isolated_cpus_shared", "reason=\"every allocatable CPU is isolated\" "
+			 "action=\"they form the shared pool\"");
+		return;
+	}
+	*ret = d->devices->isolated;
+}
+
+/* The kernel's isolated CPUs changed (host/isolwatch.h: cgroup v2 isolated
+ * partitions come and go): the devices are built again with them (in
+ * place: everyone borrows them), the shared pool follows and the slices are
+ * republished. */
+static void on_isol_changed(void *ud, const struct isol *now, const struct isol *before)
+{
+	_cleanup_(devices_freep) struct devices *nd = NULL;
+	struct daemon *d = ud;
+	struct cpuset unshared;
+	int r;
+
+	(void)before;
+	r = devices_build_node(d->topo, &d->cfg->reserved, &d->cfg->rt_cpus, now,
+			       d->cfg->device_mode, d->cfg->group_by, d->rt_on ? &d->rt : NULL, &nd);
+	if (r < 0) {
+		log_warn_errno(r, "devices_failed", "action=\"keeping the devices published\"");
+		return;
+	}
+	devices_replace(d->devices, TAKE_PTR(nd));
+	isolated_unshared(d, &unshared);
+	if (d->state && state_set_isolated(d->state, &unshared)) {
+		update_gauges(d);
+		if (d->pools)
+			pools_shared_changed(d->pools);
+	}
+	if (d->publisher)
+		publisher_devices_changed(d->publisher, "isolated_cpus");
+}
+
 /* Reads the online CPUs again; true when they changed. */
 static bool hotplug_check(struct daemon *d)
 {
@@ -511,6 +559,8 @@ static bool hotplug_check(struct daemon *d)
 	char a[256], b[256];
 	int r;
 
+	if (d->isolwatch) /* a CPU came or went, or the safety poll */
+		(void)isolwatch_poll(d->isolwatch);
 	cpuset_or(&known, &d->topo->online, &d->topo->offline);
 	r = hotplug_online(root, &known, &now, &eb);
 	if (r < 0) {
@@ -594,8 +644,9 @@ static void on_uevent(evutil_socket_t fd, short what, void *ud)
 }
 
 /* Follows CPU hotplug: the kernel's uevents on the loop with a slow safety
- * poll, or a poll every second where uevents cannot be had. A topology file
- * describes another machine: nothing to follow then. */
+ * poll, or a poll every second where uevents cannot be had; and the isolated
+ * CPUs on their own timer and with every read of the online CPUs. A
+ * topology file describes another machine: nothing to follow then. */
 static int hotplug_start(struct daemon *d)
 {
 	const char *root = d->cfg->sysfs_root;
@@ -604,6 +655,11 @@ static int hotplug_start(struct daemon *d)
 
 	if (cfg_has_topology_file(d->cfg))
 		return 0;
+	r = isolwatch_new(d->base, &(struct isolwatch_opts){ .root = cfg_sysfs_root(d->cfg),
+							     .on_change = on_isol_changed, .ud = d },
+			  &d->devices->isol, &d->isolwatch);
+	if (r < 0)
+		return r;
 	checks = metrics_family(d->metrics, MF_HOTPLUG_CHECKS_TOTAL);
 	d->checks_uevent = metric_with(checks, "uevent");
 	d->checks_timer = metric_with(checks, "timer");
@@ -781,12 +837,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 
 		/* Isolated CPUs stay out of the shared pool, unless the node lets
 		 * them in or nothing else would be left for shared containers. */
-		if (!cfg->isolated_shared && cpuset_equal(&d->devices->isolated, &so.allocatable)) {
-			log_warn("isolated_cpus_shared", "reason=\"every allocatable CPU is isolated\" "
-				 "action=\"they form the shared pool\"");
-		} else if (!cfg->isolated_shared) {
-			so.isolated = d->devices->isolated;
-		}
+		isolated_unshared(d, &so.isolated);
 
 		r = state_new(&so, &d->state);
 		if (r < 0)

@@ -261,6 +261,15 @@ int devices_set_rt_capacity(struct devices *d, int64_t capacity_milli)
 	return 0;
 }
 
+void devices_replace(struct devices *d, struct devices *with)
+{
+	struct devices old = *d;
+
+	*d = *with;
+	*with = old;
+	(void)devices_free(with);
+}
+
 /* cpurtNNN: the CPU id, at least 3 digits, no sign, no leading junk. */
 static const struct device *find_rt(const struct devices *d, const char *name)
 {

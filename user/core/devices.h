@@ -33,7 +33,8 @@
  *   devices do not depend on isolation in either mode.
  *
  * Allocatable = online minus --reserved-cpus (minus --rt-cpus). Immutable
- * after build, but for the real-time capacity (devices_set_rt_capacity()).
+ * after build, but for the real-time capacity (devices_set_rt_capacity())
+ * and a rebuild when the kernel's isolated CPUs change (devices_replace()).
  */
 #pragma once
 
@@ -116,6 +117,12 @@ int devices_add_rt(struct devices *d, const struct topo *t, const struct cpuset 
 /* Every real-time device offers capacity_milli from now on (the kernel's
  * deadline servers changed). -EINVAL for capacity_milli <= 0. */
 int devices_set_rt_capacity(struct devices *d, int64_t capacity_milli);
+
+/* d takes what with holds (devices built again: the kernel's isolated CPUs
+ * changed), in place, so that everyone who borrows d sees the new devices;
+ * d's old devices and with itself are freed. Nobody may hold a struct device
+ * of d across the call. */
+void devices_replace(struct devices *d, struct devices *with);
 
 /* The device of that name, or NULL. */
 const struct device *devices_find(const struct devices *d, const char *name);

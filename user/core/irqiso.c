@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LOG_MOD "irqiso"
 #include "core/state.h"
@@ -24,6 +25,12 @@ struct irqiso {
 	struct irq_guard *guard;
 	bool isolate;
 	char *procfs_root;
+	/* Where /proc/interrupts and the task list are read: procfs_root when
+	 * it is a whole procfs (it has an interrupts file), else /proc. A pod
+	 * mounts only the host's /proc/irq at <root>/irq (writing the rest of
+	 * the host's /proc, /proc/sys, would be a way out of the container),
+	 * and its own /proc, with hostPID, shows the host's. */
+	const char *proc_root;
 	struct metric *g_cpus, *g_managed, *g_left, *moves, *g_balancer;
 	int balancer_pid; /* the one last warned about */
 };
@@ -74,7 +81,7 @@ static void irq_names(const struct irqiso *x, const int *irqs, int n, char *out,
 	char path[PATH_MAX];
 
 	out[0] = 0;
-	(void)snprintf(path, sizeof(path), "%s/interrupts", x->procfs_root);
+	(void)snprintf(path, sizeof(path), "%s/interrupts", x->proc_root);
 	if (fileio_read_at(AT_FDCWD, path, 0, &b, NULL) == 0)
 		(void)irq_interrupts_parse(buf_str(&b), buf_len(&b), 0, on_row, &nm);
 	for (int i = 0; !nm.len && i < n; i++) { /* no names: the numbers */
@@ -115,7 +122,7 @@ static void apply(struct irqiso *x)
 		log_warn("irq_left_on_isolated_cpus", "cpus=%s irqs=%s why=no_other_cpu_allowed",
 			 cpus, names);
 	}
-	pid = cpuset_is_empty(&iso) ? 0 : irq_balancer_pid(x->procfs_root);
+	pid = cpuset_is_empty(&iso) ? 0 : irq_balancer_pid(x->proc_root);
 	metric_set(x->g_balancer, pid > 0);
 	if (pid > 0 && pid != x->balancer_pid)
 		log_warn("irqbalance_running",
@@ -153,6 +160,26 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 	}
 }
 
+/* Where the rest of procfs is read (see struct irqiso), and whether the
+ * interrupt affinities can be written at all: a container's own /proc/irq
+ * is read-only, and a claim that asks for isolation would get none. Said
+ * once, at start, with what to do: a warning when the node isolates every
+ * claim by default. */
+static void check_procfs(struct irqiso *x)
+{
+	char path[PATH_MAX];
+
+	(void)snprintf(path, sizeof(path), "%s/interrupts", x->procfs_root);
+	x->proc_root = access(path, F_OK) == 0 ? x->procfs_root : "/proc";
+	(void)snprintf(path, sizeof(path), "%s/irq/default_smp_affinity", x->procfs_root);
+	if (access(path, W_OK) < 0)
+		log_errno(x->isolate ? LOG_WARN : LOG_INFO, LOG_MOD, -errno, "irq_affinity_read_only",
+			       "path=%s action=\"claims asking irq: isolate get no isolation; mount "
+			       "the host's /proc/irq writable and point --procfs-root at it "
+			       "(docs/irq-isolation.md)\"",
+			       log_quote(path));
+}
+
 /* The record of a previous run against what is prepared now. */
 static void reconcile(struct irqiso *x)
 {
@@ -182,6 +209,7 @@ int irqiso_new(struct state *state, const struct irqiso_opts *o, struct metrics 
 	x->procfs_root = strdup(o->procfs_root ? o->procfs_root : "/proc");
 	if (!x->procfs_root)
 		return -ENOMEM;
+	check_procfs(x);
 	r = irq_guard_new(&io, &x->guard, &eb);
 	if (r == -EPROTO && o->state_dir) {
 		char bad[PATH_MAX + 8], path[PATH_MAX];

@@ -208,6 +208,16 @@ bool state_set_offline(struct state *s, const struct cpuset *offline)
 	return !cpuset_equal(&before, &after);
 }
 
+bool state_set_isolated(struct state *s, const struct cpuset *isolated)
+{
+	struct cpuset before, after;
+
+	state_shared_pool(s, &before);
+	s->isolated = *isolated;
+	state_shared_pool(s, &after);
+	return !cpuset_equal(&before, &after);
+}
+
 void state_shared_pool(const struct state *s, struct cpuset *ret)
 {
 	state_unclaimed(s, ret);

@@ -194,6 +194,10 @@ void state_unclaimed(const struct state *s, struct cpuset *ret);
  * they leave the shared pool until they are back. True when the shared
  * pool changed. */
 bool state_set_offline(struct state *s, const struct cpuset *offline);
+/* The isolated CPUs kept out of the shared pool from now on (the kernel's
+ * list changed at run time; state_opts.isolated at start). True when the
+ * shared pool changed. */
+bool state_set_isolated(struct state *s, const struct cpuset *isolated);
 /* CPUs held by claims. */
 void state_prepared(const struct state *s, struct cpuset *ret);
 int state_claim_count(const struct state *s);

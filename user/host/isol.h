@@ -1,4 +1,5 @@
-/* isol: the CPUs the kernel sets apart at boot, as the driver needs them.
+/* isol: the CPUs the kernel sets apart, at boot or in cpuset partitions,
+ * as the driver needs them.
  *
  * Admins isolate CPUs for latency work with isolcpus= and nohz_full=. What
  * the kernel made of those options, not what the command line says, is
@@ -8,7 +9,12 @@
  *    (/sys/devices/system/cpu/isolated, the complement of the kernel's
  *    domain housekeeping set: isolcpus= without flags, or with "domain").
  *    A task placed there stays there, and the threads of a multi-CPU claim
- *    on them are never balanced between its CPUs;
+ *    on them are never balanced between its CPUs. cgroup v2 isolated cpuset
+ *    partitions are not load-balanced either: they are added from
+ *    /sys/fs/cgroup/cpuset.cpus.isolated (the root cgroup's list, Linux
+ *    6.8+; where the isolated file follows the partitions too, both say the
+ *    same). Partitions come and go while the driver runs, so the lists are
+ *    read again then (host/isolwatch.h; isol_same() tells a change);
  *  - nohz_full: CPUs whose tick stops while they run one task
  *    (/sys/devices/system/cpu/nohz_full, present only on kernels built with
  *    CONFIG_NO_HZ_FULL; "(null)" or an empty line when there are none);
@@ -34,6 +40,7 @@ struct isol {
 	struct cpuset domain;	   /* not load-balanced */
 	struct cpuset nohz_full;   /* tickless */
 	struct cpuset managed_irq; /* managed interrupts kept off */
+	struct cpuset partition;   /* isolated cgroup v2 partitions (in domain too) */
 	struct cpuset isolated;	   /* domain | nohz_full */
 	const char *domain_source; /* "sysfs", "cmdline", "none" (static text) */
 	/* Not empty: what of /proc/cmdline was not understood and left out (the
@@ -45,6 +52,10 @@ struct isol {
  * there but not a CPU list is -EINVAL with eb naming it (never a guess). A
  * command line option that cannot be read is left out and said in note. */
 int isol_read(const char *root, struct isol *ret, struct errbuf *eb);
+
+/* a and b isolate the same CPUs the same way (domain, nohz_full,
+ * managed_irq). */
+bool isol_same(const struct isol *a, const struct isol *b);
 
 /* The isolation a node publishes: isol_read() with what it found logged
  * (the lists, an option left out). no_kernel: the topology came from a
