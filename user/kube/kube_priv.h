@@ -114,3 +114,7 @@ struct kube {
 	struct ratelimit slow_rl; /* slow_dispatch lines */
 	struct kube_stats st;
 };
+
+/* kube_proxy.c: logs the proxy's scheme, host and port, never its URL (which
+ * may hold a password); nothing for "" (direct). */
+void kube_proxy_log(const char *proxy);
