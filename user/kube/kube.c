@@ -140,83 +140,6 @@ static int errno_from_curl(CURLcode c)
 	}
 }
 
-/* ---- client certificate ---------------------------------------------------------------- */
-
-static bool stat_same(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-static void cred_file_done(struct cred_file *f)
-{
-	f->pem = kubeconfig_pem_free(f->pem, f->len);
-	f->len = 0;
-}
-
-/* Reads the certificate and key files again when either changed since the last
- * read (or was never read). Both are read and swapped together, so a pair is
- * never mixed; a failed read keeps the old pair (a rotation caught half-way
- * is picked up by a later attempt), as client-go keeps its old certificate.
- * Small bounded local reads, two stat()s when nothing changed: fine on the
- * loop, once per attempt. Returns whether the pair is usable. */
-static bool cred_refresh(struct kube *k, bool initial)
-{
-	struct cred_file *f[2] = { &k->cert, &k->key };
-	struct stat st[2];
-	char *pem[2] = { NULL, NULL };
-	size_t len[2] = { 0, 0 };
-	bool changed = false;
-	int r = 0;
-
-	if (!k->cert.path && !k->key.path)
-		return true;
-	for (int i = 0; i < 2; i++) {
-		if (!f[i]->path)
-			continue;
-		if (stat(f[i]->path, &st[i]) < 0) {
-			r = -errno;
-			goto fail;
-		}
-		changed |= !f[i]->pem || !stat_same(&st[i], &f[i]->st);
-	}
-	if (!changed)
-		return true;
-	for (int i = 0; i < 2; i++) {
-		if (!f[i]->path)
-			continue;
-		r = kubeconfig_read_pem(f[i]->path, f[i]->label, &pem[i], &len[i]);
-		if (r < 0)
-			goto fail;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (!f[i]->path)
-			continue;
-		cred_file_done(f[i]);
-		f[i]->pem = pem[i];
-		f[i]->len = len[i];
-		f[i]->st = st[i];
-	}
-	if (!initial) {
-		k->st.cert_reloads++;
-		log_info("client_cert_reloaded", "cert=%s key=%s",
-			 k->cert.path ? k->cert.path : "inline", k->key.path ? k->key.path : "inline");
-	}
-	k->cert_failing = false;
-	return true;
-fail:
-	for (int i = 0; i < 2; i++)
-		(void)kubeconfig_pem_free(pem[i], len[i]);
-	k->st.cert_read_errors++;
-	if (!k->cert_failing)
-		log_warn_errno(r, "client_cert_read_failed", "cert=%s key=%s action=%s",
-			       k->cert.path ? k->cert.path : "inline",
-			       k->key.path ? k->key.path : "inline",
-			       k->cert.pem || !k->cert.path ? "keeping_old" : "none");
-	k->cert_failing = true;
-	return (!k->cert.path || k->cert.pem) && (!k->key.path || k->key.pem);
-}
-
 /* ---- curl <-> libevent --------------------------------------------------------------- */
 
 static void kube_after_curl(struct kube *k);
@@ -541,7 +464,7 @@ static int call_start(struct kube_call *c)
 		if (left < timeout)
 			timeout = (long)left;
 	}
-	(void)cred_refresh(k, false);
+	(void)kube_cred_refresh(k, false);
 	if (k->cert.path) {
 		cert = k->cert.pem;
 		cert_len = k->cert.len;
@@ -737,44 +660,6 @@ static int call_schedule(struct kube_call *c, uint32_t delay_ms)
 			return -ENOMEM;
 	}
 	return evtimer_add(c->retry_ev, &tv) < 0 ? -ENOMEM : 0;
-}
-
-/* ---- token --------------------------------------------------------------------------- */
-
-/* A small bounded local read (KUBECONFIG_TOKEN_MAX, regular file): fine on the loop.
- * Keeps the last good token when the read fails, as client-go does. */
-static void kube_token_reload(struct kube *k, const char *why)
-{
-	char *t = NULL;
-	int r;
-
-	if (!k->cfg->token_file)
-		return;
-	r = kubeconfig_read_token(k->cfg->token_file, &t);
-	if (r < 0) {
-		k->st.token_read_errors++;
-		if (!k->token_failing)
-			log_warn_errno(r, "token_read_failed", "path=%s reason=%s action=keeping_old",
-				       k->cfg->token_file, why);
-		k->token_failing = true;
-		return;
-	}
-	if (k->token_failing)
-		log_info("token_read_recovered", "path=%s", k->cfg->token_file);
-	k->token_failing = false;
-	if (k->token && strcmp(k->token, t) == 0) {
-		(void)kubeconfig_token_free(t);
-		return;
-	}
-	(void)kubeconfig_token_free(k->token);
-	k->token = t;
-	k->st.token_reloads++;
-	log_info("token_reloaded", "path=%s reason=%s", k->cfg->token_file, why);
-}
-
-static void on_token_timer(evutil_socket_t fd, short what, void *arg)
-{
-	kube_token_reload(arg, "periodic");
 }
 
 /* ---- finishing: result, retry, callback ---------------------------------------------- */
@@ -1271,8 +1156,8 @@ static void kube_destroy(struct kube *k)
 	if (k->token_ev)
 		event_free(k->token_ev);
 	(void)kubeconfig_token_free(k->token);
-	cred_file_done(&k->cert);
-	cred_file_done(&k->key);
+	kube_cred_file_done(&k->cert);
+	kube_cred_file_done(&k->key);
 	if (k->proxy) /* may hold proxy credentials */
 		explicit_bzero(k->proxy, strlen(k->proxy));
 	free(k->proxy);
@@ -1355,7 +1240,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	}
 	k->cert = (struct cred_file){ .path = k->cfg->cert_file, .label = "CERTIFICATE" };
 	k->key = (struct cred_file){ .path = k->cfg->key_file, .label = "PRIVATE KEY" };
-	if (!cred_refresh(k, true))
+	if (!kube_cred_refresh(k, true))
 		return -ENOKEY;
 	r = kube_proxy_select(k->cfg->server, k->cfg->proxy_url, &k->proxy, &k->noproxy);
 	if (r < 0)
@@ -1386,7 +1271,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 			      (long)KUBE_MAX_STREAMS) != CURLM_OK)
 		return -EINVAL;
 	if (k->cfg->token_file) {
-		k->token_ev = event_new(base, -1, EV_PERSIST, on_token_timer, k);
+		k->token_ev = event_new(base, -1, EV_PERSIST, kube_on_token_timer, k);
 		tv = clock_tv_ms(k->o.token_refresh_ms);
 		if (!k->token_ev || event_add(k->token_ev, &tv) < 0)
 			return -ENOMEM;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <curl/curl.h>
+#include <event2/util.h>
 
 #include "lib/backoff.h"
 #include "lib/ratelimit.h"
@@ -118,3 +119,9 @@ struct kube {
 /* kube_proxy.c: logs the proxy's scheme, host and port, never its URL (which
  * may hold a password); nothing for "" (direct). */
 void kube_proxy_log(const char *proxy);
+
+/* kube_cred.c: the client certificate and key, the token. */
+void kube_cred_file_done(struct cred_file *f);
+bool kube_cred_refresh(struct kube *k, bool initial);
+void kube_token_reload(struct kube *k, const char *why);
+void kube_on_token_timer(evutil_socket_t fd, short what, void *arg);
