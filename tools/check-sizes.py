@@ -46,7 +46,6 @@ PARSERS = {
 # Over the limits on 2026-11-27 (issue 22, section 4). The number is the size
 # then, for the record; the check fails only on entries missing here.
 DEBT_FILES = {
-    "user/kube/kube.c": 1867,
     "user/kubelet/dra.c": 1706,
     "user/kubelet/grpc.c": 1680,
     "user/nri/nri.c": 1830,
@@ -59,7 +58,7 @@ DEBT_FUNCS = {
     # (path, function): its length in lines then
     ("user/cmd/daemon.c", "start_node_agents"): 88,
     ("user/cmd/daemon.c", "daemon_run"): 182,
-    ("user/kube/kube.c", "call_start"): 143,
+    ("user/kube/kube_attempt.c", "kube_call_start"): 143,
     ("user/kube/kube.c", "call_result"): 81,
     ("user/kube/kube.c", "kube_new"): 94,
     ("user/kubelet/dra.c", "prep_reply"): 103,

@@ -125,3 +125,12 @@ void kube_cred_file_done(struct cred_file *f);
 bool kube_cred_refresh(struct kube *k, bool initial);
 void kube_token_reload(struct kube *k, const char *why);
 void kube_on_token_timer(evutil_socket_t fd, short what, void *arg);
+
+/* kube.c: puts c on the ready queue, where the dispatcher finds it. */
+void kube_call_mark_ready(struct kube_call *c);
+
+/* kube_attempt.c: one HTTP attempt of a call. */
+int kube_errno_from_curl(CURLcode c);
+int kube_call_start(struct kube_call *c);
+void kube_call_stop_easy(struct kube_call *c);
+void kube_call_collect(struct kube_call *c, CURLcode res);
