@@ -263,28 +263,16 @@ static const char *const verb_method[] = {
 	[KUBE_PATCH] = "PATCH",	   [KUBE_DELETE] = "DELETE",
 };
 
-/* Starts one attempt of c with the current token and client certificate.
- * Outside libcurl only. */
-int kube_call_start(struct kube_call *c)
-{
-	struct kube *k = c->k;
-	const struct kubeconfig *cfg = k->cfg;
-	_cleanup_(curl_easy_cleanupp) CURL *e = NULL;
-	_cleanup_(slist_wipe_freep) struct curl_slist *h = NULL;
-	const char *cert = cfg->cert_pem, *key = cfg->key_pem;
-	size_t cert_len = cfg->cert_pem_len, key_len = cfg->key_pem_len;
-	long timeout = c->timeout_ms;
-	CURLcode cc = CURLE_OK;
-	CURLMcode mc;
-	int r;
-
+/* Sets an option unless an earlier one failed: the first failure is kept in cc. */
 #define SET(opt, val)                                            \
 	do {                                                     \
 		if (cc == CURLE_OK)                              \
 			cc = curl_easy_setopt(e, opt, val);      \
 	} while (0)
 
-	/* Fresh per-attempt state. */
+/* Fresh per-attempt state. */
+static void attempt_reset(struct kube_call *c)
+{
 	c->done = false;
 	c->cres = CURLE_OK;
 	c->local_err = 0;
@@ -296,6 +284,13 @@ int kube_call_start(struct kube_call *c)
 	free(c->warning);
 	c->warning = NULL;
 	kube_lines_done(&c->lines);
+}
+
+/* The attempt's time: the call's, cut to what is left before its deadline.
+ * Returns 0 and the time in *ret, or -ETIMEDOUT when the deadline passed. */
+static int attempt_timeout(const struct kube_call *c, long *ret)
+{
+	long timeout = c->timeout_ms;
 
 	if (c->deadline) {
 		int64_t left = c->deadline - clock_now_ms();
@@ -305,34 +300,34 @@ int kube_call_start(struct kube_call *c)
 		if (left < timeout)
 			timeout = (long)left;
 	}
-	(void)kube_cred_refresh(k, false);
-	if (k->cert.path) {
-		cert = k->cert.pem;
-		cert_len = k->cert.len;
-	}
-	if (k->key.path) {
-		key = k->key.pem;
-		key_len = k->key.len;
-	}
+	*ret = timeout;
+	return 0;
+}
 
-	e = curl_easy_init();
-	if (!e)
-		return -ENOMEM;
-	r = header_add(&h, "Accept: application/json");
+static int attempt_headers(const struct kube_call *c, struct curl_slist **h)
+{
+	int r;
+
+	r = header_add(h, "Accept: application/json");
 	if (r >= 0 && c->body)
-		r = header_add(&h, "Content-Type: %s", c->content_type);
-	if (r >= 0 && k->token)
-		r = header_add(&h, "Authorization: Bearer %s", k->token);
+		r = header_add(h, "Content-Type: %s", c->content_type);
+	if (r >= 0 && c->k->token)
+		r = header_add(h, "Authorization: Bearer %s", c->k->token);
 	if (r >= 0) /* no "Expect: 100-continue" round trip */
-		r = header_add(&h, "Expect:");
-	if (r < 0)
-		return r;
+		r = header_add(h, "Expect:");
+	return r;
+}
+
+static CURLcode set_connection(CURL *e, struct kube_call *c, long timeout)
+{
+	const struct kube *k = c->k;
+	CURLcode cc = CURLE_OK;
 
 	SET(CURLOPT_URL, c->url);
 	SET(CURLOPT_PRIVATE, c);
 	SET(CURLOPT_ERRORBUFFER, c->errbuf);
 	SET(CURLOPT_NOSIGNAL, 1L);
-	SET(CURLOPT_PROTOCOLS_STR, cfg->insecure ? "http,https" : "https");
+	SET(CURLOPT_PROTOCOLS_STR, k->cfg->insecure ? "http,https" : "https");
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)k->o.connect_timeout_ms);
 	SET(CURLOPT_TIMEOUT_MS, timeout);
@@ -343,6 +338,26 @@ int kube_call_start(struct kube_call *c)
 	 * first response, and a slow one would hold every other transfer. */
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	SET(CURLOPT_PIPEWAIT, strncmp(c->url, "https://", 8) == 0 ? 1L : 0L);
+	return cc;
+}
+
+/* The server's CA and the client certificate and key: the files' current
+ * pair (kube_cred_refresh() just looked at them), else the inline PEM. */
+static CURLcode set_tls(CURL *e, const struct kube *k)
+{
+	const struct kubeconfig *cfg = k->cfg;
+	const char *cert = cfg->cert_pem, *key = cfg->key_pem;
+	size_t cert_len = cfg->cert_pem_len, key_len = cfg->key_pem_len;
+	CURLcode cc = CURLE_OK;
+
+	if (k->cert.path) {
+		cert = k->cert.pem;
+		cert_len = k->cert.len;
+	}
+	if (k->key.path) {
+		key = k->key.pem;
+		key_len = k->key.len;
+	}
 	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2); /* minimum; 1.3 when offered */
 	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
 	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
@@ -368,6 +383,14 @@ int kube_call_start(struct kube_call *c)
 
 		SET(CURLOPT_SSLKEY_BLOB, &b);
 	}
+	return cc;
+}
+
+static CURLcode set_request(CURL *e, struct kube_call *c, struct curl_slist *h)
+{
+	const struct kube *k = c->k;
+	CURLcode cc = CURLE_OK;
+
 	SET(CURLOPT_PROXY, k->proxy);
 	SET(CURLOPT_NOPROXY, k->noproxy);
 	SET(CURLOPT_HTTPHEADER, h);
@@ -395,7 +418,41 @@ int kube_call_start(struct kube_call *c)
 		SET(CURLOPT_DEBUGFUNCTION, on_curl_debug);
 		SET(CURLOPT_VERBOSE, 1L);
 	}
+	return cc;
+}
+
 #undef SET
+
+/* Starts one attempt of c with the current token and client certificate.
+ * Outside libcurl only. */
+int kube_call_start(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	_cleanup_(curl_easy_cleanupp) CURL *e = NULL;
+	_cleanup_(slist_wipe_freep) struct curl_slist *h = NULL;
+	long timeout;
+	CURLcode cc;
+	CURLMcode mc;
+	int r;
+
+	attempt_reset(c);
+	r = attempt_timeout(c, &timeout);
+	if (r < 0)
+		return r;
+	(void)kube_cred_refresh(k, false);
+
+	e = curl_easy_init();
+	if (!e)
+		return -ENOMEM;
+	r = attempt_headers(c, &h);
+	if (r < 0)
+		return r;
+
+	cc = set_connection(e, c, timeout);
+	if (cc == CURLE_OK)
+		cc = set_tls(e, k);
+	if (cc == CURLE_OK)
+		cc = set_request(e, c, h);
 	if (cc != CURLE_OK)
 		return kube_errno_from_curl(cc);
 	mc = curl_multi_add_handle(k->multi, e);
