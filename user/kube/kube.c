@@ -279,31 +279,24 @@ static void status_text(char *buf, size_t n, long http, const struct kube_status
 		       s->message ? s->message : "(no message)");
 }
 
-/* Builds c's result into res (body into *ret_body, owned by the caller). */
-static void call_result(struct kube_call *c, struct kube_result *res, struct json_object **ret_body)
+/* A watch ended by an ERROR event: its Status is the result. */
+static void result_watch_error(struct kube_call *c, struct kube_result *res)
 {
-	struct json_object *body = NULL;
+	res->body = c->end_status;
+	if (kube_status_parse(c->end_status, &res->status) == 0 && res->status.code)
+		res->error = kube_errno_from_http(res->status.code, res->status.reason);
+	if (res->error == 0)
+		res->error = -EPROTO;
+	(void)snprintf(c->errtext, sizeof(c->errtext), "watch ERROR event: %d %s: %s",
+		       res->status.code, res->status.reason ? res->status.reason : "",
+		       res->status.message ? res->status.message : "");
+	if (res->status.retry_after_s >= 0 && res->retry_after_s < 0)
+		res->retry_after_s = res->status.retry_after_s;
+}
 
-	*res = (struct kube_result){
-		.http_status = c->http_status,
-		.retry_after_s = c->retry_after_s > 0 ? (int)c->retry_after_s : -1,
-		.warning = c->warning,
-		.error_text = c->errtext,
-		.attempts = c->attempts,
-	};
-	if (c->end_status) { /* a watch ended by an ERROR event */
-		res->body = c->end_status;
-		if (kube_status_parse(c->end_status, &res->status) == 0 && res->status.code)
-			res->error = kube_errno_from_http(res->status.code, res->status.reason);
-		if (res->error == 0)
-			res->error = -EPROTO;
-		(void)snprintf(c->errtext, sizeof(c->errtext), "watch ERROR event: %d %s: %s",
-			       res->status.code, res->status.reason ? res->status.reason : "",
-			       res->status.message ? res->status.message : "");
-		if (res->status.retry_after_s >= 0 && res->retry_after_s < 0)
-			res->retry_after_s = res->status.retry_after_s;
-		return;
-	}
+/* Our callbacks refused the transfer (c->local_err) or curl failed it. */
+static void result_transfer_error(struct kube_call *c, struct kube_result *res)
+{
 	if (c->local_err) {
 		res->error = c->local_err;
 		if (c->errtext[0])
@@ -316,28 +309,25 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 			(void)snprintf(c->errtext, sizeof(c->errtext), "%s", strerror(-c->local_err));
 		return;
 	}
-	if (c->cres != CURLE_OK) {
-		res->error = kube_errno_from_curl(c->cres);
-		/* A proxy that answered CONNECT with an error refused the tunnel (curl
-		 * reports it as a receive error). */
-		if (c->proxy_status >= 300)
-			res->error = -ECONNREFUSED;
-		/* curl's own text for this code also speaks of SSH keys. */
-		(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
-			       res->error == -EKEYREJECTED ? "server certificate rejected"
-							   : curl_easy_strerror(c->cres),
-			       c->errbuf[0] ? ": " : "", c->errbuf);
-		return;
-	}
-	if (c->stream_ok) { /* the server ended a watch normally */
-		if (kube_lines_pending(&c->lines)) {
-			res->error = -EPROTO;
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "watch stream ended inside a line (%zu bytes)",
-				       kube_lines_pending(&c->lines));
-		}
-		return;
-	}
+	res->error = kube_errno_from_curl(c->cres);
+	/* A proxy that answered CONNECT with an error refused the tunnel (curl
+	 * reports it as a receive error). */
+	if (c->proxy_status >= 300)
+		res->error = -ECONNREFUSED;
+	/* curl's own text for this code also speaks of SSH keys. */
+	(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
+		       res->error == -EKEYREJECTED ? "server certificate rejected"
+						   : curl_easy_strerror(c->cres),
+		       c->errbuf[0] ? ": " : "", c->errbuf);
+}
+
+/* A complete HTTP response: its status, and its body as JSON (into
+ * *ret_body, owned by the caller). */
+static void result_http(struct kube_call *c, struct kube_result *res,
+			struct json_object **ret_body)
+{
+	struct json_object *body = NULL;
+
 	res->error = kube_errno_from_http(c->http_status, NULL);
 	if (c->in_len && kube_json_parse(c->in, c->in_len, &body) == 0) {
 		res->body = body;
@@ -360,6 +350,32 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 	} else {
 		(void)snprintf(c->errtext, sizeof(c->errtext), "HTTP %ld (no Status body)",
 			       c->http_status);
+	}
+}
+
+/* Builds c's result into res (body into *ret_body, owned by the caller). */
+static void call_result(struct kube_call *c, struct kube_result *res, struct json_object **ret_body)
+{
+	*res = (struct kube_result){
+		.http_status = c->http_status,
+		.retry_after_s = c->retry_after_s > 0 ? (int)c->retry_after_s : -1,
+		.warning = c->warning,
+		.error_text = c->errtext,
+		.attempts = c->attempts,
+	};
+	if (c->end_status) { /* a watch ended by an ERROR event */
+		result_watch_error(c, res);
+	} else if (c->local_err || c->cres != CURLE_OK) {
+		result_transfer_error(c, res);
+	} else if (c->stream_ok) { /* the server ended a watch normally */
+		if (kube_lines_pending(&c->lines)) {
+			res->error = -EPROTO;
+			(void)snprintf(c->errtext, sizeof(c->errtext),
+				       "watch stream ended inside a line (%zu bytes)",
+				       kube_lines_pending(&c->lines));
+		}
+	} else {
+		result_http(c, res, ret_body);
 	}
 }
 
