@@ -58,7 +58,6 @@ DEBT_FUNCS = {
     # (path, function): its length in lines then
     ("user/cmd/daemon.c", "start_node_agents"): 88,
     ("user/cmd/daemon.c", "daemon_run"): 182,
-    ("user/kube/kube.c", "kube_new"): 94,
     ("user/kubelet/dra.c", "prep_reply"): 103,
     ("user/kubelet/dra.c", "handle_prepare"): 98,
     ("user/kubelet/dra.c", "handle_unprepare"): 100,

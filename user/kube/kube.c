@@ -790,27 +790,10 @@ struct kube *kube_free(struct kube *k)
 	return NULL;
 }
 
-int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct kube_opts *opts,
-	     struct kube **ret)
+/* The options with their defaults and caps. k->o.user_agent is not kept:
+ * k->user_agent is the client's own copy. */
+static int kube_opts_set(struct kube *k, const struct kube_opts *opts)
 {
-	static const struct kube_opts none;
-	_cleanup_(kube_freep) struct kube *k = NULL;
-	const curl_version_info_data *vi;
-	struct timeval tv;
-	int r;
-
-	if (!opts)
-		opts = &none;
-	if (!base || !cfg || !cfg->server)
-		return -EINVAL;
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return -ENOMEM;
-	ratelimit_init(&k->slow_rl, 60000, 1);
-	TAILQ_INIT(&k->calls);
-	TAILQ_INIT(&k->ready);
-	LIST_INIT(&k->socks);
-	k->base = base;
 	k->o = *opts;
 	k->o.user_agent = NULL;
 #define DEF(f, v)            \
@@ -832,12 +815,14 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 		k->o.max_body = KUBE_MAX_BODY_DEFAULT;
 	if (k->o.max_line > KUBE_MAX_LINE_DEFAULT)
 		k->o.max_line = KUBE_MAX_LINE_DEFAULT;
-	k->user_agent = strdup(opts->user_agent ? opts->user_agent : "dra-cpu");
-	if (!k->user_agent)
-		return -ENOMEM;
-	r = kubeconfig_dup(cfg, &k->cfg);
-	if (r < 0)
-		return r;
+	return 0;
+}
+
+/* The token and the client certificate and key, read for the first time. */
+static int kube_creds_load(struct kube *k)
+{
+	int r;
+
 	if (k->cfg->token_file) {
 		r = kubeconfig_read_token(k->cfg->token_file, &k->token);
 		if (r < 0)
@@ -849,10 +834,14 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	k->key = (struct cred_file){ .path = k->cfg->key_file, .label = "PRIVATE KEY" };
 	if (!kube_cred_refresh(k, true))
 		return -ENOKEY;
-	r = kube_proxy_select(k->cfg->server, k->cfg->proxy_url, &k->proxy, &k->noproxy);
-	if (r < 0)
-		return r;
-	kube_proxy_log(k->proxy);
+	return 0;
+}
+
+/* libcurl, and the multi handle every call's easy handle joins. */
+static int kube_multi_start(struct kube *k)
+{
+	const curl_version_info_data *vi;
+
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return -ENOMEM;
 	k->global_init = true;
@@ -862,7 +851,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	if (!(vi->features & CURL_VERSION_HTTP2))
 		log_warn("curl_no_http2", "version=%s action=http1_only", vi->version);
 	k->multi = curl_multi_init();
-	k->timer = evtimer_new(base, on_timer, k);
+	k->timer = evtimer_new(k->base, on_timer, k);
 	if (!k->multi || !k->timer)
 		return -ENOMEM;
 	if (curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
@@ -877,6 +866,48 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	    curl_multi_setopt(k->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
 			      (long)KUBE_MAX_STREAMS) != CURLM_OK)
 		return -EINVAL;
+	return 0;
+}
+
+int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct kube_opts *opts,
+	     struct kube **ret)
+{
+	static const struct kube_opts none;
+	_cleanup_(kube_freep) struct kube *k = NULL;
+	struct timeval tv;
+	int r;
+
+	if (!opts)
+		opts = &none;
+	if (!base || !cfg || !cfg->server)
+		return -EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	ratelimit_init(&k->slow_rl, 60000, 1);
+	TAILQ_INIT(&k->calls);
+	TAILQ_INIT(&k->ready);
+	LIST_INIT(&k->socks);
+	k->base = base;
+	r = kube_opts_set(k, opts);
+	if (r < 0)
+		return r;
+	k->user_agent = strdup(opts->user_agent ? opts->user_agent : "dra-cpu");
+	if (!k->user_agent)
+		return -ENOMEM;
+	r = kubeconfig_dup(cfg, &k->cfg);
+	if (r < 0)
+		return r;
+	r = kube_creds_load(k);
+	if (r < 0)
+		return r;
+	r = kube_proxy_select(k->cfg->server, k->cfg->proxy_url, &k->proxy, &k->noproxy);
+	if (r < 0)
+		return r;
+	kube_proxy_log(k->proxy);
+	r = kube_multi_start(k);
+	if (r < 0)
+		return r;
 	if (k->cfg->token_file) {
 		k->token_ev = event_new(base, -1, EV_PERSIST, kube_on_token_timer, k);
 		tv = clock_tv_ms(k->o.token_refresh_ms);
