@@ -61,7 +61,6 @@
 
 /* ---- connections: output -------------------------------------------------------------------- */
 
-static void conn_flush(struct grpc_conn *c);
 static void conn_arm_timer(struct grpc_conn *c);
 
 static struct evbuffer *conn_out(struct grpc_conn *c)
@@ -93,7 +92,7 @@ static void conn_goaway(struct grpc_conn *c, uint32_t code)
 
 		(void)evtimer_add(c->timer, &tv);
 	}
-	conn_flush(c);
+	grpc_conn_flush(c);
 }
 
 /* After input or output: pause reading while the output is over its cap,
@@ -125,7 +124,7 @@ static void conn_update(struct grpc_conn *c)
 /* Moves what nghttp2 has to send into the output buffer, up to the output
  * cap (the rest waits for the write callback). Not re-entrant: inside
  * nghttp2 it only notes that a flush is due. */
-static void conn_flush(struct grpc_conn *c)
+void grpc_conn_flush(struct grpc_conn *c)
 {
 	struct evbuffer *out = conn_out(c);
 
@@ -157,464 +156,7 @@ static void conn_flush(struct grpc_conn *c)
 	conn_update(c);
 }
 
-/* ---- calls ---------------------------------------------------------------------------------- */
-
-static void call_release(struct grpc_call *call, uint8_t ref)
-{
-	assert(call->refs & ref);
-	call->refs &= (uint8_t)~ref;
-	if (call->refs)
-		return;
-	assert(!call->conn);
-	free(call->req);
-	if (call->out)
-		evbuffer_free(call->out);
-	free(call->latest);
-	free(call->message);
-	free(call);
-}
-
-static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum grpc_status code)
-{
-	if (!srv->observe)
-		return;
-	srv->observe(call->method ? call->method->path : "unknown", code,
-		     call->t_start ? clock_now_ns() - call->t_start : 0, srv->observe_ud);
-}
-
-/* The call no longer holds a watch place on c (completed or gone). */
-static void call_unhold_watch(struct grpc_call *call, struct grpc_conn *c)
-{
-	if (!call->watch_held)
-		return;
-	call->watch_held = false;
-	if (--c->n_watches == 0)
-		c->srv->n_watch_conns--;
-}
-
-/* The stream is gone (closed, reset, connection freed). Drops the buffers;
- * a call still held by its handler becomes cancelled. May free call. */
-static void call_detach(struct grpc_call *call)
-{
-	struct grpc_conn *c = call->conn;
-	struct grpc_server *srv;
-
-	assert(c); /* only attached calls are stream user data or on c->calls */
-	srv = c->srv;
-	if (call->prev)
-		call->prev->next = call->next;
-	else
-		c->calls = call->next;
-	if (call->next)
-		call->next->prev = call->prev;
-	call->prev = call->next = NULL;
-	if (call->req) {
-		c->buffered -= call->req_len;
-		free(call->req);
-		call->req = NULL;
-	}
-	if (call->out) {
-		c->queued -= evbuffer_get_length(call->out);
-		evbuffer_free(call->out);
-		call->out = NULL;
-	}
-	c->queued -= call->latest_len;
-	free(call->latest);
-	call->latest = NULL;
-	call->latest_len = 0;
-	call_unhold_watch(call, c);
-	call->conn = NULL;
-	if (!(call->refs & CALL_REF_HANDLER)) {
-		call_release(call, CALL_REF_STREAM);
-		return;
-	}
-	call->cancelled = true;
-	c->n_active--;
-	srv->stats.calls_active--;
-	srv->stats.calls_cancelled++;
-	call_observe(call, srv, GRPC_STATUS_CANCELLED);
-	call->refs &= (uint8_t)~CALL_REF_STREAM; /* the handler's ref keeps it */
-	if (!call->cancel_fn)
-		return; /* the handler completes it when it gets round to it */
-	/* With a cancel callback the handle ends when the callback returns,
-	 * completed inside or not (grpc.h). */
-	call->refs |= CALL_REF_CANCEL;
-	call->cancel_fn(call, call->cancel_ud);
-	if (call->refs & CALL_REF_HANDLER)
-		call_release(call, CALL_REF_HANDLER);
-	call_release(call, CALL_REF_CANCEL);
-}
-
-static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
-				   size_t length, uint32_t *flags, nghttp2_data_source *source,
-				   void *user_data);
-
-#define NV(n, v)                                                                 \
-	{                                                                        \
-		(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v),        \
-			NGHTTP2_NV_FLAG_NO_COPY_NAME                             \
-	}
-
-/* Decides the status of an attached call. Nothing sent yet: one HEADERS with
- * END_STREAM ("trailers-only", http_status normally 200). Otherwise the data
- * provider sends the trailers once the queued messages are out. */
-static void call_finish(struct grpc_call *call, int http_status, enum grpc_status code,
-			const char *msg)
-{
-	struct grpc_conn *c = call->conn;
-	char status[8], hs[8], cut[GRPC_MESSAGE_MAX + 1], enc[3 * GRPC_MESSAGE_MAX + 1];
-	int r;
-
-	if (call->finished)
-		return;
-	call->finished = true;
-	call->status = code;
-	if (call->req) { /* an early answer: the request will not be needed */
-		c->buffered -= call->req_len;
-		free(call->req);
-		call->req = NULL;
-	}
-	if (msg && *msg) {
-		size_t n = strnlen(msg, GRPC_MESSAGE_MAX + 1);
-
-		if (n > GRPC_MESSAGE_MAX) { /* cut on a UTF-8 boundary */
-			n = GRPC_MESSAGE_MAX;
-			while (n > 0 && ((unsigned char)msg[n] & 0xc0) == 0x80)
-				n--;
-		}
-		memcpy(cut, msg, n);
-		cut[n] = 0;
-		(void)grpc_percent_encode(cut, enc, sizeof(enc));
-	} else {
-		enc[0] = 0;
-	}
-	(void)snprintf(status, sizeof(status), "%d", (int)code);
-	(void)snprintf(hs, sizeof(hs), "%d", http_status);
-	if (!call->responded) {
-		nghttp2_nv nva[] = {
-			NV(":status", hs),
-			NV("content-type", "application/grpc"),
-			NV("grpc-status", status),
-			NV("grpc-message", enc),
-		};
-
-		call->responded = true;
-		r = nghttp2_submit_response(c->session, call->stream_id, nva,
-					    enc[0] ? ARRAY_SIZE(nva) : ARRAY_SIZE(nva) - 1, NULL);
-	} else {
-		r = 0;
-		if (enc[0] && !(call->message = strdup(enc)))
-			r = NGHTTP2_ERR_NOMEM;
-		else if (call->deferred) {
-			call->deferred = false;
-			r = nghttp2_session_resume_data(c->session, call->stream_id);
-		}
-	}
-	if (r < 0) /* nghttp2 could not take it: the client sees a reset stream */
-		(void)nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, call->stream_id,
-						NGHTTP2_INTERNAL_ERROR);
-}
-
-/* The server answers a call no handler saw. */
-static void call_reject(struct grpc_call *call, int http_status, enum grpc_status code,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void call_reject(struct grpc_call *call, int http_status, enum grpc_status code,
-			const char *fmt, ...)
-{
-	struct grpc_server *srv = call->conn->srv;
-	char msg[GRPC_MESSAGE_MAX + 1];
-	va_list ap;
-
-	if (call->finished)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	srv->stats.calls_rejected++;
-	call_observe(call, srv, code);
-	call_finish(call, http_status, code, msg);
-	conn_flush(call->conn);
-}
-
-/* Completion by the handler: the single place the handler's ref goes. */
-static int call_complete(struct grpc_call *call, enum grpc_status code, const char *msg)
-{
-	struct grpc_conn *c = call->conn;
-	int r;
-
-	assert(call->refs & CALL_REF_HANDLER);
-	if (!c) {
-		call_release(call, CALL_REF_HANDLER);
-		return -ECANCELED;
-	}
-	r = c->state == CONN_DEAD ? -ECANCELED : 0; /* going away: nothing will be sent */
-	call_finish(call, 200, code, msg);
-	call_unhold_watch(call, c);
-	c->n_active--;
-	c->srv->stats.calls_active--;
-	call_observe(call, c->srv, code);
-	call_release(call, CALL_REF_HANDLER); /* the stream still holds it */
-	conn_flush(c);
-	return r;
-}
-
-/* Room for one message of len bytes in the call's output, once freed bytes
- * of it (a message the new one replaces) are gone. */
-static int call_send_check(struct grpc_call *call, size_t len, size_t freed)
-{
-	struct grpc_conn *c = call->conn;
-
-	assert(call->refs & CALL_REF_HANDLER);
-	if (!c || c->state == CONN_DEAD)
-		return -ECANCELED;
-	if (len > c->srv->limits.max_message) {
-		c->srv->stats.messages_too_large++;
-		return -E2BIG;
-	}
-	if (c->queued - freed + GRPC_PREFIX_LEN + len > c->srv->limits.max_conn_queued) {
-		c->srv->stats.replies_dropped++;
-		return -ENOBUFS;
-	}
-	if (!call->out && !(call->out = evbuffer_new()))
-		return -ENOMEM;
-	return 0;
-}
-
-/* The message is in call->out: account, open the response, wake the provider. */
-static int call_send_commit(struct grpc_call *call, size_t len)
-{
-	struct grpc_conn *c = call->conn;
-	int r = 0;
-
-	c->queued += GRPC_PREFIX_LEN + len;
-	if (!call->responded) {
-		nghttp2_nv nva[] = {
-			NV(":status", "200"),
-			NV("content-type", "application/grpc"),
-		};
-		nghttp2_data_provider prd = { .source.ptr = call, .read_callback = on_data_source_read };
-
-		call->responded = true;
-		r = nghttp2_submit_response(c->session, call->stream_id, nva, ARRAY_SIZE(nva), &prd);
-	} else if (call->deferred) {
-		call->deferred = false;
-		r = nghttp2_session_resume_data(c->session, call->stream_id);
-	}
-	if (r < 0) {
-		(void)nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, call->stream_id,
-						NGHTTP2_INTERNAL_ERROR);
-		r = -ENOMEM;
-	}
-	conn_flush(c);
-	return r;
-}
-
-/* Appends one framed message of len bytes to call->out in one piece; pack
- * writes the body. Nothing is left behind on failure. */
-static int call_queue(struct grpc_call *call, size_t len,
-		      void (*pack)(uint8_t *dst, size_t len, const void *arg), const void *arg)
-{
-	struct evbuffer_iovec v;
-	int r;
-
-	r = call_send_check(call, len, 0);
-	if (r < 0)
-		return r;
-	if (evbuffer_reserve_space(call->out, (ev_ssize_t)(GRPC_PREFIX_LEN + len), &v, 1) != 1)
-		return -ENOMEM;
-	grpc_prefix_write(v.iov_base, (uint32_t)len);
-	pack((uint8_t *)v.iov_base + GRPC_PREFIX_LEN, len, arg);
-	v.iov_len = GRPC_PREFIX_LEN + len;
-	if (evbuffer_commit_space(call->out, &v, 1) < 0)
-		return -ENOMEM;
-	return call_send_commit(call, len);
-}
-
-static void pack_bytes(uint8_t *dst, size_t len, const void *arg)
-{
-	if (len)
-		memcpy(dst, arg, len);
-}
-
-static void pack_pb(uint8_t *dst, size_t len, const void *arg)
-{
-	size_t n = protobuf_c_message_pack(arg, dst);
-
-	assert(n == len);
-	(void)n;
-}
-
-int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
-{
-	return call_queue(call, len, pack_bytes, msg);
-}
-
-/* Moves the latest message into the output once what is there has gone out
- * (from the data provider, or at once when nothing waits). */
-static void call_take_latest(struct grpc_call *call)
-{
-	if (!call->latest || (call->out && evbuffer_get_length(call->out) > 0))
-		return;
-	if (evbuffer_add(call->out, call->latest, call->latest_len) < 0)
-		return; /* kept; tried again at the next read */
-	free(call->latest);
-	call->latest = NULL;
-	call->latest_len = 0;
-}
-
-int grpc_call_send_latest(struct grpc_call *call, const uint8_t *msg, size_t len)
-{
-	struct grpc_conn *c;
-	uint8_t *m;
-	int r, replaced;
-
-	r = call_send_check(call, len, call->latest_len); /* also makes call->out */
-	if (r < 0)
-		return r;
-	c = call->conn;
-	m = malloc(GRPC_PREFIX_LEN + len);
-	if (!m)
-		return -ENOMEM;
-	grpc_prefix_write(m, (uint32_t)len);
-	if (len)
-		memcpy(m + GRPC_PREFIX_LEN, msg, len);
-	replaced = call->latest != NULL;
-	if (replaced) {
-		c->queued -= call->latest_len;
-		free(call->latest);
-		c->srv->stats.messages_coalesced++;
-	}
-	call->latest = m;
-	call->latest_len = GRPC_PREFIX_LEN + len;
-	call_take_latest(call);
-	/* accounted as queued, whether in out or still latest */
-	r = call_send_commit(call, len);
-	return r < 0 ? r : replaced;
-}
-
-int grpc_call_send_latest_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
-
-	if (!buf)
-		return -ENOMEM;
-	(void)protobuf_c_message_pack(msg, buf);
-	return grpc_call_send_latest(call, buf, len);
-}
-
-int grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
-{
-	return call_queue(call, protobuf_c_message_get_packed_size(msg), pack_pb, msg);
-}
-
-int grpc_call_reply(struct grpc_call *call, const uint8_t *msg, size_t len)
-{
-	int r = grpc_call_send(call, msg, len);
-
-	if (r < 0 && r != -ECANCELED) {
-		(void)call_complete(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
-				    r == -E2BIG ? "reply larger than max message size"
-						: "reply cannot be queued");
-		return r;
-	}
-	r = call_complete(call, GRPC_STATUS_OK, NULL);
-	return r;
-}
-
-int grpc_call_reply_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
-{
-	int r = grpc_call_send_pb(call, msg);
-
-	if (r < 0 && r != -ECANCELED) {
-		(void)call_complete(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
-				    r == -E2BIG ? "reply larger than max message size"
-						: "reply cannot be queued");
-		return r;
-	}
-	return call_complete(call, GRPC_STATUS_OK, NULL);
-}
-
-int grpc_call_fail(struct grpc_call *call, enum grpc_status code, const char *msg)
-{
-	assert(code != GRPC_STATUS_OK);
-	if (code == GRPC_STATUS_OK || (unsigned)code > _GRPC_STATUS_MAX)
-		code = GRPC_STATUS_UNKNOWN;
-	return call_complete(call, code, msg);
-}
-
-int grpc_call_end(struct grpc_call *call)
-{
-	return call_complete(call, GRPC_STATUS_OK, NULL);
-}
-
-const char *grpc_call_path(const struct grpc_call *call)
-{
-	return call->path;
-}
-
-bool grpc_call_is_cancelled(const struct grpc_call *call)
-{
-	return call->cancelled;
-}
-
-int64_t grpc_call_deadline_left_ms(const struct grpc_call *call)
-{
-	uint64_t t;
-
-	if (!call->deadline_ns)
-		return -1;
-	t = clock_now_ns();
-	return t >= call->deadline_ns ? 0 : (int64_t)((call->deadline_ns - t) / 1000000);
-}
-
-void grpc_call_on_cancel(struct grpc_call *call, grpc_cancel_fn fn, void *userdata)
-{
-	call->cancel_fn = fn;
-	call->cancel_ud = userdata;
-}
-
 /* ---- nghttp2 callbacks ---------------------------------------------------------------------- */
-
-static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
-				   size_t length, uint32_t *flags, nghttp2_data_source *source,
-				   void *user_data)
-{
-	struct grpc_call *call = source->ptr;
-	struct grpc_conn *c = user_data;
-	size_t n = 0;
-
-	if (call->out)
-		call_take_latest(call);
-	if (call->out) {
-		n = evbuffer_get_length(call->out);
-		if (n > length)
-			n = length;
-		if (n && evbuffer_remove(call->out, buf, n) != (int)n)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		c->queued -= n;
-	}
-	if (call->finished && !call->latest && (!call->out || evbuffer_get_length(call->out) == 0)) {
-		char status[8];
-
-		(void)snprintf(status, sizeof(status), "%d", (int)call->status);
-		nghttp2_nv nva[] = {
-			NV("grpc-status", status),
-			NV("grpc-message", call->message ? call->message : ""),
-		};
-
-		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		if (nghttp2_submit_trailer(session, stream_id, nva,
-					   call->message ? ARRAY_SIZE(nva) : 1) < 0)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		return (ssize_t)n;
-	}
-	if (n == 0) {
-		call->deferred = true;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	return (ssize_t)n;
-}
 
 static const struct grpc_method *method_find(const struct grpc_server *srv, const char *path)
 {
@@ -638,10 +180,10 @@ static void call_reject_unknown(struct grpc_call *call)
 	int svc_len = (int)(slash - call->path - 1);
 
 	if (service_known(call->conn->srv, call->path, (size_t)svc_len))
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
 			    "unknown method %s for service %.*s", slash + 1, svc_len, call->path + 1);
 	else
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "unknown service %.*s", svc_len,
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "unknown service %.*s", svc_len,
 			    call->path + 1);
 }
 
@@ -650,13 +192,13 @@ static void call_reject_unknown(struct grpc_call *call)
 static void call_headers_done(struct grpc_call *call)
 {
 	if (!call->is_post)
-		call_reject(call, 405, GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
+		grpc_call_reject(call, 405, GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
 	else if (!call->ctype_ok)
-		call_reject(call, 415, GRPC_STATUS_INTERNAL, "invalid gRPC request content-type");
+		grpc_call_reject(call, 415, GRPC_STATUS_INTERNAL, "invalid gRPC request content-type");
 	else if (call->path_bad || !call->path[0])
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "malformed method name");
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "malformed method name");
 	else if (!call->encoding_ok)
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
 			    "grpc-encoding not supported, only identity");
 	else if (!(call->method = method_find(call->conn->srv, call->path)))
 		call_reject_unknown(call);
@@ -696,11 +238,11 @@ static void call_request_done(struct grpc_call *call)
 	if (call->finished || call->dispatched)
 		return;
 	if (call->in_body || call->prefix_len) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "truncated request message");
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "truncated request message");
 		return;
 	}
 	if (call->n_msgs == 0) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "missing request message");
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "missing request message");
 		return;
 	}
 	if (call->method->watch && !call_hold_watch(call)) {
@@ -712,7 +254,7 @@ static void call_request_done(struct grpc_call *call)
 				 call->path, c->n_watches, srv->limits.max_conn_watches,
 				 srv->n_watch_conns, srv->limits.max_connections,
 				 (unsigned long long)held);
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    c->n_watches ? "too many watch streams on this connection (max %u)"
 					 : "watch streams are held on %u connections, the most "
 					   "allowed: the last one is kept for other calls",
@@ -814,34 +356,34 @@ static bool call_take_prefix(struct grpc_call *call)
 	uint32_t mlen;
 
 	if (call->n_msgs > 0) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "more than one request message");
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "more than one request message");
 		return false;
 	}
 	if (grpc_prefix_parse(call->prefix, &compressed, &mlen) < 0) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "invalid message compression flag %u",
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "invalid message compression flag %u",
 			    call->prefix[0]);
 		return false;
 	}
 	if (compressed) { /* only identity is accepted, so nothing may be compressed */
-		call_reject(call, 200, GRPC_STATUS_INTERNAL,
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL,
 			    "compressed message without grpc-encoding");
 		return false;
 	}
 	if (mlen > lim->max_message) {
 		c->srv->stats.messages_too_large++;
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    "received message larger than max (%u vs. %zu)", mlen, lim->max_message);
 		return false;
 	}
 	if (c->buffered + mlen > lim->max_conn_buffered) {
 		c->srv->stats.messages_too_large++;
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    "too many request bytes buffered on this connection");
 		return false;
 	}
 	call->req = malloc(mlen ? mlen : 1);
 	if (!call->req) {
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 		return false;
 	}
 	c->buffered += mlen;
@@ -946,7 +488,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	struct grpc_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
 
 	if (call)
-		call_detach(call);
+		grpc_call_detach(call);
 	return 0;
 }
 
@@ -1014,7 +556,7 @@ static void conn_destroy(struct grpc_conn *c)
 	c->state = CONN_DEAD;
 	while (c->calls) {
 		(void)nghttp2_session_set_stream_user_data(c->session, c->calls->stream_id, NULL);
-		call_detach(c->calls); /* cancel callbacks may complete other calls */
+		grpc_call_detach(c->calls); /* cancel callbacks may complete other calls */
 	}
 	if (c->prev)
 		c->prev->next = c->next;
@@ -1098,7 +640,7 @@ static int conn_recv(struct grpc_conn *c, const uint8_t *data, size_t len)
 		conn_goaway(c, NGHTTP2_PROTOCOL_ERROR);
 		return -EPIPE;
 	}
-	conn_flush(c);
+	grpc_conn_flush(c);
 	return c->state == CONN_OPEN ? 0 : -EPIPE;
 }
 
@@ -1129,7 +671,7 @@ static void conn_on_write(struct bufferevent *bev, void *arg)
 	struct grpc_conn *c = arg;
 	bool paused = c->read_paused;
 
-	conn_flush(c);
+	grpc_conn_flush(c);
 	if (c->state == CONN_DEAD) {
 		conn_destroy(c);
 		return;
@@ -1292,7 +834,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	(void)bufferevent_set_timeouts(bev, NULL, &wt);
 	conn_arm_timer(c);
 	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
-	conn_flush(c);
+	grpc_conn_flush(c);
 	if (c->state == CONN_DEAD)
 		conn_destroy(c);
 }
@@ -1330,7 +872,7 @@ int grpc_conn_new_memory(struct grpc_server *srv, struct grpc_conn **ret)
 	r = conn_new(srv, NULL, &c);
 	if (r < 0)
 		return r;
-	conn_flush(c);
+	grpc_conn_flush(c);
 	*ret = c;
 	return 0;
 }
@@ -1352,7 +894,7 @@ size_t grpc_conn_take_output(struct grpc_conn *c, struct evbuffer *out)
 		(void)evbuffer_add_buffer(out, c->mem_out);
 	else
 		(void)evbuffer_drain(c->mem_out, n);
-	conn_flush(c); /* room again: more of what nghttp2 has */
+	grpc_conn_flush(c); /* room again: more of what nghttp2 has */
 	return n;
 }
 
@@ -1559,7 +1101,7 @@ static void conn_abort(struct grpc_conn *c)
 		(void)nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
 					    nghttp2_session_get_last_proc_stream_id(c->session),
 					    NGHTTP2_NO_ERROR, NULL, 0);
-		conn_flush(c);
+		grpc_conn_flush(c);
 		(void)evbuffer_write(bufferevent_get_output(c->bev), bufferevent_getfd(c->bev));
 	}
 	conn_destroy(c);

@@ -125,3 +125,11 @@ struct grpc_call {
 	grpc_cancel_fn cancel_fn;
 	void *cancel_ud;
 };
+
+/* grpc.c: sends what the session has queued for c. */
+void grpc_conn_flush(struct grpc_conn *c);
+
+/* grpc_call.c: the calls. */
+void grpc_call_detach(struct grpc_call *call);
+void grpc_call_reject(struct grpc_call *call, int http_status, enum grpc_status code,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
