@@ -10,6 +10,7 @@
 
 #include "kubelet/grpc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

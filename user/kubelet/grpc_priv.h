@@ -126,8 +126,12 @@ struct grpc_call {
 	void *cancel_ud;
 };
 
-/* grpc.c: sends what the session has queued for c. */
+/* grpc_conn.c: the connections. */
 void grpc_conn_flush(struct grpc_conn *c);
+void grpc_conn_goaway(struct grpc_conn *c, uint32_t code);
+void grpc_conn_arm_timer(struct grpc_conn *c);
+void grpc_conn_abort(struct grpc_conn *c);
+struct grpc_listener *grpc_listener_free(struct grpc_listener *l);
 
 /* grpc_call.c: the calls. */
 void grpc_call_detach(struct grpc_call *call);
