@@ -101,262 +101,6 @@ static int settings_init(struct nri_settings *c, const struct nri_config *in)
 	return 0;
 }
 
-/* ---- handler outputs ---------------------------------------------------------------------- */
-
-/* The encoded update field and its length (0 and NULL before the first update). */
-static size_t updates_len(const struct nri_updates *u)
-{
-	return u->b.len ? u->b.len - UPDATES_ROOM : 0;
-}
-
-static uint8_t *updates_bytes(const struct nri_updates *u)
-{
-	return u->b.len ? (uint8_t *)u->b.ptr + UPDATES_ROOM : NULL;
-}
-
-static size_t varint_len(size_t v)
-{
-	size_t n = 1;
-
-	for (; v >= 0x80; v >>= 7)
-		n++;
-	return n;
-}
-
-/* Bytes of a length-delimited field with a value of len bytes. */
-static size_t len_field_size(size_t len)
-{
-	return 1 + varint_len(len) + len;
-}
-
-/* Writes the key and length of a field; its value goes at the returned pointer. */
-static uint8_t *put_len_field(uint8_t *p, uint8_t key, size_t len)
-{
-	*p++ = key;
-	for (; len >= 0x80; len >>= 7)
-		*p++ = (uint8_t)(len | 0x80);
-	*p++ = (uint8_t)len;
-	return p;
-}
-
-/* A cpuset string we may send: a valid, non-empty CPU list of sane length,
- * nothing but the list (the parser would also take sysfs's trailing newline,
- * which must not reach the runtime). */
-static int check_cpus(const char *cpus)
-{
-	struct cpuset set;
-	size_t len;
-
-	if (!cpus)
-		return -EINVAL;
-	len = strnlen(cpus, NRI_CPUS_MAX + 1);
-	if (len > NRI_CPUS_MAX)
-		return -E2BIG;
-	if (strspn(cpus, "0123456789,-") != len || cpuset_parse_n(cpus, len, &set, NULL) < 0 ||
-	    cpuset_is_empty(&set))
-		return -EINVAL;
-	return 0;
-}
-
-static bool is_valid_id(const char *id)
-{
-	return id && *id && strnlen(id, ID_MAX + 1) <= ID_MAX;
-}
-
-int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
-{
-	char *dup;
-	int r = check_cpus(cpus);
-
-	if (r < 0)
-		return r;
-	dup = strdup(cpus);
-	if (!dup)
-		return -ENOMEM;
-	free(a->cpus);
-	a->cpus = dup;
-	return 0;
-}
-
-int nri_adjust_set_mems(struct nri_adjust *a, const char *mems)
-{
-	char *dup;
-	int r = check_cpus(mems); /* a node list has the CPU list's syntax */
-
-	if (r < 0)
-		return r;
-	dup = strdup(mems);
-	if (!dup)
-		return -ENOMEM;
-	free(a->mems);
-	a->mems = dup;
-	return 0;
-}
-
-int nri_adjust_set_cpu_quota(struct nri_adjust *a, int64_t quota)
-{
-	if (quota < -1 || quota == 0)
-		return -EINVAL;
-	a->quota = quota;
-	a->has_quota = true;
-	return 0;
-}
-
-int nri_adjust_set_scheduler(struct nri_adjust *a, const struct nri_scheduler *sched)
-{
-	switch (sched->policy) {
-	case NRI_SCHED_NONE:
-	case NRI_SCHED_OTHER:
-	case NRI_SCHED_FIFO:
-	case NRI_SCHED_RR:
-	case NRI_SCHED_DEADLINE:
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (sched->flags >> (NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1))
-		return -EINVAL;
-	a->sched = *sched;
-	a->has_sched = true;
-	return 0;
-}
-
-static void updates_done(struct nri_updates *u)
-{
-	buf_done(&u->b);
-	free(u->linux_);
-	*u = (struct nri_updates){ 0 };
-}
-
-static bool is_cached(const struct nri_updates *u, const char *cpus)
-{
-	return u->cpus && strncmp(cpus, u->cpus, u->cpus_len) == 0 && !cpus[u->cpus_len];
-}
-
-/* Validates cpus and encodes the linux_ field that sets it. */
-static int updates_set_cpus(struct nri_updates *u, const char *cpus)
-{
-	size_t n, cpu, res, lin, total;
-	uint8_t *b, *p;
-	int r = check_cpus(cpus);
-
-	if (r < 0)
-		return r;
-	n = strlen(cpus);
-	cpu = len_field_size(n);	/* LinuxCPU{cpus} */
-	res = len_field_size(cpu);	/* LinuxResources{cpu} */
-	lin = len_field_size(res);	/* LinuxContainerUpdate{resources} */
-	total = len_field_size(lin);	/* ContainerUpdate.linux_ */
-	b = malloc(total);
-	if (!b)
-		return -ENOMEM;
-	p = put_len_field(b, PB_KEY_LEN(PB_CONTAINER_UPDATE_LINUX), lin);
-	p = put_len_field(p, PB_KEY_LEN(PB_LINUX_CONTAINER_UPDATE_RESOURCES), res);
-	p = put_len_field(p, PB_KEY_LEN(PB_LINUX_RESOURCES_CPU), cpu);
-	p = put_len_field(p, PB_KEY_LEN(PB_LINUX_CPU_CPUS), n);
-	memcpy(p, cpus, n);
-	free(u->linux_);
-	u->linux_ = b;
-	u->linux_len = total;
-	u->cpus = (const char *)p;
-	u->cpus_len = n;
-	return 0;
-}
-
-int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus)
-{
-	size_t id_len, body;
-	void *room;
-	uint8_t *p;
-	int r;
-
-	if (!is_valid_id(container_id))
-		return -EINVAL;
-	/* A pool change sends one list to hundreds of containers: validate and
-	 * encode a list only when it differs from the previous update's. */
-	if (!cpus || !is_cached(u, cpus)) {
-		r = updates_set_cpus(u, cpus);
-		if (r < 0)
-			return r;
-	}
-	if (u->n >= NRI_UPDATES_MAX)
-		return -E2BIG;
-	id_len = strlen(container_id);
-	body = len_field_size(id_len) + u->linux_len;
-	r = 0;
-	if (!u->b.len) { /* the first update makes the room, and space for more */
-		r = buf_reserve(&u->b, UPDATES_ROOM + 4096);
-		r = r ?: buf_append(&u->b, UPDATES_ROOM, &room);
-	}
-	r = r ?: buf_append(&u->b, len_field_size(body), (void **)&p);
-	if (r < 0) {
-		u->n = 0; /* the buffer dropped every update with it */
-		return r;
-	}
-	p = put_len_field(p, u->key, body);
-	p = put_len_field(p, PB_KEY_LEN(PB_CONTAINER_UPDATE_CONTAINER_ID), id_len);
-	memcpy(p, container_id, id_len);
-	memcpy(p + id_len, u->linux_, u->linux_len);
-	u->n++;
-	return 0;
-}
-
-/* ---- views -------------------------------------------------------------------------------- */
-
-static const char *str(const char *s)
-{
-	return s ? s : "";
-}
-
-static void pod_view(struct nri_pod *v, const Nri__PodSandbox *p)
-{
-	if (!p) {
-		*v = (struct nri_pod){ "", "", "", "", "" };
-		return;
-	}
-	*v = (struct nri_pod){
-		.id = str(p->id),
-		.uid = str(p->uid),
-		.name = str(p->name),
-		.namespace = str(p->namespace_),
-		.cgroup_parent = p->linux_ ? str(p->linux_->cgroup_parent) : "",
-	};
-}
-
-static void container_view(struct nri_container *v, const Nri__Container *c,
-			   const struct nri_pod *pod)
-{
-	const Nri__LinuxContainer *l = c->linux_;
-	const Nri__LinuxCPU *cpu = l && l->resources ? l->resources->cpu : NULL;
-
-	*v = (struct nri_container){
-		.id = str(c->id),
-		.pod_sandbox_id = str(c->pod_sandbox_id),
-		.name = str(c->name),
-		.state = (int)c->state,
-		.env = (const char *const *)c->env,
-		.n_env = c->n_env,
-		.cgroups_path = l ? str(l->cgroups_path) : "",
-		.cpus = cpu ? str(cpu->cpus) : "",
-		.mems = cpu ? str(cpu->mems) : "",
-		.pid = c->pid,
-		.pod = pod,
-	};
-}
-
-const char *nri_container_getenv(const struct nri_container *c, const char *key)
-{
-	size_t k = strlen(key);
-
-	for (size_t i = 0; i < c->n_env; i++) {
-		const char *e = c->env[i];
-
-		if (e && strncmp(e, key, k) == 0 && e[k] == '=')
-			return e + k + 1;
-	}
-	return NULL;
-}
-
 /* ---- the session -------------------------------------------------------------------------- */
 
 /* Unique over every session of the process: a stale resume handle from an
@@ -589,7 +333,7 @@ static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t 
 		return;
 	}
 	for (size_t i = 0; i < resp->n_failed; i++)
-		ids[i] = resp->failed[i] ? str(resp->failed[i]->container_id) : "";
+		ids[i] = resp->failed[i] ? nri_str(resp->failed[i]->container_id) : "";
 	if (resp->n_failed > 0) /* one line, however many */
 		log_warn("nri_update_failed", "n=%zu first=%s action=reported",
 			 resp->n_failed, log_quote(ids[0]));
@@ -607,9 +351,9 @@ static size_t update_end(const struct nri_updates *u, size_t off)
 
 	off++; /* the key */
 	do {
-		len |= (size_t)(updates_bytes(u)[off] & 0x7f) << shift;
+		len |= (size_t)(nri_updates_bytes(u)[off] & 0x7f) << shift;
 		shift += 7;
-	} while (updates_bytes(u)[off++] & 0x80);
+	} while (nri_updates_bytes(u)[off++] & 0x80);
 	return off + len;
 }
 
@@ -627,7 +371,7 @@ static int push_chunk(struct nri_session *s, const uint8_t *buf, size_t len, siz
 
 int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, size_t n)
 {
-	_cleanup_(updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
+	_cleanup_(nri_updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
 	size_t start = 0, end = 0, k = 0;
 	int r;
 
@@ -642,12 +386,12 @@ int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, 
 			return r;
 	}
 	/* Calls of about PUSH_CHUNK bytes, cut between updates. */
-	while (end < updates_len(&upd)) {
+	while (end < nri_updates_len(&upd)) {
 		end = update_end(&upd, end);
 		k++;
-		if (end - start < PUSH_CHUNK && end < updates_len(&upd))
+		if (end - start < PUSH_CHUNK && end < nri_updates_len(&upd))
 			continue;
-		r = push_chunk(s, updates_bytes(&upd) + start, end - start, k);
+		r = push_chunk(s, nri_updates_bytes(&upd) + start, end - start, k);
 		if (r < 0)
 			return r;
 		start = end;
@@ -665,7 +409,7 @@ int nri_session_push_evict(struct nri_session *s, const char *container_id, cons
 
 	if (!s->registered)
 		return -ENOTCONN;
-	if (!is_valid_id(container_id) || !reason || strlen(reason) >= ERRBUF_MAX)
+	if (!nri_is_valid_id(container_id) || !reason || strlen(reason) >= ERRBUF_MAX)
 		return -EINVAL;
 	ev.container_id = (char *)container_id;
 	ev.reason = (char *)reason;
@@ -695,18 +439,18 @@ static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t head = protobuf_c_message_get_packed_size(msg);
-	size_t tail = u ? updates_len(u) : 0;
+	size_t tail = u ? nri_updates_len(u) : 0;
 
 	if (head + tail > TTRPC_MSG_MAX) {
 		log_error("nri_reply_too_large", "bytes=%zu max=%u", head + tail, TTRPC_MSG_MAX);
 		return reply_error(s, sid, TTRPC_RESOURCE_EXHAUSTED, "response too large");
 	}
 	if (head == 0) /* the updates alone */
-		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, tail ? updates_bytes(u) : NULL,
+		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, tail ? nri_updates_bytes(u) : NULL,
 				       tail);
 	if (tail && head <= UPDATES_ROOM) { /* in place, right before the updates */
-		(void)protobuf_c_message_pack(msg, updates_bytes(u) - head);
-		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, updates_bytes(u) - head,
+		(void)protobuf_c_message_pack(msg, nri_updates_bytes(u) - head);
+		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, nri_updates_bytes(u) - head,
 				       head + tail);
 	}
 	buf = malloc(head + tail);
@@ -714,7 +458,7 @@ static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage
 		return -ENOMEM;
 	(void)protobuf_c_message_pack(msg, buf);
 	if (tail)
-		memcpy(buf + head, updates_bytes(u), tail);
+		memcpy(buf + head, nri_updates_bytes(u), tail);
 	return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, buf, head + tail);
 }
 
@@ -778,8 +522,8 @@ static int do_configure(struct nri_session *s, const struct ttrpc_request *rq)
 		 log_quote(req->runtime_name), log_quote(req->runtime_version),
 		 log_quote(req->nri_version), s->events);
 	if (s->h.configured)
-		s->h.configured(s->ud, str(req->runtime_name), str(req->runtime_version),
-				str(req->nri_version));
+		s->h.configured(s->ud, nri_str(req->runtime_name), nri_str(req->runtime_version),
+				nri_str(req->nri_version));
 	resp.events = (int32_t)s->events;
 	r = reply_msg(s, rq->stream_id, &resp.base, NULL);
 	nri__configure_request__free_unpacked(req, &a.base);
@@ -812,7 +556,7 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 	_cleanup_free_ struct nri_pod *pods = NULL;
 	_cleanup_free_ const struct nri_pod **index = NULL;
 	_cleanup_free_ struct nri_container *ctrs = NULL;
-	_cleanup_(updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
+	_cleanup_(nri_updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
 	struct errbuf err = { "" };
 	size_t np = 0, nc = 0, ip = 0, ic = 0;
 	int64_t t0;
@@ -829,7 +573,7 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->n_parts; i++)
 		for (size_t j = 0; j < s->parts[i]->n_pods; j++, ip++) {
-			pod_view(&pods[ip], s->parts[i]->pods[j]);
+			nri_pod_view(&pods[ip], s->parts[i]->pods[j]);
 			index[ip] = &pods[ip];
 		}
 	qsort(index, np, sizeof(*index), cmp_pod_id);
@@ -839,7 +583,7 @@ static int sync_finish(struct nri_session *s, uint32_t sid)
 
 			if (!c)
 				continue;
-			container_view(&ctrs[ic], c, NULL);
+			nri_container_view(&ctrs[ic], c, NULL);
 			ctrs[ic].pod = find_pod(index, np, ctrs[ic].pod_sandbox_id);
 			ic++;
 		}
@@ -912,8 +656,8 @@ static int container_views(struct nri_session *s, uint32_t sid, const Nri__PodSa
 		r = reply_error(s, sid, TTRPC_INVALID_ARGUMENT, "no container");
 		return r < 0 ? r : 1;
 	}
-	pod_view(pod, p);
-	container_view(c, ctr, pod);
+	nri_pod_view(pod, p);
+	nri_container_view(c, ctr, pod);
 	return 0;
 }
 
@@ -960,8 +704,8 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 	int64_t t0 = ttrpc_now_ms();
 	int r;
 
-	pod_view(&pod, cc->req->pod);
-	container_view(&c, cc->req->container, &pod);
+	nri_pod_view(&pod, cc->req->pod);
+	nri_container_view(&c, cc->req->container, &pod);
 	cc->running = true;
 	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
 	cc->running = false;
@@ -976,7 +720,7 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 			if (cc->attempt == 1)
 				s->st.create_waits++;
 		}
-		updates_done(&upd);
+		nri_updates_done(&upd);
 		free(adj.cpus);
 		free(adj.mems);
 		return 0;
@@ -1026,7 +770,7 @@ static int run_create(struct nri_session *s, struct create_call *cc, bool final)
 			  log_quote(c.id), adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
 	r = answer(s, cc->sid, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
 	create_call_free(cc);
-	updates_done(&upd);
+	nri_updates_done(&upd);
 	free(adj.cpus);
 	free(adj.mems);
 	return r < 0 ? r : 0;
@@ -1128,13 +872,13 @@ static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
 	if (!req)
 		return -EPROTO;
 	if (req->linux_resources && req->linux_resources->cpu)
-		cpus = str(req->linux_resources->cpu->cpus);
+		cpus = nri_str(req->linux_resources->cpu->cpus);
 	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
 	if (r == 0) {
 		r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, &err);
 		r = answer(s, rq->stream_id, "UpdateContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	updates_done(&upd);
+	nri_updates_done(&upd);
 	nri__update_container_request__free_unpacked(req, &a.base);
 	return r < 0 ? r : 0;
 }
@@ -1158,7 +902,7 @@ static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
 		r = s->h.stop_container(s->ud, &pod, &c, &upd, &err);
 		r = answer(s, rq->stream_id, "StopContainer", &c, r, &err, t0, &resp.base, &upd);
 	}
-	updates_done(&upd);
+	nri_updates_done(&upd);
 	nri__container_request__free_unpacked(req, &a.base);
 	return r < 0 ? r : 0;
 }
@@ -1186,8 +930,8 @@ static void notify(struct nri_session *s, int event, const char *method,
 	}
 	if (!fn || !ctr)
 		return;
-	pod_view(&pod, p);
-	container_view(&c, ctr, &pod);
+	nri_pod_view(&pod, p);
+	nri_container_view(&c, ctr, &pod);
 	t0 = ttrpc_now_ms();
 	r = fn(s->ud, &pod, &c);
 	check_slow(method, t0);

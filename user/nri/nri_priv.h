@@ -134,3 +134,13 @@ struct create_call {
 	bool waiting, running;
 	int64_t deadline_ms;
 };
+
+/* nri_msg.c: the message adapters. */
+size_t nri_updates_len(const struct nri_updates *u);
+uint8_t *nri_updates_bytes(const struct nri_updates *u);
+void nri_updates_done(struct nri_updates *u);
+bool nri_is_valid_id(const char *id);
+const char *nri_str(const char *s);
+void nri_pod_view(struct nri_pod *v, const Nri__PodSandbox *p);
+void nri_container_view(struct nri_container *v, const Nri__Container *c,
+			const struct nri_pod *pod);
