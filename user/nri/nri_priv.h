@@ -144,3 +144,7 @@ const char *nri_str(const char *s);
 void nri_pod_view(struct nri_pod *v, const Nri__PodSandbox *p);
 void nri_container_view(struct nri_container *v, const Nri__Container *c,
 			const struct nri_pod *pod);
+
+/* nri.c: the caller's configuration, copied with the defaults filled in. */
+int nri_settings_init(struct nri_settings *c, const struct nri_config *in);
+void nri_settings_done(struct nri_settings *c);
