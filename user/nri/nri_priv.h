@@ -148,3 +148,12 @@ void nri_container_view(struct nri_container *v, const Nri__Container *c,
 /* nri.c: the caller's configuration, copied with the defaults filled in. */
 int nri_settings_init(struct nri_settings *c, const struct nri_config *in);
 void nri_settings_done(struct nri_settings *c);
+
+/* nri.c: the session's parts of a split Synchronize, a CreateContainer's end. */
+void nri_sync_reset(struct nri_session *s);
+void nri_create_call_free(struct create_call *cc);
+
+/* nri_plugin.c: the Plugin service. nri_run_create() runs (or runs again)
+ * a CreateContainer's handler; final: the last time, it must answer. */
+int nri_on_request(void *ud, const struct ttrpc_request *rq);
+int nri_run_create(struct nri_session *s, struct create_call *cc, bool final);
