@@ -60,7 +60,6 @@ DEBT_FUNCS = {
     ("user/kubelet/dra.c", "handle_prepare"): 98,
     ("user/kubelet/dra.c", "handle_unprepare"): 100,
     ("user/kubelet/dra.c", "dra_new"): 83,
-    ("user/nri/nri_plugin.c", "nri_run_create"): 82,
     ("user/nri/pools.c", "on_create"): 93,
     ("user/nri/pools.c", "on_sync"): 107,
     ("user/pinning/rtctl.c", "apply"): 84,

@@ -295,16 +295,78 @@ static void unlink_waiting(struct nri_session *s, struct create_call *cc)
 
 /* One run of the CreateContainer handler over cc's request: it decides (the
  * answer goes out and cc is freed) or waits (cc joins the waiting list). */
+/* The adjustment a CreateContainer answers with, built on the stack: the
+ * protobuf-c messages point at each other and at the handler's strings. */
+struct create_adjust {
+	Nri__ContainerAdjustment adjust;
+	Nri__LinuxContainerAdjustment ladj;
+	Nri__LinuxResources res;
+	Nri__LinuxCPU cpu;
+	Nri__OptionalInt64 quota;
+	Nri__LinuxScheduler sched;
+	Nri__LinuxSchedulerFlag flags[NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1];
+};
+
+/* Points resp at the adjustment adj asks for, built in m; none when adj
+ * asks for nothing. */
+static void create_adjust_build(struct create_adjust *m, const struct nri_adjust *adj,
+				Nri__CreateContainerResponse *resp)
+{
+	if (adj->cpus || adj->has_quota) {
+		if (adj->cpus)
+			m->cpu.cpus = adj->cpus;
+		if (adj->mems)
+			m->cpu.mems = adj->mems;
+		if (adj->has_quota) {
+			m->quota.value = adj->quota;
+			m->cpu.quota = &m->quota;
+		}
+		m->res.cpu = &m->cpu;
+		m->ladj.resources = &m->res;
+		m->adjust.linux_ = &m->ladj;
+		resp->adjust = &m->adjust;
+	}
+	if (adj->has_sched) {
+		m->sched.policy = (Nri__LinuxSchedulerPolicy)adj->sched.policy;
+		m->sched.nice = adj->sched.nice;
+		m->sched.priority = adj->sched.priority;
+		for (int f = 0; f < (int)ARRAY_SIZE(m->flags); f++)
+			if (adj->sched.flags & (1u << f))
+				m->flags[m->sched.n_flags++] = (Nri__LinuxSchedulerFlag)f;
+		m->sched.flags = m->flags;
+		m->sched.runtime = adj->sched.runtime;
+		m->sched.deadline = adj->sched.deadline;
+		m->sched.period = adj->sched.period;
+		m->ladj.scheduler = &m->sched;
+		m->adjust.linux_ = &m->ladj;
+		resp->adjust = &m->adjust;
+	}
+}
+
+/* The handler asked to wait: cc joins the waiting list, once. */
+static void create_wait(struct nri_session *s, struct create_call *cc)
+{
+	if (cc->waiting)
+		return;
+	cc->waiting = true;
+	cc->next = s->waiting;
+	s->waiting = cc;
+	s->n_waiting++;
+	if (cc->attempt == 1)
+		s->st.create_waits++;
+}
+
 int nri_run_create(struct nri_session *s, struct create_call *cc, bool final)
 {
 	Nri__CreateContainerResponse resp = NRI__CREATE_CONTAINER_RESPONSE__INIT;
-	Nri__ContainerAdjustment adjust = NRI__CONTAINER_ADJUSTMENT__INIT;
-	Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
-	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
-	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
-	Nri__OptionalInt64 quota = NRI__OPTIONAL_INT64__INIT;
-	Nri__LinuxScheduler sched = NRI__LINUX_SCHEDULER__INIT;
-	Nri__LinuxSchedulerFlag flags[NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1];
+	struct create_adjust m = {
+		.adjust = NRI__CONTAINER_ADJUSTMENT__INIT,
+		.ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT,
+		.res = NRI__LINUX_RESOURCES__INIT,
+		.cpu = NRI__LINUX_CPU__INIT,
+		.quota = NRI__OPTIONAL_INT64__INIT,
+		.sched = NRI__LINUX_SCHEDULER__INIT,
+	};
 	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
 	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
 	struct errbuf err = { "" };
@@ -321,14 +383,7 @@ int nri_run_create(struct nri_session *s, struct create_call *cc, bool final)
 	cc->attempt++;
 	if (r == -EINPROGRESS && adj.defer) {
 		check_slow("CreateContainer", t0);
-		if (!cc->waiting) {
-			cc->waiting = true;
-			cc->next = s->waiting;
-			s->waiting = cc;
-			s->n_waiting++;
-			if (cc->attempt == 1)
-				s->st.create_waits++;
-		}
+		create_wait(s, cc);
 		nri_updates_done(&upd);
 		free(adj.cpus);
 		free(adj.mems);
@@ -345,38 +400,11 @@ int nri_run_create(struct nri_session *s, struct create_call *cc, bool final)
 	}
 	if (cc->waiting)
 		unlink_waiting(s, cc);
-	if (r >= 0 && (adj.cpus || adj.has_quota)) {
-		if (adj.cpus)
-			cpu.cpus = adj.cpus;
-		if (adj.mems)
-			cpu.mems = adj.mems;
-		if (adj.has_quota) {
-			quota.value = adj.quota;
-			cpu.quota = &quota;
-		}
-		res.cpu = &cpu;
-		ladj.resources = &res;
-		adjust.linux_ = &ladj;
-		resp.adjust = &adjust;
-	}
-	if (r >= 0 && adj.has_sched) {
-		sched.policy = (Nri__LinuxSchedulerPolicy)adj.sched.policy;
-		sched.nice = adj.sched.nice;
-		sched.priority = adj.sched.priority;
-		for (int f = 0; f < (int)ARRAY_SIZE(flags); f++)
-			if (adj.sched.flags & (1u << f))
-				flags[sched.n_flags++] = (Nri__LinuxSchedulerFlag)f;
-		sched.flags = flags;
-		sched.runtime = adj.sched.runtime;
-		sched.deadline = adj.sched.deadline;
-		sched.period = adj.sched.period;
-		ladj.scheduler = &sched;
-		adjust.linux_ = &ladj;
-		resp.adjust = &adjust;
-	}
-	if (r >= 0)
+	if (r >= 0) {
+		create_adjust_build(&m, &adj, &resp);
 		log_debug("nri_create", "container=%s cpus=%s updates=%zu attempt=%d",
 			  log_quote(c.id), adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
+	}
 	r = answer(s, cc->sid, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
 	nri_create_call_free(cc);
 	nri_updates_done(&upd);
