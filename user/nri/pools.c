@@ -41,6 +41,7 @@
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
+#include "nri/pools_priv.h"
 #include "nri/quota.h"
 #include "pinning/rtctl.h"
 #include "core/state.h"
@@ -51,118 +52,16 @@
 #define REFUSAL_LOG_BURST 10	   /* refusal lines per window; the rest are counted */
 #define REFUSAL_LOG_WINDOW_MS 10000
 
-/* A live container, in one block freed with one free():
- *
- *   struct ctr | uid slots | id | pod uid | pod ns | pod name | name | path head | path tail
- *
- * n_slots claim uids of uid_size bytes each (the longest uid it named, with
- * its NUL), then NUL-terminated strings. The first n_claims slots are the
- * claims it holds; or (n_claims 0) the first n_want, those Synchronize found
- * it running with while their consumers did not list its pod: it is shared
- * while they are read again. Claims only ever leave (unprepared) or come
- * from its want list, so a record never grows and nothing that changes it
- * after creation allocates.
- *
- * A container without slots is shared for good: only its id is read again
- * (updates, stop), so the strings after it are empty. The cgroups path is
- * kept for the others, the owners' cgroups; the runtime's path names the
- * container ("/kubepods/pod<uid>/<id>", "...slice:cri-containerd:<id>"), so
- * the first copy of the id in it is not stored twice: path_has_id says the
- * id goes between head and tail.
- */
-struct ctr {
-	uint64_t cgroup_id; /* 0: not resolved yet */
-	uint32_t pid;	    /* as the runtime last told it (Synchronize, events) */
-	uint8_t n_claims;   /* 0: shared */
-	uint8_t n_want;
-	uint8_t n_slots, uid_size;
-	bool path_has_id;
-	char s[];
-};
-
-/* One read of a claim for the pods missing from its consumers. */
-struct reread {
-	struct pools *p;
-	char uid[CDI_UID_MAX], ns[STATE_NS_MAX], name[STATE_NAME_MAX];
-	void *fetch;	/* in flight; NULL once answered */
-	bool answered;	/* its waiters are deciding */
-	bool failed;	/* ... on a read that failed: why says what */
-	char why[160];
-	struct nri_resume *waiters; /* CreateContainers */
-	int n_waiters;
-};
-
 enum refusal { REFUSE_NOT_CONSUMER, REFUSE_READ_FAILED, REFUSE_READ_TIMEOUT, REFUSE_BUSY,
 	       REFUSE_SYNC };
 static const char *const refusal_names[] = { "not_consumer", "read_failed", "read_timeout",
 					     "busy", "synchronize" };
-
-struct pools {
-	struct state *state;
-	struct bpfmon *bpf;
-	struct nri *nri;
-	struct rtctl *rt; /* real-time claims, NULL when none */
-	struct quota *quota;
-	struct pools_opts o;
-	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
-	char *state_dir;
-	struct hashtab ctrs; /* id (in the record) -> struct ctr, live containers */
-	int n_shared;
-	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
-	struct metric *refused, *reads;
-	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
-	const struct claimsource *claims; /* NULL: no claim reads */
-	struct hashtab rereads; /* claim uid -> struct reread */
-	struct ratelimit refusal_rl; /* refusal lines */
-};
 
 static void write_owners(struct pools *p);
 
 static void ctr_free(struct ctr *c)
 {
 	free(c);
-}
-
-/* Slot i of c: a claim it holds (i < n_claims) or wants (i < n_want). */
-static const char *ctr_uid(const struct ctr *c, int i)
-{
-	return c->s + (size_t)i * c->uid_size;
-}
-
-static char *ctr_slot(struct ctr *c, int i)
-{
-	return c->s + (size_t)i * c->uid_size;
-}
-
-static const char *str_next(const char *s)
-{
-	return s + strlen(s) + 1;
-}
-
-static const char *ctr_id(const struct ctr *c)
-{
-	return ctr_uid(c, c->n_slots);
-}
-
-/* Its pod and name ("" for a container without slots: see struct ctr). */
-static const char *ctr_pod_uid(const struct ctr *c)
-{
-	return str_next(ctr_id(c));
-}
-
-static const char *ctr_pod_ns(const struct ctr *c)
-{
-	return str_next(ctr_pod_uid(c));
-}
-
-static const char *ctr_pod_name(const struct ctr *c)
-{
-	return str_next(ctr_pod_ns(c));
-}
-
-static const char *ctr_name(const struct ctr *c)
-{
-	return str_next(ctr_pod_name(c));
 }
 
 /* The runtime's cgroups path of c into buf ("" for a container without
