@@ -57,7 +57,6 @@ enum refusal { REFUSE_NOT_CONSUMER, REFUSE_READ_FAILED, REFUSE_READ_TIMEOUT, REF
 static const char *const refusal_names[] = { "not_consumer", "read_failed", "read_timeout",
 					     "busy", "synchronize" };
 
-static void write_owners(struct pools *p);
 
 static void ctr_free(struct ctr *c)
 {
@@ -66,7 +65,7 @@ static void ctr_free(struct ctr *c)
 
 /* The runtime's cgroups path of c into buf ("" for a container without
  * slots); -ENAMETOOLONG if it does not fit. */
-static int ctr_cgroups_path(const struct ctr *c, char *buf, size_t size)
+int pools_ctr_cgroups_path(const struct ctr *c, char *buf, size_t size)
 {
 	const char *head = str_next(ctr_name(c)), *tail = str_next(head);
 	int n = snprintf(buf, size, "%s%s%s", head, c->path_has_id ? ctr_id(c) : "", tail);
@@ -356,265 +355,6 @@ static int check_owners(struct pools *p, const struct nri_container *c, char uid
 	return 0;
 }
 
-static void claims_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	cpuset_zero(ret);
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (cl)
-			cpuset_or_view(ret, &cl->cpus);
-	}
-}
-
-/* The state flags of a container's claims, or-ed. */
-static unsigned ctr_flags(const struct pools *p, const struct ctr *c)
-{
-	unsigned f = 0;
-
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (cl)
-			f |= cl->flags;
-	}
-	return f;
-}
-
-/* Every CPU of c is its own: it holds claims, none asks for the shared pool
- * beside them, none is real-time (those CPUs are shared by bandwidth). */
-static bool is_all_exclusive(const struct pools *p, const struct ctr *c)
-{
-	if (!c->n_claims || (ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
-		return false;
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (!cl || cl->rt)
-			return false;
-	}
-	return true;
-}
-
-/* The cpuset a container should have: the shared pool, or its claims'
- * CPUs, plus the pool when one of its claims asked for it (sharedPool). */
-static void target_cpus(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	struct cpuset pool;
-
-	state_shared_pool(p->state, &pool);
-	if (!c->n_claims) {
-		*ret = pool;
-		return;
-	}
-	claims_union(p, c, ret);
-	if (ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL)
-		cpuset_or(ret, ret, &pool);
-}
-
-/* NUMA-local memory: the nodes (with memory) of the CPUs of the claims that
- * asked for it. False when none asked, or none of their CPUs is on a node
- * with memory (the runtime's default, every node, stays then). */
-static bool local_mems(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	cpuset_zero(ret);
-	if (!p->o.topo)
-		return false;
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-		struct cpuset cpus;
-
-		if (!cl || !(cl->flags & STATE_CLAIM_MEMORY_LOCAL))
-			continue;
-		CPUSET_FOREACH(cpu, cpuset_from_view(&cl->cpus, &cpus))
-		{
-			const struct topo_cpu *tc = topo_cpu(p->o.topo, cpu);
-
-			if (tc && tc->numa >= 0 &&
-			    (!p->o.memory_nodes || cpuset_has(p->o.memory_nodes, tc->numa)))
-				cpuset_set(ret, tc->numa);
-		}
-	}
-	return !cpuset_is_empty(ret);
-}
-
-/* The CPUs the container holds alone: its claims' less the real-time ones,
- * which containers share by bandwidth. */
-static void exclusive_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	cpuset_zero(ret);
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (cl && !cl->rt)
-			cpuset_or_view(ret, &cl->cpus);
-	}
-}
-
-/* Every shared container to the pool, into upd (an event's reply). */
-/* Updates for every container that follows the shared pool: the shared
- * ones, and the exclusive ones whose claim asked for the pool too (sharedPool;
- * each its own list). skip: the container being created (its adjustment
- * already says it). */
-static int shared_updates(struct pools *p, struct nri_updates *upd, const char *skip)
-{
-	_cleanup_free_ char *list = NULL;
-	const struct ctr *c;
-	struct cpuset pool;
-	int r;
-
-	state_shared_pool(p->state, &pool);
-	if (cpuset_is_empty(&pool))
-		return p->n_shared ? -ENOSPC : 0;
-	list = cpuset_to_string(&pool);
-	if (!list)
-		return -ENOMEM;
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		if (c->n_claims || (skip && !strcmp(ctr_id(c), skip)))
-			continue;
-		r = nri_updates_add(upd, ctr_id(c), list);
-		if (r < 0)
-			return r;
-	}
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		_cleanup_free_ char *own = NULL;
-		struct cpuset cpus;
-
-		if (!c->n_claims || !(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL) ||
-		    (skip && !strcmp(ctr_id(c), skip)))
-			continue;
-		target_cpus(p, c, &cpus);
-		own = cpuset_to_string(&cpus);
-		if (!own)
-			return -ENOMEM;
-		r = nri_updates_add(upd, ctr_id(c), own);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* The directory of c's cgroup in the hierarchy bpfmon watches, from the
- * runtime's cgroupsPath. -ENOENT while unknown. A cgroupsPath that does not
- * fit PATH_MAX fails here as it would in cgroup_runtime_path(). */
-static int ctr_cgroup_dir(const struct pools *p, const struct ctr *c, char *buf, size_t size)
-{
-	char given[PATH_MAX], path[PATH_MAX];
-	int r = ctr_cgroups_path(c, given, sizeof(given));
-
-	if (r == 0)
-		r = cgroup_runtime_path(given, path, sizeof(path));
-	if (r < 0)
-		return r;
-	return cgroup_mount_dir(&p->cgroups, path, buf, size);
-}
-
-/* Resolves the cgroup id of an exclusive container and makes it the owner of
- * its CPUs in the BPF check. Quiet when the cgroup does not exist yet. */
-static void own_cpus(struct pools *p, struct ctr *c)
-{
-	char dir[PATH_MAX];
-	struct cpuset cpus;
-	uint64_t id;
-
-	if (!c->n_claims)
-		return;
-	if (!c->cgroup_id) {
-		if (ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0 || cgroup_id(dir, &id) < 0)
-			return;
-		c->cgroup_id = id;
-		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", ctr_name(c),
-			 ctr_pod_uid(c), dir, (unsigned long long)id);
-		write_owners(p);
-	}
-	if (!p->bpf)
-		return;
-	exclusive_union(p, c, &cpus);
-	CPUSET_FOREACH(cpu, &cpus)
-	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
-}
-
-/* Rewrites owners.json from the table (see pools.h). Failures are logged:
- * the file is for bpf-verify, pinning does not depend on it. */
-static void write_owners(struct pools *p)
-{
-	struct json_object *root, *arr;
-	const struct ctr *c;
-	const char *text;
-	int r;
-
-	if (!p->state_dir)
-		return;
-	root = json_object_new_object();
-	arr = json_object_new_array();
-	if (!root || !arr) {
-		json_object_put(root);
-		json_object_put(arr);
-		return;
-	}
-	json_object_object_add(root, "owners", arr);
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		char dir[PATH_MAX], pod[512];
-
-		if (!c->n_claims || !c->cgroup_id || ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0)
-			continue;
-		(void)snprintf(pod, sizeof(pod), "%s/%s", ctr_pod_ns(c), ctr_pod_name(c));
-		for (int j = 0; j < c->n_claims; j++) {
-			const struct state_claim *cl = state_claim(p->state, ctr_uid(c, j));
-			struct cpuset cpus;
-			struct json_object *o = json_object_new_object();
-			_cleanup_free_ char *list =
-				cl ? cpuset_to_string(cpuset_from_view(&cl->cpus, &cpus)) : NULL;
-			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
-
-			if (cl && cl->rt) { /* shared by bandwidth: no owner */
-				json_object_put(o);
-				continue;
-			}
-			if (!o || !list) {
-				json_object_put(o);
-				continue;
-			}
-			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
-			json_object_object_add(o, "cpus", json_object_new_string(list));
-			json_object_object_add(o, "cgroup", json_object_new_string(dir));
-			json_object_object_add(o, "cgroupId", json_object_new_uint64(c->cgroup_id));
-			json_object_object_add(o, "claim", json_object_new_string(claim));
-			json_object_object_add(o, "claimUID", json_object_new_string(cl->uid));
-			json_object_object_add(o, "pod", json_object_new_string(pod));
-			json_object_object_add(o, "container", json_object_new_string(ctr_name(c)));
-			json_object_array_add(arr, o);
-		}
-	}
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-							JSON_C_TO_STRING_NOSLASHESCAPE);
-	r = fileio_write_atomic(p->state_dir, POOLS_OWNERS_FILE, text, strlen(text), 0600);
-	if (r < 0)
-		log_warn_errno(r, "owners_write_failed", "dir=%s", p->state_dir);
-	json_object_put(root);
-}
-
-static void disown_cpus(struct pools *p, const struct cpuset *cpus)
-{
-	if (!p->bpf)
-		return;
-	CPUSET_FOREACH(cpu, cpus)
-	(void)bpfmon_clear_owner(p->bpf, cpu);
-}
-
-static void set_bpf_shared(struct pools *p)
-{
-	struct cpuset pool;
-
-	if (!p->bpf)
-		return;
-	state_shared_pool(p->state, &pool);
-	(void)bpfmon_set_shared(p->bpf, &pool);
-}
-
 /* ---- consumers ---------------------------------------------------------------------- */
 
 /* "ns/name" of a container's pod, for messages. */
@@ -869,10 +609,10 @@ static void verify_running(struct pools *p, struct ctr *x)
 	p->n_shared--;
 	x->n_claims = x->n_want;
 	x->n_want = 0;
-	claims_union(p, x, &cpus);
+	pools_claims_union(p, x, &cpus);
 	list = cpuset_to_string(&cpus);
-	own_cpus(p, x);
-	write_owners(p);
+	pools_own_cpus(p, x);
+	pools_write_owners(p);
 	update_gauges(p);
 	if (p->rt) { /* what Synchronize does for a trusted real-time holder */
 		char path[PATH_MAX];
@@ -881,7 +621,7 @@ static void verify_running(struct pools *p, struct ctr *x)
 		/* a path over PATH_MAX: rtctl could not resolve it either */
 		struct nri_container cv = {
 			.id = ctr_id(x), .name = ctr_name(x), .pid = x->pid, .pod = &pv,
-			.cgroups_path = ctr_cgroups_path(x, path, sizeof(path)) == 0 ? path : ""
+			.cgroups_path = pools_ctr_cgroups_path(x, path, sizeof(path)) == 0 ? path : ""
 		};
 
 		rt_started(p, &cv, x);
@@ -1021,7 +761,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			}
 		}
 		n->n_claims = k; /* its slots */
-		target_cpus(p, n, &cpus);
+		pools_target_cpus(p, n, &cpus);
 	}
 	list = cpuset_to_string(&cpus);
 	if (!list) {
@@ -1029,12 +769,12 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		return -ENOMEM;
 	}
 	r = nri_adjust_set_cpus(adj, list);
-	if (!r && k && is_all_exclusive(p, n))
+	if (!r && k && pools_is_all_exclusive(p, n))
 		r = quota_drop_exclusive(p->quota, pod, c, adj);
 	if (!r && k) {
 		struct cpuset nodes;
 
-		if (local_mems(p, n, &nodes)) {
+		if (pools_local_mems(p, n, &nodes)) {
 			_cleanup_free_ char *mems = cpuset_to_string(&nodes);
 
 			r = mems ? nri_adjust_set_mems(adj, mems) : -ENOMEM;
@@ -1056,7 +796,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	/* First start of a claim's container: shrink every shared container (it
 	 * is not one of them: it has a claim). */
 	if (newly) {
-		r = shared_updates(p, upd, c->id);
+		r = pools_shared_updates(p, upd, c->id);
 		if (r < 0 && r != -ENOSPC)
 			return r;
 	}
@@ -1074,7 +814,7 @@ static int on_update(void *ud, const struct nri_pod *pod, const struct nri_conta
 
 	if (!x || !cpus[0])
 		return 0;
-	target_cpus(p, x, &want);
+	pools_target_cpus(p, x, &want);
 	if (cpuset_is_empty(&want) ||
 	    (cpuset_parse(cpus, &got, NULL) == 0 && cpuset_equal(&got, &want)))
 		return 0;
@@ -1100,10 +840,10 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	if (p->rt && x->n_claims)
 		rtctl_stopped(p->rt, ctr_id(x));
 	if (x->n_claims) {
-		claims_union(p, x, &cpus);
-		disown_cpus(p, &cpus);
+		pools_claims_union(p, x, &cpus);
+		pools_disown_cpus(p, &cpus);
 		drop(p, x);
-		write_owners(p);
+		pools_write_owners(p);
 	} else {
 		drop(p, x);
 	}
@@ -1124,7 +864,7 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 	struct ctr *x = find(p, c->id);
 
 	if (x)
-		own_cpus(p, x);
+		pools_own_cpus(p, x);
 	if (x && p->rt && x->n_claims)
 		rt_started(p, c, x);
 	return 0;
@@ -1222,19 +962,19 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		struct cpuset cpus;
 
 		if (x->n_claims) {
-			target_cpus(p, x, &cpus);
+			pools_target_cpus(p, x, &cpus);
 			list = cpuset_to_string(&cpus);
 			if (!list)
 				return -ENOMEM;
 			(void)nri_updates_add(upd, ctr_id(x), list);
-			own_cpus(p, x);
+			pools_own_cpus(p, x);
 		} else if (!cpuset_is_empty(&pool)) {
 			(void)nri_updates_add(upd, ctr_id(x), pool_list);
 		}
 	}
-	set_bpf_shared(p);
+	pools_set_bpf_shared(p);
 	update_gauges(p);
-	write_owners(p);
+	pools_write_owners(p);
 	log_info("nri_synchronized",
 		 "containers=%d exclusive=%d shared_pool=%s skipped=%d unverified=%d", rebuilt,
 		 count(p) - p->n_shared, pool_list, bad, unverified);
@@ -1333,9 +1073,9 @@ static void push_pool(struct pools *p)
 			continue;
 		}
 		/* a claim's container that takes the pool too widens with it */
-		if (!(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
+		if (!(pools_ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
 			continue;
-		target_cpus(p, c, &cpus);
+		pools_target_cpus(p, c, &cpus);
 		own[n_own] = cpuset_to_string(&cpus);
 		if (!own[n_own])
 			break;
@@ -1364,7 +1104,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
 			reread_done(p, rr);
 		}
-		disown_cpus(p, cpuset_from_view(&c->cpus, &cpus));
+		pools_disown_cpus(p, cpuset_from_view(&c->cpus, &cpus));
 		/* Containers still listing the claim lose it (they are gone or
 		 * about to be: Unprepare comes after the pod stopped). */
 		HASHTAB_FOREACH(x, &p->ctrs)
@@ -1382,10 +1122,10 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			p->n_shared += had && !x->n_claims;
 		}
 		push_pool(p);
-		write_owners(p);
+		pools_write_owners(p);
 	}
 	if (ev != STATE_CLAIM_BOUND) {
-		set_bpf_shared(p);
+		pools_set_bpf_shared(p);
 		update_gauges(p);
 	}
 }
@@ -1462,7 +1202,7 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	if (r < 0)
 		return r;
 	state_set_guard(state, guard, p);
-	set_bpf_shared(p);
+	pools_set_bpf_shared(p);
 	update_gauges(p);
 	*ret = TAKE_PTR(p);
 	return 0;
@@ -1504,7 +1244,7 @@ void pools_set_nri(struct pools *p, struct nri *n)
 void pools_shared_changed(struct pools *p)
 {
 	push_pool(p);
-	set_bpf_shared(p);
+	pools_set_bpf_shared(p);
 	update_gauges(p);
 }
 

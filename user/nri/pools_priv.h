@@ -22,10 +22,12 @@
 #include "nri/pools.h"
 
 struct bpfmon;
+struct cpuset;
 struct claimsource;
 struct metric;
 struct nri;
 struct nri_resume;
+struct nri_updates;
 struct quota;
 struct rtctl;
 
@@ -130,3 +132,19 @@ static inline const char *ctr_name(const struct ctr *c)
 {
 	return str_next(ctr_pod_name(c));
 }
+
+/* pools.c: the runtime's cgroups path of c into buf ("" for a container
+ * without slots); -ENAMETOOLONG if it does not fit. */
+int pools_ctr_cgroups_path(const struct ctr *c, char *buf, size_t size);
+
+/* pools_cpus.c: which CPUs a container gets and who owns them. */
+void pools_claims_union(const struct pools *p, const struct ctr *c, struct cpuset *ret);
+unsigned pools_ctr_flags(const struct pools *p, const struct ctr *c);
+bool pools_is_all_exclusive(const struct pools *p, const struct ctr *c);
+void pools_target_cpus(const struct pools *p, const struct ctr *c, struct cpuset *ret);
+bool pools_local_mems(const struct pools *p, const struct ctr *c, struct cpuset *ret);
+int pools_shared_updates(struct pools *p, struct nri_updates *upd, const char *skip);
+void pools_own_cpus(struct pools *p, struct ctr *c);
+void pools_write_owners(struct pools *p);
+void pools_disown_cpus(struct pools *p, const struct cpuset *cpus);
+void pools_set_bpf_shared(struct pools *p);
