@@ -48,7 +48,6 @@ PARSERS = {
 DEBT_FILES = {
     "user/kubelet/dra.c": 1706,
     "user/pinning/rtctl.c": 1087,  # grew with the leftover sweeps; split the sweep out
-    "user/nri/pools.c": 1547,
     "user/pinning/bpfmon.c": 1229,
 }
 

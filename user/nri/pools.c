@@ -52,12 +52,6 @@
 #define REFUSAL_LOG_BURST 10	   /* refusal lines per window; the rest are counted */
 #define REFUSAL_LOG_WINDOW_MS 10000
 
-enum refusal { REFUSE_NOT_CONSUMER, REFUSE_READ_FAILED, REFUSE_READ_TIMEOUT, REFUSE_BUSY,
-	       REFUSE_SYNC };
-static const char *const refusal_names[] = { "not_consumer", "read_failed", "read_timeout",
-					     "busy", "synchronize" };
-
-
 static void ctr_free(struct ctr *c)
 {
 	free(c);
@@ -115,7 +109,7 @@ static int rt_adjust(struct nri_adjust *adj, const struct rt_budget *b)
 
 /* rtctl_started() for c, whose record is x: rtctl takes the claims as an
  * array of CDI_UID_MAX each. */
-static void rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x)
+void pools_rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x)
 {
 	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
 	struct rtctl_container v = rt_view(c);
@@ -143,7 +137,7 @@ static void drop(struct pools *p, struct ctr *c)
 	ctr_free(c);
 }
 
-static void update_gauges(struct pools *p)
+void pools_update_gauges(struct pools *p)
 {
 	struct cpuset pool;
 	int sh = p->n_shared;
@@ -355,349 +349,6 @@ static int check_owners(struct pools *p, const struct nri_container *c, char uid
 	return 0;
 }
 
-/* ---- consumers ---------------------------------------------------------------------- */
-
-/* "ns/name" of a container's pod, for messages. */
-static void pod_label(const struct nri_container *c, char *buf, size_t size)
-{
-	(void)snprintf(buf, size, "%s/%s", c->pod ? c->pod->namespace : "",
-		       c->pod ? c->pod->name : "");
-}
-
-/* Counts a refused binding and logs it: at most REFUSAL_LOG_BURST lines per
- * window (a pod can be created in a loop), the lines held back counted in the
- * next one. Peer strings are quoted; claim names are ours (checked at
- * Prepare). */
-static void report_refusal(struct pools *p, enum refusal why, const char *pod,
-			   const char *pod_uid, const char *container,
-			   const struct state_claim *cl, const char *detail)
-{
-	uint64_t held;
-
-	metric_series_add(metric_with(p->refused, refusal_names[why]), 1);
-	if (!ratelimit_pass(&p->refusal_rl, &held))
-		return;
-	log_warn("container_binding_refused",
-		 "reason=%s pod=%s pod_uid=%s container=%s claim=%s/%s claim_uid=%s detail=%s "
-		 "held_back=%llu",
-		 refusal_names[why], log_quote(pod), log_quote(pod_uid), log_quote(container),
-		 cl->ns[0] ? cl->ns : "?", cl->name[0] ? cl->name : "?", cl->uid, log_quote(detail),
-		 (unsigned long long)held);
-}
-
-/* A CreateContainer refused: the runtime's error says why, in eb. */
-static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
-		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-
-static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
-		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
-{
-	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
-	struct errbuf msg;
-	va_list ap;
-
-	va_start(ap, fmt);
-	errbuf_setv(&msg, fmt, ap);
-	va_end(ap);
-	errbuf_set(eb, "%s", msg.s);
-	pod_label(c, pod, sizeof(pod));
-	report_refusal(p, why, pod, c->pod ? c->pod->uid : "", c->name, cl, msg.s);
-	if (why == REFUSE_NOT_CONSUMER && c->pod && p->o.on_not_consumer)
-		p->o.on_not_consumer(p->o.report_ud, c->pod, c->name, cl, msg.s);
-	return -EACCES;
-}
-
-static void reread_free(struct reread *rr)
-{
-	if (!rr)
-		return;
-	free(rr->waiters);
-	free(rr);
-}
-
-static void on_reread(void *ud, struct json_object *claim, const char *err);
-
-/* Starts the read of cl; -EBUSY at POOLS_MAX_READS, or the start's error. */
-static int reread_start(struct pools *p, const struct state_claim *cl, int64_t timeout_ms,
-			struct reread **ret)
-{
-	struct reread *rr;
-	int r;
-
-	if (hashtab_count(&p->rereads) >= POOLS_MAX_READS)
-		return -EBUSY;
-	rr = calloc(1, sizeof(*rr));
-	if (!rr)
-		return -ENOMEM;
-	rr->p = p;
-	(void)snprintf(rr->uid, sizeof(rr->uid), "%s", cl->uid);
-	(void)snprintf(rr->ns, sizeof(rr->ns), "%s", cl->ns);
-	(void)snprintf(rr->name, sizeof(rr->name), "%s", cl->name);
-	r = hashtab_put_str(&p->rereads, rr->uid, rr, NULL);
-	if (r < 0) {
-		reread_free(rr);
-		return r;
-	}
-	r = claimsource_start(p->claims, rr->ns, rr->name, timeout_ms > 1 ? timeout_ms : 1,
-			      on_reread, rr, &rr->fetch);
-	if (r < 0) {
-		(void)hashtab_del_str(&p->rereads, rr->uid);
-		reread_free(rr);
-		return r;
-	}
-	log_info("claim_reread", "claim=%s/%s claim_uid=%s reason=\"a pod not among its "
-				 "recorded consumers\"",
-		 rr->ns, rr->name, rr->uid);
-	*ret = rr;
-	return 0;
-}
-
-/* The CreateContainer of adj waits for rr's answer. */
-static int reread_join(struct reread *rr, struct nri_adjust *adj)
-{
-	struct nri_resume w, *v;
-	int r = nri_adjust_defer(adj, &w);
-
-	if (r < 0)
-		return r;
-	for (int i = 0; i < rr->n_waiters; i++)
-		if (rr->waiters[i].token == w.token)
-			return 0;
-	v = realloc(rr->waiters, sizeof(*v) * (size_t)(rr->n_waiters + 1));
-	if (!v)
-		return -ENOMEM;
-	rr->waiters = v;
-	v[rr->n_waiters++] = w;
-	return 0;
-}
-
-/* The container's pod is not among the consumers of cl, as read just now or
- * as recorded when no read can tell more. */
-static int not_consumer(struct pools *p, const struct nri_container *c,
-			const struct state_claim *cl, struct errbuf *eb)
-{
-	const struct nri_pod *pod = c->pod;
-
-	if (!cl->ns[0])
-		return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
-			      "claim %s was restored from its CDI spec alone: its consumers are "
-			      "read at its next NodePrepareResources, until then no container "
-			      "binds to it",
-			      cl->uid);
-	return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
-		      "pod %.63s/%.63s (uid %.40s) is not a consumer of claim %.63s/%.63s "
-		      "(status.reservedFor): its %s%s names another pod's CPUs",
-		      pod->namespace, pod->name, pod->uid, cl->ns, cl->name, CDI_ENV_PREFIX,
-		      cl->uid);
-}
-
-/* Each claim the container names must list its pod among its consumers. A
- * pod missing from the recorded list waits (-EINPROGRESS) for one read of the
- * claim, started on the CreateContainer's first run; a read already under way
- * for another container serves too. Refusals are -EACCES with err. */
-static int verify_consumers(struct pools *p, const struct nri_container *c,
-			    char uids[][CDI_UID_MAX], int n, struct nri_adjust *adj,
-			    struct errbuf *eb)
-{
-	const struct nri_pod *pod = c->pod;
-	bool wait = false;
-	int r;
-
-	for (int i = 0; i < n; i++) {
-		const struct state_claim *cl = state_claim(p->state, uids[i]);
-		struct reread *rr;
-
-		if (pod && pod->uid[0] &&
-		    state_claim_has_consumer(cl, pod->uid, pod->namespace, pod->name))
-			continue;
-		if (!pod || !pod->uid[0])
-			return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
-				      "the runtime did not say which pod container %.64s belongs to: "
-				      "claim %s binds only to its consumers",
-				      c->name, cl->uid);
-		rr = hashtab_get_str(&p->rereads, cl->uid);
-		if (rr && rr->answered && rr->failed)
-			return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s and reading the claim again failed: %s",
-				      pod->namespace, pod->name, cl->ns, cl->name, rr->why);
-		if (rr && rr->answered)
-			return not_consumer(p, c, cl, eb); /* read again just now */
-		if (nri_adjust_is_final(adj))
-			return refuse(p, REFUSE_READ_TIMEOUT, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s, which could not be read again in time",
-				      pod->namespace, pod->name, cl->ns, cl->name);
-		if (!rr && (nri_adjust_attempt(adj) > 0 || !p->claims || !cl->ns[0]))
-			return not_consumer(p, c, cl, eb); /* no read to wait for */
-		if (!rr) {
-			r = reread_start(p, cl, nri_adjust_wait_left_ms(adj), &rr);
-			if (r == -EBUSY)
-				return refuse(p, REFUSE_BUSY, c, cl, eb,
-					      "pod %.63s/%.63s is not among the recorded consumers of "
-					      "claim %.63s/%.63s, and %d claim reads are already under "
-					      "way: try again",
-					      pod->namespace, pod->name, cl->ns, cl->name,
-					      POOLS_MAX_READS);
-			if (r < 0)
-				return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
-					      "pod %.63s/%.63s is not among the recorded consumers of "
-					      "claim %.63s/%.63s, which cannot be read again: %s",
-					      pod->namespace, pod->name, cl->ns, cl->name,
-					      strerror(-r));
-		}
-		r = reread_join(rr, adj);
-		if (r < 0)
-			return refuse(p, REFUSE_BUSY, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s, and too many container creations wait: try again",
-				      pod->namespace, pod->name, cl->ns, cl->name);
-		wait = true;
-	}
-	return wait ? -EINPROGRESS : 0;
-}
-
-/* A container Synchronize left in the shared pool for want of consumers:
- * still waiting for a read, trusted now, or confined for good. */
-static void verify_running(struct pools *p, struct ctr *x)
-{
-	const struct state_claim *cl = NULL;
-	_cleanup_free_ char *list = NULL;
-	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
-	const char *why = NULL;
-	struct cpuset cpus;
-	bool pending = false;
-	int i;
-
-	for (i = 0; i < x->n_want && !why; i++) {
-		const struct reread *rr;
-
-		cl = state_claim(p->state, ctr_uid(x, i));
-		if (!cl) {
-			why = "the claim is no longer prepared";
-			break;
-		}
-		if (state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x), ctr_pod_name(x)))
-			continue;
-		rr = hashtab_get_str(&p->rereads, cl->uid);
-		if (rr && !rr->answered)
-			pending = true;
-		else if (rr && rr->failed)
-			why = rr->why;
-		else
-			why = "its pod is not among the claim's consumers (status.reservedFor)";
-	}
-	if (!why && pending)
-		return;
-	for (i = 0; !why && i < x->n_want; i++)
-		if (state_claim_bind(p->state, ctr_uid(x, i), ctr_pod_uid(x), ctr_name(x)) < 0) {
-			cl = state_claim(p->state, ctr_uid(x, i));
-			why = "the claim is bound to another container";
-		}
-	(void)snprintf(pod, sizeof(pod), "%s/%s", ctr_pod_ns(x), ctr_pod_name(x));
-	if (why) {
-		if (cl)
-			report_refusal(p, REFUSE_SYNC, pod, ctr_pod_uid(x), ctr_name(x), cl, why);
-		else
-			log_warn("container_confined", "pod=%s container=%s reason=%s",
-				 log_quote(pod), log_quote(ctr_name(x)), log_quote(why));
-		x->n_want = 0;
-		return;
-	}
-	/* Trusted: it holds its claims from now on (the slots it wanted). */
-	p->n_shared--;
-	x->n_claims = x->n_want;
-	x->n_want = 0;
-	pools_claims_union(p, x, &cpus);
-	list = cpuset_to_string(&cpus);
-	pools_own_cpus(p, x);
-	pools_write_owners(p);
-	update_gauges(p);
-	if (p->rt) { /* what Synchronize does for a trusted real-time holder */
-		char path[PATH_MAX];
-		struct nri_pod pv = { .id = "", .uid = ctr_pod_uid(x), .name = ctr_pod_name(x),
-				      .namespace = ctr_pod_ns(x), .cgroup_parent = "" };
-		/* a path over PATH_MAX: rtctl could not resolve it either */
-		struct nri_container cv = {
-			.id = ctr_id(x), .name = ctr_name(x), .pid = x->pid, .pod = &pv,
-			.cgroups_path = pools_ctr_cgroups_path(x, path, sizeof(path)) == 0 ? path : ""
-		};
-
-		rt_started(p, &cv, x);
-	}
-	if (list && p->nri && p->o.push_updates &&
-	    nri_push_updates(p->nri, &(struct nri_update){ ctr_id(x), list }, 1) == 0)
-		log_info("container_verified", "pod=%s container=%s cpus=%s action=pushed",
-			 log_quote(pod), log_quote(ctr_name(x)), list);
-	else
-		log_warn("container_verified", "pod=%s container=%s cpus=%s "
-					       "action=shared_until_restarted",
-			 log_quote(pod), log_quote(ctr_name(x)), list ? list : "?");
-}
-
-/* The read's answer: the claim's consumers are what it says, every
- * container waiting on it decides, and the read is gone. */
-static void reread_done(struct pools *p, struct reread *rr)
-{
-	struct ctr *x;
-
-	rr->answered = true;
-	for (int i = 0; i < rr->n_waiters; i++)
-		(void)nri_resume_run(&rr->waiters[i]);
-	HASHTAB_FOREACH(x, &p->ctrs)
-	{
-		for (int k = 0; k < x->n_want; k++)
-			if (strcmp(ctr_uid(x, k), rr->uid) == 0) {
-				verify_running(p, x);
-				break;
-			}
-	}
-	(void)hashtab_del_str(&p->rereads, rr->uid);
-	reread_free(rr);
-}
-
-static void on_reread(void *ud, struct json_object *claim, const char *err)
-{
-	struct reread *rr = ud;
-	struct pools *p = rr->p;
-	_cleanup_free_ struct claim_consumer *v = NULL;
-	_cleanup_free_ struct state_consumer *sv = NULL;
-	struct errbuf cerr = { "" };
-	int n = 0, r;
-
-	rr->fetch = NULL;
-	if (!claim) {
-		rr->failed = true;
-		(void)snprintf(rr->why, sizeof(rr->why), "%s", err && *err ? err : "unknown error");
-	} else {
-		n = claim_consumers_parse(claim, rr->uid, &v, &cerr);
-		if (n > 0 && !(sv = calloc((size_t)n, sizeof(*sv))))
-			n = -ENOMEM;
-		for (int i = 0; i < n; i++) {
-			(void)snprintf(sv[i].uid, sizeof(sv[i].uid), "%s", v[i].uid);
-			sv[i].name = v[i].name;
-		}
-		r = n < 0 ? n : state_claim_set_consumers(p->state, rr->uid, rr->ns, rr->name, sv, n);
-		/* A failed checkpoint write keeps the new consumers in memory. */
-		if (r == -ENOENT || r == -EINVAL || r == -E2BIG || r == -ENOMEM) {
-			rr->failed = true;
-			(void)snprintf(rr->why, sizeof(rr->why), "%s",
-				       cerr.s[0]	 ? cerr.s
-				       : r == -ENOENT ? "the claim is no longer prepared"
-						       : strerror(-r));
-		} else if (r < 0) {
-			log_warn_errno(r, "claim_consumers_not_recorded",
-				       "claim=%s/%s action=kept_in_memory", rr->ns, rr->name);
-		}
-	}
-	metric_series_add(metric_with(p->reads, rr->failed ? "error" : "ok"), 1);
-	if (rr->failed)
-		log_warn("claim_reread_failed", "claim=%s/%s claim_uid=%s err=%s", rr->ns, rr->name,
-			 rr->uid, log_quote(rr->why));
-	reread_done(p, rr);
-}
-
 /* ---- NRI handlers ------------------------------------------------------------------- */
 
 static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
@@ -715,7 +366,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	if (r == 0 && k > 0)
 		r = check_claims(p, uids, env_cpus, k, eb);
 	if (r == 0 && k > 0)
-		r = verify_consumers(p, c, uids, k, adj, eb);
+		r = pools_verify_consumers(p, c, uids, k, adj, eb);
 	if (r == -EINPROGRESS) /* a claim is being read again: nri runs us again */
 		return r;
 	if (r == 0 && k > 0)
@@ -800,7 +451,7 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 		if (r < 0 && r != -ENOSPC)
 			return r;
 	}
-	update_gauges(p);
+	pools_update_gauges(p);
 	return 0;
 }
 
@@ -847,7 +498,7 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	} else {
 		drop(p, x);
 	}
-	update_gauges(p);
+	pools_update_gauges(p);
 	return 0;
 }
 
@@ -866,7 +517,7 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 	if (x)
 		pools_own_cpus(p, x);
 	if (x && p->rt && x->n_claims)
-		rt_started(p, c, x);
+		pools_rt_started(p, c, x);
 	return 0;
 }
 
@@ -931,7 +582,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		if (put(p, n) < 0)
 			return -ENOMEM;
 		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
-			rt_started(p, c, n);
+			pools_rt_started(p, c, n);
 		rebuilt++;
 	}
 	/* The untrusted run in the shared pool while their claims are read. */
@@ -948,9 +599,9 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 			    !state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x),
 						      ctr_pod_name(x)) &&
 			    !hashtab_get_str(&p->rereads, cl->uid))
-				(void)reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
+				(void)pools_reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
 		}
-		verify_running(p, x);
+		pools_verify_running(p, x);
 	}
 	state_shared_pool(p->state, &pool);
 	pool_list = cpuset_to_string(&pool);
@@ -973,7 +624,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		}
 	}
 	pools_set_bpf_shared(p);
-	update_gauges(p);
+	pools_update_gauges(p);
 	pools_write_owners(p);
 	log_info("nri_synchronized",
 		 "containers=%d exclusive=%d shared_pool=%s skipped=%d unverified=%d", rebuilt,
@@ -1102,7 +753,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			rr->fetch = NULL;
 			rr->failed = true;
 			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
-			reread_done(p, rr);
+			pools_reread_done(p, rr);
 		}
 		pools_disown_cpus(p, cpuset_from_view(&c->cpus, &cpus));
 		/* Containers still listing the claim lose it (they are gone or
@@ -1126,7 +777,7 @@ static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 	}
 	if (ev != STATE_CLAIM_BOUND) {
 		pools_set_bpf_shared(p);
-		update_gauges(p);
+		pools_update_gauges(p);
 	}
 }
 
@@ -1203,7 +854,7 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 		return r;
 	state_set_guard(state, guard, p);
 	pools_set_bpf_shared(p);
-	update_gauges(p);
+	pools_update_gauges(p);
 	*ret = TAKE_PTR(p);
 	return 0;
 }
@@ -1220,7 +871,7 @@ struct pools *pools_free(struct pools *p)
 	{
 		if (rr->fetch)
 			claimsource_cancel(p->claims, rr->fetch);
-		reread_free(rr);
+		pools_reread_free(rr);
 	}
 	hashtab_done(&p->rereads);
 	HASHTAB_FOREACH(c, &p->ctrs)
@@ -1245,7 +896,7 @@ void pools_shared_changed(struct pools *p)
 {
 	push_pool(p);
 	pools_set_bpf_shared(p);
-	update_gauges(p);
+	pools_update_gauges(p);
 }
 
 void pools_set_rt(struct pools *p, struct rtctl *rt)

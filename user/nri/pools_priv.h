@@ -24,7 +24,10 @@
 struct bpfmon;
 struct cpuset;
 struct claimsource;
+struct errbuf;
 struct metric;
+struct nri_adjust;
+struct nri_container;
 struct nri;
 struct nri_resume;
 struct nri_updates;
@@ -134,8 +137,11 @@ static inline const char *ctr_name(const struct ctr *c)
 }
 
 /* pools.c: the runtime's cgroups path of c into buf ("" for a container
- * without slots); -ENAMETOOLONG if it does not fit. */
+ * without slots); -ENAMETOOLONG if it does not fit. Tells rtctl a
+ * real-time container started; the container gauges. */
 int pools_ctr_cgroups_path(const struct ctr *c, char *buf, size_t size);
+void pools_rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x);
+void pools_update_gauges(struct pools *p);
 
 /* pools_cpus.c: which CPUs a container gets and who owns them. */
 void pools_claims_union(const struct pools *p, const struct ctr *c, struct cpuset *ret);
@@ -148,3 +154,15 @@ void pools_own_cpus(struct pools *p, struct ctr *c);
 void pools_write_owners(struct pools *p);
 void pools_disown_cpus(struct pools *p, const struct cpuset *cpus);
 void pools_set_bpf_shared(struct pools *p);
+
+/* pools_consumers.c: the consumer checks. */
+void pools_reread_free(struct reread *rr);
+int pools_reread_start(struct pools *p, const struct state_claim *cl, int64_t timeout_ms,
+		       struct reread **ret);
+int pools_not_consumer(struct pools *p, const struct nri_container *c,
+		       const struct state_claim *cl, struct errbuf *eb);
+int pools_verify_consumers(struct pools *p, const struct nri_container *c,
+			   char uids[][CDI_UID_MAX], int n, struct nri_adjust *adj,
+			   struct errbuf *eb);
+void pools_verify_running(struct pools *p, struct ctr *x);
+void pools_reread_done(struct pools *p, struct reread *rr);
