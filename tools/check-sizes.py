@@ -59,8 +59,6 @@ DEBT_FUNCS = {
     ("user/kubelet/dra.c", "handle_prepare"): 98,
     ("user/kubelet/dra.c", "handle_unprepare"): 100,
     ("user/kubelet/dra.c", "dra_new"): 83,
-    ("user/nri/pools.c", "on_create"): 93,
-    ("user/nri/pools.c", "on_sync"): 107,
     ("user/pinning/rtctl.c", "apply"): 84,
     ("user/pinning/rtctl.c", "collect"): 81,
     ("user/pinning/report_json.c", "json_cpu"): 85,

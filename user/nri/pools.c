@@ -351,15 +351,15 @@ static int check_owners(struct pools *p, const struct nri_container *c, char uid
 
 /* ---- NRI handlers ------------------------------------------------------------------- */
 
-static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb)
+/* The checks a CreateContainer passes before it gets CPUs: its claims (the
+ * DRA_CPUSET_* environment), their consumers and owners, and rtctl for a
+ * real-time claim. Returns 0 and the number of claims (in uids) in *ret_k,
+ * or -errno, counted in rejects; -EINPROGRESS while a claim is read again. */
+static int create_admit(struct pools *p, const struct nri_container *c,
+			char uids[][CDI_UID_MAX], int *ret_k, struct nri_adjust *adj,
+			struct errbuf *eb)
 {
-	struct pools *p = ud;
-	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
-	struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER], cpus;
-	_cleanup_free_ char *list = NULL;
-	bool newly = false;
-	struct ctr *n;
+	struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER];
 	int k, r;
 
 	r = parse_env(c, uids, env_cpus, &k, eb);
@@ -388,37 +388,49 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			return r;
 		}
 	}
-	n = ctr_new(c, uids, k);
-	if (!n)
-		return -ENOMEM;
+	*ret_k = k;
+	return 0;
+}
+
+/* The CPUs of the new record n with k claims: the shared pool (none may be
+ * empty), or its claims', which it binds to. *newly: a claim had no owner. */
+static int create_bind(struct pools *p, const struct nri_container *c, struct ctr *n,
+		       char uids[][CDI_UID_MAX], int k, struct cpuset *ret_cpus, bool *newly,
+		       struct errbuf *eb)
+{
+	int r;
+
 	if (k <= 0) { /* parse_env() never gives fewer than none */
-		state_shared_pool(p->state, &cpus);
-		if (cpuset_is_empty(&cpus)) {
-			ctr_free(n);
+		state_shared_pool(p->state, ret_cpus);
+		if (cpuset_is_empty(ret_cpus)) {
 			metric_series_add(metric_with(p->rejects, "pool_empty"), 1);
 			return errbuf_fail(eb, -ENOSPC,
 					   "the shared CPU pool is empty: every allocatable CPU is "
 					   "held by a claim");
 		}
-	} else {
-		for (int i = 0; i < k; i++) {
-			const struct state_claim *cl = state_claim(p->state, uids[i]);
+		return 0;
+	}
+	for (int i = 0; i < k; i++) {
+		const struct state_claim *cl = state_claim(p->state, uids[i]);
 
-			newly |= !cl->owner_pod[0];
-			r = state_claim_bind(p->state, uids[i], c->pod ? c->pod->uid : "", c->name);
-			if (r < 0) {
-				ctr_free(n);
-				return errbuf_wrap(eb, r, "binding claim %.63s", uids[i]);
-			}
-		}
-		n->n_claims = k; /* its slots */
-		pools_target_cpus(p, n, &cpus);
+		*newly |= !cl->owner_pod[0];
+		r = state_claim_bind(p->state, uids[i], c->pod ? c->pod->uid : "", c->name);
+		if (r < 0)
+			return errbuf_wrap(eb, r, "binding claim %.63s", uids[i]);
 	}
-	list = cpuset_to_string(&cpus);
-	if (!list) {
-		ctr_free(n);
-		return -ENOMEM;
-	}
+	n->n_claims = k; /* its slots */
+	pools_target_cpus(p, n, ret_cpus);
+	return 0;
+}
+
+/* The adjustment: the cpus in list, and for a container with claims no
+ * quota when all its CPUs are exclusive, and its local memory nodes. */
+static int create_adjust(struct pools *p, const struct nri_pod *pod,
+			 const struct nri_container *c, const struct ctr *n, int k,
+			 const char *list, struct nri_adjust *adj)
+{
+	int r;
+
 	r = nri_adjust_set_cpus(adj, list);
 	if (!r && k && pools_is_all_exclusive(p, n))
 		r = quota_drop_exclusive(p->quota, pod, c, adj);
@@ -434,6 +446,37 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 					 c->name, c->id, mems);
 		}
 	}
+	return r;
+}
+
+static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
+		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb)
+{
+	struct pools *p = ud;
+	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	_cleanup_free_ char *list = NULL;
+	struct cpuset cpus;
+	bool newly = false;
+	struct ctr *n;
+	int k, r;
+
+	r = create_admit(p, c, uids, &k, adj, eb);
+	if (r < 0)
+		return r;
+	n = ctr_new(c, uids, k);
+	if (!n)
+		return -ENOMEM;
+	r = create_bind(p, c, n, uids, k, &cpus, &newly, eb);
+	if (r < 0) {
+		ctr_free(n);
+		return r;
+	}
+	list = cpuset_to_string(&cpus);
+	if (!list) {
+		ctr_free(n);
+		return -ENOMEM;
+	}
+	r = create_adjust(p, pod, c, n, k, list, adj);
 	if (r < 0) {
 		ctr_free(n);
 		return r;
@@ -521,6 +564,97 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 	return 0;
 }
 
+/* Which of the k claims the environment of c names (uids, env_cpus) its new
+ * record n holds after a Synchronize: each one state prepared with those
+ * CPUs and no other container owns goes to n's want list; all of them, when
+ * c's pod is among the consumers of each and binds to them, become its
+ * claims. */
+static void sync_trust(struct pools *p, const struct nri_container *c, struct ctr *n,
+		       char uids[][CDI_UID_MAX], const struct cpuset *env_cpus, int k)
+{
+	struct errbuf why = { "" };
+	bool trusted = true;
+
+	for (int j = 0; j < k; j++) {
+		const struct state_claim *cl;
+
+		/* Trust an env claim only if state prepared exactly that... */
+		if (check_claims(p, &uids[j], &env_cpus[j], 1, &why) < 0 ||
+		    check_owners(p, c, &uids[j], 1, &why) < 0) {
+			log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
+				 log_quote(c->name), uids[j], log_quote(why.s));
+			continue;
+		}
+		/* ... for a pod among its consumers. */
+		cl = state_claim(p->state, uids[j]);
+		trusted &= c->pod && c->pod->uid[0] &&
+			   state_claim_has_consumer(cl, c->pod->uid, c->pod->namespace,
+						    c->pod->name);
+		/* slot n_want <= j: the uids trusted so far come first */
+		memcpy(ctr_slot(n, n->n_want++), uids[j], strlen(uids[j]) + 1);
+	}
+	for (int j = 0; trusted && j < n->n_want; j++)
+		trusted = state_claim_bind(p->state, ctr_uid(n, j), ctr_pod_uid(n),
+					   ctr_name(n)) == 0;
+	if (trusted) {
+		n->n_claims = n->n_want;
+		n->n_want = 0;
+	}
+}
+
+/* The untrusted run in the shared pool while their claims are read: starts
+ * the reads and checks them. Returns how many there are. */
+static int sync_verify_untrusted(struct pools *p)
+{
+	struct ctr *x;
+	int unverified = 0;
+
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
+		if (!x->n_want)
+			continue;
+		unverified++;
+		for (int j = 0; p->claims && j < x->n_want; j++) {
+			const struct state_claim *cl = state_claim(p->state, ctr_uid(x, j));
+			struct reread *rr;
+
+			if (cl->ns[0] &&
+			    !state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x),
+						      ctr_pod_name(x)) &&
+			    !hashtab_get_str(&p->rereads, cl->uid))
+				(void)pools_reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
+		}
+		pools_verify_running(p, x);
+	}
+	return unverified;
+}
+
+/* Every container's cpus into upd: its claims' (which it owns), or the
+ * shared pool (pool, as pool_list) when there is one. */
+static int sync_updates(struct pools *p, struct nri_updates *upd, const struct cpuset *pool,
+			const char *pool_list)
+{
+	struct ctr *x;
+
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
+		_cleanup_free_ char *list = NULL;
+		struct cpuset cpus;
+
+		if (x->n_claims) {
+			pools_target_cpus(p, x, &cpus);
+			list = cpuset_to_string(&cpus);
+			if (!list)
+				return -ENOMEM;
+			(void)nri_updates_add(upd, ctr_id(x), list);
+			pools_own_cpus(p, x);
+		} else if (!cpuset_is_empty(pool)) {
+			(void)nri_updates_add(upd, ctr_id(x), pool_list);
+		}
+	}
+	return 0;
+}
+
 static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		   const struct nri_container *ctrs, size_t n_ctrs, struct nri_updates *upd,
 		   struct errbuf *eb)
@@ -529,8 +663,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	_cleanup_free_ char *pool_list = NULL;
 	struct cpuset pool;
 	struct ctr *x;
-	int rebuilt = 0, bad = 0, unverified = 0;
-	bool trusted;
+	int rebuilt = 0, bad = 0, unverified;
 
 	HASHTAB_FOREACH(x, &p->ctrs)
 		drop(p, x);
@@ -553,76 +686,20 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		n = ctr_new(c, uids, k);
 		if (!n)
 			return -ENOMEM;
-		trusted = true;
-		for (int j = 0; j < k; j++) {
-			const struct state_claim *cl;
-
-			/* Trust an env claim only if state prepared exactly that... */
-			if (check_claims(p, &uids[j], &env_cpus[j], 1, &why) < 0 ||
-			    check_owners(p, c, &uids[j], 1, &why) < 0) {
-				log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
-					 log_quote(c->name), uids[j], log_quote(why.s));
-				continue;
-			}
-			/* ... for a pod among its consumers. */
-			cl = state_claim(p->state, uids[j]);
-			trusted &= c->pod && c->pod->uid[0] &&
-				   state_claim_has_consumer(cl, c->pod->uid, c->pod->namespace,
-							    c->pod->name);
-			/* slot n_want <= j: the uids trusted so far come first */
-			memcpy(ctr_slot(n, n->n_want++), uids[j], strlen(uids[j]) + 1);
-		}
-		for (int j = 0; trusted && j < n->n_want; j++)
-			trusted = state_claim_bind(p->state, ctr_uid(n, j), ctr_pod_uid(n),
-						   ctr_name(n)) == 0;
-		if (trusted) {
-			n->n_claims = n->n_want;
-			n->n_want = 0;
-		}
+		sync_trust(p, c, n, uids, env_cpus, k);
 		if (put(p, n) < 0)
 			return -ENOMEM;
 		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
 			pools_rt_started(p, c, n);
 		rebuilt++;
 	}
-	/* The untrusted run in the shared pool while their claims are read. */
-	HASHTAB_FOREACH(x, &p->ctrs)
-	{
-		if (!x->n_want)
-			continue;
-		unverified++;
-		for (int j = 0; p->claims && j < x->n_want; j++) {
-			const struct state_claim *cl = state_claim(p->state, ctr_uid(x, j));
-			struct reread *rr;
-
-			if (cl->ns[0] &&
-			    !state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x),
-						      ctr_pod_name(x)) &&
-			    !hashtab_get_str(&p->rereads, cl->uid))
-				(void)pools_reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
-		}
-		pools_verify_running(p, x);
-	}
+	unverified = sync_verify_untrusted(p);
 	state_shared_pool(p->state, &pool);
 	pool_list = cpuset_to_string(&pool);
 	if (!pool_list)
 		return -ENOMEM;
-	HASHTAB_FOREACH(x, &p->ctrs)
-	{
-		_cleanup_free_ char *list = NULL;
-		struct cpuset cpus;
-
-		if (x->n_claims) {
-			pools_target_cpus(p, x, &cpus);
-			list = cpuset_to_string(&cpus);
-			if (!list)
-				return -ENOMEM;
-			(void)nri_updates_add(upd, ctr_id(x), list);
-			pools_own_cpus(p, x);
-		} else if (!cpuset_is_empty(&pool)) {
-			(void)nri_updates_add(upd, ctr_id(x), pool_list);
-		}
-	}
+	if (sync_updates(p, upd, &pool, pool_list) < 0)
+		return -ENOMEM;
 	pools_set_bpf_shared(p);
 	pools_update_gauges(p);
 	pools_write_owners(p);
