@@ -166,3 +166,9 @@ int pools_verify_consumers(struct pools *p, const struct nri_container *c,
 			   struct errbuf *eb);
 void pools_verify_running(struct pools *p, struct ctr *x);
 void pools_reread_done(struct pools *p, struct reread *rr);
+
+/* pools_state.c: the state's callbacks (state_set_guard(),
+ * state_add_observer()), and the push of a widened shared pool. */
+int pools_guard(void *ud, const struct cpuset *after, struct errbuf *eb);
+void pools_push_pool(struct pools *p);
+void pools_on_state(void *ud, enum state_event ev, const struct state_claim *c);
