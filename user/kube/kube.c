@@ -1,5 +1,11 @@
 /* Kubernetes REST client on libevent + libcurl multi-socket. See kube.h.
  *
+ * This file holds the loop side (curl's sockets and timer), the calls'
+ * queue, retries and results, and the public API. The rest of the module:
+ * kube_attempt.c one HTTP attempt (the easy handle), kube_cred.c the client
+ * certificate and token, kube_proxy.c the proxy, kube_wire.c the pure
+ * building blocks; kube_priv.h what they share.
+ *
  * Internals. A struct kube_call ("call") is one logical request or watch; each
  * HTTP attempt gets a fresh curl easy handle. Connections (and with HTTP/2 the
  * one connection every stream shares), DNS and TLS sessions belong to the

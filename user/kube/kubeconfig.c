@@ -714,7 +714,7 @@ static int check_readable(const char *key, const char *path, struct errbuf *eb)
 	return 0;
 }
 
-/* The client certificate and key are read again whenever they change (kube.c):
+/* The client certificate and key are read again whenever they change (kube_cred.c):
  * what is there at start must already be usable. */
 static int check_pem(const char *key, const char *path, const char *label, struct errbuf *eb)
 {

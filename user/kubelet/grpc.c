@@ -1,6 +1,12 @@
 /* gRPC server over h2c on unix sockets: nghttp2 server sessions driven by
  * libevent bufferevents. See grpc.h for the model and the ownership rules.
  *
+ * This file holds the nghttp2 callbacks that turn a stream into a call and
+ * hand it to its handler, and the server. The rest of the module:
+ * grpc_conn.c the connections (sockets, accepting, timers), grpc_call.c the
+ * calls and the handler's API, grpc_frame.c the framing helpers;
+ * grpc_priv.h what they share.
+ *
  * Connection life:
  *
  *   accept ─> OPEN ──(peer SETTINGS)──> OPEN ──(first request)──> OPEN, idle timer

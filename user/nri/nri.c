@@ -5,6 +5,11 @@
  * RegisterPlugin first and serves conn 1 from the start, because Configure
  * may come before the RegisterPlugin reply (wire-protocols.md 4.6). Everything
  * decoded from the runtime goes through a budget allocator.
+ *
+ * This file holds the session and our calls to the Runtime service. The rest
+ * of the module: nri_plugin.c the Plugin service (the runtime's requests),
+ * nri_msg.c the message adapters, nri_loop.c the plugin on the loop (struct
+ * nri); nri_priv.h what they share.
  */
 #define LOG_MOD "nri"
 #include "nri/nri.h"

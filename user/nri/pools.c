@@ -1,5 +1,10 @@
 /* NRI pinning policy. See pools.h.
  *
+ * This file holds the container records, the NRI handlers and the life of
+ * struct pools. The rest of the module: pools_cpus.c which CPUs a container
+ * gets and who owns them, pools_consumers.c the consumer checks,
+ * pools_state.c the state's callbacks; pools_priv.h what they share.
+ *
  * The containers live in a hash table by container id (lib/hashtab.h):
  * events find their container in O(1), a Synchronize of n containers
  * rebuilds the table in O(n), not O(n^2), and every shared-pool change walks

@@ -3,9 +3,9 @@
  * accessors, a claim read again (struct reread), and the steps one file does
  * for another. The policy is one module in several files (pools.c the
  * containers and the NRI handlers, pools_cpus.c which CPUs a container gets
- * and who owns them, pools_consumers.c the consumer checks); outside it
- * struct pools stays opaque (pools.h). Not a public header: only
- * user/nri/pools*.c include it.
+ * and who owns them, pools_consumers.c the consumer checks, pools_state.c
+ * the state's callbacks); outside it struct pools stays opaque (pools.h).
+ * Not a public header: only user/nri/pools*.c include it.
  */
 #pragma once
 
