@@ -2,9 +2,10 @@
  *
  * This file holds the loop side (curl's sockets and timer), the calls'
  * queue, retries and results, and the public API. The rest of the module:
- * kube_attempt.c one HTTP attempt (the easy handle), kube_cred.c the client
- * certificate and token, kube_proxy.c the proxy, kube_wire.c the pure
- * building blocks; kube_priv.h what they share.
+ * kube_attempt.c one HTTP attempt (the easy handle), kube_watch.c what a
+ * watch does besides, kube_cred.c the client certificate and token,
+ * kube_proxy.c the proxy, kube_wire.c the pure building blocks; kube_priv.h
+ * what they share.
  *
  * Internals. A struct kube_call ("call") is one logical request or watch; each
  * HTTP attempt gets a fresh curl easy handle. Connections (and with HTTP/2 the
@@ -191,7 +192,7 @@ static void call_unready(struct kube_call *c)
 	c->in_ready = false;
 }
 
-static void call_free(struct kube_call *c)
+void kube_call_free(struct kube_call *c)
 {
 	struct kube *k = c->k;
 
@@ -428,48 +429,13 @@ static void call_finish(struct kube_call *c)
 		c->on_end(c->userdata, &res);
 }
 
-/* Delivers complete watch lines. Returns 0, or < 0 when the stream must end
- * (bad line; an ERROR event sets end_status and returns -ECANCELED). */
-static int watch_drain(struct kube_call *c)
-{
-	struct kube *k = c->k;
-	char *line;
-	size_t n;
-	int r;
-
-	while (kube_lines_next(&c->lines, &line, &n) == 1) {
-		struct kube_watch_event ev;
-
-		r = kube_watch_event_parse(line, n, &ev);
-		if (r < 0) {
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "watch: not a watch event (%zu bytes): %.64s", n, line);
-			for (char *p = c->errtext; *p; p++)
-				if ((unsigned char)*p < 0x20)
-					*p = ' ';
-			return r == -E2BIG ? r : -EPROTO;
-		}
-		if (ev.type == KUBE_EVENT_ERROR) {
-			c->end_status = json_object_get(ev.object);
-			kube_watch_event_done(&ev);
-			return -ECANCELED;
-		}
-		k->st.watch_events++;
-		c->on_event(c->userdata, &ev);
-		kube_watch_event_done(&ev);
-		if (k->dead || c->cancelled)
-			return 0;
-	}
-	return 0;
-}
-
 static void call_process(struct kube_call *c)
 {
 	struct kube *k = c->k;
 	int r;
 
 	if (c->stream_ok) {
-		r = watch_drain(c);
+		r = kube_watch_drain(c);
 		if (k->dead || c->cancelled)
 			return;
 		if (r < 0) {
@@ -505,7 +471,7 @@ static void kube_dispatch(struct kube *k)
 		call_process(c);
 		c->busy = false;
 		if (c->cancelled || c->finished)
-			call_free(c);
+			kube_call_free(c);
 	}
 	k->dispatching = false;
 	if (k->dead) {
@@ -530,7 +496,7 @@ static void kube_dispatch(struct kube *k)
  * libcurl climb out of the resource the caller meant). The query, after
  * '?', is percent-encoded by kube_query_add(): only control bytes, spaces
  * and '#' are refused there. */
-static bool path_ok(const char *p)
+bool kube_path_ok(const char *p)
 {
 	const char *seg;
 
@@ -556,7 +522,7 @@ static bool path_ok(const char *p)
 	return true;
 }
 
-static int call_new(struct kube *k, enum call_kind kind, const char *path, struct kube_call **ret)
+int kube_call_new(struct kube *k, enum call_kind kind, const char *path, struct kube_call **ret)
 {
 	struct kube_call *c;
 
@@ -569,7 +535,7 @@ static int call_new(struct kube *k, enum call_kind kind, const char *path, struc
 	backoff_init(&c->bo, k->o.backoff_initial_ms, k->o.backoff_max_ms);
 	if (asprintf(&c->url, "%s%s", k->cfg->server, path) < 0) {
 		c->url = NULL;
-		call_free(c);
+		kube_call_free(c);
 		return -ENOMEM;
 	}
 	*ret = c;
@@ -634,14 +600,14 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 
 	if (!o)
 		o = &none;
-	if (!k || !cb || !path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
+	if (!k || !cb || !kube_path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
 	    o->max_attempts < 0 || o->deadline_ms < 0)
 		return -EINVAL;
 	if (k->dead) /* kube_free() was called in this callback round */
 		return -ESHUTDOWN;
 	if (verb == KUBE_GET ? body_json != NULL : (verb != KUBE_DELETE && !body_json))
 		return -EINVAL;
-	r = call_new(k, CALL_REQUEST, path, &c);
+	r = kube_call_new(k, CALL_REQUEST, path, &c);
 	if (r < 0)
 		return r;
 	c->verb = verb;
@@ -656,7 +622,7 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 	if (r >= 0)
 		r = kube_call_start(c);
 	if (r < 0) {
-		call_free(c);
+		kube_call_free(c);
 		return r;
 	}
 	if (ret_call)
@@ -673,78 +639,7 @@ void kube_call_cancel(struct kube_call *c)
 		kube_call_stop_easy(c);
 		return;
 	}
-	call_free(c);
-}
-
-int kube_watch_deadline_ms(int timeout_s)
-{
-	return timeout_s * 1000 + (timeout_s * 100 < 30000 ? timeout_s * 100 : 30000) + 1000;
-}
-
-/* The stream time of a watch whose query asks the server for timeoutSeconds=N
- * (kube_watch_deadline_ms), so a stream that went silent is noticed soon
- * after the server should have ended it, not after the client default. 0 when
- * the query has no usable timeoutSeconds. */
-static int watch_timeout_from_query(const char *path)
-{
-	const char *q = strchr(path, '?'), *v, *end;
-	int n;
-
-	for (v = q; v; v = strchr(v + 1, '&'))
-		if (strncmp(v + 1, "timeoutSeconds=", 15) == 0)
-			break;
-	if (!v)
-		return 0;
-	v += 16;
-	if (num_parse_int(v, &end, 1, 86400, &n) < 0 || (*end && *end != '&'))
-		return 0;
-	return kube_watch_deadline_ms(n);
-}
-
-int kube_watch(struct kube *k, const char *path_with_query, const struct kube_watch_opts *o,
-	       kube_event_fn on_event, kube_watch_end_fn on_end, void *userdata,
-	       struct kube_watch **ret)
-{
-	int asked;
-
-	static const struct kube_watch_opts none;
-	struct kube_call *c = NULL;
-	int r;
-
-	if (!o)
-		o = &none;
-	if (!k || !on_event || !on_end || !path_ok(path_with_query) || o->timeout_ms < 0)
-		return -EINVAL;
-	if (k->dead)
-		return -ESHUTDOWN;
-	r = call_new(k, CALL_WATCH, path_with_query, &c);
-	if (r < 0)
-		return r;
-	c->verb = KUBE_GET;
-	c->on_event = on_event;
-	c->on_end = on_end;
-	c->userdata = userdata;
-	c->timeout_ms = o->timeout_ms ? o->timeout_ms : k->o.watch_timeout_ms;
-	asked = watch_timeout_from_query(path_with_query);
-	if (!o->timeout_ms && asked && asked < c->timeout_ms)
-		c->timeout_ms = asked;
-	c->max_body = k->o.max_body;
-	c->max_attempts = 1;
-	c->lines.max_line = o->max_line && o->max_line < k->o.max_line ? o->max_line
-									: k->o.max_line;
-	r = kube_call_start(c);
-	if (r < 0) {
-		call_free(c);
-		return r;
-	}
-	if (ret)
-		*ret = (struct kube_watch *)c;
-	return 0;
-}
-
-void kube_watch_stop(struct kube_watch *w)
-{
-	kube_call_cancel(w ? &w->call : NULL);
+	kube_call_free(c);
 }
 
 void kube_get_stats(const struct kube *k, struct kube_stats *ret)
@@ -758,7 +653,7 @@ static void kube_destroy(struct kube *k)
 	struct kube_sock *ks;
 
 	while ((c = TAILQ_FIRST(&k->calls)))
-		call_free(c);
+		kube_call_free(c);
 	/* May call on_curl_socket(CURL_POLL_REMOVE) and on_curl_timer(-1): k is intact. */
 	if (k->multi)
 		(void)curl_multi_cleanup(k->multi);

@@ -126,7 +126,12 @@ bool kube_cred_refresh(struct kube *k, bool initial);
 void kube_token_reload(struct kube *k, const char *why);
 void kube_on_token_timer(evutil_socket_t fd, short what, void *arg);
 
-/* kube.c: puts c on the ready queue, where the dispatcher finds it. */
+/* kube.c: the calls. kube_call_mark_ready() puts c on the ready queue,
+ * where the dispatcher finds it; kube_path_ok() is the last gate on what
+ * may go to the server as a request path. */
+bool kube_path_ok(const char *p);
+int kube_call_new(struct kube *k, enum call_kind kind, const char *path, struct kube_call **ret);
+void kube_call_free(struct kube_call *c);
 void kube_call_mark_ready(struct kube_call *c);
 
 /* kube_attempt.c: one HTTP attempt of a call. */
@@ -134,3 +139,8 @@ int kube_errno_from_curl(CURLcode c);
 int kube_call_start(struct kube_call *c);
 void kube_call_stop_easy(struct kube_call *c);
 void kube_call_collect(struct kube_call *c, CURLcode res);
+
+/* kube_watch.c: delivers complete watch lines. Returns 0, or < 0 when the
+ * stream must end (bad line; an ERROR event sets end_status and returns
+ * -ECANCELED). */
+int kube_watch_drain(struct kube_call *c);
