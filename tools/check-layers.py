@@ -66,8 +66,11 @@ def layer_of_include(name, shared):
 
 
 def module_of(rel):
-    """user/core/state.c -> core/state"""
-    return rel[len("user/"):].rsplit(".", 1)[0]
+    """user/core/state.c -> core/state; a module's private header, shared by
+    the files of a module in several files, is the module:
+    user/kube/kube_priv.h -> kube/kube"""
+    m = rel[len("user/"):].rsplit(".", 1)[0]
+    return m[:-len("_priv")] if m.endswith("_priv") else m
 
 
 def cycles(edges):

@@ -9,18 +9,19 @@
 #include <string.h>
 
 #include "kube/kubeconfig.h"
+#include "lib/errbuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void one(const uint8_t *data, size_t size, unsigned flags)
 {
 	struct kubeconfig *c = NULL;
-	char err[KUBECONFIG_ERR_MAX] = "";
-	int r = kubeconfig_parse((const char *)data, size, "/base", NULL, flags, &c, err);
+	struct errbuf err = { "" };
+	int r = kubeconfig_parse((const char *)data, size, "/base", NULL, flags, &c, &err);
 
 	if (r < 0) {
 		assert(!c);
-		assert(r == -ENOMEM || err[0]);
+		assert(r == -ENOMEM || err.s[0]);
 		return;
 	}
 	assert(c && c->server && c->namespace && c->source);

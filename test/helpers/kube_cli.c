@@ -37,6 +37,7 @@
 
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 
 struct cli {
@@ -289,7 +290,7 @@ int main(int argc, char **argv)
 	struct kube_opts ko = { 0 };
 	struct kubeconfig *cfg = NULL;
 	const char *kubeconfig = NULL, *sa_dir = NULL;
-	char err[KUBECONFIG_ERR_MAX];
+	struct errbuf err = { "" };
 	unsigned flags = 0;
 	long delay_ms = 0, tick_ms = 10;
 	struct event *tick, *start;
@@ -335,10 +336,10 @@ int main(int argc, char **argv)
 		c.verb = (enum kube_verb)i;
 	}
 
-	r = kubeconfig ? kubeconfig_load(kubeconfig, flags, &cfg, err)
-		       : kubeconfig_in_cluster(sa_dir, flags, &cfg, err);
+	r = kubeconfig ? kubeconfig_load(kubeconfig, flags, &cfg, &err)
+		       : kubeconfig_in_cluster(sa_dir, flags, &cfg, &err);
 	if (r < 0) {
-		fprintf(stderr, "kube_cli: %s\n", err);
+		fprintf(stderr, "kube_cli: %s\n", err.s);
 		return 2;
 	}
 	c.base = event_base_new();

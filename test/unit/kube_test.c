@@ -30,6 +30,7 @@
 #include "kube/claims.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
+#include "lib/errbuf.h"
 #include "lib/log.h"
 
 static char *read_fixture(const char *name, size_t *len)
@@ -689,7 +690,8 @@ static void write_token(struct fix *f, const char *tok)
 
 static struct kube *client_new(struct fix *f, const struct kube_opts *o)
 {
-	char yaml[512], err[KUBECONFIG_ERR_MAX];
+	char yaml[512];
+	struct errbuf err = { "" };
 	struct kubeconfig *cfg = NULL;
 	struct kube *k = NULL;
 
@@ -700,8 +702,8 @@ static struct kube *client_new(struct fix *f, const struct kube_opts *o)
 		 "users: [{name: u, user: {tokenFile: '%s'}}]\n",
 		 f->srv.port, f->token_path);
 	if (kubeconfig_parse(yaml, strlen(yaml), NULL, NULL, KUBECONFIG_ALLOW_INSECURE, &cfg,
-			     err) < 0)
-		fail_msg("kubeconfig: %s", err);
+			     &err) < 0)
+		fail_msg("kubeconfig: %s", err.s);
 	assert_int_equal(kube_new(f->base, cfg, o, &k), 0);
 	kubeconfig_free(cfg);
 	return k;
@@ -1087,9 +1089,9 @@ static void test_kube_new_needs_a_readable_token_file(void **st)
 			"contexts: [{name: t, context: {cluster: c, user: u}}]\n"
 			"clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
 			"users: [{name: u, user: {tokenFile: /nonexistent/token}}]\n";
-	char err[KUBECONFIG_ERR_MAX];
+	struct errbuf err = { "" };
 
-	assert_int_equal(kubeconfig_parse(y, strlen(y), NULL, NULL, 0, &cfg, err), 0);
+	assert_int_equal(kubeconfig_parse(y, strlen(y), NULL, NULL, 0, &cfg, &err), 0);
 	assert_int_equal(kube_new(f->base, cfg, NULL, &k), -ENOENT);
 	assert_ptr_equal(k, (void *)0x1);
 	kubeconfig_free(cfg);
@@ -1128,7 +1130,8 @@ static void write_file(const char *path, const char *text)
 
 static struct kube *client_with_cert_files(struct fix *f, char *crt, char *key, size_t n)
 {
-	char yaml[1024], err[KUBECONFIG_ERR_MAX];
+	char yaml[1024];
+	struct errbuf err = { "" };
 	struct kubeconfig *cfg = NULL;
 	struct kube *k = NULL;
 	int r;
@@ -1143,7 +1146,7 @@ static struct kube *client_with_cert_files(struct fix *f, char *crt, char *key, 
 		 "client-key: '%s'}}]\n",
 		 f->srv.port, f->token_path, crt, key);
 	assert_int_equal(kubeconfig_parse(yaml, strlen(yaml), NULL, NULL, KUBECONFIG_ALLOW_INSECURE,
-					  &cfg, err),
+					  &cfg, &err),
 			 0);
 	r = kube_new(f->base, cfg, NULL, &k);
 	kubeconfig_free(cfg);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kube/kubeconfig.h"
+#include "lib/errbuf.h"
 
 #define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJmYWtlCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 #define KEY_B64                                                                                   \
@@ -49,11 +50,11 @@ static char *kc_text(const char *cluster_extra, const char *user_extra)
 static struct kubeconfig *parse_ok(const char *text, const char *base, unsigned flags)
 {
 	struct kubeconfig *c = NULL;
-	char err[KUBECONFIG_ERR_MAX] = "";
-	int r = kubeconfig_parse(text, strlen(text), base, "test", flags, &c, err);
+	struct errbuf err = { "" };
+	int r = kubeconfig_parse(text, strlen(text), base, "test", flags, &c, &err);
 
 	if (r < 0)
-		fail_msg("parse failed (%d): %s\n%s", r, err, text);
+		fail_msg("parse failed (%d): %s\n%s", r, err.s, text);
 	assert_non_null(c);
 	return c;
 }
@@ -61,13 +62,13 @@ static struct kubeconfig *parse_ok(const char *text, const char *base, unsigned 
 static void assert_parse_fails(const char *text, unsigned flags, int want, const char *msg_part)
 {
 	struct kubeconfig *c = (struct kubeconfig *)0x1;
-	char err[KUBECONFIG_ERR_MAX] = "";
-	int r = kubeconfig_parse(text, strlen(text), "/base", "test", flags, &c, err);
+	struct errbuf err = { "" };
+	int r = kubeconfig_parse(text, strlen(text), "/base", "test", flags, &c, &err);
 
 	if (r != want)
-		fail_msg("want %d got %d (%s) for:\n%s", want, r, err, text);
-	if (!strstr(err, msg_part))
-		fail_msg("error '%s' lacks '%s'", err, msg_part);
+		fail_msg("want %d got %d (%s) for:\n%s", want, r, err.s, text);
+	if (!strstr(err.s, msg_part))
+		fail_msg("error '%s' lacks '%s'", err.s, msg_part);
 	assert_ptr_equal(c, (void *)0x1); /* *ret untouched */
 }
 
@@ -104,9 +105,9 @@ static void test_kubeconfig_parse_token_and_ca_data(void **st)
 static void test_kubeconfig_load_fixture_picks_current_context_and_resolves_paths(void **st)
 {
 	struct kubeconfig *c = NULL;
-	char err[KUBECONFIG_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
-	assert_int_equal(kubeconfig_load("test/data/kube/kind.kubeconfig", 0, &c, err), 0);
+	assert_int_equal(kubeconfig_load("test/data/kube/kind.kubeconfig", 0, &c, &err), 0);
 	assert_string_equal(c->server, "https://10.0.0.1:6443");
 	assert_string_equal(c->ca_file, "test/data/kube/certs/ca.crt");
 	assert_string_equal(c->token_file, "test/data/kube/secrets/token");
@@ -367,16 +368,16 @@ static void test_kubeconfig_rejects_duplicates(void **st)
 static void test_kubeconfig_token_control_char_rejected_without_echo(void **st)
 {
 	struct kubeconfig *c = NULL;
-	char err[KUBECONFIG_ERR_MAX] = "";
+	struct errbuf err = { "" };
 	char *t = kc_text("    server: https://h\n", "    token: \"s3cr3t\\r\\nX: y\"\n");
 
-	assert_int_equal(kubeconfig_parse(t, strlen(t), NULL, NULL, 0, &c, err), -EINVAL);
-	assert_non_null(strstr(err, "users[u].user.token: contains a control character"));
-	assert_null(strstr(err, "s3cr3t"));
+	assert_int_equal(kubeconfig_parse(t, strlen(t), NULL, NULL, 0, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "users[u].user.token: contains a control character"));
+	assert_null(strstr(err.s, "s3cr3t"));
 	free(t);
 	t = kc_text("    server: https://h\n", "    token: \"a\\0b\"\n");
-	assert_int_equal(kubeconfig_parse(t, strlen(t), NULL, NULL, 0, &c, err), -EINVAL);
-	assert_non_null(strstr(err, "token: contains a NUL byte"));
+	assert_int_equal(kubeconfig_parse(t, strlen(t), NULL, NULL, 0, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "token: contains a NUL byte"));
 	free(t);
 }
 
@@ -393,11 +394,11 @@ static void test_kubeconfig_size_cap(void **st)
 	size_t n = KUBECONFIG_MAX_SIZE + 1;
 	char *big = malloc(n);
 	struct kubeconfig *c = NULL;
-	char err[KUBECONFIG_ERR_MAX] = "";
+	struct errbuf err = { "" };
 
 	memset(big, '#', n);
-	assert_int_equal(kubeconfig_parse(big, n, NULL, NULL, 0, &c, err), -E2BIG);
-	assert_non_null(strstr(err, "larger than 4194304 bytes"));
+	assert_int_equal(kubeconfig_parse(big, n, NULL, NULL, 0, &c, &err), -E2BIG);
+	assert_non_null(strstr(err.s, "larger than 4194304 bytes"));
 	free(big);
 }
 
@@ -433,7 +434,8 @@ static int teardown_tmp(void **st)
 
 static void test_kubeconfig_load_checks_named_files(void **st)
 {
-	char path[256], err[KUBECONFIG_ERR_MAX];
+	char path[256];
+	struct errbuf err = { "" };
 	struct kubeconfig *c = NULL;
 	char *t;
 
@@ -442,31 +444,32 @@ static void test_kubeconfig_load_checks_named_files(void **st)
 		    "    tokenFile: tok\n");
 	write_file("config", t);
 	free(t);
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), -ENOENT);
-	assert_non_null(strstr(err, "certificate-authority "));
-	assert_non_null(strstr(err, "/ca.crt: No such file or directory"));
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), -ENOENT);
+	assert_non_null(strstr(err.s, "certificate-authority "));
+	assert_non_null(strstr(err.s, "/ca.crt: No such file or directory"));
 
 	write_file("ca.crt", "-----BEGIN CERTIFICATE-----\n");
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), -ENOENT);
-	assert_non_null(strstr(err, "tokenFile "));
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), -ENOENT);
+	assert_non_null(strstr(err.s, "tokenFile "));
 
 	write_file("tok", " \n\t\n");
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), -ENODATA);
-	assert_non_null(strstr(err, "/tok: empty"));
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), -ENODATA);
+	assert_non_null(strstr(err.s, "/tok: empty"));
 
 	write_file("tok", "tok-1\n");
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), 0);
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), 0);
 	assert_non_null(strstr(c->ca_file, tmpdir));
 	kubeconfig_free(c);
 
-	assert_int_equal(kubeconfig_load("/nonexistent/kubeconfig", 0, &c, err), -ENOENT);
-	assert_string_equal(err, "kubeconfig /nonexistent/kubeconfig: No such file or directory");
-	assert_int_equal(kubeconfig_load(tmpdir, 0, &c, err), -EISDIR);
+	assert_int_equal(kubeconfig_load("/nonexistent/kubeconfig", 0, &c, &err), -ENOENT);
+	assert_string_equal(err.s, "kubeconfig /nonexistent/kubeconfig: No such file or directory");
+	assert_int_equal(kubeconfig_load(tmpdir, 0, &c, &err), -EISDIR);
 }
 
 static void test_kubeconfig_load_checks_client_cert_files(void **st)
 {
-	char path[256], err[KUBECONFIG_ERR_MAX];
+	char path[256];
+	struct errbuf err = { "" };
 	struct kubeconfig *c = NULL;
 	char *t;
 
@@ -477,17 +480,17 @@ static void test_kubeconfig_load_checks_client_cert_files(void **st)
 	free(t);
 	write_file("c.pem", "not a certificate\n");
 	write_file("k.pem", "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n");
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), -EBADMSG);
-	assert_non_null(strstr(err, "client-certificate "));
-	assert_non_null(strstr(err, "c.pem: no PEM \"CERTIFICATE\" block"));
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), -EBADMSG);
+	assert_non_null(strstr(err.s, "client-certificate "));
+	assert_non_null(strstr(err.s, "c.pem: no PEM \"CERTIFICATE\" block"));
 	write_file("c.pem", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n");
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), 0);
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), 0);
 	assert_non_null(strstr(c->cert_file, "/c.pem"));
 	assert_non_null(strstr(c->key_file, "/k.pem"));
 	kubeconfig_free(c);
 	write_file("k.pem", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n");
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), -EBADMSG);
-	assert_non_null(strstr(err, "client-key "));
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), -EBADMSG);
+	assert_non_null(strstr(err.s, "client-key "));
 }
 
 static void test_kubeconfig_read_pem_checks_marker_and_size(void **st)
@@ -528,7 +531,8 @@ static void test_kubeconfig_read_pem_checks_marker_and_size(void **st)
 
 static void test_kubeconfig_load_refuses_oversized_file(void **st)
 {
-	char path[256], err[KUBECONFIG_ERR_MAX];
+	char path[256];
+	struct errbuf err = { "" };
 	struct kubeconfig *c = NULL;
 	FILE *f;
 
@@ -538,8 +542,8 @@ static void test_kubeconfig_load_refuses_oversized_file(void **st)
 	assert_int_equal(fseek(f, KUBECONFIG_MAX_SIZE, SEEK_SET), 0);
 	fputc('x', f);
 	fclose(f);
-	assert_int_equal(kubeconfig_load(path, 0, &c, err), -E2BIG);
-	assert_non_null(strstr(err, "larger than"));
+	assert_int_equal(kubeconfig_load(path, 0, &c, &err), -E2BIG);
+	assert_non_null(strstr(err.s, "larger than"));
 }
 
 static void test_kubeconfig_read_token_trims_and_validates(void **st)
@@ -574,7 +578,8 @@ static void test_kubeconfig_read_token_trims_and_validates(void **st)
 
 static void test_kubeconfig_in_cluster(void **st)
 {
-	char err[KUBECONFIG_ERR_MAX], sa[128];
+	char sa[128];
+	struct errbuf err = { "" };
 	struct kubeconfig *c = NULL;
 
 	snprintf(sa, sizeof(sa), "%s/sa", tmpdir);
@@ -582,21 +587,21 @@ static void test_kubeconfig_in_cluster(void **st)
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("KUBERNETES_SERVICE_PORT");
 	unsetenv("POD_NAMESPACE");
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), -ENOENT);
-	assert_non_null(strstr(err, "not running in a cluster"));
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), -ENOENT);
+	assert_non_null(strstr(err.s, "not running in a cluster"));
 
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "", 1);
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), -ENOENT);
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), -ENOENT);
 	setenv("KUBERNETES_SERVICE_PORT", "443x", 1);
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), -EINVAL);
-	assert_non_null(strstr(err, "KUBERNETES_SERVICE_PORT: not a port"));
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "KUBERNETES_SERVICE_PORT: not a port"));
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), -ENOENT);
-	assert_non_null(strstr(err, "service account token "));
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), -ENOENT);
+	assert_non_null(strstr(err.s, "service account token "));
 
 	write_file("sa/token", "sa-token\n");
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), 0);
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), 0);
 	assert_string_equal(c->server, "https://10.96.0.1:443");
 	assert_null(c->ca_file); /* unreadable: system roots, warned */
 	assert_string_equal(c->namespace, "default");
@@ -608,20 +613,20 @@ static void test_kubeconfig_in_cluster(void **st)
 	write_file("sa/ca.crt", "-----BEGIN CERTIFICATE-----\n");
 	write_file("sa/namespace", "dra-system\n");
 	setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), 0);
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), 0);
 	assert_string_equal(c->server, "https://[fd00:10:96::1]:443");
 	assert_non_null(strstr(c->ca_file, "/sa/ca.crt"));
 	assert_string_equal(c->namespace, "dra-system");
 	c = kubeconfig_free(c);
 
 	setenv("POD_NAMESPACE", "from-env", 1);
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), 0);
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), 0);
 	assert_string_equal(c->namespace, "from-env");
 	c = kubeconfig_free(c);
 
 	setenv("KUBERNETES_SERVICE_HOST", "evil/path@x", 1);
-	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, err), -EINVAL);
-	assert_non_null(strstr(err, "KUBERNETES_SERVICE_HOST"));
+	assert_int_equal(kubeconfig_in_cluster(sa, 0, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.s, "KUBERNETES_SERVICE_HOST"));
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("KUBERNETES_SERVICE_PORT");
 	unsetenv("POD_NAMESPACE");

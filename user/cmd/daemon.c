@@ -478,16 +478,16 @@ static void collect_kube(struct metrics *m, void *ud)
 static int start_kube(struct daemon *d)
 {
 	_cleanup_(kubeconfig_freep) struct kubeconfig *kc = NULL;
-	char err[KUBECONFIG_ERR_MAX] = "";
+	struct errbuf err = { "" };
 	unsigned flags = d->cfg->allow_insecure_kubeconfig ? KUBECONFIG_ALLOW_INSECURE : 0;
 	int r;
 
 	if (d->cfg->kubeconfig && *d->cfg->kubeconfig)
-		r = kubeconfig_load(d->cfg->kubeconfig, flags, &kc, err);
+		r = kubeconfig_load(d->cfg->kubeconfig, flags, &kc, &err);
 	else
-		r = kubeconfig_in_cluster(KUBECONFIG_SA_DIR, flags, &kc, err);
+		r = kubeconfig_in_cluster(KUBECONFIG_SA_DIR, flags, &kc, &err);
 	if (r < 0) {
-		log_error("kubeconfig_failed", "error=%s", log_quote(err[0] ? err : strerror(-r)));
+		log_error("kubeconfig_failed", "error=%s", log_quote(errbuf_text(&err, r)));
 		return r;
 	}
 	r = kube_new(d->base, kc, NULL, &d->kube);

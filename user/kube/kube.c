@@ -1,5 +1,12 @@
 /* Kubernetes REST client on libevent + libcurl multi-socket. See kube.h.
  *
+ * This file holds the loop side (curl's sockets and timer), the calls'
+ * queue, retries and results, and the public API. The rest of the module:
+ * kube_attempt.c one HTTP attempt (the easy handle), kube_watch.c what a
+ * watch does besides, kube_cred.c the client certificate and token,
+ * kube_proxy.c the proxy, kube_wire.c the pure building blocks; kube_priv.h
+ * what they share.
+ *
  * Internals. A struct kube_call ("call") is one logical request or watch; each
  * HTTP attempt gets a fresh curl easy handle. Connections (and with HTTP/2 the
  * one connection every stream shares), DNS and TLS sessions belong to the
@@ -55,6 +62,7 @@
 #include "lib/jsonc.h"
 #include "lib/backoff.h"
 #include "lib/clock.h"
+#include "kube/kube_priv.h"
 #include "kube/kubeconfig.h"
 
 #define LOG_MOD "kube"
@@ -63,10 +71,6 @@
 #include "lib/ratelimit.h"
 
 #define SLOW_DISPATCH_MS 10
-#define WARNING_MAX 512
-/* TCP keep-alive probes after this idle time and between probes, as client-go's
- * dialer (30 s): a server that vanished is noticed under a long watch. */
-#define KEEPALIVE_S 30L
 
 /* Debian's libcurl links librtmp, which links GnuTLS, whose library
  * constructor initialises it as the process loads (crypto back-ends,
@@ -82,686 +86,12 @@ int _gnutls_global_init_skip(void)
 	return 1;
 }
 
-enum call_kind { CALL_REQUEST, CALL_WATCH };
-
-struct kube_call {
-	struct kube *k;
-	enum call_kind kind;
-	TAILQ_ENTRY(kube_call) link;  /* k->calls: every live call */
-	TAILQ_ENTRY(kube_call) ready; /* k->ready while in_ready */
-	bool in_ready;
-	bool busy;	   /* the dispatcher is working on it: do not free */
-	bool cancelled;	   /* cancelled while busy: the dispatcher frees it */
-	bool finished;	   /* final callback delivered: the dispatcher frees it */
-	bool done;	   /* the current attempt is over (curl finished or never started) */
-	bool paused;	   /* watch: write callback returned CURL_WRITEFUNC_PAUSE */
-	bool auth_retried; /* the one 401 retry has been used */
-	bool status_seen;  /* watch: response code looked at in the write callback */
-	bool stream_ok;	   /* watch: 200, bytes go to the line splitter */
-	bool sent;	   /* the request left this host (pretransfer happened) */
-
-	/* what to do */
-	enum kube_verb verb;
-	char *url;
-	char *body;
-	size_t body_len;
-	char *content_type;
-	int timeout_ms;
-	int64_t deadline; /* clock_now_ms() after which no attempt starts; 0 = none */
-	size_t max_body;
-	int max_attempts;
-	unsigned attempts;
-	struct backoff bo;
-	struct event *retry_ev;
-
-	/* the current attempt */
-	CURL *easy;
-	struct curl_slist *headers;
-	char errbuf[CURL_ERROR_SIZE];
-	CURLcode cres;
-	int local_err; /* set by our callbacks: -E2BIG, -ENOMEM, -EPROTO */
-	long http_status;
-	long proxy_status; /* the proxy's answer to CONNECT, 0 without a proxy */
-	long retry_after_s;
-	char *in; /* response body (non-stream) */
-	size_t in_len, in_cap;
-	struct kube_lines lines; /* watch stream */
-	struct json_object *end_status; /* watch: the ERROR event's Status */
-	char *warning;
-	char errtext[512];
-
-	kube_done_fn done_cb;
-	kube_event_fn on_event;
-	kube_watch_end_fn on_end;
-	void *userdata;
-};
-
-/* The watch handle is the call itself: kube_watch_stop() = kube_call_cancel(). */
-struct kube_watch {
-	struct kube_call call;
-};
-
 struct kube_sock {
 	struct kube *k;
 	curl_socket_t fd;
 	struct event *ev;
 	LIST_ENTRY(kube_sock) link;
 };
-
-/* A client certificate or key file and what was last read from it. */
-struct cred_file {
-	const char *path; /* borrowed from k->cfg; NULL when the PEM is inline */
-	const char *label;
-	struct stat st;	  /* of the file when it was read */
-	char *pem;
-	size_t len;
-};
-
-struct kube {
-	struct event_base *base;
-	struct kubeconfig *cfg;
-	struct kube_opts o;
-	char *user_agent;
-	char *token;
-	char *proxy;   /* CURLOPT_PROXY: "" = direct */
-	char *noproxy; /* CURLOPT_NOPROXY */
-	struct cred_file cert, key;
-	bool cert_failing;
-	CURLM *multi;
-	struct event *timer;	/* curl's timeout */
-	struct event *token_ev; /* periodic token file re-read */
-	TAILQ_HEAD(kube_call_list, kube_call) calls;
-	TAILQ_HEAD(kube_ready_list, kube_call) ready;
-	LIST_HEAD(kube_sock_list, kube_sock) socks;
-	bool dispatching;
-	bool dead; /* kube_free() called during dispatch: destroy on the way out */
-	bool global_init;
-	bool token_failing;
-	struct ratelimit slow_rl; /* slow_dispatch lines */
-	struct kube_stats st;
-};
-
-/* ---- pure building blocks ------------------------------------------------------------ */
-
-void kube_lines_init(struct kube_lines *l, size_t max_line)
-{
-	*l = (struct kube_lines){ .max_line = max_line };
-}
-
-void kube_lines_done(struct kube_lines *l)
-{
-	free(l->buf);
-	*l = (struct kube_lines){ .max_line = l->max_line };
-}
-
-size_t kube_lines_pending(const struct kube_lines *l)
-{
-	return l->len - l->off;
-}
-
-int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
-{
-	const char *p = data;
-	size_t rest = n, cur = l->cur;
-
-	if (l->failed)
-		return l->failed;
-	if (n == 0)
-		return 0;
-	/* Empty, and grown for a large event: give it back rather than keep it for a
-	 * stream of small ones (lines returned earlier are dead by now: see .h). */
-	if (l->len == 0 && l->cap > KUBE_LINES_KEEP) {
-		free(l->buf);
-		l->buf = NULL;
-		l->cap = 0;
-	}
-	/* Check every line length before taking any byte. */
-	while (rest) {
-		const char *nl = memchr(p, '\n', rest);
-		size_t seg = nl ? (size_t)(nl - p) : rest;
-
-		if (seg > l->max_line - cur) {
-			l->failed = -E2BIG;
-			return l->failed;
-		}
-		if (!nl) {
-			cur += rest;
-			break;
-		}
-		cur = 0;
-		rest -= seg + 1;
-		p = nl + 1;
-	}
-	if (n > l->cap - l->len) {
-		/* Reclaim consumed bytes before growing; amortised, never per feed. */
-		if (l->off) {
-			memmove(l->buf, l->buf + l->off, l->len - l->off);
-			l->len -= l->off;
-			l->off = 0;
-		}
-		if (n > l->cap - l->len) {
-			size_t want = l->len + n, cap = l->cap ? l->cap : 4096;
-			char *nb;
-
-			while (cap < want)
-				cap *= 2;
-			nb = realloc(l->buf, cap);
-			if (!nb)
-				return -ENOMEM;
-			l->buf = nb;
-			l->cap = cap;
-		}
-	}
-	memcpy(l->buf + l->len, data, n);
-	l->len += n;
-	l->cur = cur;
-	return 0;
-}
-
-int kube_lines_next(struct kube_lines *l, char **ret_line, size_t *ret_len)
-{
-	for (;;) {
-		size_t start = l->off, from = start + l->scanned, end, n;
-		char *nl;
-
-		if (from >= l->len) {
-			l->scanned = l->len - start;
-			return 0;
-		}
-		nl = memchr(l->buf + from, '\n', l->len - from);
-		if (!nl) {
-			l->scanned = l->len - start;
-			return 0;
-		}
-		end = (size_t)(nl - l->buf);
-		n = end - start;
-		l->buf[end] = 0;
-		if (n && l->buf[end - 1] == '\r')
-			l->buf[start + --n] = 0;
-		l->off = end + 1;
-		l->scanned = 0;
-		if (l->off == l->len) /* all consumed: next feed starts at 0 */
-			l->off = l->len = 0;
-		if (n == 0)
-			continue;
-		*ret_line = l->buf + start;
-		*ret_len = n;
-		return 1;
-	}
-}
-
-static bool is_json_ws(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Does the text hold the escape \u0000? json-c turns it into a NUL inside a
- * string (a key is cut there), and every name, path and log line after it
- * would see another string than the server sent. Exact, without a pass over
- * every byte: each "\u0000" found is an escape when an odd number of
- * backslashes runs up to its u ("\\u0000" is the six characters \u0000). */
-static bool has_nul_escape(const char *s, size_t len)
-{
-	const char *p = s, *end = s + len;
-
-	while ((p = memmem(p, (size_t)(end - p), "\\u0000", 6))) {
-		size_t n = 1;
-
-		while ((size_t)(p - s) >= n && p[-(ptrdiff_t)n] == '\\')
-			n++;
-		if (n % 2)
-			return true;
-		p += 1;
-	}
-	return false;
-}
-
-int kube_json_parse(const char *s, size_t len, struct json_object **ret)
-{
-	_cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
-	_cleanup_(json_object_putp) struct json_object *o = NULL;
-	size_t i = 0, end;
-
-	if (len > INT_MAX)
-		return -E2BIG;
-	if (len == 0)
-		return -EPROTO;
-	/* json-c would stop at a raw NUL; JSON never has one outside \u0000. */
-	if (memchr(s, 0, len) || has_nul_escape(s, len))
-		return -EPROTO;
-	while (i < len && is_json_ws(s[i]))
-		i++;
-	/* Objects and arrays only: a bare number has no end marker (json-c waits for more). */
-	if (i == len || (s[i] != '{' && s[i] != '['))
-		return -EPROTO;
-	tok = json_tokener_new_ex(KUBE_JSON_MAX_DEPTH);
-	if (!tok)
-		return -ENOMEM;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, s + i, (int)(len - i));
-	if (!o || json_tokener_get_error(tok) != json_tokener_success)
-		return -EPROTO;
-	for (end = i + json_tokener_get_parse_end(tok); end < len; end++)
-		if (!is_json_ws(s[end]))
-			return -EPROTO;
-	*ret = TAKE_PTR(o);
-	return 0;
-}
-
-static bool json_int(struct json_object *o, const char *key, int64_t *ret)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	*ret = json_object_get_int64(v);
-	return true;
-}
-
-int kube_status_parse(struct json_object *o, struct kube_status *ret)
-{
-	struct json_object *details;
-	const char *kind, *status;
-	int64_t code = 0, ra;
-	bool has_code;
-
-	if (!o || !json_object_is_type(o, json_type_object))
-		return -EPROTO;
-	kind = jsonc_str(o, "kind");
-	status = jsonc_str(o, "status");
-	has_code = json_int(o, "code", &code);
-	if (!(kind && strcmp(kind, "Status") == 0) &&
-	    !(has_code && status && (!strcmp(status, "Failure") || !strcmp(status, "Success"))))
-		return -EPROTO;
-	*ret = (struct kube_status){
-		.code = code >= 0 && code <= 999 ? (int)code : 0,
-		.status = status,
-		.reason = jsonc_str(o, "reason"),
-		.message = jsonc_str(o, "message"),
-		.retry_after_s = -1,
-	};
-	if (json_object_object_get_ex(o, "details", &details) &&
-	    json_object_is_type(details, json_type_object) &&
-	    json_int(details, "retryAfterSeconds", &ra) && ra >= 0)
-		ret->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (int)ra;
-	return 0;
-}
-
-int kube_errno_from_http(long s, const char *reason)
-{
-	if (s >= 200 && s <= 299)
-		return 0;
-	switch (s) {
-	case 400:
-	case 422:
-		return -EINVAL;
-	case 401:
-		return -EACCES;
-	case 403:
-		return -EPERM;
-	case 404:
-		return -ENOENT;
-	case 405:
-		return -EOPNOTSUPP;
-	case 409:
-		return reason && strcmp(reason, "AlreadyExists") == 0 ? -EEXIST : -EBUSY;
-	case 410:
-		return -ESTALE;
-	case 413:
-		return -E2BIG;
-	case 429:
-	case 503:
-		return -EAGAIN;
-	case 504:
-		return -ETIMEDOUT;
-	}
-	return s >= 500 && s <= 599 ? -EIO : -EPROTO;
-}
-
-bool kube_is_expired(const struct kube_result *r)
-{
-	const char *re = r->status.reason;
-
-	return r->http_status == 410 || r->status.code == 410 ||
-	       (re && (!strcmp(re, "Expired") || !strcmp(re, "Gone")));
-}
-
-static const struct {
-	const char *name;
-	enum kube_event_type type;
-} event_types[] = {
-	{ "ADDED", KUBE_EVENT_ADDED },	     { "MODIFIED", KUBE_EVENT_MODIFIED },
-	{ "DELETED", KUBE_EVENT_DELETED },   { "BOOKMARK", KUBE_EVENT_BOOKMARK },
-	{ "ERROR", KUBE_EVENT_ERROR },
-};
-
-int kube_watch_event_parse(const char *line, size_t len, struct kube_watch_event *ret)
-{
-	_cleanup_(json_object_putp) struct json_object *root = NULL;
-	struct json_object *obj, *meta;
-	const char *type;
-	size_t i;
-	int r;
-
-	r = kube_json_parse(line, len, &root);
-	if (r < 0)
-		return r;
-	if (!json_object_is_type(root, json_type_object))
-		return -EPROTO;
-	type = jsonc_str(root, "type");
-	if (!type || !json_object_object_get_ex(root, "object", &obj) ||
-	    !json_object_is_type(obj, json_type_object))
-		return -EPROTO;
-	for (i = 0; i < ARRAY_SIZE(event_types); i++)
-		if (strcmp(type, event_types[i].name) == 0)
-			break;
-	if (i == ARRAY_SIZE(event_types))
-		return -EPROTO;
-	*ret = (struct kube_watch_event){ .type = event_types[i].type, .object = obj };
-	if (json_object_object_get_ex(obj, "metadata", &meta) &&
-	    json_object_is_type(meta, json_type_object))
-		ret->resource_version = jsonc_str(meta, "resourceVersion");
-	ret->root = TAKE_PTR(root);
-	return 0;
-}
-
-void kube_watch_event_done(struct kube_watch_event *ev)
-{
-	if (ev->root)
-		(void)json_object_put(ev->root);
-	*ev = (struct kube_watch_event){ 0 };
-}
-
-/* RFC 3986 unreserved, in ASCII whatever the locale says. */
-static bool is_unreserved(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-static char *pct_encode(const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = strlen(s);
-	char *out = malloc(n * 3 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (is_unreserved(*p)) {
-			*o++ = (char)*p;
-		} else {
-			*o++ = '%';
-			*o++ = hex[*p >> 4];
-			*o++ = hex[*p & 15];
-		}
-	}
-	*o = 0;
-	return out;
-}
-
-int kube_query_add(char **path, const char *key, const char *value)
-{
-	_cleanup_free_ char *k = NULL, *v = NULL;
-	const char *old = *path ? *path : "";
-	char *n = NULL;
-
-	k = pct_encode(key);
-	v = pct_encode(value);
-	if (!k || !v)
-		return -ENOMEM;
-	if (asprintf(&n, "%s%c%s=%s", old, strchr(old, '?') ? '&' : '?', k, v) < 0)
-		return -ENOMEM;
-	free(*path);
-	*path = n;
-	return 0;
-}
-
-
-static int errno_from_curl(CURLcode c)
-{
-	switch (c) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_PROXY:
-		return -ECONNREFUSED;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return -EHOSTUNREACH;
-	case CURLE_PEER_FAILED_VERIFICATION:
-		return -EKEYREJECTED;
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_ENGINE_INITFAILED:
-		return -ENOKEY;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SSL_CIPHER:
-		return -ECONNABORTED;
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return -ECONNRESET;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-	case CURLE_BAD_FUNCTION_ARGUMENT:
-	case CURLE_UNKNOWN_OPTION:
-		return -EINVAL;
-	case CURLE_FILESIZE_EXCEEDED:
-		return -E2BIG;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return -ECANCELED;
-	default:
-		return -EIO;
-	}
-}
-
-/* ---- proxy --------------------------------------------------------------------------- */
-
-static const char *getenv_any(const char *a, const char *b)
-{
-	const char *v = getenv(a);
-
-	return v && *v ? v : getenv(b);
-}
-
-/* Go's http.ProxyFromEnvironment never proxies these. */
-static bool host_is_loopback(const char *host)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-
-	if (strcasecmp(host, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, host, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6) ||
-		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-	return false;
-}
-
-static void curl_urlp(CURLU **u)
-{
-	if (*u)
-		curl_url_cleanup(*u);
-}
-
-static void curl_freep(char **s)
-{
-	if (*s)
-		curl_free(*s);
-}
-
-/* The server's host without brackets, as a malloc'd string. */
-static int server_host(const char *server, char **ret)
-{
-	_cleanup_(curl_urlp) CURLU *u = curl_url();
-	_cleanup_(curl_freep) char *h = NULL;
-	size_t n;
-
-	if (!u)
-		return -ENOMEM;
-	if (curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &h, 0) != CURLUE_OK)
-		return -EINVAL;
-	n = strlen(h);
-	if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
-		*ret = strndup(h + 1, n - 2);
-	else
-		*ret = strdup(h);
-	return *ret ? 0 : -ENOMEM;
-}
-
-/* A proxy URL as curl takes it: a scheme always (http:// when none, as Go),
- * socks5 resolving names at the proxy (Go's SOCKS5 dialer sends names). */
-static char *proxy_for_curl(const char *p)
-{
-	char *out = NULL;
-
-	if (strncasecmp(p, "socks5://", 9) == 0)
-		return asprintf(&out, "socks5h://%s", p + 9) < 0 ? NULL : out;
-	if (!strstr(p, "://"))
-		return asprintf(&out, "http://%s", p) < 0 ? NULL : out;
-	return strdup(p);
-}
-
-int kube_proxy_select(const char *server, const char *proxy_url, char **ret_proxy,
-		      char **ret_noproxy)
-{
-	_cleanup_free_ char *proxy = NULL, *noproxy = NULL, *host = NULL;
-	const char *env, *no;
-	bool https;
-	int r;
-
-	if (!server)
-		return -EINVAL;
-	r = server_host(server, &host);
-	if (r < 0)
-		return r;
-	https = strncasecmp(server, "https://", 8) == 0;
-	if (proxy_url) {
-		/* client-go: an explicit proxy-url serves every request, NO_PROXY aside. */
-		proxy = proxy_for_curl(proxy_url);
-		noproxy = strdup("");
-	} else {
-		env = https ? getenv_any("HTTPS_PROXY", "https_proxy")
-			    : getenv_any("HTTP_PROXY", "http_proxy");
-		no = getenv_any("NO_PROXY", "no_proxy");
-		proxy = env && *env && !host_is_loopback(host) ? proxy_for_curl(env) : strdup("");
-		noproxy = strdup(no ? no : "");
-	}
-	if (!proxy || !noproxy)
-		return -ENOMEM;
-	*ret_proxy = TAKE_PTR(proxy);
-	*ret_noproxy = TAKE_PTR(noproxy);
-	return 0;
-}
-
-/* The proxy's host and port only: its URL may hold a password. */
-static void log_proxy(const char *proxy)
-{
-	_cleanup_(curl_urlp) CURLU *u = curl_url();
-	_cleanup_(curl_freep) char *scheme = NULL, *host = NULL, *port = NULL;
-
-	if (!*proxy)
-		return;
-	if (!u || curl_url_set(u, CURLUPART_URL, proxy, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-		log_info("proxy", "proxy=unparsable");
-		return;
-	}
-	log_info("proxy", "scheme=%s host=%s port=%s", scheme, host, port);
-}
-
-/* ---- client certificate ---------------------------------------------------------------- */
-
-static bool stat_same(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-static void cred_file_done(struct cred_file *f)
-{
-	f->pem = kubeconfig_pem_free(f->pem, f->len);
-	f->len = 0;
-}
-
-/* Reads the certificate and key files again when either changed since the last
- * read (or was never read). Both are read and swapped together, so a pair is
- * never mixed; a failed read keeps the old pair (a rotation caught half-way
- * is picked up by a later attempt), as client-go keeps its old certificate.
- * Small bounded local reads, two stat()s when nothing changed: fine on the
- * loop, once per attempt. Returns whether the pair is usable. */
-static bool cred_refresh(struct kube *k, bool initial)
-{
-	struct cred_file *f[2] = { &k->cert, &k->key };
-	struct stat st[2];
-	char *pem[2] = { NULL, NULL };
-	size_t len[2] = { 0, 0 };
-	bool changed = false;
-	int r = 0;
-
-	if (!k->cert.path && !k->key.path)
-		return true;
-	for (int i = 0; i < 2; i++) {
-		if (!f[i]->path)
-			continue;
-		if (stat(f[i]->path, &st[i]) < 0) {
-			r = -errno;
-			goto fail;
-		}
-		changed |= !f[i]->pem || !stat_same(&st[i], &f[i]->st);
-	}
-	if (!changed)
-		return true;
-	for (int i = 0; i < 2; i++) {
-		if (!f[i]->path)
-			continue;
-		r = kubeconfig_read_pem(f[i]->path, f[i]->label, &pem[i], &len[i]);
-		if (r < 0)
-			goto fail;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (!f[i]->path)
-			continue;
-		cred_file_done(f[i]);
-		f[i]->pem = pem[i];
-		f[i]->len = len[i];
-		f[i]->st = st[i];
-	}
-	if (!initial) {
-		k->st.cert_reloads++;
-		log_info("client_cert_reloaded", "cert=%s key=%s",
-			 k->cert.path ? k->cert.path : "inline", k->key.path ? k->key.path : "inline");
-	}
-	k->cert_failing = false;
-	return true;
-fail:
-	for (int i = 0; i < 2; i++)
-		(void)kubeconfig_pem_free(pem[i], len[i]);
-	k->st.cert_read_errors++;
-	if (!k->cert_failing)
-		log_warn_errno(r, "client_cert_read_failed", "cert=%s key=%s action=%s",
-			       k->cert.path ? k->cert.path : "inline",
-			       k->key.path ? k->key.path : "inline",
-			       k->cert.pem || !k->cert.path ? "keeping_old" : "none");
-	k->cert_failing = true;
-	return (!k->cert.path || k->cert.pem) && (!k->key.path || k->key.pem);
-}
 
 /* ---- curl <-> libevent --------------------------------------------------------------- */
 
@@ -844,18 +174,9 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
 	return evtimer_add(k->timer, &tv) < 0 ? -1 : 0;
 }
 
-/* ---- calls: one attempt -------------------------------------------------------------- */
-
-static void slist_wipe_free(struct curl_slist *l)
-{
-	for (struct curl_slist *i = l; i; i = i->next)
-		explicit_bzero(i->data, strlen(i->data));
-	curl_slist_free_all(l);
-}
-
 /* Also while busy: the dispatcher took c off the queue before working on it,
  * so bytes that arrive meanwhile (curl_easy_pause) get another round. */
-static void call_mark_ready(struct kube_call *c)
+void kube_call_mark_ready(struct kube_call *c)
 {
 	if (c->in_ready)
 		return;
@@ -871,332 +192,11 @@ static void call_unready(struct kube_call *c)
 	c->in_ready = false;
 }
 
-/* Removes the attempt's easy handle from the multi. Never from inside libcurl. */
-static void call_stop_easy(struct kube_call *c)
-{
-	long n = 0;
-
-	if (c->easy) {
-		/* Here, not on completion: a watch that is stopped may be the one
-		 * that opened the connection everything else shares. */
-		if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n > 0)
-			c->k->st.connections += (uint64_t)n;
-		(void)curl_multi_remove_handle(c->k->multi, c->easy);
-		curl_easy_cleanup(c->easy);
-		c->easy = NULL;
-	}
-	slist_wipe_free(c->headers);
-	c->headers = NULL;
-	c->paused = false;
-}
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct kube_call *c = arg;
-	size_t n = size * nmemb;
-	int r;
-
-	if (c->kind == CALL_WATCH && !c->status_seen) {
-		long code = 0;
-
-		(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
-		c->status_seen = true;
-		c->stream_ok = code == 200;
-	}
-	if (c->stream_ok) {
-		/* Back-pressure: complete lines waiting and a max_line of them already. */
-		if (kube_lines_pending(&c->lines) - c->lines.cur > 0 &&
-		    kube_lines_pending(&c->lines) >= c->lines.max_line) {
-			c->paused = true;
-			c->k->st.watch_pauses++;
-			call_mark_ready(c);
-			return CURL_WRITEFUNC_PAUSE;
-		}
-		r = kube_lines_feed(&c->lines, data, n);
-		if (r < 0) {
-			c->local_err = r;
-			return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-		}
-		c->k->st.bytes_received += n;
-		call_mark_ready(c);
-		return n;
-	}
-	if (n > c->max_body - c->in_len) {
-		c->local_err = -E2BIG;
-		return 0;
-	}
-	if (n > c->in_cap - c->in_len) {
-		size_t cap = c->in_cap ? c->in_cap : 16384;
-		char *nb;
-
-		while (cap < c->in_len + n)
-			cap *= 2;
-		if (cap > c->max_body)
-			cap = c->max_body;
-		nb = realloc(c->in, cap);
-		if (!nb) {
-			c->local_err = -ENOMEM;
-			return 0;
-		}
-		c->in = nb;
-		c->in_cap = cap;
-	}
-	memcpy(c->in + c->in_len, data, n);
-	c->in_len += n;
-	c->k->st.bytes_received += n;
-	return n;
-}
-
-static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct kube_call *c = arg;
-	size_t n = size * nmemb, v = 8;
-
-	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (proxy, 100, retry) */
-		free(c->warning);
-		c->warning = NULL;
-	} else if (!c->warning && n > 8 && strncasecmp(data, "Warning:", 8) == 0) {
-		while (v < n && (data[v] == ' ' || data[v] == '\t'))
-			v++;
-		while (n > v && (data[n - 1] == '\r' || data[n - 1] == '\n' || data[n - 1] == ' '))
-			n--;
-		c->warning = strndup(data + v, n - v > WARNING_MAX ? WARNING_MAX : n - v);
-		for (char *p = c->warning; p && *p; p++)
-			if ((unsigned char)*p < 0x20)
-				*p = ' ';
-	}
-	return size * nmemb;
-}
-
-/* Trace output (log level trace only): headers and curl's notes, with every
- * credential redacted. curl prints HTTP/2 request headers as text lines
- * ("[authorization: Bearer ...]"), so all kinds are filtered, not just
- * HEADER_OUT; "authorization" also catches Proxy-Authorization. */
-static int on_curl_debug(CURL *e, curl_infotype type, char *data, size_t size, void *userp)
-{
-	const char *dir = type == CURLINFO_HEADER_OUT  ? "out"
-			  : type == CURLINFO_HEADER_IN ? "in"
-			  : type == CURLINFO_TEXT      ? "info"
-						       : NULL;
-	const char *p = data, *end = data + size;
-
-	if (!dir)
-		return 0;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((nl ? nl : end) - p);
-		char line[256];
-		char *hit;
-
-		if (n && p[n - 1] == '\r')
-			n--;
-		if (n) {
-			(void)snprintf(line, sizeof(line), "%.*s", (int)n, p);
-			hit = strcasestr(line, "authorization");
-			if (!hit)
-				hit = strcasestr(line, "bearer");
-			if (hit)
-				(void)snprintf(hit, sizeof(line) - (size_t)(hit - line),
-					       "%s", "<redacted>");
-			log_emit(LOG_TRACE, LOG_MOD, "curl", "dir=%s line=%s", dir, log_quote(line));
-		}
-		p = nl ? nl + 1 : end;
-	}
-	return 0;
-}
-
-static void curl_easy_cleanupp(CURL **e)
-{
-	if (*e)
-		curl_easy_cleanup(*e);
-}
-
-static void slist_wipe_freep(struct curl_slist **l)
-{
-	slist_wipe_free(*l);
-}
-
-static int header_add(struct curl_slist **l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int header_add(struct curl_slist **l, const char *fmt, ...)
-{
-	_cleanup_free_ char *h = NULL;
-	struct curl_slist *n;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&h, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		h = NULL;
-		return -ENOMEM;
-	}
-	n = curl_slist_append(*l, h);
-	explicit_bzero(h, (size_t)r);
-	if (!n)
-		return -ENOMEM;
-	*l = n;
-	return 0;
-}
-
-static const char *const verb_method[] = {
-	[KUBE_GET] = "GET",	   [KUBE_CREATE] = "POST",   [KUBE_UPDATE] = "PUT",
-	[KUBE_PATCH] = "PATCH",	   [KUBE_DELETE] = "DELETE",
-};
-
-/* Starts one attempt of c with the current token and client certificate.
- * Outside libcurl only. */
-static int call_start(struct kube_call *c)
-{
-	struct kube *k = c->k;
-	const struct kubeconfig *cfg = k->cfg;
-	_cleanup_(curl_easy_cleanupp) CURL *e = NULL;
-	_cleanup_(slist_wipe_freep) struct curl_slist *h = NULL;
-	const char *cert = cfg->cert_pem, *key = cfg->key_pem;
-	size_t cert_len = cfg->cert_pem_len, key_len = cfg->key_pem_len;
-	long timeout = c->timeout_ms;
-	CURLcode cc = CURLE_OK;
-	CURLMcode mc;
-	int r;
-
-#define SET(opt, val)                                            \
-	do {                                                     \
-		if (cc == CURLE_OK)                              \
-			cc = curl_easy_setopt(e, opt, val);      \
-	} while (0)
-
-	/* Fresh per-attempt state. */
-	c->done = false;
-	c->cres = CURLE_OK;
-	c->local_err = 0;
-	c->http_status = c->proxy_status = 0;
-	c->retry_after_s = 0;
-	c->status_seen = c->stream_ok = c->sent = false;
-	c->in_len = 0;
-	c->errbuf[0] = c->errtext[0] = 0;
-	free(c->warning);
-	c->warning = NULL;
-	kube_lines_done(&c->lines);
-
-	if (c->deadline) {
-		int64_t left = c->deadline - clock_now_ms();
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (left < timeout)
-			timeout = (long)left;
-	}
-	(void)cred_refresh(k, false);
-	if (k->cert.path) {
-		cert = k->cert.pem;
-		cert_len = k->cert.len;
-	}
-	if (k->key.path) {
-		key = k->key.pem;
-		key_len = k->key.len;
-	}
-
-	e = curl_easy_init();
-	if (!e)
-		return -ENOMEM;
-	r = header_add(&h, "Accept: application/json");
-	if (r >= 0 && c->body)
-		r = header_add(&h, "Content-Type: %s", c->content_type);
-	if (r >= 0 && k->token)
-		r = header_add(&h, "Authorization: Bearer %s", k->token);
-	if (r >= 0) /* no "Expect: 100-continue" round trip */
-		r = header_add(&h, "Expect:");
-	if (r < 0)
-		return r;
-
-	SET(CURLOPT_URL, c->url);
-	SET(CURLOPT_PRIVATE, c);
-	SET(CURLOPT_ERRORBUFFER, c->errbuf);
-	SET(CURLOPT_NOSIGNAL, 1L);
-	SET(CURLOPT_PROTOCOLS_STR, cfg->insecure ? "http,https" : "https");
-	SET(CURLOPT_FOLLOWLOCATION, 0L);
-	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)k->o.connect_timeout_ms);
-	SET(CURLOPT_TIMEOUT_MS, timeout);
-	/* HTTP/2 over TLS when the server offers it in ALPN, else HTTP/1.1. PIPEWAIT:
-	 * a transfer started while the first connection is in its TLS handshake
-	 * waits for ALPN to say whether it can be a stream of that one. Not for
-	 * plain http, never HTTP/2 here: curl would learn that only from the
-	 * first response, and a slow one would hold every other transfer. */
-	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	SET(CURLOPT_PIPEWAIT, strncmp(c->url, "https://", 8) == 0 ? 1L : 0L);
-	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2); /* minimum; 1.3 when offered */
-	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
-	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
-	if (cfg->ca_pem) {
-		struct curl_blob b = { .data = cfg->ca_pem, .len = cfg->ca_pem_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SET(CURLOPT_CAINFO_BLOB, &b);
-		SET(CURLOPT_CAPATH, NULL); /* only the cluster's CA, not the system's too */
-	} else if (cfg->ca_file) {
-		SET(CURLOPT_CAINFO, cfg->ca_file);
-		SET(CURLOPT_CAPATH, NULL);
-	}
-	if (cert) {
-		struct curl_blob b = { .data = (void *)cert, .len = cert_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SET(CURLOPT_SSLCERT_BLOB, &b);
-	}
-	if (key) {
-		struct curl_blob b = { .data = (void *)key, .len = key_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SET(CURLOPT_SSLKEY_BLOB, &b);
-	}
-	SET(CURLOPT_PROXY, k->proxy);
-	SET(CURLOPT_NOPROXY, k->noproxy);
-	SET(CURLOPT_HTTPHEADER, h);
-	SET(CURLOPT_USERAGENT, k->user_agent);
-	SET(CURLOPT_ACCEPT_ENCODING, "gzip"); /* as Go's transport; caps apply after decoding */
-	/* HTTP/1.1 over TLS copies each request into this buffer (64 KiB by default)
-	 * for as long as the transfer lives: a watch holds one. */
-	SET(CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
-	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_TCP_KEEPIDLE, KEEPALIVE_S);
-	SET(CURLOPT_TCP_KEEPINTVL, KEEPALIVE_S);
-	SET(CURLOPT_WRITEFUNCTION, on_body);
-	SET(CURLOPT_WRITEDATA, c);
-	SET(CURLOPT_HEADERFUNCTION, on_header);
-	SET(CURLOPT_HEADERDATA, c);
-	if (c->verb == KUBE_GET)
-		SET(CURLOPT_HTTPGET, 1L);
-	else if (c->verb != KUBE_CREATE)
-		SET(CURLOPT_CUSTOMREQUEST, verb_method[c->verb]);
-	if (c->body) {
-		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
-		SET(CURLOPT_POSTFIELDS, c->body); /* c->body outlives the easy handle */
-	}
-	if (log_enabled(LOG_TRACE)) {
-		SET(CURLOPT_DEBUGFUNCTION, on_curl_debug);
-		SET(CURLOPT_VERBOSE, 1L);
-	}
-#undef SET
-	if (cc != CURLE_OK)
-		return errno_from_curl(cc);
-	mc = curl_multi_add_handle(k->multi, e);
-	if (mc != CURLM_OK)
-		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
-	c->easy = TAKE_PTR(e);
-	c->headers = TAKE_PTR(h);
-	c->attempts++;
-	k->st.attempts++;
-	if (c->attempts > 1)
-		k->st.retries++;
-	return 0;
-}
-
-static void call_free(struct kube_call *c)
+void kube_call_free(struct kube_call *c)
 {
 	struct kube *k = c->k;
 
-	call_stop_easy(c);
+	kube_call_stop_easy(c);
 	call_unready(c);
 	TAILQ_REMOVE(&k->calls, c, link);
 	if (c->retry_ev)
@@ -1214,31 +214,6 @@ static void call_free(struct kube_call *c)
 	free(c);
 }
 
-/* After curl reported the attempt done: keep what the result needs, drop the easy. */
-static void call_collect(struct kube_call *c, CURLcode res)
-{
-	struct kube *k = c->k;
-	curl_off_t ra = 0, pre = 0;
-	long ver = 0;
-
-	c->cres = res;
-	(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->http_status);
-	(void)curl_easy_getinfo(c->easy, CURLINFO_HTTP_CONNECTCODE, &c->proxy_status);
-	if (curl_easy_getinfo(c->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-		c->retry_after_s = ra > KUBE_RETRY_AFTER_MAX_S ? KUBE_RETRY_AFTER_MAX_S : (long)ra;
-	if (curl_easy_getinfo(c->easy, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK)
-		c->sent = pre > 0;
-	if (c->http_status > 0)
-		c->sent = true;
-	if (c->http_status > 0 &&
-	    curl_easy_getinfo(c->easy, CURLINFO_HTTP_VERSION, &ver) == CURLE_OK &&
-	    ver == CURL_HTTP_VERSION_2_0)
-		k->st.http2++;
-	call_stop_easy(c);
-	c->done = true;
-	call_mark_ready(c);
-}
-
 static void kube_after_curl(struct kube *k)
 {
 	CURLMsg *m;
@@ -1251,7 +226,7 @@ static void kube_after_curl(struct kube *k)
 			continue;
 		(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
 		if (c)
-			call_collect(c, m->data.result);
+			kube_call_collect(c, m->data.result);
 	}
 	kube_dispatch(k);
 }
@@ -1262,13 +237,13 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	struct kube *k = c->k;
 	int r;
 
-	r = call_start(c);
+	r = kube_call_start(c);
 	if (r < 0) {
 		c->local_err = r;
 		(void)snprintf(c->errtext, sizeof(c->errtext), "could not start request: %s",
 			       strerror(-r));
 		c->done = true;
-		call_mark_ready(c);
+		kube_call_mark_ready(c);
 	}
 	kube_dispatch(k);
 }
@@ -1283,44 +258,6 @@ static int call_schedule(struct kube_call *c, uint32_t delay_ms)
 			return -ENOMEM;
 	}
 	return evtimer_add(c->retry_ev, &tv) < 0 ? -ENOMEM : 0;
-}
-
-/* ---- token --------------------------------------------------------------------------- */
-
-/* A small bounded local read (KUBECONFIG_TOKEN_MAX, regular file): fine on the loop.
- * Keeps the last good token when the read fails, as client-go does. */
-static void kube_token_reload(struct kube *k, const char *why)
-{
-	char *t = NULL;
-	int r;
-
-	if (!k->cfg->token_file)
-		return;
-	r = kubeconfig_read_token(k->cfg->token_file, &t);
-	if (r < 0) {
-		k->st.token_read_errors++;
-		if (!k->token_failing)
-			log_warn_errno(r, "token_read_failed", "path=%s reason=%s action=keeping_old",
-				       k->cfg->token_file, why);
-		k->token_failing = true;
-		return;
-	}
-	if (k->token_failing)
-		log_info("token_read_recovered", "path=%s", k->cfg->token_file);
-	k->token_failing = false;
-	if (k->token && strcmp(k->token, t) == 0) {
-		(void)kubeconfig_token_free(t);
-		return;
-	}
-	(void)kubeconfig_token_free(k->token);
-	k->token = t;
-	k->st.token_reloads++;
-	log_info("token_reloaded", "path=%s reason=%s", k->cfg->token_file, why);
-}
-
-static void on_token_timer(evutil_socket_t fd, short what, void *arg)
-{
-	kube_token_reload(arg, "periodic");
 }
 
 /* ---- finishing: result, retry, callback ---------------------------------------------- */
@@ -1349,31 +286,24 @@ static void status_text(char *buf, size_t n, long http, const struct kube_status
 		       s->message ? s->message : "(no message)");
 }
 
-/* Builds c's result into res (body into *ret_body, owned by the caller). */
-static void call_result(struct kube_call *c, struct kube_result *res, struct json_object **ret_body)
+/* A watch ended by an ERROR event: its Status is the result. */
+static void result_watch_error(struct kube_call *c, struct kube_result *res)
 {
-	struct json_object *body = NULL;
+	res->body = c->end_status;
+	if (kube_status_parse(c->end_status, &res->status) == 0 && res->status.code)
+		res->error = kube_errno_from_http(res->status.code, res->status.reason);
+	if (res->error == 0)
+		res->error = -EPROTO;
+	(void)snprintf(c->errtext, sizeof(c->errtext), "watch ERROR event: %d %s: %s",
+		       res->status.code, res->status.reason ? res->status.reason : "",
+		       res->status.message ? res->status.message : "");
+	if (res->status.retry_after_s >= 0 && res->retry_after_s < 0)
+		res->retry_after_s = res->status.retry_after_s;
+}
 
-	*res = (struct kube_result){
-		.http_status = c->http_status,
-		.retry_after_s = c->retry_after_s > 0 ? (int)c->retry_after_s : -1,
-		.warning = c->warning,
-		.error_text = c->errtext,
-		.attempts = c->attempts,
-	};
-	if (c->end_status) { /* a watch ended by an ERROR event */
-		res->body = c->end_status;
-		if (kube_status_parse(c->end_status, &res->status) == 0 && res->status.code)
-			res->error = kube_errno_from_http(res->status.code, res->status.reason);
-		if (res->error == 0)
-			res->error = -EPROTO;
-		(void)snprintf(c->errtext, sizeof(c->errtext), "watch ERROR event: %d %s: %s",
-			       res->status.code, res->status.reason ? res->status.reason : "",
-			       res->status.message ? res->status.message : "");
-		if (res->status.retry_after_s >= 0 && res->retry_after_s < 0)
-			res->retry_after_s = res->status.retry_after_s;
-		return;
-	}
+/* Our callbacks refused the transfer (c->local_err) or curl failed it. */
+static void result_transfer_error(struct kube_call *c, struct kube_result *res)
+{
 	if (c->local_err) {
 		res->error = c->local_err;
 		if (c->errtext[0])
@@ -1386,28 +316,25 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 			(void)snprintf(c->errtext, sizeof(c->errtext), "%s", strerror(-c->local_err));
 		return;
 	}
-	if (c->cres != CURLE_OK) {
-		res->error = errno_from_curl(c->cres);
-		/* A proxy that answered CONNECT with an error refused the tunnel (curl
-		 * reports it as a receive error). */
-		if (c->proxy_status >= 300)
-			res->error = -ECONNREFUSED;
-		/* curl's own text for this code also speaks of SSH keys. */
-		(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
-			       res->error == -EKEYREJECTED ? "server certificate rejected"
-							   : curl_easy_strerror(c->cres),
-			       c->errbuf[0] ? ": " : "", c->errbuf);
-		return;
-	}
-	if (c->stream_ok) { /* the server ended a watch normally */
-		if (kube_lines_pending(&c->lines)) {
-			res->error = -EPROTO;
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "watch stream ended inside a line (%zu bytes)",
-				       kube_lines_pending(&c->lines));
-		}
-		return;
-	}
+	res->error = kube_errno_from_curl(c->cres);
+	/* A proxy that answered CONNECT with an error refused the tunnel (curl
+	 * reports it as a receive error). */
+	if (c->proxy_status >= 300)
+		res->error = -ECONNREFUSED;
+	/* curl's own text for this code also speaks of SSH keys. */
+	(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
+		       res->error == -EKEYREJECTED ? "server certificate rejected"
+						   : curl_easy_strerror(c->cres),
+		       c->errbuf[0] ? ": " : "", c->errbuf);
+}
+
+/* A complete HTTP response: its status, and its body as JSON (into
+ * *ret_body, owned by the caller). */
+static void result_http(struct kube_call *c, struct kube_result *res,
+			struct json_object **ret_body)
+{
+	struct json_object *body = NULL;
+
 	res->error = kube_errno_from_http(c->http_status, NULL);
 	if (c->in_len && kube_json_parse(c->in, c->in_len, &body) == 0) {
 		res->body = body;
@@ -1430,6 +357,32 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 	} else {
 		(void)snprintf(c->errtext, sizeof(c->errtext), "HTTP %ld (no Status body)",
 			       c->http_status);
+	}
+}
+
+/* Builds c's result into res (body into *ret_body, owned by the caller). */
+static void call_result(struct kube_call *c, struct kube_result *res, struct json_object **ret_body)
+{
+	*res = (struct kube_result){
+		.http_status = c->http_status,
+		.retry_after_s = c->retry_after_s > 0 ? (int)c->retry_after_s : -1,
+		.warning = c->warning,
+		.error_text = c->errtext,
+		.attempts = c->attempts,
+	};
+	if (c->end_status) { /* a watch ended by an ERROR event */
+		result_watch_error(c, res);
+	} else if (c->local_err || c->cres != CURLE_OK) {
+		result_transfer_error(c, res);
+	} else if (c->stream_ok) { /* the server ended a watch normally */
+		if (kube_lines_pending(&c->lines)) {
+			res->error = -EPROTO;
+			(void)snprintf(c->errtext, sizeof(c->errtext),
+				       "watch stream ended inside a line (%zu bytes)",
+				       kube_lines_pending(&c->lines));
+		}
+	} else {
+		result_http(c, res, ret_body);
 	}
 }
 
@@ -1476,52 +429,17 @@ static void call_finish(struct kube_call *c)
 		c->on_end(c->userdata, &res);
 }
 
-/* Delivers complete watch lines. Returns 0, or < 0 when the stream must end
- * (bad line; an ERROR event sets end_status and returns -ECANCELED). */
-static int watch_drain(struct kube_call *c)
-{
-	struct kube *k = c->k;
-	char *line;
-	size_t n;
-	int r;
-
-	while (kube_lines_next(&c->lines, &line, &n) == 1) {
-		struct kube_watch_event ev;
-
-		r = kube_watch_event_parse(line, n, &ev);
-		if (r < 0) {
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "watch: not a watch event (%zu bytes): %.64s", n, line);
-			for (char *p = c->errtext; *p; p++)
-				if ((unsigned char)*p < 0x20)
-					*p = ' ';
-			return r == -E2BIG ? r : -EPROTO;
-		}
-		if (ev.type == KUBE_EVENT_ERROR) {
-			c->end_status = json_object_get(ev.object);
-			kube_watch_event_done(&ev);
-			return -ECANCELED;
-		}
-		k->st.watch_events++;
-		c->on_event(c->userdata, &ev);
-		kube_watch_event_done(&ev);
-		if (k->dead || c->cancelled)
-			return 0;
-	}
-	return 0;
-}
-
 static void call_process(struct kube_call *c)
 {
 	struct kube *k = c->k;
 	int r;
 
 	if (c->stream_ok) {
-		r = watch_drain(c);
+		r = kube_watch_drain(c);
 		if (k->dead || c->cancelled)
 			return;
 		if (r < 0) {
-			call_stop_easy(c);
+			kube_call_stop_easy(c);
 			if (r != -ECANCELED)
 				c->local_err = r;
 			c->done = true;
@@ -1553,7 +471,7 @@ static void kube_dispatch(struct kube *k)
 		call_process(c);
 		c->busy = false;
 		if (c->cancelled || c->finished)
-			call_free(c);
+			kube_call_free(c);
 	}
 	k->dispatching = false;
 	if (k->dead) {
@@ -1578,7 +496,7 @@ static void kube_dispatch(struct kube *k)
  * libcurl climb out of the resource the caller meant). The query, after
  * '?', is percent-encoded by kube_query_add(): only control bytes, spaces
  * and '#' are refused there. */
-static bool path_ok(const char *p)
+bool kube_path_ok(const char *p)
 {
 	const char *seg;
 
@@ -1604,7 +522,7 @@ static bool path_ok(const char *p)
 	return true;
 }
 
-static int call_new(struct kube *k, enum call_kind kind, const char *path, struct kube_call **ret)
+int kube_call_new(struct kube *k, enum call_kind kind, const char *path, struct kube_call **ret)
 {
 	struct kube_call *c;
 
@@ -1617,7 +535,7 @@ static int call_new(struct kube *k, enum call_kind kind, const char *path, struc
 	backoff_init(&c->bo, k->o.backoff_initial_ms, k->o.backoff_max_ms);
 	if (asprintf(&c->url, "%s%s", k->cfg->server, path) < 0) {
 		c->url = NULL;
-		call_free(c);
+		kube_call_free(c);
 		return -ENOMEM;
 	}
 	*ret = c;
@@ -1682,14 +600,14 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 
 	if (!o)
 		o = &none;
-	if (!k || !cb || !path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
+	if (!k || !cb || !kube_path_ok(path) || (unsigned)verb > KUBE_DELETE || o->timeout_ms < 0 ||
 	    o->max_attempts < 0 || o->deadline_ms < 0)
 		return -EINVAL;
 	if (k->dead) /* kube_free() was called in this callback round */
 		return -ESHUTDOWN;
 	if (verb == KUBE_GET ? body_json != NULL : (verb != KUBE_DELETE && !body_json))
 		return -EINVAL;
-	r = call_new(k, CALL_REQUEST, path, &c);
+	r = kube_call_new(k, CALL_REQUEST, path, &c);
 	if (r < 0)
 		return r;
 	c->verb = verb;
@@ -1702,9 +620,9 @@ int kube_request(struct kube *k, enum kube_verb verb, const char *path, const ch
 	c->lines.max_line = k->o.max_line;
 	r = call_set_body(c, verb, body_json, o);
 	if (r >= 0)
-		r = call_start(c);
+		r = kube_call_start(c);
 	if (r < 0) {
-		call_free(c);
+		kube_call_free(c);
 		return r;
 	}
 	if (ret_call)
@@ -1718,81 +636,10 @@ void kube_call_cancel(struct kube_call *c)
 		return;
 	if (c->busy) {
 		c->cancelled = true;
-		call_stop_easy(c);
+		kube_call_stop_easy(c);
 		return;
 	}
-	call_free(c);
-}
-
-int kube_watch_deadline_ms(int timeout_s)
-{
-	return timeout_s * 1000 + (timeout_s * 100 < 30000 ? timeout_s * 100 : 30000) + 1000;
-}
-
-/* The stream time of a watch whose query asks the server for timeoutSeconds=N
- * (kube_watch_deadline_ms), so a stream that went silent is noticed soon
- * after the server should have ended it, not after the client default. 0 when
- * the query has no usable timeoutSeconds. */
-static int watch_timeout_from_query(const char *path)
-{
-	const char *q = strchr(path, '?'), *v, *end;
-	int n;
-
-	for (v = q; v; v = strchr(v + 1, '&'))
-		if (strncmp(v + 1, "timeoutSeconds=", 15) == 0)
-			break;
-	if (!v)
-		return 0;
-	v += 16;
-	if (num_parse_int(v, &end, 1, 86400, &n) < 0 || (*end && *end != '&'))
-		return 0;
-	return kube_watch_deadline_ms(n);
-}
-
-int kube_watch(struct kube *k, const char *path_with_query, const struct kube_watch_opts *o,
-	       kube_event_fn on_event, kube_watch_end_fn on_end, void *userdata,
-	       struct kube_watch **ret)
-{
-	int asked;
-
-	static const struct kube_watch_opts none;
-	struct kube_call *c = NULL;
-	int r;
-
-	if (!o)
-		o = &none;
-	if (!k || !on_event || !on_end || !path_ok(path_with_query) || o->timeout_ms < 0)
-		return -EINVAL;
-	if (k->dead)
-		return -ESHUTDOWN;
-	r = call_new(k, CALL_WATCH, path_with_query, &c);
-	if (r < 0)
-		return r;
-	c->verb = KUBE_GET;
-	c->on_event = on_event;
-	c->on_end = on_end;
-	c->userdata = userdata;
-	c->timeout_ms = o->timeout_ms ? o->timeout_ms : k->o.watch_timeout_ms;
-	asked = watch_timeout_from_query(path_with_query);
-	if (!o->timeout_ms && asked && asked < c->timeout_ms)
-		c->timeout_ms = asked;
-	c->max_body = k->o.max_body;
-	c->max_attempts = 1;
-	c->lines.max_line = o->max_line && o->max_line < k->o.max_line ? o->max_line
-									: k->o.max_line;
-	r = call_start(c);
-	if (r < 0) {
-		call_free(c);
-		return r;
-	}
-	if (ret)
-		*ret = (struct kube_watch *)c;
-	return 0;
-}
-
-void kube_watch_stop(struct kube_watch *w)
-{
-	kube_call_cancel(w ? &w->call : NULL);
+	kube_call_free(c);
 }
 
 void kube_get_stats(const struct kube *k, struct kube_stats *ret)
@@ -1806,7 +653,7 @@ static void kube_destroy(struct kube *k)
 	struct kube_sock *ks;
 
 	while ((c = TAILQ_FIRST(&k->calls)))
-		call_free(c);
+		kube_call_free(c);
 	/* May call on_curl_socket(CURL_POLL_REMOVE) and on_curl_timer(-1): k is intact. */
 	if (k->multi)
 		(void)curl_multi_cleanup(k->multi);
@@ -1817,8 +664,8 @@ static void kube_destroy(struct kube *k)
 	if (k->token_ev)
 		event_free(k->token_ev);
 	(void)kubeconfig_token_free(k->token);
-	cred_file_done(&k->cert);
-	cred_file_done(&k->key);
+	kube_cred_file_done(&k->cert);
+	kube_cred_file_done(&k->key);
 	if (k->proxy) /* may hold proxy credentials */
 		explicit_bzero(k->proxy, strlen(k->proxy));
 	free(k->proxy);
@@ -1844,27 +691,10 @@ struct kube *kube_free(struct kube *k)
 	return NULL;
 }
 
-int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct kube_opts *opts,
-	     struct kube **ret)
+/* The options with their defaults and caps. k->o.user_agent is not kept:
+ * k->user_agent is the client's own copy. */
+static int kube_opts_set(struct kube *k, const struct kube_opts *opts)
 {
-	static const struct kube_opts none;
-	_cleanup_(kube_freep) struct kube *k = NULL;
-	const curl_version_info_data *vi;
-	struct timeval tv;
-	int r;
-
-	if (!opts)
-		opts = &none;
-	if (!base || !cfg || !cfg->server)
-		return -EINVAL;
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return -ENOMEM;
-	ratelimit_init(&k->slow_rl, 60000, 1);
-	TAILQ_INIT(&k->calls);
-	TAILQ_INIT(&k->ready);
-	LIST_INIT(&k->socks);
-	k->base = base;
 	k->o = *opts;
 	k->o.user_agent = NULL;
 #define DEF(f, v)            \
@@ -1886,12 +716,14 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 		k->o.max_body = KUBE_MAX_BODY_DEFAULT;
 	if (k->o.max_line > KUBE_MAX_LINE_DEFAULT)
 		k->o.max_line = KUBE_MAX_LINE_DEFAULT;
-	k->user_agent = strdup(opts->user_agent ? opts->user_agent : "dra-cpu");
-	if (!k->user_agent)
-		return -ENOMEM;
-	r = kubeconfig_dup(cfg, &k->cfg);
-	if (r < 0)
-		return r;
+	return 0;
+}
+
+/* The token and the client certificate and key, read for the first time. */
+static int kube_creds_load(struct kube *k)
+{
+	int r;
+
 	if (k->cfg->token_file) {
 		r = kubeconfig_read_token(k->cfg->token_file, &k->token);
 		if (r < 0)
@@ -1901,12 +733,16 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	}
 	k->cert = (struct cred_file){ .path = k->cfg->cert_file, .label = "CERTIFICATE" };
 	k->key = (struct cred_file){ .path = k->cfg->key_file, .label = "PRIVATE KEY" };
-	if (!cred_refresh(k, true))
+	if (!kube_cred_refresh(k, true))
 		return -ENOKEY;
-	r = kube_proxy_select(k->cfg->server, k->cfg->proxy_url, &k->proxy, &k->noproxy);
-	if (r < 0)
-		return r;
-	log_proxy(k->proxy);
+	return 0;
+}
+
+/* libcurl, and the multi handle every call's easy handle joins. */
+static int kube_multi_start(struct kube *k)
+{
+	const curl_version_info_data *vi;
+
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return -ENOMEM;
 	k->global_init = true;
@@ -1916,7 +752,7 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	if (!(vi->features & CURL_VERSION_HTTP2))
 		log_warn("curl_no_http2", "version=%s action=http1_only", vi->version);
 	k->multi = curl_multi_init();
-	k->timer = evtimer_new(base, on_timer, k);
+	k->timer = evtimer_new(k->base, on_timer, k);
 	if (!k->multi || !k->timer)
 		return -ENOMEM;
 	if (curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
@@ -1931,8 +767,50 @@ int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct
 	    curl_multi_setopt(k->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
 			      (long)KUBE_MAX_STREAMS) != CURLM_OK)
 		return -EINVAL;
+	return 0;
+}
+
+int kube_new(struct event_base *base, const struct kubeconfig *cfg, const struct kube_opts *opts,
+	     struct kube **ret)
+{
+	static const struct kube_opts none;
+	_cleanup_(kube_freep) struct kube *k = NULL;
+	struct timeval tv;
+	int r;
+
+	if (!opts)
+		opts = &none;
+	if (!base || !cfg || !cfg->server)
+		return -EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	ratelimit_init(&k->slow_rl, 60000, 1);
+	TAILQ_INIT(&k->calls);
+	TAILQ_INIT(&k->ready);
+	LIST_INIT(&k->socks);
+	k->base = base;
+	r = kube_opts_set(k, opts);
+	if (r < 0)
+		return r;
+	k->user_agent = strdup(opts->user_agent ? opts->user_agent : "dra-cpu");
+	if (!k->user_agent)
+		return -ENOMEM;
+	r = kubeconfig_dup(cfg, &k->cfg);
+	if (r < 0)
+		return r;
+	r = kube_creds_load(k);
+	if (r < 0)
+		return r;
+	r = kube_proxy_select(k->cfg->server, k->cfg->proxy_url, &k->proxy, &k->noproxy);
+	if (r < 0)
+		return r;
+	kube_proxy_log(k->proxy);
+	r = kube_multi_start(k);
+	if (r < 0)
+		return r;
 	if (k->cfg->token_file) {
-		k->token_ev = event_new(base, -1, EV_PERSIST, on_token_timer, k);
+		k->token_ev = event_new(base, -1, EV_PERSIST, kube_on_token_timer, k);
 		tv = clock_tv_ms(k->o.token_refresh_ms);
 		if (!k->token_ev || event_add(k->token_ev, &tv) < 0)
 			return -ENOMEM;

@@ -20,24 +20,12 @@
 #include <yaml.h>
 
 #include "lib/buf.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 
 #define LOG_MOD "kubeconfig"
 #include "lib/log.h"
 #include "lib/num.h"
-
-static int kc_errf(char *err, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int kc_errf(char *err, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		(void)vsnprintf(err, KUBECONFIG_ERR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 static void wipe_free(char *p, size_t n)
 {
@@ -218,7 +206,7 @@ static int b64_decode(const char *s, size_t n, char **ret, size_t *ret_len, size
 
 struct kcp {
 	yaml_document_t *doc;
-	char *err;
+	struct errbuf *eb;
 	const char *base_dir;
 };
 
@@ -249,7 +237,7 @@ static int map_get(struct kcp *p, yaml_node_t *map, const char *what, const char
 	yaml_node_t *found = NULL;
 
 	if (!map || map->type != YAML_MAPPING_NODE)
-		return kc_errf(p->err, -EINVAL, "%s: expected a mapping", what);
+		return errbuf_fail(p->eb, -EINVAL, "%s: expected a mapping", what);
 	for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
 	     pr++) {
 		yaml_node_t *k = kcp_node(p, pr->key);
@@ -257,7 +245,7 @@ static int map_get(struct kcp *p, yaml_node_t *map, const char *what, const char
 		if (!scalar_is(k, key))
 			continue;
 		if (found)
-			return kc_errf(p->err, -EINVAL, "%s: duplicate key \"%s\"", what, key);
+			return errbuf_fail(p->eb, -EINVAL, "%s: duplicate key \"%s\"", what, key);
 		found = kcp_node(p, pr->value);
 	}
 	*ret = found;
@@ -301,9 +289,9 @@ static int get_str(struct kcp *p, yaml_node_t *map, const char *what, const char
 		return 0;
 	}
 	if (v->type != YAML_SCALAR_NODE)
-		return kc_errf(p->err, -EINVAL, "%s.%s: expected a string", what, key);
+		return errbuf_fail(p->eb, -EINVAL, "%s.%s: expected a string", what, key);
 	if (memchr(v->data.scalar.value, 0, v->data.scalar.length))
-		return kc_errf(p->err, -EINVAL, "%s.%s: contains a NUL byte", what, key);
+		return errbuf_fail(p->eb, -EINVAL, "%s.%s: contains a NUL byte", what, key);
 	*ret = strndup((const char *)v->data.scalar.value, v->data.scalar.length);
 	return *ret ? 0 : -ENOMEM;
 }
@@ -331,7 +319,7 @@ static int get_bool(struct kcp *p, yaml_node_t *map, const char *what, const cha
 			return 0;
 		}
 	}
-	return kc_errf(p->err, -EINVAL, "%s.%s: expected true or false", what, key);
+	return errbuf_fail(p->eb, -EINVAL, "%s.%s: expected true or false", what, key);
 }
 
 /* *-data fields: base64 of PEM. pem_marker must occur in the decoded bytes so
@@ -352,13 +340,14 @@ static int get_b64(struct kcp *p, yaml_node_t *map, const char *what, const char
 	}
 	r = b64_decode(s, strlen(s), &out, &n, &bad);
 	if (r == -EBADMSG)
-		return kc_errf(p->err, r, "%s.%s: invalid base64 at byte %zu", what, key, bad);
+		return errbuf_fail(p->eb, r, "%s.%s: invalid base64 at byte %zu", what, key, bad);
 	if (r < 0)
 		return r;
 	if (!memmem(out, n, pem_marker, strlen(pem_marker))) {
 		wipe_free(out, n);
-		return kc_errf(p->err, -EINVAL, "%s.%s: decoded data is not PEM (no \"%s\")", what,
-			       key, pem_marker);
+		return errbuf_fail(p->eb, -EINVAL, "%s.%s: decoded data is not PEM (no \"%s\")",
+				   what,
+				   key, pem_marker);
 	}
 	*ret = out;
 	*ret_len = n;
@@ -395,7 +384,7 @@ static int refuse_key(struct kcp *p, yaml_node_t *map, const char *what, const c
 	if (r < 0)
 		return r;
 	if (v)
-		return kc_errf(p->err, -EOPNOTSUPP, "%s.%s is not supported", what, key);
+		return errbuf_fail(p->eb, -EOPNOTSUPP, "%s.%s is not supported", what, key);
 	return 0;
 }
 
@@ -413,7 +402,7 @@ static int find_named(struct kcp *p, yaml_node_t *root, const char *list_key, co
 		return r;
 	if (list && list->type != YAML_SEQUENCE_NODE &&
 	    !(list->type == YAML_SCALAR_NODE && scalar_is_null(list)))
-		return kc_errf(p->err, -EINVAL, "%s: expected a list", list_key);
+		return errbuf_fail(p->eb, -EINVAL, "%s: expected a list", list_key);
 	if (list && list->type == YAML_SEQUENCE_NODE)
 		for (yaml_node_item_t *it = list->data.sequence.items.start;
 		     it < list->data.sequence.items.top; it++) {
@@ -425,19 +414,20 @@ static int find_named(struct kcp *p, yaml_node_t *root, const char *list_key, co
 			if (!scalar_is(n, name))
 				continue;
 			if (found)
-				return kc_errf(p->err, -EINVAL, "%s: two entries named \"%.64s\"",
-					       list_key, name);
+				return errbuf_fail(p->eb, -EINVAL,
+						   "%s: two entries named \"%.64s\"",
+						   list_key, name);
 			found = e;
 		}
 	(void)snprintf(what_ret, what_len, "%s[%.64s].%s", list_key, name, inner_key);
 	if (!found)
-		return kc_errf(p->err, -ENOENT, "%s \"%.64s\" not found in %s", inner_key, name,
-			       list_key);
+		return errbuf_fail(p->eb, -ENOENT, "%s \"%.64s\" not found in %s", inner_key, name,
+				   list_key);
 	r = map_get(p, found, what_ret, inner_key, &inner);
 	if (r < 0)
 		return r;
 	if (!inner || inner->type != YAML_MAPPING_NODE)
-		return kc_errf(p->err, -EINVAL, "%s is not set", what_ret);
+		return errbuf_fail(p->eb, -EINVAL, "%s is not set", what_ret);
 	*ret = inner;
 	return 0;
 }
@@ -508,13 +498,14 @@ static int kc_cluster(struct kcp *p, yaml_node_t *cl, const char *what, unsigned
 	if (r < 0)
 		return r;
 	if (!c->server)
-		return kc_errf(p->err, -EINVAL, "%s.server is not set", what);
+		return errbuf_fail(p->eb, -EINVAL, "%s.server is not set", what);
 	r = check_server(c->server, &http);
 	if (r == -EPROTONOSUPPORT)
-		return kc_errf(p->err, -EINVAL, "%s.server: must start with https://", what);
+		return errbuf_fail(p->eb, -EINVAL, "%s.server: must start with https://", what);
 	if (r < 0)
-		return kc_errf(p->err, r,
-			       "%s.server: not a valid URL (want https://host[:port][/path])", what);
+		return errbuf_fail(p->eb, r,
+				   "%s.server: not a valid URL (want https://host[:port][/path])",
+				   what);
 	r = get_path(p, cl, what, "certificate-authority", &c->ca_file);
 	if (r < 0)
 		return r;
@@ -528,10 +519,10 @@ static int kc_cluster(struct kcp *p, yaml_node_t *cl, const char *what, unsigned
 	if (r < 0)
 		return r;
 	if (insecure && (c->ca_file || c->ca_pem))
-		return kc_errf(p->err, -EINVAL,
-			       "%s: certificate-authority(-data) together with "
-			       "insecure-skip-tls-verify is not allowed",
-			       what);
+		return errbuf_fail(p->eb, -EINVAL,
+				   "%s: certificate-authority(-data) together with "
+				   "insecure-skip-tls-verify is not allowed",
+				   what);
 	r = refuse_key(p, cl, what, "tls-server-name");
 	if (r < 0)
 		return r;
@@ -541,22 +532,24 @@ static int kc_cluster(struct kcp *p, yaml_node_t *cl, const char *what, unsigned
 	/* The URL may hold a password: the messages never quote it. */
 	r = c->proxy_url ? check_proxy(c->proxy_url) : 0;
 	if (r == -EPROTONOSUPPORT)
-		return kc_errf(p->err, -EINVAL,
-			       "%s.proxy-url: unsupported scheme, must be http, https or socks5",
-			       what);
+		return errbuf_fail(p->eb, -EINVAL,
+				   "%s.proxy-url: unsupported scheme, "
+				   "must be http, https or socks5",
+				   what);
 	if (r < 0)
-		return kc_errf(p->err, r, "%s.proxy-url: not a valid URL (want scheme://host[:port])",
-			       what);
+		return errbuf_fail(p->eb, r,
+				   "%s.proxy-url: not a valid URL (want scheme://host[:port])",
+				   what);
 	if (insecure && !(flags & KUBECONFIG_ALLOW_INSECURE))
-		return kc_errf(p->err, -EPERM,
-			       "%s.insecure-skip-tls-verify is true: refused without "
-			       "--allow-insecure-kubeconfig",
-			       what);
+		return errbuf_fail(p->eb, -EPERM,
+				   "%s.insecure-skip-tls-verify is true: refused without "
+				   "--allow-insecure-kubeconfig",
+				   what);
 	if (http && !(flags & KUBECONFIG_ALLOW_INSECURE))
-		return kc_errf(p->err, -EPERM,
-			       "%s.server is http:// (plain text): refused without "
-			       "--allow-insecure-kubeconfig",
-			       what);
+		return errbuf_fail(p->eb, -EPERM,
+				   "%s.server is http:// (plain text): refused without "
+				   "--allow-insecure-kubeconfig",
+				   what);
 	c->insecure = insecure || http;
 	return 0;
 }
@@ -578,8 +571,8 @@ static int kc_user(struct kcp *p, yaml_node_t *u, const char *what, struct kubec
 		return r;
 	for (const char *t = c->token; t && *t; t++)
 		if ((unsigned char)*t < 0x20 || *t == 0x7f)
-			return kc_errf(p->err, -EINVAL, "%s.token: contains a control character",
-				       what);
+			return errbuf_fail(p->eb, -EINVAL, "%s.token: contains a control character",
+					   what);
 	r = get_path(p, u, what, "tokenFile", &c->token_file);
 	if (r < 0)
 		return r;
@@ -602,13 +595,15 @@ static int kc_user(struct kcp *p, yaml_node_t *u, const char *what, struct kubec
 	if (c->key_pem)
 		c->key_file = (free(c->key_file), NULL);
 	if ((c->cert_file || c->cert_pem) && !(c->key_file || c->key_pem))
-		return kc_errf(p->err, -EINVAL,
-			       "%s: client-certificate(-data) is set but client-key(-data) is not",
-			       what);
+		return errbuf_fail(p->eb, -EINVAL,
+				   "%s: client-certificate(-data) is set but "
+				   "client-key(-data) is not",
+				   what);
 	if ((c->key_file || c->key_pem) && !(c->cert_file || c->cert_pem))
-		return kc_errf(p->err, -EINVAL,
-			       "%s: client-key(-data) is set but client-certificate(-data) is not",
-			       what);
+		return errbuf_fail(p->eb, -EINVAL,
+				   "%s: client-key(-data) is set but "
+				   "client-certificate(-data) is not",
+				   what);
 	return 0;
 }
 
@@ -624,14 +619,14 @@ static int kc_walk(struct kcp *p, unsigned flags, const char *source, struct kub
 		return -ENOMEM;
 	root = yaml_document_get_root_node(p->doc);
 	if (!root)
-		return kc_errf(p->err, -EINVAL, "kubeconfig is empty");
+		return errbuf_fail(p->eb, -EINVAL, "kubeconfig is empty");
 	if (root->type != YAML_MAPPING_NODE)
-		return kc_errf(p->err, -EINVAL, "kubeconfig: top level is not a mapping");
+		return errbuf_fail(p->eb, -EINVAL, "kubeconfig: top level is not a mapping");
 	r = get_str(p, root, "kubeconfig", "current-context", &ctx_name);
 	if (r < 0)
 		return r;
 	if (!ctx_name)
-		return kc_errf(p->err, -EINVAL, "current-context is not set");
+		return errbuf_fail(p->eb, -EINVAL, "current-context is not set");
 	r = find_named(p, root, "contexts", ctx_name, "context", what, sizeof(what), &ctx);
 	if (r < 0)
 		return r;
@@ -639,7 +634,7 @@ static int kc_walk(struct kcp *p, unsigned flags, const char *source, struct kub
 	if (r < 0)
 		return r;
 	if (!cluster_name)
-		return kc_errf(p->err, -EINVAL, "%s.cluster is not set", what);
+		return errbuf_fail(p->eb, -EINVAL, "%s.cluster is not set", what);
 	r = get_str(p, ctx, what, "user", &user_name);
 	if (r < 0)
 		return r;
@@ -667,28 +662,28 @@ static int kc_walk(struct kcp *p, unsigned flags, const char *source, struct kub
 }
 
 int kubeconfig_parse(const char *data, size_t len, const char *base_dir, const char *source,
-		     unsigned flags, struct kubeconfig **ret, char err[KUBECONFIG_ERR_MAX])
+		     unsigned flags, struct kubeconfig **ret, struct errbuf *eb)
 {
 	_cleanup_(kubeconfig_freep) struct kubeconfig *c = NULL;
 	_cleanup_(yaml_document_deletep) yaml_document_t *docp = NULL;
 	yaml_document_t doc;
 	yaml_parser_t parser;
-	struct kcp p = { .doc = &doc, .err = err, .base_dir = base_dir };
+	struct kcp p = { .doc = &doc, .eb = eb, .base_dir = base_dir };
 	int r;
 
-	if (err)
-		err[0] = 0;
+	errbuf_clear(eb);
 	if (len > KUBECONFIG_MAX_SIZE)
-		return kc_errf(err, -E2BIG, "kubeconfig: larger than %u bytes", KUBECONFIG_MAX_SIZE);
+		return errbuf_fail(eb, -E2BIG, "kubeconfig: larger than %u bytes",
+				   KUBECONFIG_MAX_SIZE);
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
 	if (!yaml_parser_load(&parser, &doc)) {
-		r = kc_errf(err, parser.error == YAML_MEMORY_ERROR ? -ENOMEM : -EINVAL,
-			    "kubeconfig: YAML error at line %zu column %zu: %s%s%s",
-			    parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-			    parser.problem ? parser.problem : "unknown",
-			    parser.context ? " " : "", parser.context ? parser.context : "");
+		r = errbuf_fail(eb, parser.error == YAML_MEMORY_ERROR ? -ENOMEM : -EINVAL,
+				"kubeconfig: YAML error at line %zu column %zu: %s%s%s",
+				parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+				parser.problem ? parser.problem : "unknown",
+				parser.context ? " " : "", parser.context ? parser.context : "");
 		yaml_parser_delete(&parser);
 		return r;
 	}
@@ -704,7 +699,7 @@ int kubeconfig_parse(const char *data, size_t len, const char *base_dir, const c
 	return 0;
 }
 
-static int check_readable(const char *key, const char *path, char *err)
+static int check_readable(const char *key, const char *path, struct errbuf *eb)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -713,15 +708,15 @@ static int check_readable(const char *key, const char *path, char *err)
 		return 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return kc_errf(err, -errno, "%s %s: %s", key, path, strerror(errno));
+		return errbuf_fail(eb, -errno, "%s %s: %s", key, path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return kc_errf(err, -EINVAL, "%s %s: not a regular file", key, path);
+		return errbuf_fail(eb, -EINVAL, "%s %s: not a regular file", key, path);
 	return 0;
 }
 
-/* The client certificate and key are read again whenever they change (kube.c):
+/* The client certificate and key are read again whenever they change (kube_cred.c):
  * what is there at start must already be usable. */
-static int check_pem(const char *key, const char *path, const char *label, char *err)
+static int check_pem(const char *key, const char *path, const char *label, struct errbuf *eb)
 {
 	char *pem = NULL;
 	size_t len = 0;
@@ -732,15 +727,16 @@ static int check_pem(const char *key, const char *path, const char *label, char 
 	r = kubeconfig_read_pem(path, label, &pem, &len);
 	(void)kubeconfig_pem_free(pem, len);
 	if (r == -EBADMSG)
-		return kc_errf(err, r, "%s %s: no PEM \"%s\" block", key, path, label);
+		return errbuf_fail(eb, r, "%s %s: no PEM \"%s\" block", key, path, label);
 	if (r == -E2BIG)
-		return kc_errf(err, r, "%s %s: larger than %u bytes", key, path, KUBECONFIG_PEM_MAX);
+		return errbuf_fail(eb, r, "%s %s: larger than %u bytes", key, path,
+				   KUBECONFIG_PEM_MAX);
 	if (r < 0)
-		return kc_errf(err, r, "%s %s: %s", key, path, strerror(-r));
+		return errbuf_fail(eb, r, "%s %s: %s", key, path, strerror(-r));
 	return 0;
 }
 
-static int check_token_file(const char *key, const char *path, char *err)
+static int check_token_file(const char *key, const char *path, struct errbuf *eb)
 {
 	char *tok = NULL;
 	int r;
@@ -750,19 +746,19 @@ static int check_token_file(const char *key, const char *path, char *err)
 	r = kubeconfig_read_token(path, &tok);
 	(void)kubeconfig_token_free(tok);
 	if (r == -ENODATA)
-		return kc_errf(err, r, "%s %s: empty", key, path);
+		return errbuf_fail(eb, r, "%s %s: empty", key, path);
 	if (r == -EBADMSG)
-		return kc_errf(err, r, "%s %s: contains a control character", key, path);
+		return errbuf_fail(eb, r, "%s %s: contains a control character", key, path);
 	if (r == -E2BIG)
-		return kc_errf(err, r, "%s %s: larger than %u bytes", key, path,
-			       KUBECONFIG_TOKEN_MAX);
+		return errbuf_fail(eb, r, "%s %s: larger than %u bytes", key, path,
+				   KUBECONFIG_TOKEN_MAX);
 	if (r < 0)
-		return kc_errf(err, r, "%s %s: %s", key, path, strerror(-r));
+		return errbuf_fail(eb, r, "%s %s: %s", key, path, strerror(-r));
 	return 0;
 }
 
 int kubeconfig_load(const char *path, unsigned flags, struct kubeconfig **ret,
-		    char err[KUBECONFIG_ERR_MAX])
+		    struct errbuf *eb)
 {
 	_cleanup_(kubeconfig_freep) struct kubeconfig *c = NULL;
 	_cleanup_free_ char *data = NULL, *dir = NULL;
@@ -770,31 +766,30 @@ int kubeconfig_load(const char *path, unsigned flags, struct kubeconfig **ret,
 	size_t len = 0;
 	int r;
 
-	if (err)
-		err[0] = 0;
+	errbuf_clear(eb);
 	r = fileio_read_mounted(path, KUBECONFIG_MAX_SIZE, &data, &len, NULL);
 	if (r == -E2BIG)
-		return kc_errf(err, r, "kubeconfig %s: larger than %u bytes", path,
-			       KUBECONFIG_MAX_SIZE);
+		return errbuf_fail(eb, r, "kubeconfig %s: larger than %u bytes", path,
+				   KUBECONFIG_MAX_SIZE);
 	if (r < 0)
-		return kc_errf(err, r, "kubeconfig %s: %s", path, strerror(-r));
+		return errbuf_fail(eb, r, "kubeconfig %s: %s", path, strerror(-r));
 	slash = strrchr(path, '/');
 	dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
 	if (!dir)
 		return -ENOMEM;
-	r = kubeconfig_parse(data, len, dir, path, flags, &c, err);
+	r = kubeconfig_parse(data, len, dir, path, flags, &c, eb);
 	if (r < 0)
 		return r;
-	r = check_readable("certificate-authority", c->ca_file, err);
+	r = check_readable("certificate-authority", c->ca_file, eb);
 	if (r < 0)
 		return r;
-	r = check_pem("client-certificate", c->cert_file, "CERTIFICATE", err);
+	r = check_pem("client-certificate", c->cert_file, "CERTIFICATE", eb);
 	if (r < 0)
 		return r;
-	r = check_pem("client-key", c->key_file, "PRIVATE KEY", err);
+	r = check_pem("client-key", c->key_file, "PRIVATE KEY", eb);
 	if (r < 0)
 		return r;
-	r = check_token_file("tokenFile", c->token_file, err);
+	r = check_token_file("tokenFile", c->token_file, eb);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);
@@ -814,7 +809,7 @@ static bool host_ok(const char *h)
 }
 
 int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig **ret,
-			  char err[KUBECONFIG_ERR_MAX])
+			  struct errbuf *eb)
 {
 	_cleanup_(kubeconfig_freep) struct kubeconfig *c = NULL;
 	_cleanup_free_ char *ca = NULL, *ns_file = NULL;
@@ -823,18 +818,18 @@ int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig 
 	const char *pod_ns = getenv("POD_NAMESPACE");
 	int pn, r;
 
-	if (err)
-		err[0] = 0;
+	errbuf_clear(eb);
 	if (!sa_dir)
 		sa_dir = KUBECONFIG_SA_DIR;
 	if (!host || !*host || !port || !*port)
-		return kc_errf(err, -ENOENT,
-			       "not running in a cluster: KUBERNETES_SERVICE_HOST and "
-			       "KUBERNETES_SERVICE_PORT must be set (or pass --kubeconfig)");
+		return errbuf_fail(eb, -ENOENT,
+				   "not running in a cluster: KUBERNETES_SERVICE_HOST and "
+				   "KUBERNETES_SERVICE_PORT must be set (or pass --kubeconfig)");
 	if (!host_ok(host))
-		return kc_errf(err, -EINVAL, "KUBERNETES_SERVICE_HOST: not a host name or address");
+		return errbuf_fail(eb, -EINVAL,
+				   "KUBERNETES_SERVICE_HOST: not a host name or address");
 	if (num_parse_int(port, NULL, 1, 65535, &pn) < 0)
-		return kc_errf(err, -EINVAL, "KUBERNETES_SERVICE_PORT: not a port (1-65535)");
+		return errbuf_fail(eb, -EINVAL, "KUBERNETES_SERVICE_PORT: not a port (1-65535)");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -846,7 +841,7 @@ int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig 
 	    asprintf(&ca, "%s/ca.crt", sa_dir) < 0 ||
 	    asprintf(&ns_file, "%s/namespace", sa_dir) < 0 || !(c->source = strdup("in-cluster")))
 		return -ENOMEM;
-	r = check_token_file("service account token", c->token_file, err);
+	r = check_token_file("service account token", c->token_file, eb);
 	if (r < 0)
 		return r;
 	if (access(ca, R_OK) == 0) {

@@ -18,8 +18,9 @@
  *     credentials, so it is never logged either.
  *   - a token is never logged, and never in an error message.
  *
- * Errors: -errno plus one line of text in err[KUBECONFIG_ERR_MAX] naming the
- * key that is missing or invalid ("clusters[prod].cluster.server is not set").
+ * Errors: -errno plus one line of text in a struct errbuf (lib/errbuf.h; NULL:
+ * not wanted) naming the key that is missing or invalid
+ * ("clusters[prod].cluster.server is not set").
  */
 #pragma once
 
@@ -28,7 +29,8 @@
 
 #include "lib/cleanup.h"
 
-#define KUBECONFIG_ERR_MAX 256
+struct errbuf;
+
 /* A kubeconfig larger than this is refused (-E2BIG); real ones are a few KiB. */
 #define KUBECONFIG_MAX_SIZE (4u << 20)
 /* A token file larger than this is refused; real tokens are about 1 KiB. */
@@ -64,24 +66,24 @@ struct kubeconfig {
 /* Reads and parses the kubeconfig at path (at most KUBECONFIG_MAX_SIZE bytes),
  * resolves relative paths against its directory, and checks that the files it
  * names are readable and that a token file holds a token. Returns 0 and a new
- * config in *ret (caller frees with kubeconfig_free()), or -errno with err set. */
+ * config in *ret (caller frees with kubeconfig_free()), or -errno with eb set. */
 int kubeconfig_load(const char *path, unsigned flags, struct kubeconfig **ret,
-		    char err[KUBECONFIG_ERR_MAX]);
+		    struct errbuf *eb);
 
 /* The pure part of kubeconfig_load(): parses len bytes of YAML, touches no file.
  * base_dir: what relative paths are resolved against (NULL = leave them as is).
  * source: names the config in *ret (NULL = "kubeconfig"). */
 int kubeconfig_parse(const char *data, size_t len, const char *base_dir, const char *source,
-		     unsigned flags, struct kubeconfig **ret, char err[KUBECONFIG_ERR_MAX]);
+		     unsigned flags, struct kubeconfig **ret, struct errbuf *eb);
 
 /* The in-cluster config, client-go's rules: KUBERNETES_SERVICE_HOST and
  * KUBERNETES_SERVICE_PORT (an IPv6 host gets brackets), <sa_dir>/token (must be
  * readable now), <sa_dir>/ca.crt (if unreadable: warning, system roots),
  * namespace from POD_NAMESPACE, <sa_dir>/namespace or "default".
  * sa_dir: NULL = KUBECONFIG_SA_DIR (tests point it elsewhere).
- * Returns -ENOENT with err set when not running in a cluster. */
+ * Returns -ENOENT with eb set when not running in a cluster. */
 int kubeconfig_in_cluster(const char *sa_dir, unsigned flags, struct kubeconfig **ret,
-			  char err[KUBECONFIG_ERR_MAX]);
+			  struct errbuf *eb);
 
 /* Reads a token file: at most KUBECONFIG_TOKEN_MAX bytes, surrounding
  * whitespace trimmed. -ENODATA if empty, -EBADMSG if it holds a control

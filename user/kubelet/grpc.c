@@ -1,6 +1,12 @@
 /* gRPC server over h2c on unix sockets: nghttp2 server sessions driven by
  * libevent bufferevents. See grpc.h for the model and the ownership rules.
  *
+ * This file holds the nghttp2 callbacks that turn a stream into a call and
+ * hand it to its handler, and the server. The rest of the module:
+ * grpc_conn.c the connections (sockets, accepting, timers), grpc_call.c the
+ * calls and the handler's API, grpc_frame.c the framing helpers;
+ * grpc_priv.h what they share.
+ *
  * Connection life:
  *
  *   accept ─> OPEN ──(peer SETTINGS)──> OPEN ──(first request)──> OPEN, idle timer
@@ -51,795 +57,12 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/ratelimit.h"
+#include "kubelet/grpc_priv.h"
 
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000ULL) /* STYLE.md: slow handlers are logged */
 #define WARN_INTERVAL_MS 10000
-#define ACCEPT_RETRY_MS 1000
-#define LOCAL_WINDOW (1 << 20)
-#define MAX_HEADER_LIST 16384
-
-struct grpc_method {
-	struct grpc_method *next;
-	grpc_handler_fn fn;
-	void *userdata;
-	bool watch; /* long-lived server stream (grpc_server_add_watch_method) */
-	char path[];
-};
-
-struct grpc_listener {
-	struct grpc_listener *next;
-	struct grpc_server *srv;
-	struct evconnlistener *lev;
-	struct event *retry; /* re-enables accepting after EMFILE and friends */
-	dev_t dev;
-	ino_t ino;
-	char path[];
-};
-
-struct grpc_server {
-	struct event_base *base;
-	struct grpc_limits limits;
-	nghttp2_session_callbacks *cbs;
-	nghttp2_option *opt;
-	struct grpc_method *methods;
-	struct grpc_listener *listeners;
-	struct grpc_conn *conns;
-	uint32_t n_conns;
-	uint32_t n_watch_conns; /* connections holding a watch call */
-	grpc_observe_fn observe;
-	void *observe_ud;
-	struct grpc_stats stats;
-	/* peers can repeat whatever makes us warn: one line per
-	 * WARN_INTERVAL_MS for each kind */
-	struct ratelimit warn_rl, slow_rl, evict_rl, watch_rl;
-};
-
-enum conn_state { CONN_OPEN, CONN_CLOSING, CONN_DEAD };
-
-struct grpc_conn {
-	struct grpc_server *srv;
-	struct grpc_conn *prev, *next;
-	nghttp2_session *session;
-	struct bufferevent *bev; /* NULL: memory connection (grpc_conn_new_memory) */
-	struct evbuffer *mem_out;
-	struct event *timer; /* handshake, idle, close grace, deferred free */
-	struct grpc_call *calls;
-	size_t buffered;   /* request bytes held by calls */
-	size_t queued;	   /* reply bytes held by calls */
-	uint32_t n_active; /* calls held by handlers */
-	uint32_t n_watches; /* of those, watch calls */
-	unsigned in_session;
-	enum conn_state state;
-	bool want_flush;
-	bool handshaken;
-	bool requested; /* a request's HEADERS arrived */
-	bool read_paused;
-	uint64_t t_accept_ns, t_input_ns; /* monotonic: accepted, last input */
-};
-
-enum { CALL_REF_STREAM = 1, CALL_REF_HANDLER = 2, CALL_REF_CANCEL = 4 };
-
-struct grpc_call {
-	struct grpc_conn *conn; /* NULL once the stream is gone */
-	struct grpc_call *prev, *next;
-	const struct grpc_method *method;
-	int32_t stream_id;
-	uint8_t refs;
-
-	/* request headers */
-	bool is_post, ctype_ok, encoding_ok, path_bad;
-	uint64_t deadline_ns; /* monotonic; 0 = none */
-	uint64_t timeout_ns;
-	char path[GRPC_PATH_MAX];
-
-	/* request body: exactly one message */
-	uint8_t prefix[GRPC_PREFIX_LEN];
-	uint8_t prefix_len;
-	bool in_body;
-	uint32_t n_msgs;
-	uint8_t *req;
-	uint32_t req_len, req_got;
-
-	/* response */
-	bool dispatched; /* given to the handler */
-	bool finished;	 /* status decided; drop further request data */
-	bool responded;	 /* response HEADERS submitted */
-	bool deferred;	 /* data provider waits for output */
-	bool cancelled;
-	bool watch_held; /* counted in conn n_watches */
-	struct evbuffer *out;
-	/* grpc_call_send_latest(): one framed message not yet moved to out, which
-	 * a newer one replaces */
-	uint8_t *latest;
-	size_t latest_len;
-	enum grpc_status status;
-	char *message; /* percent-encoded grpc-message, or NULL */
-	uint64_t t_start;
-
-	grpc_cancel_fn cancel_fn;
-	void *cancel_ud;
-};
-
-/* ---- framing helpers ------------------------------------------------------------------------ */
-
-int grpc_prefix_parse(const uint8_t p[GRPC_PREFIX_LEN], bool *ret_compressed, uint32_t *ret_len)
-{
-	if (p[0] > 1)
-		return -EPROTO;
-	*ret_compressed = p[0] == 1;
-	*ret_len = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
-	return 0;
-}
-
-void grpc_prefix_write(uint8_t p[GRPC_PREFIX_LEN], uint32_t len)
-{
-	p[0] = 0;
-	p[1] = (uint8_t)(len >> 24);
-	p[2] = (uint8_t)(len >> 16);
-	p[3] = (uint8_t)(len >> 8);
-	p[4] = (uint8_t)len;
-}
-
-size_t grpc_percent_encode(const char *s, char *buf, size_t size)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t need = 0, w = 0;
-	bool full = size == 0;
-
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		bool plain = ch >= 0x20 && ch <= 0x7e && ch != '%';
-		size_t n = plain ? 1 : 3;
-
-		need += n;
-		if (full)
-			continue;
-		if (w + n >= size) { /* never write half an escape */
-			full = true;
-			continue;
-		}
-		if (plain) {
-			buf[w++] = (char)ch;
-		} else {
-			buf[w++] = '%';
-			buf[w++] = hex[ch >> 4];
-			buf[w++] = hex[ch & 15];
-		}
-	}
-	if (size)
-		buf[w] = 0;
-	return need;
-}
-
-bool grpc_path_is_valid(const char *path, size_t len)
-{
-	size_t slash = 0;
-
-	if (len < 4 || len >= GRPC_PATH_MAX || path[0] != '/')
-		return false;
-	for (size_t i = 1; i < len; i++) {
-		if (path[i] <= 0x20 || path[i] > 0x7e)
-			return false;
-		if (path[i] != '/')
-			continue;
-		if (slash || i == 1 || i == len - 1)
-			return false;
-		slash = i;
-	}
-	return slash != 0;
-}
-
-int grpc_timeout_parse(const char *s, size_t len, uint64_t *ret_ns)
-{
-	uint64_t v = 0, unit;
-
-	if (len < 2 || len > 9)
-		return -EINVAL;
-	for (size_t i = 0; i < len - 1; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	switch (s[len - 1]) {
-	case 'H': unit = 3600ULL * 1000000000ULL; break;
-	case 'M': unit = 60ULL * 1000000000ULL; break;
-	case 'S': unit = 1000000000ULL; break;
-	case 'm': unit = 1000000ULL; break;
-	case 'u': unit = 1000ULL; break;
-	case 'n': unit = 1; break;
-	default: return -EINVAL;
-	}
-	*ret_ns = v > UINT64_MAX / unit ? UINT64_MAX : v * unit;
-	return 0;
-}
-
-const char *grpc_status_name(enum grpc_status code)
-{
-	static const char *const names[] = {
-		"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-		"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-		"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-		"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
-	};
-
-	if ((unsigned)code >= ARRAY_SIZE(names))
-		return "UNKNOWN_CODE";
-	return names[code];
-}
-
-void grpc_limits_default(struct grpc_limits *l)
-{
-	*l = (struct grpc_limits){
-		.max_message = 4 << 20,
-		.max_conn_buffered = 16 << 20,
-		.max_conn_queued = 16 << 20,
-		.max_conn_output = 256 << 10,
-		.max_streams = 100,
-		.max_connections = 64,
-		.max_conn_watches = 4,
-		.handshake_timeout_ms = 10000,
-		.first_request_timeout_ms = 10000,
-		.idle_timeout_ms = 120000,
-		.write_timeout_ms = 30000,
-	};
-}
-
-/* ---- connections: output -------------------------------------------------------------------- */
-
-static void conn_flush(struct grpc_conn *c);
-static void conn_arm_timer(struct grpc_conn *c);
-
-static struct evbuffer *conn_out(struct grpc_conn *c)
-{
-	return c->bev ? bufferevent_get_output(c->bev) : c->mem_out;
-}
-
-/* Marks c for freeing; the timer callback does it (socket connections) or the
- * owner does (memory connections). Safe from anywhere. */
-static void conn_kill(struct grpc_conn *c)
-{
-	c->state = CONN_DEAD;
-	if (c->timer)
-		event_active(c->timer, EV_TIMEOUT, 0);
-}
-
-/* Ends the session with GOAWAY(code); the connection closes once it is out. */
-static void conn_goaway(struct grpc_conn *c, uint32_t code)
-{
-	if (c->state != CONN_OPEN)
-		return;
-	if (nghttp2_session_terminate_session(c->session, code) < 0) {
-		conn_kill(c);
-		return;
-	}
-	c->state = CONN_CLOSING;
-	if (c->timer) { /* a peer that never reads the GOAWAY gets this long */
-		struct timeval tv = clock_tv_ms(c->srv->limits.write_timeout_ms);
-
-		(void)evtimer_add(c->timer, &tv);
-	}
-	conn_flush(c);
-}
-
-/* After input or output: pause reading while the output is over its cap,
- * notice that the session is over. */
-static void conn_update(struct grpc_conn *c)
-{
-	struct evbuffer *out = conn_out(c);
-	bool over;
-
-	if (c->state == CONN_OPEN && !nghttp2_session_want_read(c->session) &&
-	    !nghttp2_session_want_write(c->session))
-		c->state = CONN_CLOSING;
-	if (c->state == CONN_CLOSING && evbuffer_get_length(out) == 0 &&
-	    !nghttp2_session_want_write(c->session))
-		conn_kill(c);
-	if (!c->bev || c->state == CONN_DEAD)
-		return;
-	over = evbuffer_get_length(out) >= c->srv->limits.max_conn_output;
-	if (c->state != CONN_OPEN || over) {
-		if (!c->read_paused)
-			(void)bufferevent_disable(c->bev, EV_READ);
-		c->read_paused = true;
-	} else if (c->read_paused) {
-		(void)bufferevent_enable(c->bev, EV_READ);
-		c->read_paused = false;
-	}
-}
-
-/* Moves what nghttp2 has to send into the output buffer, up to the output
- * cap (the rest waits for the write callback). Not re-entrant: inside
- * nghttp2 it only notes that a flush is due. */
-static void conn_flush(struct grpc_conn *c)
-{
-	struct evbuffer *out = conn_out(c);
-
-	if (c->state == CONN_DEAD)
-		return;
-	if (c->in_session) {
-		c->want_flush = true;
-		return;
-	}
-	c->in_session++;
-	do {
-		c->want_flush = false;
-		while (evbuffer_get_length(out) < c->srv->limits.max_conn_output) {
-			const uint8_t *data;
-			ssize_t n = nghttp2_session_mem_send(c->session, &data);
-
-			if (n < 0 || (n > 0 && evbuffer_add(out, data, (size_t)n) < 0)) {
-				log_debug("conn_send_failed", "err=%s",
-					  n < 0 ? nghttp2_strerror((int)n) : "ENOMEM");
-				conn_kill(c);
-				break;
-			}
-			if (n == 0)
-				break;
-		}
-	} while (c->want_flush && c->state != CONN_DEAD &&
-		 evbuffer_get_length(out) < c->srv->limits.max_conn_output);
-	c->in_session--;
-	conn_update(c);
-}
-
-/* ---- calls ---------------------------------------------------------------------------------- */
-
-static void call_release(struct grpc_call *call, uint8_t ref)
-{
-	assert(call->refs & ref);
-	call->refs &= (uint8_t)~ref;
-	if (call->refs)
-		return;
-	assert(!call->conn);
-	free(call->req);
-	if (call->out)
-		evbuffer_free(call->out);
-	free(call->latest);
-	free(call->message);
-	free(call);
-}
-
-static void call_observe(struct grpc_call *call, struct grpc_server *srv, enum grpc_status code)
-{
-	if (!srv->observe)
-		return;
-	srv->observe(call->method ? call->method->path : "unknown", code,
-		     call->t_start ? clock_now_ns() - call->t_start : 0, srv->observe_ud);
-}
-
-/* The call no longer holds a watch place on c (completed or gone). */
-static void call_unhold_watch(struct grpc_call *call, struct grpc_conn *c)
-{
-	if (!call->watch_held)
-		return;
-	call->watch_held = false;
-	if (--c->n_watches == 0)
-		c->srv->n_watch_conns--;
-}
-
-/* The stream is gone (closed, reset, connection freed). Drops the buffers;
- * a call still held by its handler becomes cancelled. May free call. */
-static void call_detach(struct grpc_call *call)
-{
-	struct grpc_conn *c = call->conn;
-	struct grpc_server *srv;
-
-	assert(c); /* only attached calls are stream user data or on c->calls */
-	srv = c->srv;
-	if (call->prev)
-		call->prev->next = call->next;
-	else
-		c->calls = call->next;
-	if (call->next)
-		call->next->prev = call->prev;
-	call->prev = call->next = NULL;
-	if (call->req) {
-		c->buffered -= call->req_len;
-		free(call->req);
-		call->req = NULL;
-	}
-	if (call->out) {
-		c->queued -= evbuffer_get_length(call->out);
-		evbuffer_free(call->out);
-		call->out = NULL;
-	}
-	c->queued -= call->latest_len;
-	free(call->latest);
-	call->latest = NULL;
-	call->latest_len = 0;
-	call_unhold_watch(call, c);
-	call->conn = NULL;
-	if (!(call->refs & CALL_REF_HANDLER)) {
-		call_release(call, CALL_REF_STREAM);
-		return;
-	}
-	call->cancelled = true;
-	c->n_active--;
-	srv->stats.calls_active--;
-	srv->stats.calls_cancelled++;
-	call_observe(call, srv, GRPC_STATUS_CANCELLED);
-	call->refs &= (uint8_t)~CALL_REF_STREAM; /* the handler's ref keeps it */
-	if (!call->cancel_fn)
-		return; /* the handler completes it when it gets round to it */
-	/* With a cancel callback the handle ends when the callback returns,
-	 * completed inside or not (grpc.h). */
-	call->refs |= CALL_REF_CANCEL;
-	call->cancel_fn(call, call->cancel_ud);
-	if (call->refs & CALL_REF_HANDLER)
-		call_release(call, CALL_REF_HANDLER);
-	call_release(call, CALL_REF_CANCEL);
-}
-
-static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
-				   size_t length, uint32_t *flags, nghttp2_data_source *source,
-				   void *user_data);
-
-#define NV(n, v)                                                                 \
-	{                                                                        \
-		(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v),        \
-			NGHTTP2_NV_FLAG_NO_COPY_NAME                             \
-	}
-
-/* Decides the status of an attached call. Nothing sent yet: one HEADERS with
- * END_STREAM ("trailers-only", http_status normally 200). Otherwise the data
- * provider sends the trailers once the queued messages are out. */
-static void call_finish(struct grpc_call *call, int http_status, enum grpc_status code,
-			const char *msg)
-{
-	struct grpc_conn *c = call->conn;
-	char status[8], hs[8], cut[GRPC_MESSAGE_MAX + 1], enc[3 * GRPC_MESSAGE_MAX + 1];
-	int r;
-
-	if (call->finished)
-		return;
-	call->finished = true;
-	call->status = code;
-	if (call->req) { /* an early answer: the request will not be needed */
-		c->buffered -= call->req_len;
-		free(call->req);
-		call->req = NULL;
-	}
-	if (msg && *msg) {
-		size_t n = strnlen(msg, GRPC_MESSAGE_MAX + 1);
-
-		if (n > GRPC_MESSAGE_MAX) { /* cut on a UTF-8 boundary */
-			n = GRPC_MESSAGE_MAX;
-			while (n > 0 && ((unsigned char)msg[n] & 0xc0) == 0x80)
-				n--;
-		}
-		memcpy(cut, msg, n);
-		cut[n] = 0;
-		(void)grpc_percent_encode(cut, enc, sizeof(enc));
-	} else {
-		enc[0] = 0;
-	}
-	(void)snprintf(status, sizeof(status), "%d", (int)code);
-	(void)snprintf(hs, sizeof(hs), "%d", http_status);
-	if (!call->responded) {
-		nghttp2_nv nva[] = {
-			NV(":status", hs),
-			NV("content-type", "application/grpc"),
-			NV("grpc-status", status),
-			NV("grpc-message", enc),
-		};
-
-		call->responded = true;
-		r = nghttp2_submit_response(c->session, call->stream_id, nva,
-					    enc[0] ? ARRAY_SIZE(nva) : ARRAY_SIZE(nva) - 1, NULL);
-	} else {
-		r = 0;
-		if (enc[0] && !(call->message = strdup(enc)))
-			r = NGHTTP2_ERR_NOMEM;
-		else if (call->deferred) {
-			call->deferred = false;
-			r = nghttp2_session_resume_data(c->session, call->stream_id);
-		}
-	}
-	if (r < 0) /* nghttp2 could not take it: the client sees a reset stream */
-		(void)nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, call->stream_id,
-						NGHTTP2_INTERNAL_ERROR);
-}
-
-/* The server answers a call no handler saw. */
-static void call_reject(struct grpc_call *call, int http_status, enum grpc_status code,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void call_reject(struct grpc_call *call, int http_status, enum grpc_status code,
-			const char *fmt, ...)
-{
-	struct grpc_server *srv = call->conn->srv;
-	char msg[GRPC_MESSAGE_MAX + 1];
-	va_list ap;
-
-	if (call->finished)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	srv->stats.calls_rejected++;
-	call_observe(call, srv, code);
-	call_finish(call, http_status, code, msg);
-	conn_flush(call->conn);
-}
-
-/* Completion by the handler: the single place the handler's ref goes. */
-static int call_complete(struct grpc_call *call, enum grpc_status code, const char *msg)
-{
-	struct grpc_conn *c = call->conn;
-	int r;
-
-	assert(call->refs & CALL_REF_HANDLER);
-	if (!c) {
-		call_release(call, CALL_REF_HANDLER);
-		return -ECANCELED;
-	}
-	r = c->state == CONN_DEAD ? -ECANCELED : 0; /* going away: nothing will be sent */
-	call_finish(call, 200, code, msg);
-	call_unhold_watch(call, c);
-	c->n_active--;
-	c->srv->stats.calls_active--;
-	call_observe(call, c->srv, code);
-	call_release(call, CALL_REF_HANDLER); /* the stream still holds it */
-	conn_flush(c);
-	return r;
-}
-
-/* Room for one message of len bytes in the call's output, once freed bytes
- * of it (a message the new one replaces) are gone. */
-static int call_send_check(struct grpc_call *call, size_t len, size_t freed)
-{
-	struct grpc_conn *c = call->conn;
-
-	assert(call->refs & CALL_REF_HANDLER);
-	if (!c || c->state == CONN_DEAD)
-		return -ECANCELED;
-	if (len > c->srv->limits.max_message) {
-		c->srv->stats.messages_too_large++;
-		return -E2BIG;
-	}
-	if (c->queued - freed + GRPC_PREFIX_LEN + len > c->srv->limits.max_conn_queued) {
-		c->srv->stats.replies_dropped++;
-		return -ENOBUFS;
-	}
-	if (!call->out && !(call->out = evbuffer_new()))
-		return -ENOMEM;
-	return 0;
-}
-
-/* The message is in call->out: account, open the response, wake the provider. */
-static int call_send_commit(struct grpc_call *call, size_t len)
-{
-	struct grpc_conn *c = call->conn;
-	int r = 0;
-
-	c->queued += GRPC_PREFIX_LEN + len;
-	if (!call->responded) {
-		nghttp2_nv nva[] = {
-			NV(":status", "200"),
-			NV("content-type", "application/grpc"),
-		};
-		nghttp2_data_provider prd = { .source.ptr = call, .read_callback = on_data_source_read };
-
-		call->responded = true;
-		r = nghttp2_submit_response(c->session, call->stream_id, nva, ARRAY_SIZE(nva), &prd);
-	} else if (call->deferred) {
-		call->deferred = false;
-		r = nghttp2_session_resume_data(c->session, call->stream_id);
-	}
-	if (r < 0) {
-		(void)nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, call->stream_id,
-						NGHTTP2_INTERNAL_ERROR);
-		r = -ENOMEM;
-	}
-	conn_flush(c);
-	return r;
-}
-
-/* Appends one framed message of len bytes to call->out in one piece; pack
- * writes the body. Nothing is left behind on failure. */
-static int call_queue(struct grpc_call *call, size_t len,
-		      void (*pack)(uint8_t *dst, size_t len, const void *arg), const void *arg)
-{
-	struct evbuffer_iovec v;
-	int r;
-
-	r = call_send_check(call, len, 0);
-	if (r < 0)
-		return r;
-	if (evbuffer_reserve_space(call->out, (ev_ssize_t)(GRPC_PREFIX_LEN + len), &v, 1) != 1)
-		return -ENOMEM;
-	grpc_prefix_write(v.iov_base, (uint32_t)len);
-	pack((uint8_t *)v.iov_base + GRPC_PREFIX_LEN, len, arg);
-	v.iov_len = GRPC_PREFIX_LEN + len;
-	if (evbuffer_commit_space(call->out, &v, 1) < 0)
-		return -ENOMEM;
-	return call_send_commit(call, len);
-}
-
-static void pack_bytes(uint8_t *dst, size_t len, const void *arg)
-{
-	if (len)
-		memcpy(dst, arg, len);
-}
-
-static void pack_pb(uint8_t *dst, size_t len, const void *arg)
-{
-	size_t n = protobuf_c_message_pack(arg, dst);
-
-	assert(n == len);
-	(void)n;
-}
-
-int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
-{
-	return call_queue(call, len, pack_bytes, msg);
-}
-
-/* Moves the latest message into the output once what is there has gone out
- * (from the data provider, or at once when nothing waits). */
-static void call_take_latest(struct grpc_call *call)
-{
-	if (!call->latest || (call->out && evbuffer_get_length(call->out) > 0))
-		return;
-	if (evbuffer_add(call->out, call->latest, call->latest_len) < 0)
-		return; /* kept; tried again at the next read */
-	free(call->latest);
-	call->latest = NULL;
-	call->latest_len = 0;
-}
-
-int grpc_call_send_latest(struct grpc_call *call, const uint8_t *msg, size_t len)
-{
-	struct grpc_conn *c;
-	uint8_t *m;
-	int r, replaced;
-
-	r = call_send_check(call, len, call->latest_len); /* also makes call->out */
-	if (r < 0)
-		return r;
-	c = call->conn;
-	m = malloc(GRPC_PREFIX_LEN + len);
-	if (!m)
-		return -ENOMEM;
-	grpc_prefix_write(m, (uint32_t)len);
-	if (len)
-		memcpy(m + GRPC_PREFIX_LEN, msg, len);
-	replaced = call->latest != NULL;
-	if (replaced) {
-		c->queued -= call->latest_len;
-		free(call->latest);
-		c->srv->stats.messages_coalesced++;
-	}
-	call->latest = m;
-	call->latest_len = GRPC_PREFIX_LEN + len;
-	call_take_latest(call);
-	/* accounted as queued, whether in out or still latest */
-	r = call_send_commit(call, len);
-	return r < 0 ? r : replaced;
-}
-
-int grpc_call_send_latest_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
-
-	if (!buf)
-		return -ENOMEM;
-	(void)protobuf_c_message_pack(msg, buf);
-	return grpc_call_send_latest(call, buf, len);
-}
-
-int grpc_call_send_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
-{
-	return call_queue(call, protobuf_c_message_get_packed_size(msg), pack_pb, msg);
-}
-
-int grpc_call_reply(struct grpc_call *call, const uint8_t *msg, size_t len)
-{
-	int r = grpc_call_send(call, msg, len);
-
-	if (r < 0 && r != -ECANCELED) {
-		(void)call_complete(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
-				    r == -E2BIG ? "reply larger than max message size"
-						: "reply cannot be queued");
-		return r;
-	}
-	r = call_complete(call, GRPC_STATUS_OK, NULL);
-	return r;
-}
-
-int grpc_call_reply_pb(struct grpc_call *call, const struct ProtobufCMessage *msg)
-{
-	int r = grpc_call_send_pb(call, msg);
-
-	if (r < 0 && r != -ECANCELED) {
-		(void)call_complete(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
-				    r == -E2BIG ? "reply larger than max message size"
-						: "reply cannot be queued");
-		return r;
-	}
-	return call_complete(call, GRPC_STATUS_OK, NULL);
-}
-
-int grpc_call_fail(struct grpc_call *call, enum grpc_status code, const char *msg)
-{
-	assert(code != GRPC_STATUS_OK);
-	if (code == GRPC_STATUS_OK || (unsigned)code > _GRPC_STATUS_MAX)
-		code = GRPC_STATUS_UNKNOWN;
-	return call_complete(call, code, msg);
-}
-
-int grpc_call_end(struct grpc_call *call)
-{
-	return call_complete(call, GRPC_STATUS_OK, NULL);
-}
-
-const char *grpc_call_path(const struct grpc_call *call)
-{
-	return call->path;
-}
-
-bool grpc_call_is_cancelled(const struct grpc_call *call)
-{
-	return call->cancelled;
-}
-
-int64_t grpc_call_deadline_left_ms(const struct grpc_call *call)
-{
-	uint64_t t;
-
-	if (!call->deadline_ns)
-		return -1;
-	t = clock_now_ns();
-	return t >= call->deadline_ns ? 0 : (int64_t)((call->deadline_ns - t) / 1000000);
-}
-
-void grpc_call_on_cancel(struct grpc_call *call, grpc_cancel_fn fn, void *userdata)
-{
-	call->cancel_fn = fn;
-	call->cancel_ud = userdata;
-}
 
 /* ---- nghttp2 callbacks ---------------------------------------------------------------------- */
-
-static ssize_t on_data_source_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
-				   size_t length, uint32_t *flags, nghttp2_data_source *source,
-				   void *user_data)
-{
-	struct grpc_call *call = source->ptr;
-	struct grpc_conn *c = user_data;
-	size_t n = 0;
-
-	if (call->out)
-		call_take_latest(call);
-	if (call->out) {
-		n = evbuffer_get_length(call->out);
-		if (n > length)
-			n = length;
-		if (n && evbuffer_remove(call->out, buf, n) != (int)n)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		c->queued -= n;
-	}
-	if (call->finished && !call->latest && (!call->out || evbuffer_get_length(call->out) == 0)) {
-		char status[8];
-
-		(void)snprintf(status, sizeof(status), "%d", (int)call->status);
-		nghttp2_nv nva[] = {
-			NV("grpc-status", status),
-			NV("grpc-message", call->message ? call->message : ""),
-		};
-
-		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		if (nghttp2_submit_trailer(session, stream_id, nva,
-					   call->message ? ARRAY_SIZE(nva) : 1) < 0)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		return (ssize_t)n;
-	}
-	if (n == 0) {
-		call->deferred = true;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	return (ssize_t)n;
-}
 
 static const struct grpc_method *method_find(const struct grpc_server *srv, const char *path)
 {
@@ -863,10 +86,10 @@ static void call_reject_unknown(struct grpc_call *call)
 	int svc_len = (int)(slash - call->path - 1);
 
 	if (service_known(call->conn->srv, call->path, (size_t)svc_len))
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
 			    "unknown method %s for service %.*s", slash + 1, svc_len, call->path + 1);
 	else
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "unknown service %.*s", svc_len,
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "unknown service %.*s", svc_len,
 			    call->path + 1);
 }
 
@@ -875,13 +98,13 @@ static void call_reject_unknown(struct grpc_call *call)
 static void call_headers_done(struct grpc_call *call)
 {
 	if (!call->is_post)
-		call_reject(call, 405, GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
+		grpc_call_reject(call, 405, GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
 	else if (!call->ctype_ok)
-		call_reject(call, 415, GRPC_STATUS_INTERNAL, "invalid gRPC request content-type");
+		grpc_call_reject(call, 415, GRPC_STATUS_INTERNAL, "invalid gRPC request content-type");
 	else if (call->path_bad || !call->path[0])
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "malformed method name");
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED, "malformed method name");
 	else if (!call->encoding_ok)
-		call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_UNIMPLEMENTED,
 			    "grpc-encoding not supported, only identity");
 	else if (!(call->method = method_find(call->conn->srv, call->path)))
 		call_reject_unknown(call);
@@ -921,11 +144,11 @@ static void call_request_done(struct grpc_call *call)
 	if (call->finished || call->dispatched)
 		return;
 	if (call->in_body || call->prefix_len) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "truncated request message");
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "truncated request message");
 		return;
 	}
 	if (call->n_msgs == 0) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "missing request message");
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "missing request message");
 		return;
 	}
 	if (call->method->watch && !call_hold_watch(call)) {
@@ -937,7 +160,7 @@ static void call_request_done(struct grpc_call *call)
 				 call->path, c->n_watches, srv->limits.max_conn_watches,
 				 srv->n_watch_conns, srv->limits.max_connections,
 				 (unsigned long long)held);
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    c->n_watches ? "too many watch streams on this connection (max %u)"
 					 : "watch streams are held on %u connections, the most "
 					   "allowed: the last one is kept for other calls",
@@ -1039,34 +262,34 @@ static bool call_take_prefix(struct grpc_call *call)
 	uint32_t mlen;
 
 	if (call->n_msgs > 0) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "more than one request message");
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "more than one request message");
 		return false;
 	}
 	if (grpc_prefix_parse(call->prefix, &compressed, &mlen) < 0) {
-		call_reject(call, 200, GRPC_STATUS_INTERNAL, "invalid message compression flag %u",
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL, "invalid message compression flag %u",
 			    call->prefix[0]);
 		return false;
 	}
 	if (compressed) { /* only identity is accepted, so nothing may be compressed */
-		call_reject(call, 200, GRPC_STATUS_INTERNAL,
+		grpc_call_reject(call, 200, GRPC_STATUS_INTERNAL,
 			    "compressed message without grpc-encoding");
 		return false;
 	}
 	if (mlen > lim->max_message) {
 		c->srv->stats.messages_too_large++;
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    "received message larger than max (%u vs. %zu)", mlen, lim->max_message);
 		return false;
 	}
 	if (c->buffered + mlen > lim->max_conn_buffered) {
 		c->srv->stats.messages_too_large++;
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			    "too many request bytes buffered on this connection");
 		return false;
 	}
 	call->req = malloc(mlen ? mlen : 1);
 	if (!call->req) {
-		call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		grpc_call_reject(call, 200, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 		return false;
 	}
 	c->buffered += mlen;
@@ -1123,7 +346,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 	case NGHTTP2_SETTINGS:
 		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) && !c->handshaken) {
 			c->handshaken = true;
-			conn_arm_timer(c);
+			grpc_conn_arm_timer(c);
 		}
 		break;
 	case NGHTTP2_HEADERS:
@@ -1134,7 +357,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 		if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
 			if (!c->requested) {
 				c->requested = true;
-				conn_arm_timer(c);
+				grpc_conn_arm_timer(c);
 			}
 			call_headers_done(call);
 		}
@@ -1171,421 +394,8 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 	struct grpc_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
 
 	if (call)
-		call_detach(call);
+		grpc_call_detach(call);
 	return 0;
-}
-
-/* ---- connections: life ---------------------------------------------------------------------- */
-
-/* A quarter of the connection cap in use: enough peers that the ones
- * which never asked for anything may be crowding out one that will. */
-static bool srv_crowded(const struct grpc_server *srv)
-{
-	return (uint64_t)srv->n_conns * 4 >= srv->limits.max_connections;
-}
-
-/* GOAWAY to a connection that sent no request in time. */
-static void conn_close_unasked(struct grpc_conn *c)
-{
-	c->srv->stats.conns_timed_out++;
-	log_debug("conn_no_request", "ms=%u conns=%u action=goaway",
-		  c->srv->limits.first_request_timeout_ms, c->srv->n_conns);
-	conn_goaway(c, NGHTTP2_NO_ERROR);
-}
-
-/* The server just became crowded: connections past their first-request
- * deadline that were let be while it was not go now. They are only marked
- * (GOAWAY queued, or DEAD for the timer to free): nothing is freed here. */
-static void srv_sweep_unasked(struct grpc_server *srv)
-{
-	uint64_t now = clock_now_ns(), fr_ns = (uint64_t)srv->limits.first_request_timeout_ms * 1000000ULL;
-
-	for (struct grpc_conn *c = srv->conns; c; c = c->next)
-		if (c->bev && c->state == CONN_OPEN && c->handshaken && !c->requested &&
-		    now - c->t_accept_ns >= fr_ns)
-			conn_close_unasked(c);
-}
-
-/* (Re)arms the timer of an open socket connection for the deadline that
- * applies now (see the top): until the first request, the earlier of the
- * handshake's and the first request's, both counted from the accept, so
- * nothing the peer sends in between buys it time; after it, idle. */
-static void conn_arm_timer(struct grpc_conn *c)
-{
-	const struct grpc_limits *lim = &c->srv->limits;
-	uint64_t ms, now, due;
-	struct timeval tv;
-
-	if (!c->timer || c->state != CONN_OPEN)
-		return;
-	if (c->requested) {
-		ms = lim->idle_timeout_ms;
-	} else {
-		ms = lim->first_request_timeout_ms;
-		if (!c->handshaken && lim->handshake_timeout_ms < ms)
-			ms = lim->handshake_timeout_ms;
-		now = clock_now_ns();
-		due = c->t_accept_ns + ms * 1000000ULL;
-		ms = due > now ? (due - now + 999999) / 1000000 : 0;
-	}
-	tv = clock_tv_ms((uint32_t)ms);
-	(void)evtimer_add(c->timer, &tv);
-}
-
-static void conn_destroy(struct grpc_conn *c)
-{
-	struct grpc_server *srv = c->srv;
-
-	c->state = CONN_DEAD;
-	while (c->calls) {
-		(void)nghttp2_session_set_stream_user_data(c->session, c->calls->stream_id, NULL);
-		call_detach(c->calls); /* cancel callbacks may complete other calls */
-	}
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		srv->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	srv->n_conns--;
-	srv->stats.conns_active--;
-	nghttp2_session_del(c->session);
-	if (c->timer)
-		event_free(c->timer);
-	if (c->bev)
-		bufferevent_free(c->bev);
-	if (c->mem_out)
-		evbuffer_free(c->mem_out);
-	free(c);
-}
-
-static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct grpc_conn *c = arg;
-	struct timeval tv;
-
-	if (c->state == CONN_DEAD) {
-		conn_destroy(c);
-		return;
-	}
-	if (c->state == CONN_CLOSING || !c->handshaken) {
-		c->srv->stats.conns_timed_out++;
-		log_debug("conn_timeout", "state=%s", c->handshaken ? "closing" : "handshake");
-		conn_destroy(c);
-		return;
-	}
-	if (!c->requested) {
-		uint64_t idle_ns = (uint64_t)c->srv->limits.idle_timeout_ms * 1000000ULL;
-		uint64_t quiet_ns = clock_now_ns() - c->t_input_ns;
-
-		/* Without a crowd, a client that connected ahead of its
-		 * first call (the kubelet does) is merely idle. */
-		if (!srv_crowded(c->srv) && quiet_ns < idle_ns) {
-			tv = clock_tv_ms((uint32_t)((idle_ns - quiet_ns + 999999) / 1000000));
-			(void)evtimer_add(c->timer, &tv);
-			return;
-		}
-		conn_close_unasked(c);
-		if (c->state == CONN_DEAD)
-			conn_destroy(c);
-		return;
-	}
-	if (c->n_active > 0) { /* a handler is working for this peer: not idle */
-		tv = clock_tv_ms(c->srv->limits.idle_timeout_ms);
-		(void)evtimer_add(c->timer, &tv);
-		return;
-	}
-	c->srv->stats.conns_timed_out++;
-	log_debug("conn_idle", "action=goaway");
-	conn_goaway(c, NGHTTP2_NO_ERROR);
-	if (c->state == CONN_DEAD)
-		conn_destroy(c);
-}
-
-/* Feeds input to nghttp2 and flushes. 0, or -EPIPE once the session is over. */
-static int conn_recv(struct grpc_conn *c, const uint8_t *data, size_t len)
-{
-	ssize_t n;
-
-	if (c->state != CONN_OPEN || !nghttp2_session_want_read(c->session))
-		return -EPIPE;
-	c->in_session++;
-	n = nghttp2_session_mem_recv(c->session, data, len);
-	c->in_session--;
-	if (n == NGHTTP2_ERR_BAD_CLIENT_MAGIC) { /* not HTTP/2 at all: no GOAWAY either */
-		c->srv->stats.conns_protocol_error++;
-		log_debug("conn_bad_preface", "bytes=%zu", len);
-		conn_kill(c);
-		return -EPIPE;
-	}
-	if (n < 0) {
-		log_debug("conn_recv_failed", "err=%s", nghttp2_strerror((int)n));
-		conn_goaway(c, NGHTTP2_PROTOCOL_ERROR);
-		return -EPIPE;
-	}
-	conn_flush(c);
-	return c->state == CONN_OPEN ? 0 : -EPIPE;
-}
-
-static void conn_on_read(struct bufferevent *bev, void *arg)
-{
-	struct grpc_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t n;
-
-	c->t_input_ns = clock_now_ns();
-	if (c->requested) /* before it, input buys no time: see conn_arm_timer() */
-		conn_arm_timer(c);
-	while (c->state == CONN_OPEN && !c->read_paused &&
-	       (n = evbuffer_get_contiguous_space(in)) > 0) {
-		const uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)n);
-
-		(void)conn_recv(c, data, n);
-		(void)evbuffer_drain(in, n);
-	}
-	if (c->state == CONN_DEAD)
-		conn_destroy(c);
-	else if (c->state != CONN_OPEN)
-		(void)evbuffer_drain(in, evbuffer_get_length(in));
-}
-
-static void conn_on_write(struct bufferevent *bev, void *arg)
-{
-	struct grpc_conn *c = arg;
-	bool paused = c->read_paused;
-
-	conn_flush(c);
-	if (c->state == CONN_DEAD) {
-		conn_destroy(c);
-		return;
-	}
-	if (paused && !c->read_paused) /* input that waited while we were over the cap */
-		conn_on_read(bev, c);
-}
-
-static void conn_on_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct grpc_conn *c = arg;
-
-	if (what & BEV_EVENT_TIMEOUT) {
-		c->srv->stats.conns_timed_out++;
-		log_debug("conn_timeout", "state=write");
-	} else {
-		log_debug("conn_closed", "eof=%d error=%d", !!(what & BEV_EVENT_EOF),
-			  !!(what & BEV_EVENT_ERROR));
-	}
-	conn_destroy(c);
-}
-
-/* A connection with our SETTINGS queued. bev NULL: memory connection. Takes
- * bev (freed on failure). */
-static int conn_new(struct grpc_server *srv, struct bufferevent *bev, struct grpc_conn **ret)
-{
-	const struct grpc_limits *lim = &srv->limits;
-	nghttp2_settings_entry iv[] = {
-		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, lim->max_streams },
-		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, LOCAL_WINDOW },
-		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST },
-	};
-	struct grpc_conn *c;
-	int r;
-
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		if (bev)
-			bufferevent_free(bev);
-		return -ENOMEM;
-	}
-	c->srv = srv;
-	c->bev = bev;
-	c->next = srv->conns;
-	if (srv->conns)
-		srv->conns->prev = c;
-	srv->conns = c;
-	srv->n_conns++;
-	srv->stats.conns_active++;
-
-	r = nghttp2_session_server_new2(&c->session, srv->cbs, c, srv->opt);
-	if (r < 0) {
-		c->session = NULL;
-		goto fail;
-	}
-	if (bev) {
-		c->timer = evtimer_new(srv->base, conn_on_timer, c);
-		if (!c->timer)
-			goto fail;
-	} else {
-		c->mem_out = evbuffer_new();
-		if (!c->mem_out)
-			goto fail;
-	}
-	if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, ARRAY_SIZE(iv)) < 0 ||
-	    nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0,
-						  LOCAL_WINDOW) < 0)
-		goto fail;
-	*ret = c;
-	return 0;
-fail:
-	/* conn_destroy() copes with a half-built connection, but not with a
-	 * NULL session; nghttp2_session_del(NULL) is a no-op. */
-	conn_destroy(c);
-	return -ENOMEM;
-}
-
-static void conn_abort(struct grpc_conn *c);
-
-/* How readily c gives up its place: 0 never (a handler works for it, or it
- * is not a socket), 1 streams open (a request still arriving or a reply
- * still leaving), 2 idle after requests, 3 idle without ever a request, 4
- * already closing. A client that has asked before (the kubelet) loses its
- * connection only to a crowd of such clients: closing it under a client
- * about to send costs that call an UNAVAILABLE. */
-static int conn_evictable(const struct grpc_conn *c)
-{
-	if (!c->bev || c->state == CONN_DEAD || c->n_active > 0)
-		return 0;
-	if (c->state == CONN_CLOSING)
-		return 4;
-	if (!c->requested)
-		return 3;
-	return c->calls ? 1 : 2;
-}
-
-/* At the connection cap: closes the most evictable connection, the one
- * longest without input among equals, so that an idle crowd cannot keep the
- * kubelet out (it gets in, at worst, at its next call). False when every
- * connection has a call in a handler. */
-static bool conn_evict_idlest(struct grpc_server *srv, const struct grpc_listener *l)
-{
-	struct grpc_conn *victim = NULL;
-	int best = 0;
-
-	for (struct grpc_conn *c = srv->conns; c; c = c->next) {
-		int e = conn_evictable(c);
-
-		if (e > best || (e > 0 && e == best && c->t_input_ns < victim->t_input_ns)) {
-			victim = c;
-			best = e;
-		}
-	}
-	if (!victim)
-		return false;
-	srv->stats.conns_evicted++;
-	if (ratelimit_pass(&srv->evict_rl, NULL)) /* the total says how many */
-		log_warn("conn_evicted", "socket=%s max=%u idle_ms=%llu evicted_total=%llu "
-					 "action=closed_idlest",
-			 l->path, srv->limits.max_connections,
-			 (unsigned long long)((clock_now_ns() - victim->t_input_ns) / 1000000),
-			 (unsigned long long)srv->stats.conns_evicted);
-	conn_abort(victim);
-	return true;
-}
-
-static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-		      int socklen, void *arg)
-{
-	struct grpc_listener *l = arg;
-	struct grpc_server *srv = l->srv;
-	struct bufferevent *bev;
-	struct grpc_conn *c;
-	uint64_t held;
-	struct timeval wt = clock_tv_ms(srv->limits.write_timeout_ms);
-
-	if (srv->n_conns >= srv->limits.max_connections && !conn_evict_idlest(srv, l)) {
-		srv->stats.conns_rejected++;
-		if (ratelimit_pass(&srv->warn_rl, &held))
-			log_warn("conn_rejected",
-				 "socket=%s max=%u reason=\"all busy\" action=closed suppressed=%llu",
-				 l->path, srv->limits.max_connections, (unsigned long long)held);
-		(void)close(fd);
-		return;
-	}
-	bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!bev) {
-		(void)close(fd);
-		return;
-	}
-	if (conn_new(srv, bev, &c) < 0)
-		return;
-	if (srv->n_conns * 4 >= srv->limits.max_connections &&
-	    (srv->n_conns - 1) * 4 < srv->limits.max_connections)
-		srv_sweep_unasked(srv);
-	srv->stats.conns_accepted++;
-	c->t_accept_ns = c->t_input_ns = clock_now_ns();
-	bufferevent_setcb(bev, conn_on_read, conn_on_write, conn_on_event, c);
-	bufferevent_setwatermark(bev, EV_READ, 0, srv->limits.max_conn_output);
-	(void)bufferevent_set_timeouts(bev, NULL, &wt);
-	conn_arm_timer(c);
-	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
-	conn_flush(c);
-	if (c->state == CONN_DEAD)
-		conn_destroy(c);
-}
-
-static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
-{
-	struct grpc_listener *l = arg;
-
-	(void)evconnlistener_enable(l->lev);
-}
-
-/* EMFILE, ENFILE, ENOBUFS: accepting again at once would spin the loop. */
-static void on_accept_error(struct evconnlistener *lev, void *arg)
-{
-	struct grpc_listener *l = arg;
-	struct timeval tv = clock_tv_ms(ACCEPT_RETRY_MS);
-	int err = EVUTIL_SOCKET_ERROR();
-	uint64_t held;
-
-	if (ratelimit_pass(&l->srv->warn_rl, &held))
-		log_warn("accept_failed", "socket=%s err=%s action=retry_in_%dms suppressed=%llu",
-			 l->path, log_quote(strerror(err)), ACCEPT_RETRY_MS,
-			 (unsigned long long)held);
-	(void)evconnlistener_disable(lev);
-	(void)evtimer_add(l->retry, &tv);
-}
-
-/* ---- memory connections (test seam) --------------------------------------------------------- */
-
-int grpc_conn_new_memory(struct grpc_server *srv, struct grpc_conn **ret)
-{
-	struct grpc_conn *c;
-	int r;
-
-	r = conn_new(srv, NULL, &c);
-	if (r < 0)
-		return r;
-	conn_flush(c);
-	*ret = c;
-	return 0;
-}
-
-int grpc_conn_feed(struct grpc_conn *c, const uint8_t *data, size_t len)
-{
-	assert(!c->bev);
-	if (len == 0)
-		return c->state == CONN_OPEN ? 0 : -EPIPE;
-	return conn_recv(c, data, len);
-}
-
-size_t grpc_conn_take_output(struct grpc_conn *c, struct evbuffer *out)
-{
-	size_t n = evbuffer_get_length(c->mem_out);
-
-	assert(!c->bev);
-	if (out)
-		(void)evbuffer_add_buffer(out, c->mem_out);
-	else
-		(void)evbuffer_drain(c->mem_out, n);
-	conn_flush(c); /* room again: more of what nghttp2 has */
-	return n;
-}
-
-struct grpc_conn *grpc_conn_free(struct grpc_conn *c)
-{
-	if (c)
-		conn_destroy(c);
-	return NULL;
 }
 
 /* ---- server --------------------------------------------------------------------------------- */
@@ -1686,110 +496,6 @@ void grpc_server_get_stats(const struct grpc_server *srv, struct grpc_stats *ret
 	*ret = srv->stats;
 }
 
-static struct grpc_listener *listener_free(struct grpc_listener *l)
-{
-	struct stat st;
-
-	if (!l)
-		return NULL;
-	if (l->lev)
-		evconnlistener_free(l->lev);
-	if (l->retry)
-		event_free(l->retry);
-	/* Remove the socket file only if it is still the one we bound: a newer
-	 * instance may have replaced it already. */
-	if (l->ino && lstat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
-		(void)unlink(l->path);
-	free(l);
-	return NULL;
-}
-
-/* Binds l->path and starts accepting; on failure the caller frees l, which
- * also removes a socket file bound here. */
-static int listener_open(struct grpc_listener *l, mode_t mode)
-{
-	_cleanup_close_ int fd = -1;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	mode_t old;
-	int r;
-
-	memcpy(sa.sun_path, l->path, strlen(l->path) + 1); /* length checked by the caller */
-	if (lstat(l->path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return -EEXIST;
-		if (unlink(l->path) < 0 && errno != ENOENT)
-			return -errno;
-	} else if (errno != ENOENT) {
-		return -errno;
-	}
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* The file is born with its final mode: no chmod() window. The loop is
-	 * single-threaded, so the process umask is ours for these lines. */
-	old = umask(~mode & 0777);
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0)
-		return -errno;
-	if (lstat(l->path, &st) < 0)
-		return -errno;
-	l->dev = st.st_dev;
-	l->ino = st.st_ino;
-
-	l->retry = evtimer_new(l->srv->base, on_accept_retry, l);
-	if (!l->retry)
-		return -ENOMEM;
-	l->lev = evconnlistener_new(l->srv->base, on_accept, l,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
-	if (!l->lev)
-		return -errno ? -errno : -ENOMEM;
-	TAKE_FD(fd);
-	evconnlistener_set_error_cb(l->lev, on_accept_error);
-	return 0;
-}
-
-int grpc_server_listen_unix(struct grpc_server *srv, const char *path, mode_t mode)
-{
-	struct sockaddr_un sa;
-	struct grpc_listener *l;
-	size_t len = strlen(path);
-	int r;
-
-	if (len == 0 || (mode & ~(mode_t)0777))
-		return -EINVAL;
-	if (len >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	l = calloc(1, sizeof(*l) + len + 1);
-	if (!l)
-		return -ENOMEM;
-	l->srv = srv;
-	memcpy(l->path, path, len + 1);
-	r = listener_open(l, mode);
-	if (r < 0) {
-		listener_free(l);
-		return r;
-	}
-	l->next = srv->listeners;
-	srv->listeners = l;
-	return 0;
-}
-
-/* Server going away: tell the peer, without waiting for it to listen. */
-static void conn_abort(struct grpc_conn *c)
-{
-	if (c->bev && c->state == CONN_OPEN) {
-		(void)nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
-					    nghttp2_session_get_last_proc_stream_id(c->session),
-					    NGHTTP2_NO_ERROR, NULL, 0);
-		conn_flush(c);
-		(void)evbuffer_write(bufferevent_get_output(c->bev), bufferevent_getfd(c->bev));
-	}
-	conn_destroy(c);
-}
-
 struct grpc_server *grpc_server_free(struct grpc_server *srv)
 {
 	if (!srv)
@@ -1798,10 +504,10 @@ struct grpc_server *grpc_server_free(struct grpc_server *srv)
 		struct grpc_listener *l = srv->listeners;
 
 		srv->listeners = l->next;
-		listener_free(l);
+		grpc_listener_free(l);
 	}
 	while (srv->conns)
-		conn_abort(srv->conns);
+		grpc_conn_abort(srv->conns);
 	while (srv->methods) {
 		struct grpc_method *m = srv->methods;
 

@@ -5,6 +5,11 @@
  * RegisterPlugin first and serves conn 1 from the start, because Configure
  * may come before the RegisterPlugin reply (wire-protocols.md 4.6). Everything
  * decoded from the runtime goes through a budget allocator.
+ *
+ * This file holds the session and our calls to the Runtime service. The rest
+ * of the module: nri_plugin.c the Plugin service (the runtime's requests),
+ * nri_msg.c the message adapters, nri_loop.c the plugin on the loop (struct
+ * nri); nri_priv.h what they share.
  */
 #define LOG_MOD "nri"
 #include "nri/nri.h"
@@ -28,15 +33,13 @@
 #include "lib/log.h"
 #include "lib/ratelimit.h"
 #include "nri_api.pb-c.h"
+#include "nri/nri_priv.h"
 #include "nri/ttrpc.h"
 
-#define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define SVC_RUNTIME "nri.pkg.api.v1alpha1.Runtime"
 #define CONN_PLUGIN 1	/* runtime calls us */
 #define CONN_RUNTIME 2	/* we call the runtime */
-#define SYNC_PARTS_MAX 64u
 #define PUSH_CHUNK (1u << 20) /* bytes of updates per UpdateContainers call */
-#define SLOW_HANDLER_MS 10
 /* A pod the runtime creates in a loop fails its creation in a loop: so many
  * handler error lines per window, the rest counted in the next line. */
 #define FAIL_LOG_BURST 10
@@ -44,20 +47,7 @@
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
-/* The caller's struct nri_config, copied, with the defaults filled in. */
-struct nri_settings {
-	char *socket_path;
-	char *name;
-	char *idx;
-	unsigned backoff_min_ms;
-	unsigned backoff_max_ms;
-	unsigned register_timeout_ms;
-	unsigned setup_timeout_ms;
-	unsigned call_timeout_ms;
-	unsigned create_wait_ms;
-};
-
-static void settings_done(struct nri_settings *c)
+void nri_settings_done(struct nri_settings *c)
 {
 	free(c->socket_path);
 	free(c->name);
@@ -84,7 +74,7 @@ static unsigned or_default(unsigned v, unsigned def)
 	return v ? v : def;
 }
 
-static int settings_init(struct nri_settings *c, const struct nri_config *in)
+int nri_settings_init(struct nri_settings *c, const struct nri_config *in)
 {
 	static const struct nri_config none;
 	const struct nri_config *i = in ? in : &none;
@@ -101,11 +91,11 @@ static int settings_init(struct nri_settings *c, const struct nri_config *in)
 		.create_wait_ms = or_default(i->create_wait_ms, NRI_CREATE_WAIT_MS),
 	};
 	if (!c->socket_path || !c->name || !c->idx) {
-		settings_done(c);
+		nri_settings_done(c);
 		return -ENOMEM;
 	}
 	if (!is_valid_name(c->name) || !is_valid_idx(c->idx) || !*c->socket_path) {
-		settings_done(c);
+		nri_settings_done(c);
 		return -EINVAL;
 	}
 	if (c->backoff_max_ms < c->backoff_min_ms)
@@ -113,371 +103,9 @@ static int settings_init(struct nri_settings *c, const struct nri_config *in)
 	return 0;
 }
 
-/* ---- handler outputs ---------------------------------------------------------------------- */
-
-struct create_call;
-
-struct nri_adjust {
-	char *cpus;
-	char *mems;
-	bool has_quota;
-	int64_t quota;
-	bool has_sched;
-	struct nri_scheduler sched;
-	struct nri_session *s;
-	struct create_call *call;
-	bool final;
-	bool defer; /* the handler asked to wait */
-};
-
-/* Updates are kept encoded, as the bytes of the repeated ContainerUpdate field of the message
- * that carries them (key, length, ContainerUpdate, per update), exactly what protobuf-c would
- * pack. A claim holder's CreateContainer answers 500 shared containers with one cpu list:
- * building, sizing and packing 500 four-level protobuf-c trees, plus two strdup()s per
- * update, was most of the daemon's time for it. Here the linux_ part of an update
- * (LinuxContainerUpdate > LinuxResources > LinuxCPU.cpus), the same for every update with
- * the same list, is encoded once per list and copied; an update costs its key, length, id
- * and that copy, and no allocation of its own. The reply's other fields are packed into
- * room kept before the updates, so the message is built in place (copying 45 KB of
- * updates behind them was a third of what remained). */
-struct nri_updates {
-	uint8_t key;		/* of the repeated field in the message carrying it */
-	struct buf b;		/* empty, or UPDATES_ROOM bytes of room and then the field */
-	size_t n;
-	uint8_t *linux_;	/* ContainerUpdate.linux_ (key, length, value) for cpus */
-	size_t linux_len;
-	const char *cpus;	/* the list linux_ sets: its last cpus_len bytes */
-	size_t cpus_len;
-};
-
-/* Protobuf wire format (protobuf.dev/programming-guides/encoding): a length-delimited field
- * is its key (field number << 3 | wire type 2), the length as a varint, then the bytes.
- * Field numbers are proto/nri_api.proto's, upstream NRI's. */
-#define PB_KEY_LEN(field) ((uint8_t)((field) << 3 | 2))
-#define PB_CONTAINER_UPDATE_CONTAINER_ID 1
-#define PB_CONTAINER_UPDATE_LINUX 2
-#define PB_LINUX_CONTAINER_UPDATE_RESOURCES 1
-#define PB_LINUX_RESOURCES_CPU 2
-#define PB_LINUX_CPU_CPUS 6
-#define PB_CREATE_CONTAINER_RESPONSE_UPDATE 2
-/* UpdateContainerResponse, StopContainerResponse, SynchronizeResponse, UpdateContainersRequest */
-#define PB_UPDATE 1
-#define ID_MAX 1024 /* bytes of a container id we send */
-
-/* Room for the fields a reply puts before its updates: CreateContainer's adjustment
- * takes 10 bytes and its cpu list. */
-#define UPDATES_ROOM 128
-/* No updates yet, for the repeated field numbered field (< 16: a one-byte key). Updates
- * beyond what could ever be queued for the runtime are refused (-E2BIG). */
-#define UPDATES_INIT(field)                                                            \
-	{                                                                              \
-		.key = PB_KEY_LEN(field), .b = {.max = UPDATES_ROOM + NRI_OUTBUF_MAX } \
-	}
-
-/* The encoded update field and its length (0 and NULL before the first update). */
-static size_t updates_len(const struct nri_updates *u)
-{
-	return u->b.len ? u->b.len - UPDATES_ROOM : 0;
-}
-
-static uint8_t *updates_bytes(const struct nri_updates *u)
-{
-	return u->b.len ? (uint8_t *)u->b.ptr + UPDATES_ROOM : NULL;
-}
-
-static size_t varint_len(size_t v)
-{
-	size_t n = 1;
-
-	for (; v >= 0x80; v >>= 7)
-		n++;
-	return n;
-}
-
-/* Bytes of a length-delimited field with a value of len bytes. */
-static size_t len_field_size(size_t len)
-{
-	return 1 + varint_len(len) + len;
-}
-
-/* Writes the key and length of a field; its value goes at the returned pointer. */
-static uint8_t *put_len_field(uint8_t *p, uint8_t key, size_t len)
-{
-	*p++ = key;
-	for (; len >= 0x80; len >>= 7)
-		*p++ = (uint8_t)(len | 0x80);
-	*p++ = (uint8_t)len;
-	return p;
-}
-
-/* A cpuset string we may send: a valid, non-empty CPU list of sane length,
- * nothing but the list (the parser would also take sysfs's trailing newline,
- * which must not reach the runtime). */
-static int check_cpus(const char *cpus)
-{
-	struct cpuset set;
-	size_t len;
-
-	if (!cpus)
-		return -EINVAL;
-	len = strnlen(cpus, NRI_CPUS_MAX + 1);
-	if (len > NRI_CPUS_MAX)
-		return -E2BIG;
-	if (strspn(cpus, "0123456789,-") != len || cpuset_parse_n(cpus, len, &set, NULL) < 0 ||
-	    cpuset_is_empty(&set))
-		return -EINVAL;
-	return 0;
-}
-
-static bool is_valid_id(const char *id)
-{
-	return id && *id && strnlen(id, ID_MAX + 1) <= ID_MAX;
-}
-
-int nri_adjust_set_cpus(struct nri_adjust *a, const char *cpus)
-{
-	char *dup;
-	int r = check_cpus(cpus);
-
-	if (r < 0)
-		return r;
-	dup = strdup(cpus);
-	if (!dup)
-		return -ENOMEM;
-	free(a->cpus);
-	a->cpus = dup;
-	return 0;
-}
-
-int nri_adjust_set_mems(struct nri_adjust *a, const char *mems)
-{
-	char *dup;
-	int r = check_cpus(mems); /* a node list has the CPU list's syntax */
-
-	if (r < 0)
-		return r;
-	dup = strdup(mems);
-	if (!dup)
-		return -ENOMEM;
-	free(a->mems);
-	a->mems = dup;
-	return 0;
-}
-
-int nri_adjust_set_cpu_quota(struct nri_adjust *a, int64_t quota)
-{
-	if (quota < -1 || quota == 0)
-		return -EINVAL;
-	a->quota = quota;
-	a->has_quota = true;
-	return 0;
-}
-
-int nri_adjust_set_scheduler(struct nri_adjust *a, const struct nri_scheduler *sched)
-{
-	switch (sched->policy) {
-	case NRI_SCHED_NONE:
-	case NRI_SCHED_OTHER:
-	case NRI_SCHED_FIFO:
-	case NRI_SCHED_RR:
-	case NRI_SCHED_DEADLINE:
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (sched->flags >> (NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1))
-		return -EINVAL;
-	a->sched = *sched;
-	a->has_sched = true;
-	return 0;
-}
-
-static void updates_done(struct nri_updates *u)
-{
-	buf_done(&u->b);
-	free(u->linux_);
-	*u = (struct nri_updates){ 0 };
-}
-
-static bool is_cached(const struct nri_updates *u, const char *cpus)
-{
-	return u->cpus && strncmp(cpus, u->cpus, u->cpus_len) == 0 && !cpus[u->cpus_len];
-}
-
-/* Validates cpus and encodes the linux_ field that sets it. */
-static int updates_set_cpus(struct nri_updates *u, const char *cpus)
-{
-	size_t n, cpu, res, lin, total;
-	uint8_t *b, *p;
-	int r = check_cpus(cpus);
-
-	if (r < 0)
-		return r;
-	n = strlen(cpus);
-	cpu = len_field_size(n);	/* LinuxCPU{cpus} */
-	res = len_field_size(cpu);	/* LinuxResources{cpu} */
-	lin = len_field_size(res);	/* LinuxContainerUpdate{resources} */
-	total = len_field_size(lin);	/* ContainerUpdate.linux_ */
-	b = malloc(total);
-	if (!b)
-		return -ENOMEM;
-	p = put_len_field(b, PB_KEY_LEN(PB_CONTAINER_UPDATE_LINUX), lin);
-	p = put_len_field(p, PB_KEY_LEN(PB_LINUX_CONTAINER_UPDATE_RESOURCES), res);
-	p = put_len_field(p, PB_KEY_LEN(PB_LINUX_RESOURCES_CPU), cpu);
-	p = put_len_field(p, PB_KEY_LEN(PB_LINUX_CPU_CPUS), n);
-	memcpy(p, cpus, n);
-	free(u->linux_);
-	u->linux_ = b;
-	u->linux_len = total;
-	u->cpus = (const char *)p;
-	u->cpus_len = n;
-	return 0;
-}
-
-int nri_updates_add(struct nri_updates *u, const char *container_id, const char *cpus)
-{
-	size_t id_len, body;
-	void *room;
-	uint8_t *p;
-	int r;
-
-	if (!is_valid_id(container_id))
-		return -EINVAL;
-	/* A pool change sends one list to hundreds of containers: validate and
-	 * encode a list only when it differs from the previous update's. */
-	if (!cpus || !is_cached(u, cpus)) {
-		r = updates_set_cpus(u, cpus);
-		if (r < 0)
-			return r;
-	}
-	if (u->n >= NRI_UPDATES_MAX)
-		return -E2BIG;
-	id_len = strlen(container_id);
-	body = len_field_size(id_len) + u->linux_len;
-	r = 0;
-	if (!u->b.len) { /* the first update makes the room, and space for more */
-		r = buf_reserve(&u->b, UPDATES_ROOM + 4096);
-		r = r ?: buf_append(&u->b, UPDATES_ROOM, &room);
-	}
-	r = r ?: buf_append(&u->b, len_field_size(body), (void **)&p);
-	if (r < 0) {
-		u->n = 0; /* the buffer dropped every update with it */
-		return r;
-	}
-	p = put_len_field(p, u->key, body);
-	p = put_len_field(p, PB_KEY_LEN(PB_CONTAINER_UPDATE_CONTAINER_ID), id_len);
-	memcpy(p, container_id, id_len);
-	memcpy(p + id_len, u->linux_, u->linux_len);
-	u->n++;
-	return 0;
-}
-
-/* ---- views -------------------------------------------------------------------------------- */
-
-static const char *str(const char *s)
-{
-	return s ? s : "";
-}
-
-static void pod_view(struct nri_pod *v, const Nri__PodSandbox *p)
-{
-	if (!p) {
-		*v = (struct nri_pod){ "", "", "", "", "" };
-		return;
-	}
-	*v = (struct nri_pod){
-		.id = str(p->id),
-		.uid = str(p->uid),
-		.name = str(p->name),
-		.namespace = str(p->namespace_),
-		.cgroup_parent = p->linux_ ? str(p->linux_->cgroup_parent) : "",
-	};
-}
-
-static void container_view(struct nri_container *v, const Nri__Container *c,
-			   const struct nri_pod *pod)
-{
-	const Nri__LinuxContainer *l = c->linux_;
-	const Nri__LinuxCPU *cpu = l && l->resources ? l->resources->cpu : NULL;
-
-	*v = (struct nri_container){
-		.id = str(c->id),
-		.pod_sandbox_id = str(c->pod_sandbox_id),
-		.name = str(c->name),
-		.state = (int)c->state,
-		.env = (const char *const *)c->env,
-		.n_env = c->n_env,
-		.cgroups_path = l ? str(l->cgroups_path) : "",
-		.cpus = cpu ? str(cpu->cpus) : "",
-		.mems = cpu ? str(cpu->mems) : "",
-		.pid = c->pid,
-		.pod = pod,
-	};
-}
-
-const char *nri_container_getenv(const struct nri_container *c, const char *key)
-{
-	size_t k = strlen(key);
-
-	for (size_t i = 0; i < c->n_env; i++) {
-		const char *e = c->env[i];
-
-		if (e && strncmp(e, key, k) == 0 && e[k] == '=')
-			return e + k + 1;
-	}
-	return NULL;
-}
-
 /* ---- the session -------------------------------------------------------------------------- */
 
-struct nri_session {
-	struct nri_settings conf;
-	struct nri_handlers h;
-	void *ud;
-	int (*write)(void *wud, const void *buf, size_t len);
-	void *wud;
-	struct ttrpc_mux *mux;
-	uint32_t handled;	/* event bits with a handler */
-	uint32_t events;	/* what Configure answers */
-	bool registered;
-	bool synchronized;
-	bool connected_called;
-	int fatal;		/* set by a call's outcome; ends the session */
-	int end;		/* why the session ended, for disconnected() */
-	/* parts of a split Synchronize, until the last one */
-	struct ttrpc_pb_alloc sync_alloc;
-	Nri__SynchronizeRequest **parts;
-	size_t n_parts;
-	size_t sync_bytes;
-	struct nri_stats st;
-	struct errbuf why; /* why the session ended */
-	/* CreateContainers waiting for their handler, and how to wake one
-	 * (the session itself, or the loop side that owns it). */
-	struct create_call *waiting;
-	unsigned n_waiting;
-	int (*resume_fn)(void *ctx, uint64_t token);
-	void *resume_ctx;
-	struct ratelimit fail_rl; /* handler error lines */
-};
-
-/* A CreateContainer from decoding to its answer: the request stays decoded
- * while the handler waits (struct nri_resume). */
-struct create_call {
-	struct create_call *next; /* in waiting */
-	struct ttrpc_pb_alloc a;
-	Nri__ContainerRequest *req;
-	uint64_t token;
-	uint32_t sid;
-	int attempt;
-	bool waiting, running;
-	int64_t deadline_ms;
-};
-
-/* Unique over every session of the process: a stale resume handle from an
- * ended connection must not wake a request of the next one. One thread. */
-static uint64_t next_token;
-
-static void sync_reset(struct nri_session *s)
+void nri_sync_reset(struct nri_session *s)
 {
 	for (size_t i = 0; i < s->n_parts; i++)
 		nri__synchronize_request__free_unpacked(s->parts[i], &s->sync_alloc.base);
@@ -494,9 +122,8 @@ static int mux_write(void *ud, const void *buf, size_t len)
 	return s->write(s->wud, buf, len);
 }
 
-static int on_request(void *ud, const struct ttrpc_request *rq);
 
-static void create_call_free(struct create_call *cc)
+void nri_create_call_free(struct create_call *cc)
 {
 	if (!cc)
 		return;
@@ -514,7 +141,7 @@ int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, 
 		    int (*write)(void *wud, const void *buf, size_t len), void *wud,
 		    struct nri_session **ret)
 {
-	static const struct ttrpc_mux_ops ops = { .write = mux_write, .request = on_request };
+	static const struct ttrpc_mux_ops ops = { .write = mux_write, .request = nri_on_request };
 	_cleanup_(nri_session_freep) struct nri_session *s = NULL;
 	int r;
 
@@ -524,7 +151,7 @@ int nri_session_new(const struct nri_config *cfg, const struct nri_handlers *h, 
 	if (!s)
 		return -ENOMEM;
 	ratelimit_init(&s->fail_rl, FAIL_LOG_WINDOW_MS, FAIL_LOG_BURST);
-	r = settings_init(&s->conf, cfg);
+	r = nri_settings_init(&s->conf, cfg);
 	if (r < 0)
 		return r;
 	s->h = *h;
@@ -566,15 +193,15 @@ struct nri_session *nri_session_free(struct nri_session *s)
 	s->mux = ttrpc_mux_free(s->mux);
 	if (s->connected_called && s->h.disconnected)
 		s->h.disconnected(s->ud, s->end);
-	sync_reset(s);
+	nri_sync_reset(s);
 	/* Waiting CreateContainers go unanswered: their connection is gone. */
 	while (s->waiting) {
 		struct create_call *cc = s->waiting;
 
 		s->waiting = cc->next;
-		create_call_free(cc);
+		nri_create_call_free(cc);
 	}
-	settings_done(&s->conf);
+	nri_settings_done(&s->conf);
 	free(s);
 	return NULL;
 }
@@ -703,7 +330,7 @@ static void on_pushed(void *ud, int r, int code, const char *msg, const uint8_t 
 		return;
 	}
 	for (size_t i = 0; i < resp->n_failed; i++)
-		ids[i] = resp->failed[i] ? str(resp->failed[i]->container_id) : "";
+		ids[i] = resp->failed[i] ? nri_str(resp->failed[i]->container_id) : "";
 	if (resp->n_failed > 0) /* one line, however many */
 		log_warn("nri_update_failed", "n=%zu first=%s action=reported",
 			 resp->n_failed, log_quote(ids[0]));
@@ -721,9 +348,9 @@ static size_t update_end(const struct nri_updates *u, size_t off)
 
 	off++; /* the key */
 	do {
-		len |= (size_t)(updates_bytes(u)[off] & 0x7f) << shift;
+		len |= (size_t)(nri_updates_bytes(u)[off] & 0x7f) << shift;
 		shift += 7;
-	} while (updates_bytes(u)[off++] & 0x80);
+	} while (nri_updates_bytes(u)[off++] & 0x80);
 	return off + len;
 }
 
@@ -741,7 +368,7 @@ static int push_chunk(struct nri_session *s, const uint8_t *buf, size_t len, siz
 
 int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, size_t n)
 {
-	_cleanup_(updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
+	_cleanup_(nri_updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
 	size_t start = 0, end = 0, k = 0;
 	int r;
 
@@ -756,12 +383,12 @@ int nri_session_push_updates(struct nri_session *s, const struct nri_update *u, 
 			return r;
 	}
 	/* Calls of about PUSH_CHUNK bytes, cut between updates. */
-	while (end < updates_len(&upd)) {
+	while (end < nri_updates_len(&upd)) {
 		end = update_end(&upd, end);
 		k++;
-		if (end - start < PUSH_CHUNK && end < updates_len(&upd))
+		if (end - start < PUSH_CHUNK && end < nri_updates_len(&upd))
 			continue;
-		r = push_chunk(s, updates_bytes(&upd) + start, end - start, k);
+		r = push_chunk(s, nri_updates_bytes(&upd) + start, end - start, k);
 		if (r < 0)
 			return r;
 		start = end;
@@ -779,7 +406,7 @@ int nri_session_push_evict(struct nri_session *s, const char *container_id, cons
 
 	if (!s->registered)
 		return -ENOTCONN;
-	if (!is_valid_id(container_id) || !reason || strlen(reason) >= ERRBUF_MAX)
+	if (!nri_is_valid_id(container_id) || !reason || strlen(reason) >= ERRBUF_MAX)
 		return -EINVAL;
 	ev.container_id = (char *)container_id;
 	ev.reason = (char *)reason;
@@ -792,620 +419,6 @@ int nri_session_push_evict(struct nri_session *s, const char *container_id, cons
 	(void)nri__update_containers_request__pack(&req, buf);
 	return ttrpc_mux_call(s->mux, SVC_RUNTIME, "UpdateContainers", buf, len,
 			      s->conf.call_timeout_ms, on_pushed, s, NULL);
-}
-
-/* ---- Plugin service ----------------------------------------------------------------------- */
-
-static int reply_error(struct nri_session *s, uint32_t sid, int code, const char *msg)
-{
-	return ttrpc_mux_reply(s->mux, sid, code, msg, NULL, 0);
-}
-
-/* Answers with msg (packed by protobuf-c) followed by the encoded updates u (NULL: none).
- * msg sets no field numbered above u's, and protobuf-c packs fields in number order, so
- * the bytes are those protobuf-c would pack with the updates in msg. */
-static int reply_msg(struct nri_session *s, uint32_t sid, const ProtobufCMessage *msg,
-		     struct nri_updates *u)
-{
-	_cleanup_free_ uint8_t *buf = NULL;
-	size_t head = protobuf_c_message_get_packed_size(msg);
-	size_t tail = u ? updates_len(u) : 0;
-
-	if (head + tail > TTRPC_MSG_MAX) {
-		log_error("nri_reply_too_large", "bytes=%zu max=%u", head + tail, TTRPC_MSG_MAX);
-		return reply_error(s, sid, TTRPC_RESOURCE_EXHAUSTED, "response too large");
-	}
-	if (head == 0) /* the updates alone */
-		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, tail ? updates_bytes(u) : NULL,
-				       tail);
-	if (tail && head <= UPDATES_ROOM) { /* in place, right before the updates */
-		(void)protobuf_c_message_pack(msg, updates_bytes(u) - head);
-		return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, updates_bytes(u) - head,
-				       head + tail);
-	}
-	buf = malloc(head + tail);
-	if (!buf)
-		return -ENOMEM;
-	(void)protobuf_c_message_pack(msg, buf);
-	if (tail)
-		memcpy(buf + head, updates_bytes(u), tail);
-	return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, buf, head + tail);
-}
-
-static int reply_empty(struct nri_session *s, uint32_t sid)
-{
-	return ttrpc_mux_reply(s->mux, sid, TTRPC_OK, NULL, NULL, 0);
-}
-
-/* A handler's error becomes the runtime's error; logged here, once. */
-static int reply_failed(struct nri_session *s, uint32_t sid, const char *method,
-			const struct nri_container *c, int r, const struct errbuf *err)
-{
-	const char *msg = errbuf_text(err, r < 0 ? r : -EINVAL);
-	uint64_t held;
-
-	s->st.handler_errors++;
-	if (ratelimit_pass_at(&s->fail_rl, ttrpc_now_ms(), &held)) {
-		if (c)
-			log_error("nri_handler_failed",
-				  "method=%s container=%s name=%s err=%s held_back=%llu", method,
-				  log_quote(c->id), log_quote(c->name), log_quote(msg),
-				  (unsigned long long)held);
-		else
-			log_error("nri_handler_failed", "method=%s err=%s held_back=%llu", method,
-				  log_quote(msg), (unsigned long long)held);
-	}
-	return reply_error(s, sid, TTRPC_UNKNOWN, msg);
-}
-
-static void check_slow(const char *method, int64_t t0)
-{
-	int64_t ms = ttrpc_now_ms() - t0;
-
-	if (ms > SLOW_HANDLER_MS)
-		log_warn("nri_slow_handler", "method=%s ms=%lld budget_ms=%d", method,
-			 (long long)ms, SLOW_HANDLER_MS);
-}
-
-static void *decode(struct nri_session *s, const ProtobufCMessageDescriptor *d,
-		    const struct ttrpc_request *rq, struct ttrpc_pb_alloc *a)
-{
-	void *m;
-
-	ttrpc_pb_alloc_init(a, NRI_DECODE_BUDGET);
-	m = protobuf_c_message_unpack(d, &a->base, rq->len, rq->payload);
-	if (!m)
-		errbuf_set(&s->why, "undecodable %s request (%zu bytes)", rq->method, rq->len);
-	return m;
-}
-
-static int do_configure(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	Nri__ConfigureResponse resp = NRI__CONFIGURE_RESPONSE__INIT;
-	struct ttrpc_pb_alloc a;
-	Nri__ConfigureRequest *req = decode(s, &nri__configure_request__descriptor, rq, &a);
-	int r;
-
-	if (!req)
-		return -EPROTO;
-	log_info("nri_configured", "runtime=%s version=%s nri_version=%s events=0x%x",
-		 log_quote(req->runtime_name), log_quote(req->runtime_version),
-		 log_quote(req->nri_version), s->events);
-	if (s->h.configured)
-		s->h.configured(s->ud, str(req->runtime_name), str(req->runtime_version),
-				str(req->nri_version));
-	resp.events = (int32_t)s->events;
-	r = reply_msg(s, rq->stream_id, &resp.base, NULL);
-	nri__configure_request__free_unpacked(req, &a.base);
-	return r;
-}
-
-static int cmp_pod_id(const void *a, const void *b)
-{
-	const struct nri_pod *x = *(const struct nri_pod *const *)a;
-	const struct nri_pod *y = *(const struct nri_pod *const *)b;
-
-	return strcmp(x->id, y->id);
-}
-
-static const struct nri_pod *find_pod(const struct nri_pod **index, size_t n, const char *id)
-{
-	struct nri_pod key = { .id = id };
-	const struct nri_pod *k = &key, **hit;
-
-	if (!*id)
-		return NULL;
-	hit = bsearch(&k, index, n, sizeof(*index), cmp_pod_id);
-	return hit ? *hit : NULL;
-}
-
-/* The last part is in: one handler call over all parts. */
-static int sync_finish(struct nri_session *s, uint32_t sid)
-{
-	Nri__SynchronizeResponse resp = NRI__SYNCHRONIZE_RESPONSE__INIT;
-	_cleanup_free_ struct nri_pod *pods = NULL;
-	_cleanup_free_ const struct nri_pod **index = NULL;
-	_cleanup_free_ struct nri_container *ctrs = NULL;
-	_cleanup_(updates_done) struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct errbuf err = { "" };
-	size_t np = 0, nc = 0, ip = 0, ic = 0;
-	int64_t t0;
-	int r;
-
-	for (size_t i = 0; i < s->n_parts; i++) {
-		np += s->parts[i]->n_pods;
-		nc += s->parts[i]->n_containers;
-	}
-	pods = calloc(np ? np : 1, sizeof(*pods));
-	index = calloc(np ? np : 1, sizeof(*index));
-	ctrs = calloc(nc ? nc : 1, sizeof(*ctrs));
-	if (!pods || !index || !ctrs)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->n_parts; i++)
-		for (size_t j = 0; j < s->parts[i]->n_pods; j++, ip++) {
-			pod_view(&pods[ip], s->parts[i]->pods[j]);
-			index[ip] = &pods[ip];
-		}
-	qsort(index, np, sizeof(*index), cmp_pod_id);
-	for (size_t i = 0; i < s->n_parts; i++)
-		for (size_t j = 0; j < s->parts[i]->n_containers; j++) {
-			const Nri__Container *c = s->parts[i]->containers[j];
-
-			if (!c)
-				continue;
-			container_view(&ctrs[ic], c, NULL);
-			ctrs[ic].pod = find_pod(index, np, ctrs[ic].pod_sandbox_id);
-			ic++;
-		}
-	r = 0;
-	if (s->h.synchronize) {
-		t0 = ttrpc_now_ms();
-		r = s->h.synchronize(s->ud, pods, np, ctrs, ic, &upd, &err);
-		check_slow("Synchronize", t0);
-	}
-	if (r < 0)
-		return reply_failed(s, sid, "Synchronize", NULL, r, &err);
-	r = reply_msg(s, sid, &resp.base, &upd);
-	if (r < 0)
-		return r;
-	s->synchronized = true;
-	log_info("nri_synchronized", "pods=%zu containers=%zu updates=%zu parts=%zu", np, ic,
-		 upd.n, s->n_parts);
-	return 0;
-}
-
-static int do_synchronize(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	Nri__SynchronizeResponse resp = NRI__SYNCHRONIZE_RESPONSE__INIT;
-	Nri__SynchronizeRequest *req, **parts;
-	int r;
-
-	s->st.sync_parts++;
-	if (s->sync_bytes + rq->len > NRI_SYNC_MAX || s->n_parts >= SYNC_PARTS_MAX) {
-		errbuf_set(&s->why, "Synchronize over %zu parts and %zu bytes", s->n_parts + 1,
-			   s->sync_bytes + rq->len);
-		return -E2BIG;
-	}
-	if (s->n_parts == 0)
-		ttrpc_pb_alloc_init(&s->sync_alloc, NRI_SYNC_DECODE_BUDGET);
-	parts = realloc(s->parts, (s->n_parts + 1) * sizeof(*parts));
-	if (!parts)
-		return -ENOMEM;
-	s->parts = parts;
-	req = nri__synchronize_request__unpack(&s->sync_alloc.base, rq->len, rq->payload);
-	if (!req) {
-		errbuf_set(&s->why, "undecodable Synchronize part %zu (%zu bytes)", s->n_parts + 1,
-			   rq->len);
-		return -EPROTO;
-	}
-	s->parts[s->n_parts++] = req;
-	s->sync_bytes += rq->len;
-	if (req->more) {
-		/* An intermediate part is answered "more" and nothing else, or the
-		 * runtime drops us (wire-protocols.md 4.6). */
-		resp.more = true;
-		return reply_msg(s, rq->stream_id, &resp.base, NULL);
-	}
-	r = sync_finish(s, rq->stream_id);
-	sync_reset(s);
-	/* The parts and their decoded trees (MiBs for thousands of containers)
-	 * are gone: hand the pages back, this happens once per connection. */
-	(void)malloc_trim(0);
-	return r;
-}
-
-/* The views of a container event's pod and container. A request without a
- * container is answered INVALID_ARGUMENT here: returns 1 then (or the
- * reply's -errno). */
-static int container_views(struct nri_session *s, uint32_t sid, const Nri__PodSandbox *p,
-			   const Nri__Container *ctr, struct nri_pod *pod, struct nri_container *c)
-{
-	int r;
-
-	if (!ctr) {
-		r = reply_error(s, sid, TTRPC_INVALID_ARGUMENT, "no container");
-		return r < 0 ? r : 1;
-	}
-	pod_view(pod, p);
-	container_view(c, ctr, pod);
-	return 0;
-}
-
-/* The end of a container event: its handler (started at t0) failed with r
- * and err, or resp goes out with the updates. */
-static int answer(struct nri_session *s, uint32_t sid, const char *method,
-		  const struct nri_container *c, int r, const struct errbuf *err, int64_t t0,
-		  const ProtobufCMessage *resp, struct nri_updates *upd)
-{
-	check_slow(method, t0);
-	if (r < 0)
-		return reply_failed(s, sid, method, c, r, err);
-	return reply_msg(s, sid, resp, upd);
-}
-
-static void unlink_waiting(struct nri_session *s, struct create_call *cc)
-{
-	for (struct create_call **pp = &s->waiting; *pp; pp = &(*pp)->next)
-		if (*pp == cc) {
-			*pp = cc->next;
-			s->n_waiting--;
-			cc->waiting = false;
-			return;
-		}
-}
-
-/* One run of the CreateContainer handler over cc's request: it decides (the
- * answer goes out and cc is freed) or waits (cc joins the waiting list). */
-static int run_create(struct nri_session *s, struct create_call *cc, bool final)
-{
-	Nri__CreateContainerResponse resp = NRI__CREATE_CONTAINER_RESPONSE__INIT;
-	Nri__ContainerAdjustment adjust = NRI__CONTAINER_ADJUSTMENT__INIT;
-	Nri__LinuxContainerAdjustment ladj = NRI__LINUX_CONTAINER_ADJUSTMENT__INIT;
-	Nri__LinuxResources res = NRI__LINUX_RESOURCES__INIT;
-	Nri__LinuxCPU cpu = NRI__LINUX_CPU__INIT;
-	Nri__OptionalInt64 quota = NRI__OPTIONAL_INT64__INIT;
-	Nri__LinuxScheduler sched = NRI__LINUX_SCHEDULER__INIT;
-	Nri__LinuxSchedulerFlag flags[NRI__LINUX_SCHEDULER_FLAG__SCHED_FLAG_UTIL_CLAMP_MAX + 1];
-	struct nri_adjust adj = { .s = s, .call = cc, .final = final };
-	struct nri_updates upd = UPDATES_INIT(PB_CREATE_CONTAINER_RESPONSE_UPDATE);
-	struct errbuf err = { "" };
-	struct nri_container c;
-	struct nri_pod pod;
-	int64_t t0 = ttrpc_now_ms();
-	int r;
-
-	pod_view(&pod, cc->req->pod);
-	container_view(&c, cc->req->container, &pod);
-	cc->running = true;
-	r = s->h.create_container(s->ud, &pod, &c, &adj, &upd, &err);
-	cc->running = false;
-	cc->attempt++;
-	if (r == -EINPROGRESS && adj.defer) {
-		check_slow("CreateContainer", t0);
-		if (!cc->waiting) {
-			cc->waiting = true;
-			cc->next = s->waiting;
-			s->waiting = cc;
-			s->n_waiting++;
-			if (cc->attempt == 1)
-				s->st.create_waits++;
-		}
-		updates_done(&upd);
-		free(adj.cpus);
-		free(adj.mems);
-		return 0;
-	}
-	if (r == -EINPROGRESS) { /* waiting without asking, or past the end */
-		if (final)
-			s->st.create_wait_timeouts++;
-		if (!err.s[0])
-			errbuf_set(&err,
-				   "no decision within the %u ms a container creation may wait",
-				   s->conf.create_wait_ms);
-		r = -ETIMEDOUT;
-	}
-	if (cc->waiting)
-		unlink_waiting(s, cc);
-	if (r >= 0 && (adj.cpus || adj.has_quota)) {
-		if (adj.cpus)
-			cpu.cpus = adj.cpus;
-		if (adj.mems)
-			cpu.mems = adj.mems;
-		if (adj.has_quota) {
-			quota.value = adj.quota;
-			cpu.quota = &quota;
-		}
-		res.cpu = &cpu;
-		ladj.resources = &res;
-		adjust.linux_ = &ladj;
-		resp.adjust = &adjust;
-	}
-	if (r >= 0 && adj.has_sched) {
-		sched.policy = (Nri__LinuxSchedulerPolicy)adj.sched.policy;
-		sched.nice = adj.sched.nice;
-		sched.priority = adj.sched.priority;
-		for (int f = 0; f < (int)ARRAY_SIZE(flags); f++)
-			if (adj.sched.flags & (1u << f))
-				flags[sched.n_flags++] = (Nri__LinuxSchedulerFlag)f;
-		sched.flags = flags;
-		sched.runtime = adj.sched.runtime;
-		sched.deadline = adj.sched.deadline;
-		sched.period = adj.sched.period;
-		ladj.scheduler = &sched;
-		adjust.linux_ = &ladj;
-		resp.adjust = &adjust;
-	}
-	if (r >= 0)
-		log_debug("nri_create", "container=%s cpus=%s updates=%zu attempt=%d",
-			  log_quote(c.id), adj.cpus ? adj.cpus : "", upd.n, cc->attempt);
-	r = answer(s, cc->sid, "CreateContainer", &c, r, &err, t0, &resp.base, &upd);
-	create_call_free(cc);
-	updates_done(&upd);
-	free(adj.cpus);
-	free(adj.mems);
-	return r < 0 ? r : 0;
-}
-
-static int do_create(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	struct create_call *cc = calloc(1, sizeof(*cc));
-	int64_t wait = s->conf.create_wait_ms;
-	int r;
-
-	if (!cc)
-		return -ENOMEM;
-	ttrpc_pb_alloc_init(&cc->a, NRI_DECODE_BUDGET);
-	cc->req = nri__container_request__unpack(&cc->a.base, rq->len, rq->payload);
-	if (!cc->req) {
-		errbuf_set(&s->why, "undecodable %s request (%zu bytes)", rq->method, rq->len);
-		free(cc);
-		return -EPROTO;
-	}
-	if (!cc->req->container) {
-		r = reply_error(s, rq->stream_id, TTRPC_INVALID_ARGUMENT, "no container");
-		create_call_free(cc);
-		return r;
-	}
-	/* The answer must reach the runtime before it gives up on us. */
-	if (rq->timeout_ns > 0 && rq->timeout_ns / 1000000 * 3 / 4 < wait)
-		wait = rq->timeout_ns / 1000000 * 3 / 4;
-	cc->token = ++next_token;
-	cc->sid = rq->stream_id;
-	cc->deadline_ms = ttrpc_now_ms() + wait;
-	return run_create(s, cc, false);
-}
-
-int nri_session_resume(struct nri_session *s, uint64_t token)
-{
-	struct create_call *cc = s->waiting;
-
-	while (cc && cc->token != token)
-		cc = cc->next;
-	if (!cc)
-		return -ENOENT;
-	if (cc->running)
-		return -EBUSY;
-	return run_create(s, cc, false);
-}
-
-int nri_adjust_defer(struct nri_adjust *a, struct nri_resume *ret)
-{
-	if (!a->call || a->final)
-		return -ETIMEDOUT;
-	if (!a->call->waiting && a->s->n_waiting >= NRI_WAITING_MAX)
-		return -EBUSY;
-	a->defer = true;
-	*ret = (struct nri_resume){ .fn = a->s->resume_fn, .ctx = a->s->resume_ctx,
-				    .token = a->call->token };
-	return 0;
-}
-
-int nri_adjust_attempt(const struct nri_adjust *a)
-{
-	return a->call ? a->call->attempt : 0;
-}
-
-bool nri_adjust_is_final(const struct nri_adjust *a)
-{
-	return a->final;
-}
-
-int64_t nri_adjust_wait_left_ms(const struct nri_adjust *a)
-{
-	int64_t left;
-
-	if (!a->call || a->final)
-		return 0;
-	left = a->call->deadline_ms - ttrpc_now_ms();
-	return left > 0 ? left : 0;
-}
-
-int nri_resume_run(const struct nri_resume *r)
-{
-	return r->fn ? r->fn(r->ctx, r->token) : -ENOENT;
-}
-
-static int do_update(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	Nri__UpdateContainerResponse resp = NRI__UPDATE_CONTAINER_RESPONSE__INIT;
-	struct ttrpc_pb_alloc a;
-	Nri__UpdateContainerRequest *req = decode(s, &nri__update_container_request__descriptor,
-						  rq, &a);
-	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct errbuf err = { "" };
-	struct nri_container c;
-	struct nri_pod pod;
-	const char *cpus = "";
-	int64_t t0 = ttrpc_now_ms();
-	int r;
-
-	if (!req)
-		return -EPROTO;
-	if (req->linux_resources && req->linux_resources->cpu)
-		cpus = str(req->linux_resources->cpu->cpus);
-	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
-	if (r == 0) {
-		r = s->h.update_container(s->ud, &pod, &c, cpus, &upd, &err);
-		r = answer(s, rq->stream_id, "UpdateContainer", &c, r, &err, t0, &resp.base, &upd);
-	}
-	updates_done(&upd);
-	nri__update_container_request__free_unpacked(req, &a.base);
-	return r < 0 ? r : 0;
-}
-
-static int do_stop(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	Nri__StopContainerResponse resp = NRI__STOP_CONTAINER_RESPONSE__INIT;
-	struct ttrpc_pb_alloc a;
-	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
-	struct nri_updates upd = UPDATES_INIT(PB_UPDATE);
-	struct errbuf err = { "" };
-	struct nri_container c;
-	struct nri_pod pod;
-	int64_t t0 = ttrpc_now_ms();
-	int r;
-
-	if (!req)
-		return -EPROTO;
-	r = container_views(s, rq->stream_id, req->pod, req->container, &pod, &c);
-	if (r == 0) {
-		r = s->h.stop_container(s->ud, &pod, &c, &upd, &err);
-		r = answer(s, rq->stream_id, "StopContainer", &c, r, &err, t0, &resp.base, &upd);
-	}
-	updates_done(&upd);
-	nri__container_request__free_unpacked(req, &a.base);
-	return r < 0 ? r : 0;
-}
-
-/* Events we only observe: the handler's error is logged, the runtime gets ok. */
-static void notify(struct nri_session *s, int event, const char *method,
-		   const Nri__PodSandbox *p, const Nri__Container *ctr)
-{
-	int (*fn)(void *, const struct nri_pod *, const struct nri_container *) = NULL;
-	struct nri_pod pod;
-	struct nri_container c;
-	int64_t t0;
-	int r;
-
-	switch (event) {
-	case NRI_EVENT_POST_CREATE_CONTAINER:
-		fn = s->h.post_create_container;
-		break;
-	case NRI_EVENT_START_CONTAINER:
-		fn = s->h.start_container;
-		break;
-	case NRI_EVENT_REMOVE_CONTAINER:
-		fn = s->h.remove_container;
-		break;
-	}
-	if (!fn || !ctr)
-		return;
-	pod_view(&pod, p);
-	container_view(&c, ctr, &pod);
-	t0 = ttrpc_now_ms();
-	r = fn(s->ud, &pod, &c);
-	check_slow(method, t0);
-	if (r < 0) {
-		s->st.handler_errors++;
-		log_error_errno(r, "nri_handler_failed", "method=%s container=%s", method,
-				log_quote(c.id));
-	}
-}
-
-static int event_of(const char *method)
-{
-	if (strcmp(method, "PostCreateContainer") == 0)
-		return NRI_EVENT_POST_CREATE_CONTAINER;
-	if (strcmp(method, "StartContainer") == 0)
-		return NRI_EVENT_START_CONTAINER;
-	return NRI_EVENT_REMOVE_CONTAINER;
-}
-
-static int do_notify(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	struct ttrpc_pb_alloc a;
-	Nri__ContainerRequest *req = decode(s, &nri__container_request__descriptor, rq, &a);
-	int r;
-
-	if (!req)
-		return -EPROTO;
-	notify(s, event_of(rq->method), rq->method, req->pod, req->container);
-	r = reply_empty(s, rq->stream_id);
-	nri__container_request__free_unpacked(req, &a.base);
-	return r;
-}
-
-/* What a runtime sends when a newer event method was UNIMPLEMENTED. */
-static int do_state_change(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	struct ttrpc_pb_alloc a;
-	Nri__StateChangeEvent *ev = decode(s, &nri__state_change_event__descriptor, rq, &a);
-	int r;
-
-	if (!ev)
-		return -EPROTO;
-	if (ev->event == NRI__EVENT__POST_CREATE_CONTAINER ||
-	    ev->event == NRI__EVENT__START_CONTAINER || ev->event == NRI__EVENT__REMOVE_CONTAINER)
-		notify(s, (int)ev->event, "StateChange", ev->pod, ev->container);
-	r = reply_empty(s, rq->stream_id);
-	nri__state_change_event__free_unpacked(ev, &a.base);
-	return r;
-}
-
-static int do_shutdown(struct nri_session *s, const struct ttrpc_request *rq)
-{
-	int r;
-
-	if (s->h.shutdown)
-		s->h.shutdown(s->ud);
-	r = reply_empty(s, rq->stream_id);
-	if (r < 0)
-		return r;
-	errbuf_set(&s->why, "the runtime asked us to shut down");
-	return -ESHUTDOWN;
-}
-
-static const struct method {
-	const char *name;
-	int event; /* 0: always served */
-	int (*fn)(struct nri_session *s, const struct ttrpc_request *rq);
-} methods[] = {
-	{ "Configure", 0, do_configure },
-	{ "Synchronize", 0, do_synchronize },
-	{ "Shutdown", 0, do_shutdown },
-	{ "StateChange", 0, do_state_change },
-	{ "CreateContainer", NRI_EVENT_CREATE_CONTAINER, do_create },
-	{ "UpdateContainer", NRI_EVENT_UPDATE_CONTAINER, do_update },
-	{ "StopContainer", NRI_EVENT_STOP_CONTAINER, do_stop },
-	{ "PostCreateContainer", NRI_EVENT_POST_CREATE_CONTAINER, do_notify },
-	{ "StartContainer", NRI_EVENT_START_CONTAINER, do_notify },
-	{ "RemoveContainer", NRI_EVENT_REMOVE_CONTAINER, do_notify },
-};
-
-static int on_request(void *ud, const struct ttrpc_request *rq)
-{
-	struct nri_session *s = ud;
-	const struct method *m = NULL;
-	char msg[160];
-
-	s->st.requests++;
-	if (strcmp(rq->service, SVC_PLUGIN) == 0)
-		for (size_t i = 0; i < ARRAY_SIZE(methods) && !m; i++)
-			if (strcmp(rq->method, methods[i].name) == 0)
-				m = &methods[i];
-	if (m && m->event && !(s->events & NRI_EVENT_BIT(m->event)))
-		m = NULL;
-	if (m)
-		return m->fn(s, rq);
-	/* The text ttrpc's Go server uses, so runtimes see what they expect. */
-	if (strcmp(rq->service, SVC_PLUGIN) != 0)
-		(void)snprintf(msg, sizeof(msg), "service %s", rq->service);
-	else
-		(void)snprintf(msg, sizeof(msg), "method %s", rq->method);
-	s->st.unimplemented++;
-	log_debug("nri_unimplemented", "service=%s method=%s", log_quote(rq->service),
-		  log_quote(rq->method));
-	return reply_error(s, rq->stream_id, TTRPC_UNIMPLEMENTED, msg);
 }
 
 int nri_session_feed(struct nri_session *s, const void *buf, size_t len)
@@ -1447,7 +460,7 @@ int nri_session_expire(struct nri_session *s, int64_t now_ms)
 		for (cc = s->waiting; cc && cc->deadline_ms > now_ms; cc = cc->next)
 			;
 		if (cc) {
-			r = run_create(s, cc, true);
+			r = nri_run_create(s, cc, true);
 			if (r < 0)
 				return session_fail(s, r);
 		}
@@ -1455,394 +468,3 @@ int nri_session_expire(struct nri_session *s, int64_t now_ms)
 	return s->fatal ? session_fail(s, s->fatal) : 0;
 }
 
-/* ---- the plugin on the loop --------------------------------------------------------------- */
-
-struct nri {
-	struct event_base *base;
-	struct nri_settings conf;
-	struct nri_handlers h;
-	void *ud;
-	struct sockaddr_un addr;
-	socklen_t addr_len;
-	struct bufferevent *bev;
-	struct nri_session *s;
-	struct event *retry;	/* next connection attempt */
-	struct event *deadline;	/* earliest call deadline of the session */
-	struct event *setup;	/* connected -> synchronized within setup_timeout_ms */
-	struct backoff backoff;
-	int last_connect_err;	/* log a connect failure once per errno */
-	bool started;
-	struct nri_stats totals; /* of sessions that ended */
-};
-
-static void stats_add(struct nri_stats *d, const struct nri_stats *s)
-{
-	d->connects += s->connects;
-	d->connect_failures += s->connect_failures;
-	d->registrations += s->registrations;
-	d->disconnects += s->disconnects;
-	d->protocol_errors += s->protocol_errors;
-	d->oversized += s->oversized;
-	d->timeouts += s->timeouts;
-	d->requests += s->requests;
-	d->unimplemented += s->unimplemented;
-	d->handler_errors += s->handler_errors;
-	d->sync_parts += s->sync_parts;
-	d->updates_pushed += s->updates_pushed;
-	d->updates_failed += s->updates_failed;
-	d->create_waits += s->create_waits;
-	d->create_wait_timeouts += s->create_wait_timeouts;
-}
-
-struct nri_stats nri_get_stats(const struct nri *n)
-{
-	struct nri_stats st = n->totals;
-
-	if (n->s)
-		stats_add(&st, nri_session_stats(n->s));
-	return st;
-}
-
-bool nri_is_synchronized(const struct nri *n)
-{
-	return n->s && nri_session_is_synchronized(n->s);
-}
-
-/* Next connection attempt after the next backoff delay; returns the delay. */
-static uint32_t schedule_retry(struct nri *n)
-{
-	uint32_t ms = backoff_next(&n->backoff);
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
-	(void)evtimer_add(n->retry, &tv);
-	return ms;
-}
-
-/* Ends the connection (r: why) and schedules the next attempt. */
-static void conn_drop(struct nri *n, int r)
-{
-	const char *why = n->s ? nri_session_why(n->s) : "";
-	bool was_synced = n->s && nri_session_is_synchronized(n->s);
-	bool was_registered = n->s && nri_session_is_registered(n->s);
-
-	switch (r) {
-	case -EPROTO:
-	case -E2BIG:
-		log_error("nri_protocol_error", "why=%s action=reconnecting", log_quote(why));
-		break;
-	case -ECONNREFUSED:
-	case -ETIMEDOUT:
-		log_error_errno(r, "nri_session_failed", "why=%s action=reconnecting",
-				log_quote(why));
-		break;
-	case -ESHUTDOWN:
-		log_info("nri_shutdown", "why=%s action=reconnecting", log_quote(why));
-		break;
-	default:
-		log_warn_errno(r, "nri_disconnected", "registered=%d action=reconnecting",
-			       was_registered);
-	}
-	if (n->s) {
-		stats_add(&n->totals, nri_session_stats(n->s));
-		n->s->end = r;
-		n->s = nri_session_free(n->s);
-	}
-	n->totals.disconnects++;
-	if (n->bev) {
-		bufferevent_free(n->bev);
-		n->bev = NULL;
-	}
-	(void)evtimer_del(n->deadline);
-	(void)evtimer_del(n->setup);
-	/* A connection that worked resets the backoff: a runtime restart is
-	 * picked up quickly, a runtime that keeps dropping us is not hammered. */
-	if (was_synced)
-		backoff_reset(&n->backoff);
-	n->last_connect_err = 0;
-	(void)schedule_retry(n);
-}
-
-static void arm_deadline(struct nri *n)
-{
-	int64_t d = n->s ? nri_session_next_deadline(n->s) : -1;
-	int64_t ms;
-	struct timeval tv;
-
-	if (d < 0) {
-		(void)evtimer_del(n->deadline);
-		return;
-	}
-	ms = d - ttrpc_now_ms();
-	if (ms < 0)
-		ms = 0;
-	tv = (struct timeval){ (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-	(void)evtimer_add(n->deadline, &tv);
-}
-
-/* Work after any input or call: deadlines and the setup watchdog. */
-static void after_io(struct nri *n)
-{
-	arm_deadline(n);
-	if (nri_session_is_synchronized(n->s) && evtimer_pending(n->setup, NULL))
-		(void)evtimer_del(n->setup);
-}
-
-static void on_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct nri *n = arg;
-
-	if (what & BEV_EVENT_EOF)
-		conn_drop(n, -ECONNRESET);
-	else if (what & BEV_EVENT_ERROR)
-		conn_drop(n, -(EVUTIL_SOCKET_ERROR() ? EVUTIL_SOCKET_ERROR() : EIO));
-}
-
-static void on_flushed(struct bufferevent *bev, void *arg)
-{
-	conn_drop(arg, -ESHUTDOWN);
-}
-
-static void on_read(struct bufferevent *bev, void *arg)
-{
-	struct nri *n = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	int r;
-
-	/* What one read brought (libevent caps a read at 16 KiB): bounded. */
-	while (evbuffer_get_length(in) > 0) {
-		struct evbuffer_iovec v;
-
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-			break;
-		r = nri_session_feed(n->s, v.iov_base, v.iov_len);
-		(void)evbuffer_drain(in, v.iov_len);
-		if (r == -ESHUTDOWN && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
-			/* Our Shutdown reply goes out before we close. */
-			(void)bufferevent_disable(bev, EV_READ);
-			bufferevent_setcb(bev, NULL, on_flushed, on_event, n);
-			return;
-		}
-		if (r < 0) {
-			conn_drop(n, r);
-			return;
-		}
-	}
-	after_io(n);
-}
-
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
-{
-	struct nri *n = arg;
-	int r;
-
-	if (!n->s)
-		return;
-	if (ttrpc_mux_is_dead(n->s->mux)) { /* a push failed to write */
-		conn_drop(n, -EPIPE);
-		return;
-	}
-	r = nri_session_expire(n->s, ttrpc_now_ms());
-	if (r < 0) {
-		conn_drop(n, r);
-		return;
-	}
-	arm_deadline(n);
-}
-
-static void on_setup_timeout(evutil_socket_t fd, short what, void *arg)
-{
-	struct nri *n = arg;
-
-	if (!n->s || nri_session_is_synchronized(n->s))
-		return;
-	n->s->st.timeouts++;
-	errbuf_set(&n->s->why, "not synchronized within %u ms", n->conf.setup_timeout_ms);
-	log_error("nri_setup_timeout", "why=%s", log_quote(nri_session_why(n->s)));
-	conn_drop(n, -ETIMEDOUT);
-}
-
-/* A waiting CreateContainer wakes (nri_resume_run()), from outside any I/O of
- * ours: its answer may end the connection or move the next deadline. */
-static int loop_resume(void *ctx, uint64_t token)
-{
-	struct nri *n = ctx;
-	int r;
-
-	if (!n->s)
-		return -ENOENT;
-	r = nri_session_resume(n->s, token);
-	if (ttrpc_mux_is_dead(n->s->mux))
-		event_active(n->deadline, EV_TIMEOUT, 0);
-	else
-		arm_deadline(n);
-	return r;
-}
-
-static int conn_write(void *ud, const void *buf, size_t len)
-{
-	struct nri *n = ud;
-	struct evbuffer *out = bufferevent_get_output(n->bev);
-
-	if (evbuffer_get_length(out) + len > NRI_OUTBUF_MAX)
-		return -ENOBUFS;
-	return evbuffer_add(out, buf, len) < 0 ? -ENOMEM : 0;
-}
-
-static void on_retry(evutil_socket_t unused, short what, void *arg)
-{
-	struct nri *n = arg;
-	struct timeval tv = { n->conf.setup_timeout_ms / 1000,
-			      (n->conf.setup_timeout_ms % 1000) * 1000 };
-	uint32_t ms;
-	int fd, r;
-
-	/* A unix socket connect completes or fails at once: it does not block. */
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (connect(fd, (struct sockaddr *)&n->addr, n->addr_len) < 0) {
-		r = -errno;
-		(void)close(fd);
-		goto fail;
-	}
-	n->bev = bufferevent_socket_new(n->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!n->bev) {
-		(void)close(fd);
-		r = -ENOMEM;
-		goto fail;
-	}
-	/* libevent writes at most 16 KiB per loop iteration: a reply updating 500 containers
-	 * (45 KB) took three writev()s, three wakeups of the runtime and three trips through
-	 * epoll. The kernel takes what fits in the socket buffer in one go anyway. */
-	(void)bufferevent_set_max_single_write(n->bev, NRI_OUTBUF_MAX);
-	n->totals.connects++;
-	log_info("nri_connected", "socket=%s", log_quote(n->conf.socket_path));
-	r = nri_session_new(&(struct nri_config){ .plugin_name = n->conf.name,
-						  .plugin_idx = n->conf.idx,
-						  .register_timeout_ms = n->conf.register_timeout_ms,
-						  .call_timeout_ms = n->conf.call_timeout_ms,
-						  .create_wait_ms = n->conf.create_wait_ms },
-			    &n->h, n->ud, conn_write, n, &n->s);
-	if (r < 0) {
-		conn_drop(n, r);
-		return;
-	}
-	n->s->resume_fn = loop_resume;
-	n->s->resume_ctx = n;
-	bufferevent_setcb(n->bev, on_read, NULL, on_event, n);
-	r = bufferevent_enable(n->bev, EV_READ | EV_WRITE) < 0 ? -ENOMEM : nri_session_start(n->s);
-	if (r < 0) {
-		conn_drop(n, r);
-		return;
-	}
-	(void)evtimer_add(n->setup, &tv);
-	arm_deadline(n);
-	return;
-fail:
-	n->totals.connect_failures++;
-	ms = schedule_retry(n);
-	if (r != n->last_connect_err)
-		log_warn_errno(r, "nri_connect_failed", "socket=%s retry_ms=%u action=retrying",
-			       log_quote(n->conf.socket_path), ms);
-	else
-		log_debug("nri_connect_failed", "socket=%s retry_ms=%u",
-			  log_quote(n->conf.socket_path), ms);
-	n->last_connect_err = r;
-}
-
-int nri_new(struct event_base *base, const struct nri_config *cfg, const struct nri_handlers *h,
-	    void *ud, struct nri **ret)
-{
-	_cleanup_(nri_freep) struct nri *n = NULL;
-	size_t len;
-	int r;
-
-	if (!base || !h)
-		return -EINVAL;
-	n = calloc(1, sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	r = settings_init(&n->conf, cfg);
-	if (r < 0)
-		return r;
-	len = strlen(n->conf.socket_path);
-	if (len >= sizeof(n->addr.sun_path))
-		return -ENAMETOOLONG;
-	n->addr.sun_family = AF_UNIX;
-	memcpy(n->addr.sun_path, n->conf.socket_path, len + 1);
-	n->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
-	n->base = base;
-	n->h = *h;
-	n->ud = ud;
-	backoff_init(&n->backoff, n->conf.backoff_min_ms, n->conf.backoff_max_ms);
-	n->retry = evtimer_new(base, on_retry, n);
-	n->deadline = evtimer_new(base, on_deadline, n);
-	n->setup = evtimer_new(base, on_setup_timeout, n);
-	if (!n->retry || !n->deadline || !n->setup)
-		return -ENOMEM;
-	*ret = TAKE_PTR(n);
-	return 0;
-}
-
-struct nri *nri_free(struct nri *n)
-{
-	if (!n)
-		return NULL;
-	if (n->s) {
-		n->s->end = -ECANCELED;
-		n->s = nri_session_free(n->s);
-	}
-	if (n->bev)
-		bufferevent_free(n->bev);
-	if (n->retry)
-		event_free(n->retry);
-	if (n->deadline)
-		event_free(n->deadline);
-	if (n->setup)
-		event_free(n->setup);
-	settings_done(&n->conf);
-	free(n);
-	return NULL;
-}
-
-int nri_start(struct nri *n)
-{
-	static const struct timeval now = { 0, 0 };
-
-	if (n->started)
-		return -EALREADY;
-	n->started = true;
-	return evtimer_add(n->retry, &now) < 0 ? -ENOMEM : 0;
-}
-
-int nri_push_evict(struct nri *n, const char *container_id, const char *reason)
-{
-	int r;
-
-	if (!n->s || !nri_session_is_registered(n->s))
-		return -ENOTCONN;
-	r = nri_session_push_evict(n->s, container_id, reason);
-	if (ttrpc_mux_is_dead(n->s->mux))
-		event_active(n->deadline, EV_TIMEOUT, 0);
-	else
-		arm_deadline(n);
-	return r;
-}
-
-int nri_push_updates(struct nri *n, const struct nri_update *u, size_t count)
-{
-	int r;
-
-	if (!n->s || !nri_session_is_registered(n->s))
-		return -ENOTCONN;
-	r = nri_session_push_updates(n->s, u, count);
-	/* We may be inside a handler, inside the session: a connection broken
-	 * by a failed write is dropped from the loop, not from here. */
-	if (ttrpc_mux_is_dead(n->s->mux))
-		event_active(n->deadline, EV_TIMEOUT, 0);
-	else
-		arm_deadline(n);
-	return r;
-}

@@ -1,5 +1,10 @@
 /* NRI pinning policy. See pools.h.
  *
+ * This file holds the container records, the NRI handlers and the life of
+ * struct pools. The rest of the module: pools_cpus.c which CPUs a container
+ * gets and who owns them, pools_consumers.c the consumer checks,
+ * pools_state.c the state's callbacks; pools_priv.h what they share.
+ *
  * The containers live in a hash table by container id (lib/hashtab.h):
  * events find their container in O(1), a Synchronize of n containers
  * rebuilds the table in O(n), not O(n^2), and every shared-pool change walks
@@ -41,6 +46,7 @@
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
 #include "nri/nri.h"
+#include "nri/pools_priv.h"
 #include "nri/quota.h"
 #include "pinning/rtctl.h"
 #include "core/state.h"
@@ -51,123 +57,14 @@
 #define REFUSAL_LOG_BURST 10	   /* refusal lines per window; the rest are counted */
 #define REFUSAL_LOG_WINDOW_MS 10000
 
-/* A live container, in one block freed with one free():
- *
- *   struct ctr | uid slots | id | pod uid | pod ns | pod name | name | path head | path tail
- *
- * n_slots claim uids of uid_size bytes each (the longest uid it named, with
- * its NUL), then NUL-terminated strings. The first n_claims slots are the
- * claims it holds; or (n_claims 0) the first n_want, those Synchronize found
- * it running with while their consumers did not list its pod: it is shared
- * while they are read again. Claims only ever leave (unprepared) or come
- * from its want list, so a record never grows and nothing that changes it
- * after creation allocates.
- *
- * A container without slots is shared for good: only its id is read again
- * (updates, stop), so the strings after it are empty. The cgroups path is
- * kept for the others, the owners' cgroups; the runtime's path names the
- * container ("/kubepods/pod<uid>/<id>", "...slice:cri-containerd:<id>"), so
- * the first copy of the id in it is not stored twice: path_has_id says the
- * id goes between head and tail.
- */
-struct ctr {
-	uint64_t cgroup_id; /* 0: not resolved yet */
-	uint32_t pid;	    /* as the runtime last told it (Synchronize, events) */
-	uint8_t n_claims;   /* 0: shared */
-	uint8_t n_want;
-	uint8_t n_slots, uid_size;
-	bool path_has_id;
-	char s[];
-};
-
-/* One read of a claim for the pods missing from its consumers. */
-struct reread {
-	struct pools *p;
-	char uid[CDI_UID_MAX], ns[STATE_NS_MAX], name[STATE_NAME_MAX];
-	void *fetch;	/* in flight; NULL once answered */
-	bool answered;	/* its waiters are deciding */
-	bool failed;	/* ... on a read that failed: why says what */
-	char why[160];
-	struct nri_resume *waiters; /* CreateContainers */
-	int n_waiters;
-};
-
-enum refusal { REFUSE_NOT_CONSUMER, REFUSE_READ_FAILED, REFUSE_READ_TIMEOUT, REFUSE_BUSY,
-	       REFUSE_SYNC };
-static const char *const refusal_names[] = { "not_consumer", "read_failed", "read_timeout",
-					     "busy", "synchronize" };
-
-struct pools {
-	struct state *state;
-	struct bpfmon *bpf;
-	struct nri *nri;
-	struct rtctl *rt; /* real-time claims, NULL when none */
-	struct quota *quota;
-	struct pools_opts o;
-	struct cgroup_mount cgroups; /* the hierarchy bpfmon watches; point NULL: unknown */
-	char *state_dir;
-	struct hashtab ctrs; /* id (in the record) -> struct ctr, live containers */
-	int n_shared;
-	struct metric *g_exclusive, *g_shared, *g_pool, *rejects, *pushes, *g_excl_cpus, *owner_info;
-	struct metric *refused, *reads;
-	bool owners_dirty; /* owner_info needs rebuilding at the next scrape */
-	const struct claimsource *claims; /* NULL: no claim reads */
-	struct hashtab rereads; /* claim uid -> struct reread */
-	struct ratelimit refusal_rl; /* refusal lines */
-};
-
-static void write_owners(struct pools *p);
-
 static void ctr_free(struct ctr *c)
 {
 	free(c);
 }
 
-/* Slot i of c: a claim it holds (i < n_claims) or wants (i < n_want). */
-static const char *ctr_uid(const struct ctr *c, int i)
-{
-	return c->s + (size_t)i * c->uid_size;
-}
-
-static char *ctr_slot(struct ctr *c, int i)
-{
-	return c->s + (size_t)i * c->uid_size;
-}
-
-static const char *str_next(const char *s)
-{
-	return s + strlen(s) + 1;
-}
-
-static const char *ctr_id(const struct ctr *c)
-{
-	return ctr_uid(c, c->n_slots);
-}
-
-/* Its pod and name ("" for a container without slots: see struct ctr). */
-static const char *ctr_pod_uid(const struct ctr *c)
-{
-	return str_next(ctr_id(c));
-}
-
-static const char *ctr_pod_ns(const struct ctr *c)
-{
-	return str_next(ctr_pod_uid(c));
-}
-
-static const char *ctr_pod_name(const struct ctr *c)
-{
-	return str_next(ctr_pod_ns(c));
-}
-
-static const char *ctr_name(const struct ctr *c)
-{
-	return str_next(ctr_pod_name(c));
-}
-
 /* The runtime's cgroups path of c into buf ("" for a container without
  * slots); -ENAMETOOLONG if it does not fit. */
-static int ctr_cgroups_path(const struct ctr *c, char *buf, size_t size)
+int pools_ctr_cgroups_path(const struct ctr *c, char *buf, size_t size)
 {
 	const char *head = str_next(ctr_name(c)), *tail = str_next(head);
 	int n = snprintf(buf, size, "%s%s%s", head, c->path_has_id ? ctr_id(c) : "", tail);
@@ -217,7 +114,7 @@ static int rt_adjust(struct nri_adjust *adj, const struct rt_budget *b)
 
 /* rtctl_started() for c, whose record is x: rtctl takes the claims as an
  * array of CDI_UID_MAX each. */
-static void rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x)
+void pools_rt_started(struct pools *p, const struct nri_container *c, const struct ctr *x)
 {
 	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
 	struct rtctl_container v = rt_view(c);
@@ -245,7 +142,7 @@ static void drop(struct pools *p, struct ctr *c)
 	ctr_free(c);
 }
 
-static void update_gauges(struct pools *p)
+void pools_update_gauges(struct pools *p)
 {
 	struct cpuset pool;
 	int sh = p->n_shared;
@@ -457,626 +354,24 @@ static int check_owners(struct pools *p, const struct nri_container *c, char uid
 	return 0;
 }
 
-static void claims_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	cpuset_zero(ret);
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (cl)
-			cpuset_or_view(ret, &cl->cpus);
-	}
-}
-
-/* The state flags of a container's claims, or-ed. */
-static unsigned ctr_flags(const struct pools *p, const struct ctr *c)
-{
-	unsigned f = 0;
-
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (cl)
-			f |= cl->flags;
-	}
-	return f;
-}
-
-/* Every CPU of c is its own: it holds claims, none asks for the shared pool
- * beside them, none is real-time (those CPUs are shared by bandwidth). */
-static bool is_all_exclusive(const struct pools *p, const struct ctr *c)
-{
-	if (!c->n_claims || (ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
-		return false;
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (!cl || cl->rt)
-			return false;
-	}
-	return true;
-}
-
-/* The cpuset a container should have: the shared pool, or its claims'
- * CPUs, plus the pool when one of its claims asked for it (sharedPool). */
-static void target_cpus(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	struct cpuset pool;
-
-	state_shared_pool(p->state, &pool);
-	if (!c->n_claims) {
-		*ret = pool;
-		return;
-	}
-	claims_union(p, c, ret);
-	if (ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL)
-		cpuset_or(ret, ret, &pool);
-}
-
-/* NUMA-local memory: the nodes (with memory) of the CPUs of the claims that
- * asked for it. False when none asked, or none of their CPUs is on a node
- * with memory (the runtime's default, every node, stays then). */
-static bool local_mems(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	cpuset_zero(ret);
-	if (!p->o.topo)
-		return false;
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-		struct cpuset cpus;
-
-		if (!cl || !(cl->flags & STATE_CLAIM_MEMORY_LOCAL))
-			continue;
-		CPUSET_FOREACH(cpu, cpuset_from_view(&cl->cpus, &cpus))
-		{
-			const struct topo_cpu *tc = topo_cpu(p->o.topo, cpu);
-
-			if (tc && tc->numa >= 0 &&
-			    (!p->o.memory_nodes || cpuset_has(p->o.memory_nodes, tc->numa)))
-				cpuset_set(ret, tc->numa);
-		}
-	}
-	return !cpuset_is_empty(ret);
-}
-
-/* The CPUs the container holds alone: its claims' less the real-time ones,
- * which containers share by bandwidth. */
-static void exclusive_union(const struct pools *p, const struct ctr *c, struct cpuset *ret)
-{
-	cpuset_zero(ret);
-	for (int i = 0; i < c->n_claims; i++) {
-		const struct state_claim *cl = state_claim(p->state, ctr_uid(c, i));
-
-		if (cl && !cl->rt)
-			cpuset_or_view(ret, &cl->cpus);
-	}
-}
-
-/* Every shared container to the pool, into upd (an event's reply). */
-/* Updates for every container that follows the shared pool: the shared
- * ones, and the exclusive ones whose claim asked for the pool too (sharedPool;
- * each its own list). skip: the container being created (its adjustment
- * already says it). */
-static int shared_updates(struct pools *p, struct nri_updates *upd, const char *skip)
-{
-	_cleanup_free_ char *list = NULL;
-	const struct ctr *c;
-	struct cpuset pool;
-	int r;
-
-	state_shared_pool(p->state, &pool);
-	if (cpuset_is_empty(&pool))
-		return p->n_shared ? -ENOSPC : 0;
-	list = cpuset_to_string(&pool);
-	if (!list)
-		return -ENOMEM;
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		if (c->n_claims || (skip && !strcmp(ctr_id(c), skip)))
-			continue;
-		r = nri_updates_add(upd, ctr_id(c), list);
-		if (r < 0)
-			return r;
-	}
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		_cleanup_free_ char *own = NULL;
-		struct cpuset cpus;
-
-		if (!c->n_claims || !(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL) ||
-		    (skip && !strcmp(ctr_id(c), skip)))
-			continue;
-		target_cpus(p, c, &cpus);
-		own = cpuset_to_string(&cpus);
-		if (!own)
-			return -ENOMEM;
-		r = nri_updates_add(upd, ctr_id(c), own);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* The directory of c's cgroup in the hierarchy bpfmon watches, from the
- * runtime's cgroupsPath. -ENOENT while unknown. A cgroupsPath that does not
- * fit PATH_MAX fails here as it would in cgroup_runtime_path(). */
-static int ctr_cgroup_dir(const struct pools *p, const struct ctr *c, char *buf, size_t size)
-{
-	char given[PATH_MAX], path[PATH_MAX];
-	int r = ctr_cgroups_path(c, given, sizeof(given));
-
-	if (r == 0)
-		r = cgroup_runtime_path(given, path, sizeof(path));
-	if (r < 0)
-		return r;
-	return cgroup_mount_dir(&p->cgroups, path, buf, size);
-}
-
-/* Resolves the cgroup id of an exclusive container and makes it the owner of
- * its CPUs in the BPF check. Quiet when the cgroup does not exist yet. */
-static void own_cpus(struct pools *p, struct ctr *c)
-{
-	char dir[PATH_MAX];
-	struct cpuset cpus;
-	uint64_t id;
-
-	if (!c->n_claims)
-		return;
-	if (!c->cgroup_id) {
-		if (ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0 || cgroup_id(dir, &id) < 0)
-			return;
-		c->cgroup_id = id;
-		log_info("container_cgroup", "container=%s pod=%s cgroup=%s id=%llu", ctr_name(c),
-			 ctr_pod_uid(c), dir, (unsigned long long)id);
-		write_owners(p);
-	}
-	if (!p->bpf)
-		return;
-	exclusive_union(p, c, &cpus);
-	CPUSET_FOREACH(cpu, &cpus)
-	(void)bpfmon_set_owner(p->bpf, cpu, c->cgroup_id);
-}
-
-/* Rewrites owners.json from the table (see pools.h). Failures are logged:
- * the file is for bpf-verify, pinning does not depend on it. */
-static void write_owners(struct pools *p)
-{
-	struct json_object *root, *arr;
-	const struct ctr *c;
-	const char *text;
-	int r;
-
-	if (!p->state_dir)
-		return;
-	root = json_object_new_object();
-	arr = json_object_new_array();
-	if (!root || !arr) {
-		json_object_put(root);
-		json_object_put(arr);
-		return;
-	}
-	json_object_object_add(root, "owners", arr);
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		char dir[PATH_MAX], pod[512];
-
-		if (!c->n_claims || !c->cgroup_id || ctr_cgroup_dir(p, c, dir, sizeof(dir)) < 0)
-			continue;
-		(void)snprintf(pod, sizeof(pod), "%s/%s", ctr_pod_ns(c), ctr_pod_name(c));
-		for (int j = 0; j < c->n_claims; j++) {
-			const struct state_claim *cl = state_claim(p->state, ctr_uid(c, j));
-			struct cpuset cpus;
-			struct json_object *o = json_object_new_object();
-			_cleanup_free_ char *list =
-				cl ? cpuset_to_string(cpuset_from_view(&cl->cpus, &cpus)) : NULL;
-			char claim[STATE_NS_MAX + STATE_NAME_MAX + 2];
-
-			if (cl && cl->rt) { /* shared by bandwidth: no owner */
-				json_object_put(o);
-				continue;
-			}
-			if (!o || !list) {
-				json_object_put(o);
-				continue;
-			}
-			(void)snprintf(claim, sizeof(claim), "%s/%s", cl->ns, cl->name);
-			json_object_object_add(o, "cpus", json_object_new_string(list));
-			json_object_object_add(o, "cgroup", json_object_new_string(dir));
-			json_object_object_add(o, "cgroupId", json_object_new_uint64(c->cgroup_id));
-			json_object_object_add(o, "claim", json_object_new_string(claim));
-			json_object_object_add(o, "claimUID", json_object_new_string(cl->uid));
-			json_object_object_add(o, "pod", json_object_new_string(pod));
-			json_object_object_add(o, "container", json_object_new_string(ctr_name(c)));
-			json_object_array_add(arr, o);
-		}
-	}
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-							JSON_C_TO_STRING_NOSLASHESCAPE);
-	r = fileio_write_atomic(p->state_dir, POOLS_OWNERS_FILE, text, strlen(text), 0600);
-	if (r < 0)
-		log_warn_errno(r, "owners_write_failed", "dir=%s", p->state_dir);
-	json_object_put(root);
-}
-
-static void disown_cpus(struct pools *p, const struct cpuset *cpus)
-{
-	if (!p->bpf)
-		return;
-	CPUSET_FOREACH(cpu, cpus)
-	(void)bpfmon_clear_owner(p->bpf, cpu);
-}
-
-static void set_bpf_shared(struct pools *p)
-{
-	struct cpuset pool;
-
-	if (!p->bpf)
-		return;
-	state_shared_pool(p->state, &pool);
-	(void)bpfmon_set_shared(p->bpf, &pool);
-}
-
-/* ---- consumers ---------------------------------------------------------------------- */
-
-/* "ns/name" of a container's pod, for messages. */
-static void pod_label(const struct nri_container *c, char *buf, size_t size)
-{
-	(void)snprintf(buf, size, "%s/%s", c->pod ? c->pod->namespace : "",
-		       c->pod ? c->pod->name : "");
-}
-
-/* Counts a refused binding and logs it: at most REFUSAL_LOG_BURST lines per
- * window (a pod can be created in a loop), the lines held back counted in the
- * next one. Peer strings are quoted; claim names are ours (checked at
- * Prepare). */
-static void report_refusal(struct pools *p, enum refusal why, const char *pod,
-			   const char *pod_uid, const char *container,
-			   const struct state_claim *cl, const char *detail)
-{
-	uint64_t held;
-
-	metric_series_add(metric_with(p->refused, refusal_names[why]), 1);
-	if (!ratelimit_pass(&p->refusal_rl, &held))
-		return;
-	log_warn("container_binding_refused",
-		 "reason=%s pod=%s pod_uid=%s container=%s claim=%s/%s claim_uid=%s detail=%s "
-		 "held_back=%llu",
-		 refusal_names[why], log_quote(pod), log_quote(pod_uid), log_quote(container),
-		 cl->ns[0] ? cl->ns : "?", cl->name[0] ? cl->name : "?", cl->uid, log_quote(detail),
-		 (unsigned long long)held);
-}
-
-/* A CreateContainer refused: the runtime's error says why, in eb. */
-static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
-		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-
-static int refuse(struct pools *p, enum refusal why, const struct nri_container *c,
-		  const struct state_claim *cl, struct errbuf *eb, const char *fmt, ...)
-{
-	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
-	struct errbuf msg;
-	va_list ap;
-
-	va_start(ap, fmt);
-	errbuf_setv(&msg, fmt, ap);
-	va_end(ap);
-	errbuf_set(eb, "%s", msg.s);
-	pod_label(c, pod, sizeof(pod));
-	report_refusal(p, why, pod, c->pod ? c->pod->uid : "", c->name, cl, msg.s);
-	if (why == REFUSE_NOT_CONSUMER && c->pod && p->o.on_not_consumer)
-		p->o.on_not_consumer(p->o.report_ud, c->pod, c->name, cl, msg.s);
-	return -EACCES;
-}
-
-static void reread_free(struct reread *rr)
-{
-	if (!rr)
-		return;
-	free(rr->waiters);
-	free(rr);
-}
-
-static void on_reread(void *ud, struct json_object *claim, const char *err);
-
-/* Starts the read of cl; -EBUSY at POOLS_MAX_READS, or the start's error. */
-static int reread_start(struct pools *p, const struct state_claim *cl, int64_t timeout_ms,
-			struct reread **ret)
-{
-	struct reread *rr;
-	int r;
-
-	if (hashtab_count(&p->rereads) >= POOLS_MAX_READS)
-		return -EBUSY;
-	rr = calloc(1, sizeof(*rr));
-	if (!rr)
-		return -ENOMEM;
-	rr->p = p;
-	(void)snprintf(rr->uid, sizeof(rr->uid), "%s", cl->uid);
-	(void)snprintf(rr->ns, sizeof(rr->ns), "%s", cl->ns);
-	(void)snprintf(rr->name, sizeof(rr->name), "%s", cl->name);
-	r = hashtab_put_str(&p->rereads, rr->uid, rr, NULL);
-	if (r < 0) {
-		reread_free(rr);
-		return r;
-	}
-	r = claimsource_start(p->claims, rr->ns, rr->name, timeout_ms > 1 ? timeout_ms : 1,
-			      on_reread, rr, &rr->fetch);
-	if (r < 0) {
-		(void)hashtab_del_str(&p->rereads, rr->uid);
-		reread_free(rr);
-		return r;
-	}
-	log_info("claim_reread", "claim=%s/%s claim_uid=%s reason=\"a pod not among its "
-				 "recorded consumers\"",
-		 rr->ns, rr->name, rr->uid);
-	*ret = rr;
-	return 0;
-}
-
-/* The CreateContainer of adj waits for rr's answer. */
-static int reread_join(struct reread *rr, struct nri_adjust *adj)
-{
-	struct nri_resume w, *v;
-	int r = nri_adjust_defer(adj, &w);
-
-	if (r < 0)
-		return r;
-	for (int i = 0; i < rr->n_waiters; i++)
-		if (rr->waiters[i].token == w.token)
-			return 0;
-	v = realloc(rr->waiters, sizeof(*v) * (size_t)(rr->n_waiters + 1));
-	if (!v)
-		return -ENOMEM;
-	rr->waiters = v;
-	v[rr->n_waiters++] = w;
-	return 0;
-}
-
-/* The container's pod is not among the consumers of cl, as read just now or
- * as recorded when no read can tell more. */
-static int not_consumer(struct pools *p, const struct nri_container *c,
-			const struct state_claim *cl, struct errbuf *eb)
-{
-	const struct nri_pod *pod = c->pod;
-
-	if (!cl->ns[0])
-		return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
-			      "claim %s was restored from its CDI spec alone: its consumers are "
-			      "read at its next NodePrepareResources, until then no container "
-			      "binds to it",
-			      cl->uid);
-	return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
-		      "pod %.63s/%.63s (uid %.40s) is not a consumer of claim %.63s/%.63s "
-		      "(status.reservedFor): its %s%s names another pod's CPUs",
-		      pod->namespace, pod->name, pod->uid, cl->ns, cl->name, CDI_ENV_PREFIX,
-		      cl->uid);
-}
-
-/* Each claim the container names must list its pod among its consumers. A
- * pod missing from the recorded list waits (-EINPROGRESS) for one read of the
- * claim, started on the CreateContainer's first run; a read already under way
- * for another container serves too. Refusals are -EACCES with err. */
-static int verify_consumers(struct pools *p, const struct nri_container *c,
-			    char uids[][CDI_UID_MAX], int n, struct nri_adjust *adj,
-			    struct errbuf *eb)
-{
-	const struct nri_pod *pod = c->pod;
-	bool wait = false;
-	int r;
-
-	for (int i = 0; i < n; i++) {
-		const struct state_claim *cl = state_claim(p->state, uids[i]);
-		struct reread *rr;
-
-		if (pod && pod->uid[0] &&
-		    state_claim_has_consumer(cl, pod->uid, pod->namespace, pod->name))
-			continue;
-		if (!pod || !pod->uid[0])
-			return refuse(p, REFUSE_NOT_CONSUMER, c, cl, eb,
-				      "the runtime did not say which pod container %.64s belongs to: "
-				      "claim %s binds only to its consumers",
-				      c->name, cl->uid);
-		rr = hashtab_get_str(&p->rereads, cl->uid);
-		if (rr && rr->answered && rr->failed)
-			return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s and reading the claim again failed: %s",
-				      pod->namespace, pod->name, cl->ns, cl->name, rr->why);
-		if (rr && rr->answered)
-			return not_consumer(p, c, cl, eb); /* read again just now */
-		if (nri_adjust_is_final(adj))
-			return refuse(p, REFUSE_READ_TIMEOUT, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s, which could not be read again in time",
-				      pod->namespace, pod->name, cl->ns, cl->name);
-		if (!rr && (nri_adjust_attempt(adj) > 0 || !p->claims || !cl->ns[0]))
-			return not_consumer(p, c, cl, eb); /* no read to wait for */
-		if (!rr) {
-			r = reread_start(p, cl, nri_adjust_wait_left_ms(adj), &rr);
-			if (r == -EBUSY)
-				return refuse(p, REFUSE_BUSY, c, cl, eb,
-					      "pod %.63s/%.63s is not among the recorded consumers of "
-					      "claim %.63s/%.63s, and %d claim reads are already under "
-					      "way: try again",
-					      pod->namespace, pod->name, cl->ns, cl->name,
-					      POOLS_MAX_READS);
-			if (r < 0)
-				return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
-					      "pod %.63s/%.63s is not among the recorded consumers of "
-					      "claim %.63s/%.63s, which cannot be read again: %s",
-					      pod->namespace, pod->name, cl->ns, cl->name,
-					      strerror(-r));
-		}
-		r = reread_join(rr, adj);
-		if (r < 0)
-			return refuse(p, REFUSE_BUSY, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s, and too many container creations wait: try again",
-				      pod->namespace, pod->name, cl->ns, cl->name);
-		wait = true;
-	}
-	return wait ? -EINPROGRESS : 0;
-}
-
-/* A container Synchronize left in the shared pool for want of consumers:
- * still waiting for a read, trusted now, or confined for good. */
-static void verify_running(struct pools *p, struct ctr *x)
-{
-	const struct state_claim *cl = NULL;
-	_cleanup_free_ char *list = NULL;
-	char pod[STATE_NS_MAX + STATE_NAME_MAX + 2];
-	const char *why = NULL;
-	struct cpuset cpus;
-	bool pending = false;
-	int i;
-
-	for (i = 0; i < x->n_want && !why; i++) {
-		const struct reread *rr;
-
-		cl = state_claim(p->state, ctr_uid(x, i));
-		if (!cl) {
-			why = "the claim is no longer prepared";
-			break;
-		}
-		if (state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x), ctr_pod_name(x)))
-			continue;
-		rr = hashtab_get_str(&p->rereads, cl->uid);
-		if (rr && !rr->answered)
-			pending = true;
-		else if (rr && rr->failed)
-			why = rr->why;
-		else
-			why = "its pod is not among the claim's consumers (status.reservedFor)";
-	}
-	if (!why && pending)
-		return;
-	for (i = 0; !why && i < x->n_want; i++)
-		if (state_claim_bind(p->state, ctr_uid(x, i), ctr_pod_uid(x), ctr_name(x)) < 0) {
-			cl = state_claim(p->state, ctr_uid(x, i));
-			why = "the claim is bound to another container";
-		}
-	(void)snprintf(pod, sizeof(pod), "%s/%s", ctr_pod_ns(x), ctr_pod_name(x));
-	if (why) {
-		if (cl)
-			report_refusal(p, REFUSE_SYNC, pod, ctr_pod_uid(x), ctr_name(x), cl, why);
-		else
-			log_warn("container_confined", "pod=%s container=%s reason=%s",
-				 log_quote(pod), log_quote(ctr_name(x)), log_quote(why));
-		x->n_want = 0;
-		return;
-	}
-	/* Trusted: it holds its claims from now on (the slots it wanted). */
-	p->n_shared--;
-	x->n_claims = x->n_want;
-	x->n_want = 0;
-	claims_union(p, x, &cpus);
-	list = cpuset_to_string(&cpus);
-	own_cpus(p, x);
-	write_owners(p);
-	update_gauges(p);
-	if (p->rt) { /* what Synchronize does for a trusted real-time holder */
-		char path[PATH_MAX];
-		struct nri_pod pv = { .id = "", .uid = ctr_pod_uid(x), .name = ctr_pod_name(x),
-				      .namespace = ctr_pod_ns(x), .cgroup_parent = "" };
-		/* a path over PATH_MAX: rtctl could not resolve it either */
-		struct nri_container cv = {
-			.id = ctr_id(x), .name = ctr_name(x), .pid = x->pid, .pod = &pv,
-			.cgroups_path = ctr_cgroups_path(x, path, sizeof(path)) == 0 ? path : ""
-		};
-
-		rt_started(p, &cv, x);
-	}
-	if (list && p->nri && p->o.push_updates &&
-	    nri_push_updates(p->nri, &(struct nri_update){ ctr_id(x), list }, 1) == 0)
-		log_info("container_verified", "pod=%s container=%s cpus=%s action=pushed",
-			 log_quote(pod), log_quote(ctr_name(x)), list);
-	else
-		log_warn("container_verified", "pod=%s container=%s cpus=%s "
-					       "action=shared_until_restarted",
-			 log_quote(pod), log_quote(ctr_name(x)), list ? list : "?");
-}
-
-/* The read's answer: the claim's consumers are what it says, every
- * container waiting on it decides, and the read is gone. */
-static void reread_done(struct pools *p, struct reread *rr)
-{
-	struct ctr *x;
-
-	rr->answered = true;
-	for (int i = 0; i < rr->n_waiters; i++)
-		(void)nri_resume_run(&rr->waiters[i]);
-	HASHTAB_FOREACH(x, &p->ctrs)
-	{
-		for (int k = 0; k < x->n_want; k++)
-			if (strcmp(ctr_uid(x, k), rr->uid) == 0) {
-				verify_running(p, x);
-				break;
-			}
-	}
-	(void)hashtab_del_str(&p->rereads, rr->uid);
-	reread_free(rr);
-}
-
-static void on_reread(void *ud, struct json_object *claim, const char *err)
-{
-	struct reread *rr = ud;
-	struct pools *p = rr->p;
-	_cleanup_free_ struct claim_consumer *v = NULL;
-	_cleanup_free_ struct state_consumer *sv = NULL;
-	struct errbuf cerr = { "" };
-	int n = 0, r;
-
-	rr->fetch = NULL;
-	if (!claim) {
-		rr->failed = true;
-		(void)snprintf(rr->why, sizeof(rr->why), "%s", err && *err ? err : "unknown error");
-	} else {
-		n = claim_consumers_parse(claim, rr->uid, &v, &cerr);
-		if (n > 0 && !(sv = calloc((size_t)n, sizeof(*sv))))
-			n = -ENOMEM;
-		for (int i = 0; i < n; i++) {
-			(void)snprintf(sv[i].uid, sizeof(sv[i].uid), "%s", v[i].uid);
-			sv[i].name = v[i].name;
-		}
-		r = n < 0 ? n : state_claim_set_consumers(p->state, rr->uid, rr->ns, rr->name, sv, n);
-		/* A failed checkpoint write keeps the new consumers in memory. */
-		if (r == -ENOENT || r == -EINVAL || r == -E2BIG || r == -ENOMEM) {
-			rr->failed = true;
-			(void)snprintf(rr->why, sizeof(rr->why), "%s",
-				       cerr.s[0]	 ? cerr.s
-				       : r == -ENOENT ? "the claim is no longer prepared"
-						       : strerror(-r));
-		} else if (r < 0) {
-			log_warn_errno(r, "claim_consumers_not_recorded",
-				       "claim=%s/%s action=kept_in_memory", rr->ns, rr->name);
-		}
-	}
-	metric_series_add(metric_with(p->reads, rr->failed ? "error" : "ok"), 1);
-	if (rr->failed)
-		log_warn("claim_reread_failed", "claim=%s/%s claim_uid=%s err=%s", rr->ns, rr->name,
-			 rr->uid, log_quote(rr->why));
-	reread_done(p, rr);
-}
-
 /* ---- NRI handlers ------------------------------------------------------------------- */
 
-static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
-		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb)
+/* The checks a CreateContainer passes before it gets CPUs: its claims (the
+ * DRA_CPUSET_* environment), their consumers and owners, and rtctl for a
+ * real-time claim. Returns 0 and the number of claims (in uids) in *ret_k,
+ * or -errno, counted in rejects; -EINPROGRESS while a claim is read again. */
+static int create_admit(struct pools *p, const struct nri_container *c,
+			char uids[][CDI_UID_MAX], int *ret_k, struct nri_adjust *adj,
+			struct errbuf *eb)
 {
-	struct pools *p = ud;
-	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
-	struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER], cpus;
-	_cleanup_free_ char *list = NULL;
-	bool newly = false;
-	struct ctr *n;
+	struct cpuset env_cpus[MAX_CLAIMS_PER_CONTAINER];
 	int k, r;
 
 	r = parse_env(c, uids, env_cpus, &k, eb);
 	if (r == 0 && k > 0)
 		r = check_claims(p, uids, env_cpus, k, eb);
 	if (r == 0 && k > 0)
-		r = verify_consumers(p, c, uids, k, adj, eb);
+		r = pools_verify_consumers(p, c, uids, k, adj, eb);
 	if (r == -EINPROGRESS) /* a claim is being read again: nri runs us again */
 		return r;
 	if (r == 0 && k > 0)
@@ -1098,44 +393,56 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 			return r;
 		}
 	}
-	n = ctr_new(c, uids, k);
-	if (!n)
-		return -ENOMEM;
+	*ret_k = k;
+	return 0;
+}
+
+/* The CPUs of the new record n with k claims: the shared pool (none may be
+ * empty), or its claims', which it binds to. *newly: a claim had no owner. */
+static int create_bind(struct pools *p, const struct nri_container *c, struct ctr *n,
+		       char uids[][CDI_UID_MAX], int k, struct cpuset *ret_cpus, bool *newly,
+		       struct errbuf *eb)
+{
+	int r;
+
 	if (k <= 0) { /* parse_env() never gives fewer than none */
-		state_shared_pool(p->state, &cpus);
-		if (cpuset_is_empty(&cpus)) {
-			ctr_free(n);
+		state_shared_pool(p->state, ret_cpus);
+		if (cpuset_is_empty(ret_cpus)) {
 			metric_series_add(metric_with(p->rejects, "pool_empty"), 1);
 			return errbuf_fail(eb, -ENOSPC,
 					   "the shared CPU pool is empty: every allocatable CPU is "
 					   "held by a claim");
 		}
-	} else {
-		for (int i = 0; i < k; i++) {
-			const struct state_claim *cl = state_claim(p->state, uids[i]);
+		return 0;
+	}
+	for (int i = 0; i < k; i++) {
+		const struct state_claim *cl = state_claim(p->state, uids[i]);
 
-			newly |= !cl->owner_pod[0];
-			r = state_claim_bind(p->state, uids[i], c->pod ? c->pod->uid : "", c->name);
-			if (r < 0) {
-				ctr_free(n);
-				return errbuf_wrap(eb, r, "binding claim %.63s", uids[i]);
-			}
-		}
-		n->n_claims = k; /* its slots */
-		target_cpus(p, n, &cpus);
+		*newly |= !cl->owner_pod[0];
+		r = state_claim_bind(p->state, uids[i], c->pod ? c->pod->uid : "", c->name);
+		if (r < 0)
+			return errbuf_wrap(eb, r, "binding claim %.63s", uids[i]);
 	}
-	list = cpuset_to_string(&cpus);
-	if (!list) {
-		ctr_free(n);
-		return -ENOMEM;
-	}
+	n->n_claims = k; /* its slots */
+	pools_target_cpus(p, n, ret_cpus);
+	return 0;
+}
+
+/* The adjustment: the cpus in list, and for a container with claims no
+ * quota when all its CPUs are exclusive, and its local memory nodes. */
+static int create_adjust(struct pools *p, const struct nri_pod *pod,
+			 const struct nri_container *c, const struct ctr *n, int k,
+			 const char *list, struct nri_adjust *adj)
+{
+	int r;
+
 	r = nri_adjust_set_cpus(adj, list);
-	if (!r && k && is_all_exclusive(p, n))
+	if (!r && k && pools_is_all_exclusive(p, n))
 		r = quota_drop_exclusive(p->quota, pod, c, adj);
 	if (!r && k) {
 		struct cpuset nodes;
 
-		if (local_mems(p, n, &nodes)) {
+		if (pools_local_mems(p, n, &nodes)) {
 			_cleanup_free_ char *mems = cpuset_to_string(&nodes);
 
 			r = mems ? nri_adjust_set_mems(adj, mems) : -ENOMEM;
@@ -1144,6 +451,37 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 					 c->name, c->id, mems);
 		}
 	}
+	return r;
+}
+
+static int on_create(void *ud, const struct nri_pod *pod, const struct nri_container *c,
+		     struct nri_adjust *adj, struct nri_updates *upd, struct errbuf *eb)
+{
+	struct pools *p = ud;
+	char uids[MAX_CLAIMS_PER_CONTAINER][CDI_UID_MAX];
+	_cleanup_free_ char *list = NULL;
+	struct cpuset cpus;
+	bool newly = false;
+	struct ctr *n;
+	int k, r;
+
+	r = create_admit(p, c, uids, &k, adj, eb);
+	if (r < 0)
+		return r;
+	n = ctr_new(c, uids, k);
+	if (!n)
+		return -ENOMEM;
+	r = create_bind(p, c, n, uids, k, &cpus, &newly, eb);
+	if (r < 0) {
+		ctr_free(n);
+		return r;
+	}
+	list = cpuset_to_string(&cpus);
+	if (!list) {
+		ctr_free(n);
+		return -ENOMEM;
+	}
+	r = create_adjust(p, pod, c, n, k, list, adj);
 	if (r < 0) {
 		ctr_free(n);
 		return r;
@@ -1157,11 +495,11 @@ static int on_create(void *ud, const struct nri_pod *pod, const struct nri_conta
 	/* First start of a claim's container: shrink every shared container (it
 	 * is not one of them: it has a claim). */
 	if (newly) {
-		r = shared_updates(p, upd, c->id);
+		r = pools_shared_updates(p, upd, c->id);
 		if (r < 0 && r != -ENOSPC)
 			return r;
 	}
-	update_gauges(p);
+	pools_update_gauges(p);
 	return 0;
 }
 
@@ -1175,7 +513,7 @@ static int on_update(void *ud, const struct nri_pod *pod, const struct nri_conta
 
 	if (!x || !cpus[0])
 		return 0;
-	target_cpus(p, x, &want);
+	pools_target_cpus(p, x, &want);
 	if (cpuset_is_empty(&want) ||
 	    (cpuset_parse(cpus, &got, NULL) == 0 && cpuset_equal(&got, &want)))
 		return 0;
@@ -1201,14 +539,14 @@ static int on_stop(void *ud, const struct nri_pod *pod, const struct nri_contain
 	if (p->rt && x->n_claims)
 		rtctl_stopped(p->rt, ctr_id(x));
 	if (x->n_claims) {
-		claims_union(p, x, &cpus);
-		disown_cpus(p, &cpus);
+		pools_claims_union(p, x, &cpus);
+		pools_disown_cpus(p, &cpus);
 		drop(p, x);
-		write_owners(p);
+		pools_write_owners(p);
 	} else {
 		drop(p, x);
 	}
-	update_gauges(p);
+	pools_update_gauges(p);
 	return 0;
 }
 
@@ -1225,9 +563,100 @@ static int on_started(void *ud, const struct nri_pod *pod, const struct nri_cont
 	struct ctr *x = find(p, c->id);
 
 	if (x)
-		own_cpus(p, x);
+		pools_own_cpus(p, x);
 	if (x && p->rt && x->n_claims)
-		rt_started(p, c, x);
+		pools_rt_started(p, c, x);
+	return 0;
+}
+
+/* Which of the k claims the environment of c names (uids, env_cpus) its new
+ * record n holds after a Synchronize: each one state prepared with those
+ * CPUs and no other container owns goes to n's want list; all of them, when
+ * c's pod is among the consumers of each and binds to them, become its
+ * claims. */
+static void sync_trust(struct pools *p, const struct nri_container *c, struct ctr *n,
+		       char uids[][CDI_UID_MAX], const struct cpuset *env_cpus, int k)
+{
+	struct errbuf why = { "" };
+	bool trusted = true;
+
+	for (int j = 0; j < k; j++) {
+		const struct state_claim *cl;
+
+		/* Trust an env claim only if state prepared exactly that... */
+		if (check_claims(p, &uids[j], &env_cpus[j], 1, &why) < 0 ||
+		    check_owners(p, c, &uids[j], 1, &why) < 0) {
+			log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
+				 log_quote(c->name), uids[j], log_quote(why.s));
+			continue;
+		}
+		/* ... for a pod among its consumers. */
+		cl = state_claim(p->state, uids[j]);
+		trusted &= c->pod && c->pod->uid[0] &&
+			   state_claim_has_consumer(cl, c->pod->uid, c->pod->namespace,
+						    c->pod->name);
+		/* slot n_want <= j: the uids trusted so far come first */
+		memcpy(ctr_slot(n, n->n_want++), uids[j], strlen(uids[j]) + 1);
+	}
+	for (int j = 0; trusted && j < n->n_want; j++)
+		trusted = state_claim_bind(p->state, ctr_uid(n, j), ctr_pod_uid(n),
+					   ctr_name(n)) == 0;
+	if (trusted) {
+		n->n_claims = n->n_want;
+		n->n_want = 0;
+	}
+}
+
+/* The untrusted run in the shared pool while their claims are read: starts
+ * the reads and checks them. Returns how many there are. */
+static int sync_verify_untrusted(struct pools *p)
+{
+	struct ctr *x;
+	int unverified = 0;
+
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
+		if (!x->n_want)
+			continue;
+		unverified++;
+		for (int j = 0; p->claims && j < x->n_want; j++) {
+			const struct state_claim *cl = state_claim(p->state, ctr_uid(x, j));
+			struct reread *rr;
+
+			if (cl->ns[0] &&
+			    !state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x),
+						      ctr_pod_name(x)) &&
+			    !hashtab_get_str(&p->rereads, cl->uid))
+				(void)pools_reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
+		}
+		pools_verify_running(p, x);
+	}
+	return unverified;
+}
+
+/* Every container's cpus into upd: its claims' (which it owns), or the
+ * shared pool (pool, as pool_list) when there is one. */
+static int sync_updates(struct pools *p, struct nri_updates *upd, const struct cpuset *pool,
+			const char *pool_list)
+{
+	struct ctr *x;
+
+	HASHTAB_FOREACH(x, &p->ctrs)
+	{
+		_cleanup_free_ char *list = NULL;
+		struct cpuset cpus;
+
+		if (x->n_claims) {
+			pools_target_cpus(p, x, &cpus);
+			list = cpuset_to_string(&cpus);
+			if (!list)
+				return -ENOMEM;
+			(void)nri_updates_add(upd, ctr_id(x), list);
+			pools_own_cpus(p, x);
+		} else if (!cpuset_is_empty(pool)) {
+			(void)nri_updates_add(upd, ctr_id(x), pool_list);
+		}
+	}
 	return 0;
 }
 
@@ -1239,8 +668,7 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 	_cleanup_free_ char *pool_list = NULL;
 	struct cpuset pool;
 	struct ctr *x;
-	int rebuilt = 0, bad = 0, unverified = 0;
-	bool trusted;
+	int rebuilt = 0, bad = 0, unverified;
 
 	HASHTAB_FOREACH(x, &p->ctrs)
 		drop(p, x);
@@ -1263,79 +691,23 @@ static int on_sync(void *ud, const struct nri_pod *pods, size_t n_pods,
 		n = ctr_new(c, uids, k);
 		if (!n)
 			return -ENOMEM;
-		trusted = true;
-		for (int j = 0; j < k; j++) {
-			const struct state_claim *cl;
-
-			/* Trust an env claim only if state prepared exactly that... */
-			if (check_claims(p, &uids[j], &env_cpus[j], 1, &why) < 0 ||
-			    check_owners(p, c, &uids[j], 1, &why) < 0) {
-				log_warn("sync_claim_ignored", "container=%s claim=%s reason=%s",
-					 log_quote(c->name), uids[j], log_quote(why.s));
-				continue;
-			}
-			/* ... for a pod among its consumers. */
-			cl = state_claim(p->state, uids[j]);
-			trusted &= c->pod && c->pod->uid[0] &&
-				   state_claim_has_consumer(cl, c->pod->uid, c->pod->namespace,
-							    c->pod->name);
-			/* slot n_want <= j: the uids trusted so far come first */
-			memcpy(ctr_slot(n, n->n_want++), uids[j], strlen(uids[j]) + 1);
-		}
-		for (int j = 0; trusted && j < n->n_want; j++)
-			trusted = state_claim_bind(p->state, ctr_uid(n, j), ctr_pod_uid(n),
-						   ctr_name(n)) == 0;
-		if (trusted) {
-			n->n_claims = n->n_want;
-			n->n_want = 0;
-		}
+		sync_trust(p, c, n, uids, env_cpus, k);
 		if (put(p, n) < 0)
 			return -ENOMEM;
 		if (p->rt && n->n_claims && c->state == NRI_CONTAINER_RUNNING)
-			rt_started(p, c, n);
+			pools_rt_started(p, c, n);
 		rebuilt++;
 	}
-	/* The untrusted run in the shared pool while their claims are read. */
-	HASHTAB_FOREACH(x, &p->ctrs)
-	{
-		if (!x->n_want)
-			continue;
-		unverified++;
-		for (int j = 0; p->claims && j < x->n_want; j++) {
-			const struct state_claim *cl = state_claim(p->state, ctr_uid(x, j));
-			struct reread *rr;
-
-			if (cl->ns[0] &&
-			    !state_claim_has_consumer(cl, ctr_pod_uid(x), ctr_pod_ns(x),
-						      ctr_pod_name(x)) &&
-			    !hashtab_get_str(&p->rereads, cl->uid))
-				(void)reread_start(p, cl, SYNC_READ_TIMEOUT_MS, &rr);
-		}
-		verify_running(p, x);
-	}
+	unverified = sync_verify_untrusted(p);
 	state_shared_pool(p->state, &pool);
 	pool_list = cpuset_to_string(&pool);
 	if (!pool_list)
 		return -ENOMEM;
-	HASHTAB_FOREACH(x, &p->ctrs)
-	{
-		_cleanup_free_ char *list = NULL;
-		struct cpuset cpus;
-
-		if (x->n_claims) {
-			target_cpus(p, x, &cpus);
-			list = cpuset_to_string(&cpus);
-			if (!list)
-				return -ENOMEM;
-			(void)nri_updates_add(upd, ctr_id(x), list);
-			own_cpus(p, x);
-		} else if (!cpuset_is_empty(&pool)) {
-			(void)nri_updates_add(upd, ctr_id(x), pool_list);
-		}
-	}
-	set_bpf_shared(p);
-	update_gauges(p);
-	write_owners(p);
+	if (sync_updates(p, upd, &pool, pool_list) < 0)
+		return -ENOMEM;
+	pools_set_bpf_shared(p);
+	pools_update_gauges(p);
+	pools_write_owners(p);
 	log_info("nri_synchronized",
 		 "containers=%d exclusive=%d shared_pool=%s skipped=%d unverified=%d", rebuilt,
 		 count(p) - p->n_shared, pool_list, bad, unverified);
@@ -1390,105 +762,6 @@ static const struct nri_handlers handlers = {
 const struct nri_handlers *pools_nri_handlers(void)
 {
 	return &handlers;
-}
-
-/* ---- state events ------------------------------------------------------------------ */
-
-static int guard(void *ud, const struct cpuset *after, struct errbuf *eb)
-{
-	struct pools *p = ud;
-	int sh = p->n_shared;
-
-	if (!cpuset_is_empty(after) || sh == 0)
-		return 0;
-	return errbuf_fail(eb, -ENOSPC,
-			   "the claim would leave no CPU for the %d container(s) running in the "
-			   "shared pool",
-			   sh);
-}
-
-/* A push of the widened pool after Unprepare (runtimes with NRI >= 0.12.1). */
-static void push_pool(struct pools *p)
-{
-	_cleanup_free_ char *list = NULL;
-	_cleanup_free_ struct nri_update *u = NULL;
-	_cleanup_free_ char **own = NULL;
-	const struct ctr *c;
-	struct cpuset pool;
-	size_t k = 0, n_own = 0, n = hashtab_count(&p->ctrs);
-
-	if (!p->nri || !p->o.push_updates)
-		return;
-	state_shared_pool(p->state, &pool);
-	list = cpuset_to_string(&pool);
-	u = calloc(n + 1, sizeof(*u));
-	own = calloc(n + 1, sizeof(*own));
-	if (!list || !u || !own || cpuset_is_empty(&pool))
-		return;
-	HASHTAB_FOREACH(c, &p->ctrs)
-	{
-		struct cpuset cpus;
-
-		if (!c->n_claims) {
-			u[k++] = (struct nri_update){ ctr_id(c), list };
-			continue;
-		}
-		/* a claim's container that takes the pool too widens with it */
-		if (!(ctr_flags(p, c) & STATE_CLAIM_SHARED_POOL))
-			continue;
-		target_cpus(p, c, &cpus);
-		own[n_own] = cpuset_to_string(&cpus);
-		if (!own[n_own])
-			break;
-		u[k++] = (struct nri_update){ ctr_id(c), own[n_own++] };
-	}
-	if (k && nri_push_updates(p->nri, u, k) == 0)
-		log_info("shared_pool_widened", "containers=%zu cpus=%s", k, list);
-	for (size_t i = 0; i < n_own; i++)
-		free(own[i]);
-}
-
-static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
-{
-	struct pools *p = ud;
-	struct ctr *x;
-
-	if (ev == STATE_CLAIM_REMOVED) {
-		struct reread *rr = hashtab_get_str(&p->rereads, c->uid);
-		struct cpuset cpus;
-
-		/* A read of it is moot: who waits on it is refused now. */
-		if (rr && !rr->answered) {
-			claimsource_cancel(p->claims, rr->fetch);
-			rr->fetch = NULL;
-			rr->failed = true;
-			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
-			reread_done(p, rr);
-		}
-		disown_cpus(p, cpuset_from_view(&c->cpus, &cpus));
-		/* Containers still listing the claim lose it (they are gone or
-		 * about to be: Unprepare comes after the pod stopped). */
-		HASHTAB_FOREACH(x, &p->ctrs)
-		{
-			bool had = x->n_claims > 0;
-
-			for (int j = 0; j < x->n_claims; j++)
-				if (!strcmp(ctr_uid(x, j), c->uid)) {
-					memmove(ctr_slot(x, j), ctr_uid(x, j + 1),
-						(size_t)x->uid_size *
-							(size_t)(x->n_claims - j - 1));
-					x->n_claims--;
-					j--;
-				}
-			p->n_shared += had && !x->n_claims;
-		}
-		push_pool(p);
-		write_owners(p);
-	}
-	if (ev != STATE_CLAIM_BOUND) {
-		set_bpf_shared(p);
-		update_gauges(p);
-	}
 }
 
 /* ---- cgroups ------------------------------------------------------------------------ */
@@ -1559,12 +832,12 @@ int pools_new(struct state *state, struct bpfmon *bpf, const struct pools_opts *
 	r = metrics_add_collector(m, collect_owners, p);
 	if (r < 0)
 		return r;
-	r = state_add_observer(state, on_state, p);
+	r = state_add_observer(state, pools_on_state, p);
 	if (r < 0)
 		return r;
-	state_set_guard(state, guard, p);
-	set_bpf_shared(p);
-	update_gauges(p);
+	state_set_guard(state, pools_guard, p);
+	pools_set_bpf_shared(p);
+	pools_update_gauges(p);
 	*ret = TAKE_PTR(p);
 	return 0;
 }
@@ -1581,7 +854,7 @@ struct pools *pools_free(struct pools *p)
 	{
 		if (rr->fetch)
 			claimsource_cancel(p->claims, rr->fetch);
-		reread_free(rr);
+		pools_reread_free(rr);
 	}
 	hashtab_done(&p->rereads);
 	HASHTAB_FOREACH(c, &p->ctrs)
@@ -1604,9 +877,9 @@ void pools_set_nri(struct pools *p, struct nri *n)
 
 void pools_shared_changed(struct pools *p)
 {
-	push_pool(p);
-	set_bpf_shared(p);
-	update_gauges(p);
+	pools_push_pool(p);
+	pools_set_bpf_shared(p);
+	pools_update_gauges(p);
 }
 
 void pools_set_rt(struct pools *p, struct rtctl *rt)
