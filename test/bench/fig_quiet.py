@@ -271,7 +271,7 @@ class IrqSteer:
 
     @staticmethod
     def _write(path, value):
-        fd = os.open(path, os.O_WRONLY)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         try:
             os.write(fd, value.encode())
         finally:
