@@ -197,6 +197,36 @@ def busy_between(a, b, field=0):
             for c in b if c in a}
 
 
+def foreign_rt(cpu, ours):
+    """{tid: "comm policy"} of user tasks under a real-time policy (FIFO, RR,
+    DEADLINE) allowed on cpu that are not in a cgroup named ours: other work
+    of the machine that takes the CPU from any ordinary task, claim or not."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            tids = os.listdir("/proc/%s/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%s/task/%s/stat" % (pid, tid)) as f:
+                    head, _, rest = f.read().rpartition(")")
+                x = rest.split()
+                # field 9 flags (PF_KTHREAD), field 41 policy
+                if int(x[6]) & 0x00200000 or int(x[38]) not in (1, 2, 6):
+                    continue
+                if cpu not in os.sched_getaffinity(int(tid)):
+                    continue
+                with open("/proc/%s/task/%s/cpuset" % (pid, tid)) as f:
+                    if ours in f.read():
+                        continue
+                out[tid] = "%s %s" % (head.partition("(")[2],
+                                      {1: "fifo", 2: "rr", 6: "deadline"}[int(x[38])])
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
@@ -446,7 +476,11 @@ class Conditions:
     """What the machine did during one case: load, how busy each CPU was, and
     interrupts on CPU 1 per source."""
 
+    def __init__(self, ours):
+        self.ours = ours
+
     def __enter__(self):
+        self.rt = foreign_rt(CPU, self.ours)
         self.load0, self.busy0 = loadavg(), cpu_busy()
         self.irq0, self.t0 = interrupts_on(CPU), time.monotonic()
         return self
@@ -454,6 +488,7 @@ class Conditions:
     def __exit__(self, *exc):
         self.dt = time.monotonic() - self.t0
         self.irq1, self.busy1, self.load1 = interrupts_on(CPU), cpu_busy(), loadavg()
+        self.rt.update(foreign_rt(CPU, self.ours))
         return False
 
     def record(self, r):
@@ -465,6 +500,7 @@ class Conditions:
         r["loadavg"] = [self.load0, self.load1]
         r["cpu_busy_pct"] = busy_between(self.busy0, self.busy1)
         r["cpu_steal_pct"] = busy_between(self.busy0, self.busy1, 2)
+        r["foreign_rt"] = sorted(set(self.rt.values()))
         return r
 
 
@@ -486,7 +522,7 @@ def one_run(env, rt, d, mode, seconds, io_file, net):
                 # the moves asked for (steering, or the driver's isolation at
                 # Prepare) carried out before measuring: one interrupt each
                 r["unsettled"] = settle(net["irqs"], poke) if net else []
-                with Conditions() as cond:
+                with Conditions("/" + os.path.basename(rt.cg.root) + "/") as cond:
                     text, ctr = run_in(rt, pod, "cyclictest", line, cyclictest_argv(seconds),
                                        seconds)
                 r["noise_cpus"] = noise.cpus if noise else []
@@ -546,7 +582,7 @@ def deadline_run(env, rt, d, mode, seconds, io_file, net):
     try:
         noise = Noise(rt, io_file, net and net["gateway"]) if mode == "dl-pinned" else None
         try:
-            with Conditions() as cond:
+            with Conditions("/" + os.path.basename(rt.cg.root) + "/") as cond:
                 text, ctr = run_in(rt, pod, "cyclicdeadline", line, cyclicdeadline_argv(seconds),
                                    seconds, on_start=policy_applied)
         finally:
@@ -650,8 +686,10 @@ def throttle_run(env, d, rt, kept):
 
 def _conditions(r, name):
     x = r[name]
-    return "%s load %.1f, CPU %d %d%% busy (%d%% stolen)" % (
-        name, x["loadavg"][0], CPU, x["cpu_busy_pct"].get(CPU, 0), x["cpu_steal_pct"].get(CPU, 0))
+    return "%s load %.1f, CPU %d %d%% busy (%d%% stolen)%s" % (
+        name, x["loadavg"][0], CPU, x["cpu_busy_pct"].get(CPU, 0), x["cpu_steal_pct"].get(CPU, 0),
+        ", real-time tasks of others on it: %s" % ", ".join(x["foreign_rt"])
+        if x.get("foreign_rt") else "")
 
 
 def irq_split(r):

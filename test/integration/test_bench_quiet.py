@@ -202,3 +202,21 @@ def test_a_movable_source_left_on_the_cpu_misses_the_target():
     value, target, ok, note = rows(results(movable_on=12.0))[
         "movable interrupts/s on CPU 1, isolation off/on"]
     assert (value, ok) == ("480/12", False) and "on: 38 virtio2-input.0 12/s" in note
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="skipped: needs root (SCHED_FIFO)")
+def test_real_time_tasks_of_others_on_the_cpu_are_named_ours_are_not():
+    import subprocess
+    from driver import wait_for
+    cpu = (os.cpu_count() or 1) - 1
+    p = subprocess.Popen(["taskset", "-c", str(cpu), "chrt", "-f", "1", "sleep", "30"])
+    try:
+        wait_for(lambda: open("/proc/%d/comm" % p.pid).read().strip() == "sleep",
+                 what="sleep under SCHED_FIFO")
+        assert "sleep fifo" in fig_quiet.foreign_rt(cpu, "/no-such-cgroup/").values()
+        with open("/proc/%d/cpuset" % p.pid) as f:
+            own = f.read().strip()
+        assert str(p.pid) not in fig_quiet.foreign_rt(cpu, own)
+    finally:
+        p.kill()
+        p.wait()
