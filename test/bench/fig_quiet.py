@@ -197,11 +197,12 @@ def busy_between(a, b, field=0):
             for c in b if c in a}
 
 
-def foreign_rt(cpu, ours):
-    """{tid: "comm policy"} of user tasks under a real-time policy (FIFO, RR,
-    DEADLINE) allowed on cpu that are not in a cgroup named ours: other work
-    of the machine that takes the CPU from any ordinary task, claim or not."""
-    out = {}
+def others_on(cpu, ours):
+    """What other work of the machine does on cpu, outside the cgroups named
+    ours: ({tid: "comm policy"} of user tasks under a real-time policy (FIFO,
+    RR, DEADLINE) allowed on it, which take it from any ordinary task, claim or
+    not; and how many tasks of others are runnable on it now)."""
+    rt, runnable = {}, 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             tids = os.listdir("/proc/%s/task" % pid)
@@ -212,19 +213,25 @@ def foreign_rt(cpu, ours):
                 with open("/proc/%s/task/%s/stat" % (pid, tid)) as f:
                     head, _, rest = f.read().rpartition(")")
                 x = rest.split()
-                # field 9 flags (PF_KTHREAD), field 41 policy
-                if int(x[6]) & 0x00200000 or int(x[38]) not in (1, 2, 6):
-                    continue
-                if cpu not in os.sched_getaffinity(int(tid)):
+                # fields from 3: state, ..., 9 flags (PF_KTHREAD), 39 processor, 41 policy
+                kthread, policy = int(x[6]) & 0x00200000, int(x[38])
+                here = x[0] == "R" and int(x[36]) == cpu
+                if kthread or not (here or policy in (1, 2, 6)):
                     continue
                 with open("/proc/%s/task/%s/cpuset" % (pid, tid)) as f:
                     if ours in f.read():
                         continue
-                out[tid] = "%s %s" % (head.partition("(")[2],
-                                      {1: "fifo", 2: "rr", 6: "deadline"}[int(x[38])])
+                runnable += here
+                if policy in (1, 2, 6) and cpu in os.sched_getaffinity(int(tid)):
+                    rt[tid] = "%s %s" % (head.partition("(")[2],
+                                         {1: "fifo", 2: "rr", 6: "deadline"}[policy])
             except (OSError, ValueError, IndexError):
                 continue
-    return out
+    return rt, runnable
+
+
+def foreign_rt(cpu, ours):
+    return others_on(cpu, ours)[0]
 
 
 def loadavg():
@@ -477,10 +484,20 @@ class Conditions:
     interrupts on CPU 1 per source."""
 
     def __init__(self, ours):
-        self.ours = ours
+        self.ours, self.rt, self.runnable = ours, {}, []
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):  # once a second: a scan costs a few ms of CPU 0
+        while True:
+            rt, n = others_on(CPU, self.ours)
+            self.rt.update(rt)
+            self.runnable.append(n)
+            if self._stop.wait(1.0):
+                return
 
     def __enter__(self):
-        self.rt = foreign_rt(CPU, self.ours)
+        self._sampler.start()
         self.load0, self.busy0 = loadavg(), cpu_busy()
         self.irq0, self.t0 = interrupts_on(CPU), time.monotonic()
         return self
@@ -488,7 +505,8 @@ class Conditions:
     def __exit__(self, *exc):
         self.dt = time.monotonic() - self.t0
         self.irq1, self.busy1, self.load1 = interrupts_on(CPU), cpu_busy(), loadavg()
-        self.rt.update(foreign_rt(CPU, self.ours))
+        self._stop.set()
+        self._sampler.join()
         return False
 
     def record(self, r):
@@ -501,6 +519,7 @@ class Conditions:
         r["cpu_busy_pct"] = busy_between(self.busy0, self.busy1)
         r["cpu_steal_pct"] = busy_between(self.busy0, self.busy1, 2)
         r["foreign_rt"] = sorted(set(self.rt.values()))
+        r["others_runnable"] = round(sum(self.runnable) / max(1, len(self.runnable)), 1)
         return r
 
 
@@ -686,8 +705,10 @@ def throttle_run(env, d, rt, kept):
 
 def _conditions(r, name):
     x = r[name]
-    return "%s load %.1f, CPU %d %d%% busy (%d%% stolen)%s" % (
+    return ("%s load %.1f, CPU %d %d%% busy (%d%% stolen), %.1f tasks of others runnable "
+            "on it%s") % (
         name, x["loadavg"][0], CPU, x["cpu_busy_pct"].get(CPU, 0), x["cpu_steal_pct"].get(CPU, 0),
+        x.get("others_runnable", 0),
         ", real-time tasks of others on it: %s" % ", ".join(x["foreign_rt"])
         if x.get("foreign_rt") else "")
 
@@ -707,8 +728,11 @@ def irq_split(r):
 
 
 def _per_source(rates, names):
-    return ", ".join("%s %s %.0f/s" % (k, names.get(k, "?").split()[-1] if names.get(k) else "?",
-                                       v) for k, v in sorted(rates.items(), key=lambda kv: int(kv[0])))
+    """'36 virtio1-req.0 1641/s, ...': the interrupt, its name, its rate."""
+    def name(k):
+        return names[k].split()[-1] if names.get(k) else "?"
+    return ", ".join("%s %s %.0f/s" % (k, name(k), v)
+                     for k, v in sorted(rates.items(), key=lambda kv: int(kv[0])))
 
 
 def table(r):
