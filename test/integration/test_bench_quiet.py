@@ -220,3 +220,14 @@ def test_real_time_tasks_of_others_on_the_cpu_are_named_ours_are_not():
     finally:
         p.kill()
         p.wait()
+
+
+def test_deadline_bandwidth_held_by_others_is_reported_not_a_figure():
+    r = results()
+    r["dl-pinned"] = {"error": "the kernel refused cyclicdeadline's thread (EBUSY): CPU 1's "
+                               "deadline bandwidth was held by real-time tasks outside the "
+                               "figure (python3 deadline)", "attempts": 3}
+    t = rows(r)
+    value, target, ok, note = t["deadline p99 pinned/idle"]
+    assert (value, ok) == ("not run", None) and "EBUSY" in note and "3 attempts" in note
+    assert "deadline avg/max pinned vs idle" not in t
