@@ -231,9 +231,12 @@ def quiet(real, topo):
     sys.path.insert(0, os.path.join(ROOT, "test", "bench"))
     import fig_quiet
     r = fig_quiet.run(B, seconds=2)
+    import textwrap
     for name, value, target, ok, note in fig_quiet.table(r):
         verdict = "" if ok is None else ("  (target %s: %s)" % (target, "met" if ok else "missed"))
         show(name, value + verdict)
+        for line in textwrap.wrap(note, 96):  # where it ran, per source, the remedy
+            show("", line)
     show("note", r["note"] + "; make bench runs 10 s each")
 
 
