@@ -163,9 +163,11 @@ def interrupts_on(cpu, proc="/proc"):
     return out
 
 
-def affinity(label, proc="/proc"):
+def affinity(label, proc="/proc", name="smp_affinity_list"):
+    """/proc/irq/<label>/<name>: the CPUs asked for, or (effective_affinity_list)
+    the ones the kernel delivers it to now; None when unreadable."""
     try:
-        with open(os.path.join(proc, "irq", label, "smp_affinity_list")) as f:
+        with open(os.path.join(proc, "irq", label, name)) as f:
             return f.read().strip()
     except OSError:
         return None
@@ -268,11 +270,7 @@ def nic_irqs(iface, sysfs="/sys"):
 
 
 def effective(label, proc="/proc"):
-    try:
-        with open(os.path.join(proc, "irq", label, "effective_affinity_list")) as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    return affinity(label, proc, "effective_affinity_list")
 
 
 def settle(irqs, poke=None, proc="/proc", timeout=1.0):
