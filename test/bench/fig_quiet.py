@@ -578,13 +578,22 @@ def managed_irqs(d, r):
 
 
 class Busy(BenchError):
-    """The kernel refused deadline bandwidth others hold."""
+    """The kernel refused a deadline task because of what others did on CPU 1:
+    they hold its bandwidth (EBUSY) or undid its root domain (EPERM)."""
+
+
+def _root_balance():
+    try:
+        with open("/sys/fs/cgroup/cpuset/cpuset.sched_load_balance") as f:
+            return f.read().strip()
+    except OSError:
+        return "unreadable"
 
 
 def deadline_runs(env, rt, d, seconds, io_file, net, res, attempts=3):
     """dl-idle and dl-pinned; another test run holding CPU 1's deadline
-    bandwidth (EBUSY) is waited out a few times, then reported in place of the
-    figure."""
+    bandwidth (EBUSY) or undoing its root domain (EPERM) is waited out a few
+    times, then reported in place of the figure."""
     for mode in ("dl-idle", "dl-pinned"):
         for i in range(attempts):
             try:
@@ -625,11 +634,17 @@ def deadline_run(env, rt, d, mode, seconds, io_file, net):
                 noise.stop()
     finally:
         unprepare(env, d, c)
+    others = ", ".join(sorted(set(foreign_rt(CPU, "/" + os.path.basename(rt.cg.root)
+                                             + "/").values()))) or "none left by now"
     if "Device or resource busy" in text:
         raise Busy("the kernel refused cyclicdeadline's thread (EBUSY): CPU %d's deadline "
                    "bandwidth was held by real-time tasks outside the figure (%s)"
-                   % (CPU, ", ".join(sorted(set(foreign_rt(CPU, "/" + os.path.basename(
-                       rt.cg.root) + "/").values()))) or "gone by now"))
+                   % (CPU, others))
+    if "Operation not permitted" in text:
+        raise Busy("the kernel refused cyclicdeadline's thread (EPERM): CPU %d was not its "
+                   "own root domain at that moment (root cpuset sched_load_balance now %s; "
+                   "another test run on this machine resets the cpusets the driver set; "
+                   "real-time tasks of others: %s)" % (CPU, _root_balance(), others))
     r = parse_cyclicdeadline(text)
     r["main_policy"] = seen.get("main_policy", "not deadline")
     r["grid_shifted"] = r["max_us"] > DL_INTERVAL_US
