@@ -398,6 +398,14 @@ def echo(address, interval):
         time.sleep(interval)
 
 
+def has_socket(pid):
+    try:
+        return any(os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+                   for fd in os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return False
+
+
 class Noise:
     """The noisy neighbour: shared containers that hog every CPU, write to disk
     and exchange packets with the default gateway."""
@@ -412,9 +420,15 @@ class Noise:
             self.ctrs.append(rt.create_container(pod, "io", argv=["/bin/sh", "-c",
                                                                   IO_SCRIPT % io_file]))
             if gateway:
-                self.ctrs.append(rt.create_container(pod, "net", argv=[
+                net = rt.create_container(pod, "net", argv=[
                     sys.executable, os.path.abspath(__file__), "echo", gateway,
-                    str(ECHO_INTERVAL_S)]))
+                    str(ECHO_INTERVAL_S)])
+                self.ctrs.append(net)
+                # an interpreter starts slowly on a busy machine: the case
+                # begins once the traffic does (its socket is open)
+                end = time.monotonic() + 5
+                while not has_socket(net.pid) and time.monotonic() < end:
+                    time.sleep(0.02)
         except BaseException:
             self.stop()
             raise

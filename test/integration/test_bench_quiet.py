@@ -231,3 +231,16 @@ def test_deadline_bandwidth_held_by_others_is_reported_not_a_figure():
     value, target, ok, note = t["deadline p99 pinned/idle"]
     assert (value, ok) == ("not run", None) and "EBUSY" in note and "3 attempts" in note
     assert "deadline avg/max pinned vs idle" not in t
+
+
+def test_the_neighbours_traffic_is_awaited_by_its_open_socket():
+    import socket
+    import subprocess
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not fig_quiet.has_socket(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM):
+        assert fig_quiet.has_socket(os.getpid())
