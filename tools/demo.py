@@ -20,10 +20,13 @@ asks for exclusive CPUs:
      that does not fit is refused; their containers run under SCHED_DEADLINE
      on a CPU that is its own root domain; bpf-verify --realtime shows the
      busy loop overrunning its budget and the polite task within it;
-  7. quiet exclusive CPUs (as root, with cyclictest from rt-tests): figure 7
-     of make bench, shortened: wakeup latency pinned vs shared vs idle with a
-     noisy neighbour, CFS throttling with the quota kept vs dropped, and the
-     interrupts left on the exclusive CPU with irq isolation.
+  7. quiet exclusive CPUs (as root, with cyclictest and cyclicdeadline from
+     rt-tests): figure 7 of make bench, shortened: wakeup latency pinned vs
+     shared vs idle beside a noisy neighbour (CPU hogs on every shared CPU,
+     disk and network interrupts), deadline in a real-time claim idle vs
+     beside it, CFS throttling with the quota kept vs dropped, and the
+     interrupts on the exclusive CPU per source with irq isolation off (the
+     NIC's steered onto it) vs on.
 Everything is torn down at the end.
 """
 
@@ -218,17 +221,22 @@ def realtime(base, api, topo):
 
 def quiet(real, topo):
     """Step 7: make bench's figure 7, 2 s per run instead of 10."""
-    if not real or len(topo["cpus"]) < 2 or not shutil.which("cyclictest"):
-        step("7. Quiet exclusive CPUs: skipped (needs root, two CPUs and cyclictest: "
-             "apt-get install rt-tests, or make bench once)")
+    if (not real or len(topo["cpus"]) < 2 or not shutil.which("cyclictest")
+            or not shutil.which("cyclicdeadline")):
+        step("7. Quiet exclusive CPUs: skipped (needs root, two CPUs, cyclictest and "
+             "cyclicdeadline: apt-get install rt-tests, or make bench once)")
         return
-    step("7. Quiet exclusive CPUs: cyclictest pinned vs shared vs idle, 2 s each")
+    step("7. Quiet exclusive CPUs: cyclictest pinned vs shared vs idle, cyclicdeadline "
+         "in a real-time claim, interrupts with isolation off vs on, 2 s each")
     sys.path.insert(0, os.path.join(ROOT, "test", "bench"))
     import fig_quiet
     r = fig_quiet.run(B, seconds=2)
+    import textwrap
     for name, value, target, ok, note in fig_quiet.table(r):
         verdict = "" if ok is None else ("  (target %s: %s)" % (target, "met" if ok else "missed"))
         show(name, value + verdict)
+        for line in textwrap.wrap(note, 96):  # where it ran, per source, the remedy
+            show("", line)
     show("note", r["note"] + "; make bench runs 10 s each")
 
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from claims import claim, ref
+from claims import realtime_claim, ref
 from driver import wait_for
 from rtnode import CPUSET, restore_node
 
@@ -68,14 +68,8 @@ def busy_on_rt_cpu():
 
 
 def rt_claim(apiserver, name, q="300m", budget=DL_3MS, dev=None, pods=()):
-    dev = dev or "cpurt%03d" % RT_CPU
-    c = claim(name, [("rt", dev, None)], reserved_for=pods)
-    c["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
-        "dra.cpu/rtBandwidth": q}
-    c["status"]["allocation"]["devices"]["config"] = [{
-        "source": "FromClaim", "opaque": {"driver": "dra.cpu", "parameters": {
-            "apiVersion": "dra.cpu/v1alpha1", "kind": "CPUConfig", "realtime": budget}}}]
-    return apiserver.put_claim(c)
+    return apiserver.put_claim(realtime_claim(name, dev or "cpurt%03d" % RT_CPU, q, budget,
+                                              reserved_for=pods))
 
 
 def cdi_env(d, c):
