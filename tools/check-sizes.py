@@ -50,7 +50,6 @@ DEBT_FILES = {
     "user/kubelet/dra.c": 1706,
     "user/kubelet/grpc.c": 1680,
     "user/nri/nri.c": 1830,
-    "user/pinning/rtctl.c": 1087,  # grew with the leftover sweeps; split the sweep out
     "user/nri/pools.c": 1547,
     "user/pinning/bpfmon.c": 1229,
 }

@@ -10,12 +10,9 @@
  */
 #include "pinning/rtctl.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +34,7 @@
 #include "obs/metrics.h"
 #include "pinning/rtmon.h"
 #include "pinning/rtreport.h"
+#include "pinning/rtsweep.h"
 
 enum rtc_state { RTC_WAITING, RTC_APPLIED, RTC_FAILED };
 
@@ -248,141 +246,31 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 		  log_quote(why), r == 0 ? "evict" : "evict_failed");
 }
 
-static void kill_task(struct rtctl *rt, pid_t pid)
+static void count_ended(struct rtctl *rt, int n)
 {
-	if (pid <= 1 || pid == getpid())
-		return;
-	if (kill(pid, SIGKILL) == 0) {
-		rt->st.killed++;
-		metric_add(rt->ended, 1);
-	}
-}
-
-static int kill_line(void *ud, char *line)
-{
-	struct rtctl *rt = ud;
-	int pid;
-
-	/* Never 0 or negative: kill() would take those for process groups. */
-	if (num_parse_int(line, NULL, 1, INT_MAX, &pid) == 0)
-		kill_task(rt, (pid_t)pid);
-	return 0;
-}
-
-/* Kills what the cgroup at dirfd holds, its child cgroups included (a
- * container may make its own below its cgroup), down to depth levels. */
-static void kill_cgroup(struct rtctl *rt, int dirfd, int depth)
-{
-	_cleanup_(closedirp) DIR *d = NULL;
-	struct dirent *de;
-	int fd;
-
-	(void)fileio_read_lines(dirfd, "cgroup.procs", 0, 1 << 20, kill_line, rt, NULL);
-	if (depth <= 0)
-		return;
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		_cleanup_close_ int sub = -1;
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			kill_cgroup(rt, sub, depth - 1);
-	}
+	rt->st.killed += (uint64_t)n;
+	metric_add(rt->ended, n);
 }
 
 /* Ends the container's tasks: its main task if still the one it was, and
  * whatever its cgroup (and the cgroups below it) still holds, also the
- * children it forked that outlived it. A deadline task is never switched
- * back to SCHED_OTHER: blocked, it would keep its bandwidth charged until
- * the root domain is rebuilt; dead, it frees it. */
+ * children it forked that outlived it (pinning/rtsweep.h). */
 static void end_tasks(struct rtctl *rt, struct rtc *x)
 {
 	char dir[PATH_MAX];
-	uint64_t start;
+	int n = 0;
 
-	if (x->pid && sched_task_start(rt->proc_root, x->pid, &start) == 0 && start == x->start)
-		kill_task(rt, x->pid);
-	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0) {
-		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (fd >= 0)
-			kill_cgroup(rt, fd, 8);
-	}
+	if (x->pid)
+		n += rtsweep_task(rt->proc_root, x->pid, x->start);
+	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0)
+		n += rtsweep_cgroup(dir);
+	count_ended(rt, n);
 }
 
-/* Is another claim still prepared on one of cpus with the same deadline
- * budget? Then a task under that budget may be its, and is left alone. */
-struct sweep {
-	struct rtctl *rt;
-	const struct state_claim *gone;
-	struct cpuset cpus;
-	struct sched_params want;
-	bool ambiguous;
-	int ended;
-};
-
-static int same_budget(void *ud, const struct state_claim *c)
-{
-	struct sweep *s = ud;
-	struct cpuset cpus;
-
-	if (c->rt && strcmp(c->uid, s->gone->uid) != 0 &&
-	    c->budget.policy == RT_POLICY_DEADLINE &&
-	    c->budget.runtime_ns == s->gone->budget.runtime_ns &&
-	    c->budget.deadline_ns == s->gone->budget.deadline_ns &&
-	    c->budget.period_ns == s->gone->budget.period_ns &&
-	    cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
-		s->ambiguous = true;
-	return 0;
-}
-
-static int sweep_task(void *ud, pid_t pid, pid_t tid)
-{
-	struct sweep *s = ud;
-	struct sched_params have;
-	struct cpuset aff;
-
-	if (pid == getpid() || sched_get(tid, &have) < 0 || !sched_params_match(&have, &s->want) ||
-	    sched_get_affinity(tid, &aff) < 0 || !cpuset_is_subset(&aff, &s->cpus))
-		return 0;
-	log_warn("rt_task_ended", "claim=%s pid=%d tid=%d reason=running_under_unprepared_budget",
-		 s->gone->uid, (int)pid, (int)tid);
-	kill_task(s->rt, pid);
-	s->ended++;
-	return 0;
-}
-
-/* Ends every task still running under the deadline budget of the claim
- * that is gone, allowed on its CPUs alone, wherever it lives: a child that
- * left its container's cgroup holds the claim's bandwidth as much as one
- * that stayed. Left alone when another claim prepared on those CPUs has the
- * same budget (logged): its tasks cannot be told apart from these. FIFO/RR
- * hold no deadline bandwidth and kernel threads use them: not swept. */
+/* What still runs under the budget of the claim c that is gone. */
 static void end_budget(struct rtctl *rt, const struct state_claim *c)
 {
-	struct sweep s = { .rt = rt, .gone = c };
-	int r;
-
-	if (c->budget.policy != RT_POLICY_DEADLINE)
-		return;
-	(void)cpuset_from_view(&c->cpus, &s.cpus);
-	params_of(&c->budget, &s.want);
-	(void)state_foreach_claim(rt->state, same_budget, &s);
-	if (s.ambiguous) {
-		log_info("rt_budget_sweep_skipped", "claim=%s reason=same_budget_prepared_on_cpu",
-			 c->uid);
-		return;
-	}
-	r = sched_foreach_task(rt->proc_root, sweep_task, &s);
-	if (r < 0)
-		log_warn_errno(r, "rt_budget_sweep_failed", "claim=%s", c->uid);
+	count_ended(rt, rtsweep_budget(rt->proc_root, rt->state, c));
 }
 
 static void v2_release(struct rtctl *rt, struct rtc *x)
