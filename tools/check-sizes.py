@@ -68,8 +68,6 @@ DEBT_FUNCS = {
     ("user/nri/nri.c", "run_create"): 82,
     ("user/nri/pools.c", "on_create"): 93,
     ("user/nri/pools.c", "on_sync"): 107,
-    ("user/pinning/rtctl.c", "apply"): 84,
-    ("user/pinning/rtctl.c", "collect"): 81,
     ("user/pinning/report_json.c", "json_cpu"): 85,
     ("user/pinning/report_text.c", "print_cpu"): 90,
     ("user/pinning/verify.c", "watch"): 120,

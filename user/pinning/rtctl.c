@@ -313,6 +313,39 @@ static void applied(struct rtctl *rt, struct rtc *x, const char *by, const struc
 		 b->runtime_ns, b->period_ns, by);
 }
 
+/* sched_setattr on x's task failed with r for good: why, for fail(). */
+static void apply_failed(struct rtctl *rt, struct rtc *x, int cpu, int r)
+{
+	switch (r) {
+	case -EBUSY:
+		fail(rt, x, "ebusy",
+		     "the kernel has no deadline bandwidth left on CPU %d (EBUSY): tasks outside "
+		     "the driver's claims hold it",
+		     cpu);
+		break;
+	case -EPERM: {
+		struct cpuset un;
+		char who[256] = "";
+		int on = sched_task_cpu(rt->proc_root, x->pid);
+
+		if (rtdomain_version(rt->dom) == 1)
+			(void)rtdomain_v1_unisolated(rt->dom, &un, who, sizeof(who));
+		fail(rt, x, "eperm",
+		     "sched_setattr refused for %u ms (EPERM): the task runs on CPU %d, CPU %d %s%s",
+		     rt->retry_max_ms, on, cpu,
+		     who[0] ? "is merged into a larger root domain by cpuset " : "is isolated",
+		     who);
+		break;
+	}
+	case -ESRCH:
+		fail(rt, x, "vanished", "the container's main task %d is gone", (int)x->pid);
+		break;
+	default:
+		fail(rt, x, "error", "sched_setattr on task %d: %s", (int)x->pid, strerror(-r));
+		break;
+	}
+}
+
 static void apply(struct rtctl *rt, struct rtc *x)
 {
 	const struct state_claim *c = state_claim(rt->state, x->uid);
@@ -369,34 +402,7 @@ static void apply(struct rtctl *rt, struct rtc *x)
 		if (x->retry && event_add(x->retry, &tv) == 0)
 			return;
 	}
-	switch (r) {
-	case -EBUSY:
-		fail(rt, x, "ebusy",
-		     "the kernel has no deadline bandwidth left on CPU %d (EBUSY): tasks outside "
-		     "the driver's claims hold it",
-		     cpu);
-		break;
-	case -EPERM: {
-		struct cpuset un;
-		char who[256] = "";
-		int on = sched_task_cpu(rt->proc_root, x->pid);
-
-		if (rtdomain_version(rt->dom) == 1)
-			(void)rtdomain_v1_unisolated(rt->dom, &un, who, sizeof(who));
-		fail(rt, x, "eperm",
-		     "sched_setattr refused for %u ms (EPERM): the task runs on CPU %d, CPU %d %s%s",
-		     rt->retry_max_ms, on, cpu,
-		     who[0] ? "is merged into a larger root domain by cpuset " : "is isolated",
-		     who);
-		break;
-	}
-	case -ESRCH:
-		fail(rt, x, "vanished", "the container's main task %d is gone", (int)x->pid);
-		break;
-	default:
-		fail(rt, x, "error", "sched_setattr on task %d: %s", (int)x->pid, strerror(-r));
-		break;
-	}
+	apply_failed(rt, x, cpu, r);
 }
 
 /* ---- NRI hooks ---------------------------------------------------------------------------- */
@@ -749,27 +755,12 @@ static void add_hist(struct agg *a, const struct rt_task *t)
 	}
 }
 
-static void collect(struct metrics *m, void *ud)
+/* The monitor's n tasks summed by claim and CPU into aggs (room for n):
+ * returns how many. */
+static int aggregate(const struct rtctl *rt, const struct rtmon_task *v, int n, struct agg *aggs)
 {
-	struct rtctl *rt = ud;
-	struct rtmon_task *v = NULL;
-	struct agg *aggs = NULL;
-	int n = 0, na = 0;
+	int na = 0;
 
-	if (!rt->mon)
-		return;
-	(void)rtmon_prune(rt->mon);
-	if (rtmon_tasks(rt->mon, &v, &n) < 0)
-		return;
-	aggs = calloc((size_t)n + 1, sizeof(*aggs));
-	if (!aggs)
-		goto out;
-	metric_reset(rt->m_tasks);
-	metric_reset(rt->m_runtime);
-	metric_reset(rt->m_throttled);
-	metric_reset(rt->m_overruns);
-	metric_reset(rt->m_misses);
-	metric_reset(rt->m_bw);
 	for (int i = 0; i < n; i++) {
 		const struct rt_task *t = &v[i].s;
 		const struct rtc *x = owner_of(rt, t->cgroup_id, (int)t->cpu);
@@ -799,6 +790,31 @@ static void collect(struct metrics *m, void *ud)
 		a->period_ns = t->dl_period;
 		add_hist(a, t);
 	}
+	return na;
+}
+
+static void collect(struct metrics *m, void *ud)
+{
+	struct rtctl *rt = ud;
+	struct rtmon_task *v = NULL;
+	struct agg *aggs = NULL;
+	int n = 0, na = 0;
+
+	if (!rt->mon)
+		return;
+	(void)rtmon_prune(rt->mon);
+	if (rtmon_tasks(rt->mon, &v, &n) < 0)
+		return;
+	aggs = calloc((size_t)n + 1, sizeof(*aggs));
+	if (!aggs)
+		goto out;
+	metric_reset(rt->m_tasks);
+	metric_reset(rt->m_runtime);
+	metric_reset(rt->m_throttled);
+	metric_reset(rt->m_overruns);
+	metric_reset(rt->m_misses);
+	metric_reset(rt->m_bw);
+	na = aggregate(rt, v, n, aggs);
 	for (int k = 0; k < na; k++) {
 		struct agg *a = &aggs[k];
 		char cpu[16];
