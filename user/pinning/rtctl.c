@@ -267,10 +267,11 @@ static void end_tasks(struct rtctl *rt, struct rtc *x)
 	count_ended(rt, n);
 }
 
-/* What still runs under the budget of the claim c that is gone. */
-static void end_budget(struct rtctl *rt, const struct state_claim *c)
+/* What still runs real-time on the CPUs of the claim c that is gone;
+ * since: when its first container started, 0 when unknown. */
+static void end_budget(struct rtctl *rt, const struct state_claim *c, uint64_t since)
 {
-	count_ended(rt, rtsweep_budget(rt->proc_root, rt->state, c));
+	count_ended(rt, rtsweep_cpus(rt->proc_root, rt->state, c, since));
 }
 
 static void v2_release(struct rtctl *rt, struct rtc *x)
@@ -588,40 +589,51 @@ static void isolate(struct rtctl *rt, const struct state_claim *c)
 	arm_refresh(rt);
 }
 
+/* The claim c is unprepared: its containers' tasks are ended, then what
+ * still runs real-time on its CPUs (rtsweep.h); the CPUs it leaves leave
+ * their root domain. */
+static void claim_removed(struct rtctl *rt, const struct state_claim *c)
+{
+	struct cpuset cpus;
+	uint64_t since = 0;
+
+	(void)cpuset_from_view(&c->cpus, &cpus);
+	for (int i = rt->n - 1; i >= 0; i--) {
+		struct rtc *x = rt->v[i];
+		char id[13];
+
+		if (strcmp(x->uid, c->uid) != 0)
+			continue;
+		if (x->start && (!since || x->start < since))
+			since = x->start;
+		end_tasks(rt, x);
+		v2_release(rt, x);
+		log_info("rt_claim_ended", "claim=%s container=%s id=%s", c->uid,
+			 log_quote(x->name), log_quote(short_id(x, id)));
+		drop(rt, x);
+	}
+	end_budget(rt, c, since);
+	if (rtdomain_version(rt->dom) == 1)
+		CPUSET_FOREACH(cpu, &cpus)
+	(void)rtdomain_v1_release(rt->dom, cpu);
+	if (rt->mon)
+		CPUSET_FOREACH(cpu, &cpus)
+	if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
+		(void)rtmon_watch(rt->mon, cpu, false);
+	update_gauge(rt);
+	arm_refresh(rt);
+}
+
 static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 {
 	struct rtctl *rt = ud;
-	struct cpuset cpus;
 
 	if (!c->rt)
 		return;
-	if (ev == STATE_CLAIM_ADDED) {
+	if (ev == STATE_CLAIM_ADDED)
 		isolate(rt, c);
-	} else if (ev == STATE_CLAIM_REMOVED) {
-		(void)cpuset_from_view(&c->cpus, &cpus);
-		for (int i = rt->n - 1; i >= 0; i--) {
-			struct rtc *x = rt->v[i];
-			char id[13];
-
-			if (strcmp(x->uid, c->uid) != 0)
-				continue;
-			end_tasks(rt, x);
-			v2_release(rt, x);
-			log_info("rt_claim_ended", "claim=%s container=%s id=%s", c->uid,
-				 log_quote(x->name), log_quote(short_id(x, id)));
-			drop(rt, x);
-		}
-		end_budget(rt, c);
-		if (rtdomain_version(rt->dom) == 1)
-			CPUSET_FOREACH(cpu, &cpus)
-		(void)rtdomain_v1_release(rt->dom, cpu);
-		if (rt->mon)
-			CPUSET_FOREACH(cpu, &cpus)
-		if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
-			(void)rtmon_watch(rt->mon, cpu, false);
-		update_gauge(rt);
-		arm_refresh(rt);
-	}
+	else if (ev == STATE_CLAIM_REMOVED)
+		claim_removed(rt, c);
 }
 
 static void on_refresh(evutil_socket_t fd, short what, void *ud)

@@ -87,29 +87,57 @@ int rtsweep_cgroup(const char *dir)
 	return n;
 }
 
-/* Is another claim still prepared on one of cpus with the same deadline
- * budget? Then a task under that budget may be its, and is left alone. */
+/* One sweep of the CPUs of a claim that is gone. */
 struct sweep {
+	const char *proc_root;
 	const struct state_claim *gone;
 	struct cpuset cpus;
-	struct sched_params want;
-	bool ambiguous;
+	struct sched_params want; /* its own budget; policy OTHER: none known */
+	uint64_t since;		  /* its containers' first start; 0: unknown */
+	bool same_budget; /* another claim on cpus has its deadline budget */
+	bool shared;	  /* another real-time claim is still on cpus */
 	int ended;
 };
 
-static int same_budget(void *ud, const struct state_claim *c)
+/* Who else is still prepared on the gone claim's CPUs? */
+static int others_on_cpus(void *ud, const struct state_claim *c)
 {
 	struct sweep *s = ud;
 	struct cpuset cpus;
 
-	if (c->rt && strcmp(c->uid, s->gone->uid) != 0 &&
-	    c->budget.policy == RT_POLICY_DEADLINE &&
-	    c->budget.runtime_ns == s->gone->budget.runtime_ns &&
-	    c->budget.deadline_ns == s->gone->budget.deadline_ns &&
-	    c->budget.period_ns == s->gone->budget.period_ns &&
-	    cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
-		s->ambiguous = true;
+	if (!c->rt || !strcmp(c->uid, s->gone->uid) ||
+	    !cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
+		return 0;
+	s->shared = true;
+	if (c->budget.policy == RT_POLICY_DEADLINE && s->want.policy == SCHED_POLICY_DEADLINE &&
+	    c->budget.runtime_ns == s->want.runtime_ns &&
+	    c->budget.deadline_ns == s->want.deadline_ns &&
+	    c->budget.period_ns == s->want.period_ns)
+		s->same_budget = true;
 	return 0;
+}
+
+static bool is_real_time(uint32_t policy)
+{
+	return policy == SCHED_POLICY_DEADLINE || policy == SCHED_POLICY_FIFO ||
+	       policy == SCHED_POLICY_RR;
+}
+
+/* Why tid, a real-time task allowed on the gone claim's CPUs alone, is
+ * the claim's: NULL when it cannot be told from another's. */
+static const char *why_ended(const struct sweep *s, pid_t tid, const struct sched_params *have)
+{
+	uint64_t start;
+
+	if (s->want.policy == SCHED_POLICY_DEADLINE && sched_params_match(have, &s->want))
+		return s->same_budget ? NULL : "running_under_unprepared_budget";
+	if (s->shared)
+		return NULL;
+	/* No real-time claim is left on these CPUs: whatever still runs
+	 * real-time there, started since the claim's container, is its. */
+	if (s->since && (sched_task_start(s->proc_root, tid, &start) < 0 || start < s->since))
+		return NULL;
+	return "real_time_on_unprepared_cpu";
 }
 
 static int sweep_task(void *ud, pid_t pid, pid_t tid)
@@ -117,40 +145,47 @@ static int sweep_task(void *ud, pid_t pid, pid_t tid)
 	struct sweep *s = ud;
 	struct sched_params have;
 	struct cpuset aff;
+	const char *why;
 
-	if (pid == getpid() || sched_get(tid, &have) < 0 || !sched_params_match(&have, &s->want) ||
+	if (pid == getpid() || sched_get(tid, &have) < 0 || !is_real_time(have.policy) ||
 	    sched_get_affinity(tid, &aff) < 0 || !cpuset_is_subset(&aff, &s->cpus))
 		return 0;
-	log_warn("rt_task_ended", "claim=%s pid=%d tid=%d reason=running_under_unprepared_budget",
-		 s->gone->uid, (int)pid, (int)tid);
+	why = why_ended(s, tid, &have);
+	if (!why) {
+		log_info("rt_task_kept", "claim=%s pid=%d tid=%d policy=%s "
+					 "reason=another_claim_on_cpu",
+			 s->gone->uid, (int)pid, (int)tid, sched_policy_name(have.policy));
+		return 0;
+	}
+	log_warn("rt_task_ended", "claim=%s pid=%d tid=%d policy=%s reason=%s", s->gone->uid,
+		 (int)pid, (int)tid, sched_policy_name(have.policy), why);
 	s->ended += kill_task(pid);
 	return 0;
 }
 
-/* Ends every task still running under the deadline budget of the claim
- * that is gone, allowed on its CPUs alone, wherever it lives: a child that
- * left its container's cgroup holds the claim's bandwidth as much as one
- * that stayed. Left alone when another claim prepared on those CPUs has the
- * same budget (logged): its tasks cannot be told apart from these. FIFO/RR
- * hold no deadline bandwidth and kernel threads use them: not swept. */
-int rtsweep_budget(const char *proc_root, struct state *state, const struct state_claim *c)
+/* Ends every real-time task (deadline, FIFO, RR) still allowed on the CPUs
+ * of the claim that is gone alone, wherever it lives: a child that left
+ * its container's cgroup holds the CPU (and a deadline task its bandwidth)
+ * as much as one that stayed. While another real-time claim is prepared on
+ * those CPUs, only tasks under the gone claim's own deadline budget are
+ * told apart from its tasks, and only when that claim's budget differs;
+ * the others are left (logged). Kernel threads are never swept. */
+int rtsweep_cpus(const char *proc_root, struct state *state, const struct state_claim *c,
+		 uint64_t since)
 {
-	struct sweep s = { .gone = c };
+	struct sweep s = { .proc_root = proc_root, .gone = c, .since = since };
 	int r;
 
-	if (c->budget.policy != RT_POLICY_DEADLINE)
-		return 0;
 	(void)cpuset_from_view(&c->cpus, &s.cpus);
-	s.want = (struct sched_params){ .policy = SCHED_POLICY_DEADLINE,
-					.runtime_ns = c->budget.runtime_ns,
-					.deadline_ns = c->budget.deadline_ns,
-					.period_ns = c->budget.period_ns };
-	(void)state_foreach_claim(state, same_budget, &s);
-	if (s.ambiguous) {
+	if (c->budget.policy == RT_POLICY_DEADLINE)
+		s.want = (struct sched_params){ .policy = SCHED_POLICY_DEADLINE,
+						.runtime_ns = c->budget.runtime_ns,
+						.deadline_ns = c->budget.deadline_ns,
+						.period_ns = c->budget.period_ns };
+	(void)state_foreach_claim(state, others_on_cpus, &s);
+	if (s.same_budget)
 		log_info("rt_budget_sweep_skipped", "claim=%s reason=same_budget_prepared_on_cpu",
 			 c->uid);
-		return 0;
-	}
 	r = sched_foreach_task(proc_root, sweep_task, &s);
 	if (r < 0)
 		log_warn_errno(r, "rt_budget_sweep_failed", "claim=%s", c->uid);

@@ -5,8 +5,8 @@
  *
  *   rtsweep_task    the container's main task, if still the one it was
  *   rtsweep_cgroup  whatever its cgroup and the cgroups below it hold
- *   rtsweep_budget  every task under the claim's deadline budget on its
- *                   CPUs, wherever it lives
+ *   rtsweep_cpus    every real-time task left on the claim's CPUs,
+ *                   wherever it lives (a child that left the cgroup)
  *
  * Each returns how many tasks it sent SIGKILL (the caller counts them in
  * dra_cpu_rt_tasks_ended_total). Never pid 0, 1 or the driver itself.
@@ -26,7 +26,12 @@ int rtsweep_task(const char *proc_root, pid_t pid, uint64_t start);
 /* Ends what the cgroup at dir (absolute) holds, its child cgroups
  * included (a container may make its own below its cgroup). */
 int rtsweep_cgroup(const char *dir);
-/* The claim gone is unprepared: ends every task still running under its
- * deadline budget, allowed on its CPUs alone, unless another claim state
- * still holds on those CPUs has the same budget (logged, left alone). */
-int rtsweep_budget(const char *proc_root, struct state *state, const struct state_claim *gone);
+/* The claim gone is unprepared: ends every real-time task (deadline, FIFO,
+ * RR) still allowed on its CPUs alone, wherever it lives, but kernel
+ * threads. While another real-time claim state holds is on those CPUs,
+ * only tasks under gone's own deadline budget are its (and none when that
+ * claim has the same budget); the others are left and logged. since: when
+ * the claim's first container started (clock ticks since boot), 0 when
+ * unknown: a task started before it is not its child. */
+int rtsweep_cpus(const char *proc_root, struct state *state, const struct state_claim *gone,
+		 uint64_t since);
