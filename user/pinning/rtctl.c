@@ -589,6 +589,26 @@ static void isolate(struct rtctl *rt, const struct state_claim *c)
 	arm_refresh(rt);
 }
 
+static int add_rt_cpus(void *ud, const struct state_claim *c)
+{
+	struct cpuset cpus;
+
+	if (c->rt)
+		cpuset_or(ud, ud, cpuset_from_view(&c->cpus, &cpus));
+	return 0;
+}
+
+/* What a previous run left (v1 isolation, v2 partitions) on CPUs no
+ * real-time claim holds any more is put back (host/rtdomain.h). */
+static void settle(struct rtctl *rt)
+{
+	struct cpuset held;
+
+	cpuset_zero(&held);
+	(void)state_foreach_claim(rt->state, add_rt_cpus, &held);
+	rtdomain_settle(rt->dom, &held);
+}
+
 /* The claim c is unprepared: its containers' tasks are ended, then what
  * still runs real-time on its CPUs (rtsweep.h); the CPUs it leaves leave
  * their root domain. */
@@ -620,6 +640,7 @@ static void claim_removed(struct rtctl *rt, const struct state_claim *c)
 		CPUSET_FOREACH(cpu, &cpus)
 	if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
 		(void)rtmon_watch(rt->mon, cpu, false);
+	settle(rt);
 	update_gauge(rt);
 	arm_refresh(rt);
 }
@@ -894,8 +915,7 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 		return r;
 	(void)state_foreach_claim(state, isolate_each, rt);
 	write_owners(rt);
-	if (rtdomain_version(rt->dom) == 1 && cpuset_is_empty(rtdomain_active(rt->dom)))
-		rtdomain_v1_settle(rt->dom);
+	settle(rt);
 	update_gauge(rt);
 	log_info("rt_ready", "cgroup=v%d root=%s capacity_milli=%lld isolated=%d",
 		 rtdomain_version(rt->dom), rt->cgroup_root, (long long)rt->limits.capacity_milli,
