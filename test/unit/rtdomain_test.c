@@ -546,6 +546,38 @@ static void test_rtdomain_v2_a_left_partition_holds_its_cpu_while_its_cgroup_liv
 	rtdomain_free(d);
 }
 
+/* A record names only cgroups under the root, with CPUs: the rest is not
+ * touched. */
+static void test_rtdomain_v2_a_bad_record_is_ignored(void **st)
+{
+	struct rtdomain *d;
+	struct cpuset left;
+	char path[512];
+	FILE *f;
+
+	v2_node();
+	put("/kubepods.slice/pod1.slice", "cpuset.cpus.exclusive", "3");
+	snprintf(path, sizeof(path), "%s/rt-domains.json", state);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"root\":\"%s\",\"changes\":[],\"partitions\":["
+		"{\"cgroup\":\"%s/../etc\",\"cpus\":\"3\"},"
+		"{\"cgroup\":\"/elsewhere/x\",\"cpus\":\"3\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":\"3\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":\"x-y\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":\"\"},"
+		"{\"cgroup\":7,\"cpus\":\"3\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":3}]}",
+		cg, cg, cg, ctr_path(CTR_A), ctr_path(CTR_A), ctr_path(CTR_A));
+	fclose(f);
+	d = open_v2_recorded();
+	assert_false(rtdomain_leftovers(d, &left));
+	rtdomain_settle(d, NULL);
+	assert_string_equal(get("/kubepods.slice/pod1.slice", "cpuset.cpus.exclusive"), "3");
+	rtdomain_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -559,6 +591,7 @@ int main(void)
 		T(test_rtdomain_v2_errors_leave_nothing_half_done),
 		T(test_rtdomain_v2_a_restart_puts_back_what_a_killed_run_left),
 		T(test_rtdomain_v2_a_left_partition_holds_its_cpu_while_its_cgroup_lives),
+		T(test_rtdomain_v2_a_bad_record_is_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
