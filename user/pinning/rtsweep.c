@@ -21,6 +21,7 @@
 #include "lib/num.h"
 
 #define CGROUP_DEPTH 8 /* cgroups below the container's, walked */
+#define MAX_OTHERS 64	/* claims sharing a CPU whose budgets are known */
 
 static int kill_task(pid_t pid)
 {
@@ -96,25 +97,49 @@ struct sweep {
 	uint64_t since;		  /* its containers' first start; 0: unknown */
 	bool same_budget; /* another claim on cpus has its deadline budget */
 	bool shared;	  /* another real-time claim is still on cpus */
+	/* the deadline budgets of the others (a task under one is theirs) */
+	struct sched_params others[MAX_OTHERS];
+	int n_others;
 	int ended;
 };
+
+/* A deadline budget as the kernel shows it. */
+static struct sched_params dl_params(const struct rt_budget *b)
+{
+	return (struct sched_params){ .policy = SCHED_POLICY_DEADLINE,
+				      .runtime_ns = b->runtime_ns,
+				      .deadline_ns = b->deadline_ns,
+				      .period_ns = b->period_ns };
+}
 
 /* Who else is still prepared on the gone claim's CPUs? */
 static int others_on_cpus(void *ud, const struct state_claim *c)
 {
 	struct sweep *s = ud;
+	struct sched_params b;
 	struct cpuset cpus;
 
 	if (!c->rt || !strcmp(c->uid, s->gone->uid) ||
 	    !cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
 		return 0;
 	s->shared = true;
-	if (c->budget.policy == RT_POLICY_DEADLINE && s->want.policy == SCHED_POLICY_DEADLINE &&
-	    c->budget.runtime_ns == s->want.runtime_ns &&
-	    c->budget.deadline_ns == s->want.deadline_ns &&
-	    c->budget.period_ns == s->want.period_ns)
+	if (c->budget.policy != RT_POLICY_DEADLINE)
+		return 0;
+	b = dl_params(&c->budget);
+	if (s->want.policy == SCHED_POLICY_DEADLINE && sched_params_match(&b, &s->want))
 		s->same_budget = true;
+	if (s->n_others < MAX_OTHERS)
+		s->others[s->n_others++] = b;
 	return 0;
+}
+
+/* Does the task run under the budget of another claim on these CPUs? */
+static bool is_others(const struct sweep *s, const struct sched_params *have)
+{
+	for (int i = 0; i < s->n_others; i++)
+		if (sched_params_match(have, &s->others[i]))
+			return true;
+	return false;
 }
 
 static bool is_real_time(uint32_t policy)
@@ -151,6 +176,8 @@ static int sweep_task(void *ud, pid_t pid, pid_t tid)
 	    sched_get_affinity(tid, &aff) < 0 || !cpuset_is_subset(&aff, &s->cpus))
 		return 0;
 	why = why_ended(s, tid, &have);
+	if (!why && is_others(s, &have))
+		return 0; /* another claim's task, as far as anyone can tell */
 	if (!why) {
 		log_info("rt_task_kept", "claim=%s pid=%d tid=%d policy=%s "
 					 "reason=another_claim_on_cpu",
@@ -178,10 +205,7 @@ int rtsweep_cpus(const char *proc_root, struct state *state, const struct state_
 
 	(void)cpuset_from_view(&c->cpus, &s.cpus);
 	if (c->budget.policy == RT_POLICY_DEADLINE)
-		s.want = (struct sched_params){ .policy = SCHED_POLICY_DEADLINE,
-						.runtime_ns = c->budget.runtime_ns,
-						.deadline_ns = c->budget.deadline_ns,
-						.period_ns = c->budget.period_ns };
+		s.want = dl_params(&c->budget);
 	(void)state_foreach_claim(state, others_on_cpus, &s);
 	if (s.same_budget)
 		log_info("rt_budget_sweep_skipped", "claim=%s reason=same_budget_prepared_on_cpu",
