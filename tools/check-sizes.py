@@ -47,7 +47,6 @@ PARSERS = {
 # then, for the record; the check fails only on entries missing here.
 DEBT_FILES = {
     "user/kubelet/dra.c": 1706,
-    "user/pinning/rtctl.c": 1087,  # grew with the leftover sweeps; split the sweep out
     "user/pinning/bpfmon.c": 1229,
 }
 
@@ -59,8 +58,6 @@ DEBT_FUNCS = {
     ("user/kubelet/dra.c", "handle_prepare"): 98,
     ("user/kubelet/dra.c", "handle_unprepare"): 100,
     ("user/kubelet/dra.c", "dra_new"): 83,
-    ("user/pinning/rtctl.c", "apply"): 84,
-    ("user/pinning/rtctl.c", "collect"): 81,
     ("user/pinning/report_json.c", "json_cpu"): 85,
     ("user/pinning/report_text.c", "print_cpu"): 90,
     ("user/pinning/verify.c", "watch"): 120,

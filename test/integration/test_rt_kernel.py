@@ -346,6 +346,93 @@ def test_children_of_a_stopped_container_are_ended_with_its_claim(rt_env):
             os.unlink(out)
 
 
+# A container whose main task forks three children that leave its cgroup
+# for the runtime's parent cgroup, pin themselves to the real-time CPU and
+# take a real-time policy the claim never granted: FIFO, RR, and deadline
+# under a budget of their own (100m). A container may, with CAP_SYS_NICE or
+# its RLIMIT_RTPRIO.
+ESCAPEES = """import ctypes, os, struct, time
+def attr(policy, prio, runtime):
+    a = struct.pack("=IIQiIQQQII", 56, policy, 0, 0, prio, runtime,
+                    10000000 if runtime else 0, 10000000 if runtime else 0, 0, 0)
+    b = ctypes.create_string_buffer(a, len(a))
+    assert ctypes.CDLL(None).syscall(%(nr)d, 0, b, 0) == 0
+time.sleep(0.3)
+kids = []
+for policy, prio, runtime in ((1, 5, 0), (2, 5, 0), (6, 0, 1000000)):
+    pid = os.fork()
+    if pid == 0:
+        open(%(procs)r, "w").write(str(os.getpid()))
+        os.sched_setaffinity(0, {%(cpu)d})
+        attr(policy, prio, runtime)
+        while 1: time.sleep(0.005)
+    kids.append(pid)
+time.sleep(0.2)
+open(%(out)r, "w").write(" ".join(map(str, kids)))
+while 1: time.sleep(0.005)
+"""
+
+
+def test_real_time_children_of_every_policy_are_ended_with_their_claim(rt_env):
+    apiserver, d, kubelet, rt, extra = rt_env
+    c, err = prepare(rt_env, "escapees")
+    assert err == ""
+    out = "/dev/shm/rt-escapees-%d" % os.getpid()
+    script = ESCAPEES % {"nr": SYS_SCHED_SETATTR, "cpu": RT_CPU, "out": out,
+                         "procs": os.path.join(rt.cg.root, "cgroup.procs")}
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
+                              argv=[sys.executable, "-c", script])
+    kids = []
+    try:
+        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the children")
+        kids = [int(x) for x in open(out).read().split()]
+        assert [policy(k) for k in kids] == [os.SCHED_FIFO, os.SCHED_RR, SCHED_DEADLINE]
+        rt.stop_container(ctr)
+        wait_for(lambda: ctr.proc.poll() is not None, what="the main task ended")
+        assert all(alive(k) for k in kids)  # out of the container's cgroup
+        # the claim goes: no real-time claim is left on the CPU, so whatever
+        # the container left running real-time there is ended
+        unprepare(rt_env, c)
+        wait_for(lambda: not any(alive(k) for k in kids), what="every child ended")
+        for p in ("fifo", "rr", "deadline"):
+            assert "policy=%s reason=real_time_on_unprepared_cpu" % p in d.log()
+        assert metric(d, "dra_cpu_rt_tasks_ended_total") == 3
+        # nothing is left charged on the CPU: a new claim's task gets 900m
+        c2, err = prepare(rt_env, "after")
+        assert err == ""
+        p = busy_on_rt_cpu()
+        extra.append(p)
+        assert wait_for(lambda: sched_setattr(p.pid, 9000000, 10000000) == 0,
+                        what="900m admitted")
+    finally:
+        for k in kids:
+            if alive(k):
+                os.kill(k, 9)
+        if os.path.exists(out):
+            os.unlink(out)
+
+
+def test_a_task_of_another_claim_on_the_cpu_is_left_alone(rt_env):
+    """While another real-time claim is prepared on the CPU, a real-time task
+    outside every container cannot be told from its tasks: it stays."""
+    apiserver, d, kubelet, rt, extra = rt_env
+    keep, err = prepare(rt_env, "keep", q="100m",
+                        budget={"policy": "deadline", "runtimeNs": 1000000,
+                                "periodNs": 10000000})
+    assert err == ""
+    c, err = prepare(rt_env, "going")
+    assert err == ""
+    other = subprocess.Popen([sys.executable, "-c",
+                              "import os,time\nos.sched_setaffinity(0,{%d})\n"
+                              "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(3))\n"
+                              "while 1: time.sleep(0.005)" % RT_CPU])
+    extra.append(other)
+    wait_for(lambda: policy(other.pid) == os.SCHED_FIFO, what="fifo")
+    unprepare(rt_env, c)
+    assert "event=rt_task_kept" in d.log() and "reason=another_claim_on_cpu" in d.log()
+    assert other.poll() is None
+
+
 def test_kill9_and_restart_charges_nothing_twice(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     ctrs = []

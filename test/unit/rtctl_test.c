@@ -17,6 +17,7 @@
 
 #include "core/rt.h"
 #include "core/state.h"
+#include "host/rtdomain.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
 #include "pinning/rtctl.h"
@@ -130,12 +131,123 @@ static void test_rtctl_a_real_time_container_holds_one_claim_alone(void **st)
 	event_base_free(base);
 }
 
+/* A cgroup v2 file under root/cg2 (directories made as needed). */
+static void put2(const char *rel, const char *file, const char *value)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cg2%s", root, rel);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/cg2%s/%s", root, rel, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", value);
+	fclose(f);
+}
+
+static const char *get2(const char *rel, const char *file)
+{
+	static char buf[4][128];
+	static int next;
+	char path[512], *b = buf[next++ % 4];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cg2%s/%s", root, rel, file);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	if (!fgets(b, 128, f))
+		b[0] = 0;
+	fclose(f);
+	b[strcspn(b, "\n")] = 0;
+	return b;
+}
+
+static void cgroup2(const char *rel)
+{
+	put2(rel, "cpuset.cpus", "");
+	put2(rel, "cpuset.cpus.exclusive", "");
+	put2(rel, "cpuset.cpus.partition", "member");
+}
+
+#define POD_A "/kubepods.slice/pod-a.slice"
+#define POD_B "/kubepods.slice/pod-b.slice"
+
+/* kill -9 with two real-time containers on a cgroup v2 node: at the next
+ * start the partition no claim holds any more is put back at once, the
+ * other when its claim is unprepared. */
+static void test_rtctl_v2_partitions_a_killed_run_left_are_put_back(void **st)
+{
+	static const struct rt_limits limits = { 900, 100000, 4194304000ull };
+	struct event_base *base = event_base_new();
+	struct metrics *m = NULL;
+	struct state *s = NULL;
+	struct rtctl *rt = NULL;
+	struct rtdomain *dom = NULL;
+	struct state_opts so = { 0 };
+	char cdi[128], sd[128], cg[128], dir[256];
+	struct errbuf eb = { "" };
+	struct rtctl_opts o = { .limits = &limits, .cgroup_version = 2 };
+	struct rtdomain_opts dopt = { .version = 2 };
+	struct cpuset two, three;
+
+	snprintf(cdi, sizeof(cdi), "%s/cdi", root);
+	snprintf(sd, sizeof(sd), "%s/state", root);
+	snprintf(cg, sizeof(cg), "%s/cg2", root);
+	mkdir(sd, 0700);
+	put2("", "cgroup.controllers", "cpuset cpu memory");
+	cgroup2("/kubepods.slice");
+	cgroup2(POD_A);
+	cgroup2(POD_A "/ctr.scope");
+	cgroup2(POD_B);
+	cgroup2(POD_B "/ctr.scope");
+	so.cdi_dir = cdi;
+	so.state_dir = sd;
+	assert_int_equal(cpuset_parse("0-1", &so.allocatable, NULL), 0);
+	assert_int_equal(cpuset_parse("2-3", &so.rt_cpus, NULL), 0);
+	assert_int_equal(state_new(&so, &s), 0);
+	assert_int_equal(state_load(s), 0);
+	assert_int_equal(metrics_new(&m), 0);
+	add(s, UID_RT, "2", true);
+	/* the killed run: a partition per container, on CPUs 2 and 3 */
+	dopt.root = cg;
+	dopt.state_dir = sd;
+	assert_int_equal(rtdomain_new(&dopt, &dom), 0);
+	cpuset_parse("2", &two, NULL);
+	cpuset_parse("3", &three, NULL);
+	snprintf(dir, sizeof(dir), "%s" POD_A "/ctr.scope", cg);
+	assert_int_equal(rtdomain_v2_acquire(dom, dir, &two, &eb), 0);
+	snprintf(dir, sizeof(dir), "%s" POD_B "/ctr.scope", cg);
+	assert_int_equal(rtdomain_v2_acquire(dom, dir, &three, &eb), 0);
+	rtdomain_free(dom);
+	assert_string_equal(get2("/kubepods.slice", "cpuset.cpus.exclusive"), "2-3");
+	/* started again: CPU 3's claim is gone, CPU 2's is still prepared */
+	o.cgroup_root = cg;
+	o.state_dir = sd;
+	assert_int_equal(rtctl_new(base, s, m, &o, &rt), 0);
+	assert_string_equal(get2(POD_B "/ctr.scope", "cpuset.cpus.partition"), "member");
+	assert_string_equal(get2(POD_B, "cpuset.cpus.exclusive"), "");
+	assert_string_equal(get2(POD_A "/ctr.scope", "cpuset.cpus.partition"), "root");
+	assert_string_equal(get2("/kubepods.slice", "cpuset.cpus.exclusive"), "2");
+	/* its claim is unprepared (its container never came back) */
+	assert_int_equal(state_claim_remove(s, UID_RT), 0);
+	assert_string_equal(get2(POD_A "/ctr.scope", "cpuset.cpus.partition"), "member");
+	assert_string_equal(get2(POD_A, "cpuset.cpus.exclusive"), "");
+	assert_string_equal(get2("/kubepods.slice", "cpuset.cpus.exclusive"), "");
+	rtctl_free(rt);
+	state_free(s);
+	metrics_free(m);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rtctl_runtimes_with_nri_0_11_apply_the_scheduler),
 		cmocka_unit_test_setup_teardown(test_rtctl_a_real_time_container_holds_one_claim_alone,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_rtctl_v2_partitions_a_killed_run_left_are_put_back, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,6 +126,22 @@ static bool record_lists(const char *rel)
 	return strstr(buf, want) != NULL;
 }
 
+/* Does the record in the state dir name the v2 partition rel? */
+static bool record_lists_partition(const char *rel)
+{
+	char path[512], want[512], buf[8192] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/rt-domains.json", state);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	snprintf(want, sizeof(want), "\"cgroup\":\"%s%s\"", cg, rel);
+	return strstr(buf, want) != NULL;
+}
+
 /* A v1 cpuset: cpus and load balancing. */
 static void cpuset_dir(const char *rel, const char *cpus, int lb)
 {
@@ -294,14 +310,14 @@ static void test_rtdomain_v1_a_restart_puts_back_what_a_crash_left(void **st)
 	assert_int_equal(rtdomain_v1_acquire(d, 3, &eb), 0);
 	rtdomain_free(d);
 	d = open_v1();
-	assert_true(rtdomain_v1_leftovers(d, &left));
+	assert_true(rtdomain_leftovers(d, &left));
 	assert_int_equal(cpuset_count(&left), 1);
 	assert_true(cpuset_has(&left, 3));
-	rtdomain_v1_settle(d);
+	rtdomain_settle(d, NULL);
 	assert_false(exists("/dra-cpu-rt"));
 	assert_string_equal(get("/system.slice", "cpuset.sched_load_balance"), "1");
 	assert_string_equal(get("", "cpuset.sched_load_balance"), "1");
-	assert_false(rtdomain_v1_leftovers(d, &left));
+	assert_false(rtdomain_leftovers(d, &left));
 	assert_true(cpuset_is_empty(&left));
 	rtdomain_free(d);
 }
@@ -411,6 +427,157 @@ static void test_rtdomain_v2_errors_leave_nothing_half_done(void **st)
 	rtdomain_free(d);
 }
 
+/* A v2 node: two pods, a container each. */
+static void v2_node(void)
+{
+	put("", "cgroup.controllers", "cpuset cpu memory");
+	cgroup2("/kubepods.slice");
+	cgroup2("/kubepods.slice/pod1.slice");
+	cgroup2("/kubepods.slice/pod1.slice/ctr-a.scope");
+	cgroup2("/kubepods.slice/pod2.slice");
+	cgroup2("/kubepods.slice/pod2.slice/ctr-b.scope");
+}
+
+static struct rtdomain *open_v2_recorded(void)
+{
+	struct rtdomain_opts o = { .version = 2, .root = cg, .state_dir = state };
+	struct rtdomain *d = NULL;
+
+	assert_int_equal(rtdomain_new(&o, &d), 0);
+	return d;
+}
+
+static const char *ctr_path(const char *rel)
+{
+	static char buf[2][256];
+	static int next;
+	char *b = buf[next++ % 2];
+
+	snprintf(b, 256, "%s%s", cg, rel);
+	return b;
+}
+
+#define CTR_A "/kubepods.slice/pod1.slice/ctr-a.scope"
+#define CTR_B "/kubepods.slice/pod2.slice/ctr-b.scope"
+
+static void test_rtdomain_v2_a_restart_puts_back_what_a_killed_run_left(void **st)
+{
+	struct rtdomain *d;
+	struct errbuf eb = {};
+	struct cpuset two, three, left;
+	char path[512];
+
+	v2_node();
+	cpuset_parse("2", &two, NULL);
+	cpuset_parse("3", &three, NULL);
+	d = open_v2_recorded();
+	assert_false(rtdomain_leftovers(d, &left));
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_A), &three, &eb), 0);
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_B), &two, &eb), 0);
+	assert_true(record_lists_partition(CTR_A));
+	assert_true(record_lists_partition(CTR_B));
+	rtdomain_free(d); /* killed: nothing undone */
+	assert_string_equal(get("/kubepods.slice", "cpuset.cpus.exclusive"), "2-3");
+	assert_string_equal(get(CTR_B, "cpuset.cpus.partition"), "root");
+	d = open_v2_recorded();
+	assert_true(rtdomain_leftovers(d, &left));
+	assert_int_equal(cpuset_count(&left), 2);
+	/* a claim still sits on CPU 3: its partition stays; CPU 2's goes */
+	rtdomain_settle(d, &three);
+	assert_string_equal(get(CTR_B, "cpuset.cpus.partition"), "member");
+	assert_string_equal(get(CTR_B, "cpuset.cpus.exclusive"), "");
+	assert_string_equal(get("/kubepods.slice/pod2.slice", "cpuset.cpus.exclusive"), "");
+	assert_string_equal(get("/kubepods.slice", "cpuset.cpus.exclusive"), "3");
+	assert_string_equal(get(CTR_A, "cpuset.cpus.partition"), "root");
+	assert_true(rtdomain_leftovers(d, &left));
+	assert_true(cpuset_equal(&left, &three));
+	assert_false(record_lists_partition(CTR_B));
+	assert_true(record_lists_partition(CTR_A));
+	/* its container is named again: taken over, then released as usual */
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_A), &three, &eb), 0);
+	assert_false(rtdomain_leftovers(d, &left));
+	assert_true(cpuset_has(rtdomain_active(d), 3));
+	assert_int_equal(rtdomain_v2_release(d, ctr_path(CTR_A)), 0);
+	assert_string_equal(get(CTR_A, "cpuset.cpus.partition"), "member");
+	assert_string_equal(get("/kubepods.slice/pod1.slice", "cpuset.cpus.exclusive"), "");
+	assert_string_equal(get("/kubepods.slice", "cpuset.cpus.exclusive"), "");
+	snprintf(path, sizeof(path), "%s/rt-domains.json", state);
+	assert_int_equal(access(path, F_OK), -1); /* nothing left to record */
+	rtdomain_free(d);
+	/* or no claim came back at all */
+	d = open_v2_recorded();
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_B), &two, &eb), 0);
+	rtdomain_free(d);
+	d = open_v2_recorded();
+	rtdomain_settle(d, NULL);
+	assert_string_equal(get(CTR_B, "cpuset.cpus.partition"), "member");
+	assert_string_equal(get("/kubepods.slice", "cpuset.cpus.exclusive"), "");
+	assert_false(rtdomain_leftovers(d, &left));
+	rtdomain_free(d);
+}
+
+static void test_rtdomain_v2_a_left_partition_holds_its_cpu_while_its_cgroup_lives(void **st)
+{
+	struct rtdomain *d;
+	struct errbuf eb = {};
+	struct cpuset three, left;
+
+	v2_node();
+	cpuset_parse("3", &three, NULL);
+	d = open_v2_recorded();
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_A), &three, &eb), 0);
+	rtdomain_free(d); /* killed */
+	d = open_v2_recorded();
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_B), &three, &eb), -EBUSY);
+	assert_non_null(strstr(eb.s, "made by a previous run"));
+	assert_string_equal(get("/kubepods.slice/pod2.slice", "cpuset.cpus.exclusive"), "");
+	/* the runtime removed the old container's cgroup: its partition is
+	 * undone up the path, and the new container takes the CPU */
+	assert_int_equal(rmdir(ctr_path(CTR_A)), 0);
+	assert_int_equal(rtdomain_v2_acquire(d, ctr_path(CTR_B), &three, &eb), 0);
+	assert_string_equal(get("/kubepods.slice/pod1.slice", "cpuset.cpus.exclusive"), "");
+	assert_string_equal(get("/kubepods.slice/pod2.slice", "cpuset.cpus.exclusive"), "3");
+	assert_string_equal(get("/kubepods.slice", "cpuset.cpus.exclusive"), "3");
+	assert_false(rtdomain_leftovers(d, &left));
+	assert_false(record_lists_partition(CTR_A));
+	assert_true(record_lists_partition(CTR_B));
+	assert_int_equal(rtdomain_v2_release(d, ctr_path(CTR_B)), 0);
+	assert_string_equal(get("/kubepods.slice", "cpuset.cpus.exclusive"), "");
+	rtdomain_free(d);
+}
+
+/* A record names only cgroups under the root, with CPUs: the rest is not
+ * touched. */
+static void test_rtdomain_v2_a_bad_record_is_ignored(void **st)
+{
+	struct rtdomain *d;
+	struct cpuset left;
+	char path[512];
+	FILE *f;
+
+	v2_node();
+	put("/kubepods.slice/pod1.slice", "cpuset.cpus.exclusive", "3");
+	snprintf(path, sizeof(path), "%s/rt-domains.json", state);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"root\":\"%s\",\"changes\":[],\"partitions\":["
+		"{\"cgroup\":\"%s/../etc\",\"cpus\":\"3\"},"
+		"{\"cgroup\":\"/elsewhere/x\",\"cpus\":\"3\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":\"3\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":\"x-y\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":\"\"},"
+		"{\"cgroup\":7,\"cpus\":\"3\"},"
+		"{\"cgroup\":\"%s\",\"cpus\":3}]}",
+		cg, cg, cg, ctr_path(CTR_A), ctr_path(CTR_A), ctr_path(CTR_A));
+	fclose(f);
+	d = open_v2_recorded();
+	assert_false(rtdomain_leftovers(d, &left));
+	rtdomain_settle(d, NULL);
+	assert_string_equal(get("/kubepods.slice/pod1.slice", "cpuset.cpus.exclusive"), "3");
+	rtdomain_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -422,6 +589,9 @@ int main(void)
 		T(test_rtdomain_v1_errors_undo_the_acquire),
 		T(test_rtdomain_v2_remote_partition_down_the_path),
 		T(test_rtdomain_v2_errors_leave_nothing_half_done),
+		T(test_rtdomain_v2_a_restart_puts_back_what_a_killed_run_left),
+		T(test_rtdomain_v2_a_left_partition_holds_its_cpu_while_its_cgroup_lives),
+		T(test_rtdomain_v2_a_bad_record_is_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

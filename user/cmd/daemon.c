@@ -211,47 +211,56 @@ static void update_gauges(struct daemon *d)
 
 static int on_left_cpus(void *ud, const struct state_claim *c)
 {
-	struct daemon *d = ud;
 	struct cpuset cpus;
 
-	/* the first one found stops the walk */
-	return cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &d->rt_left_cpus) ? -EEXIST : 0;
+	cpuset_or(ud, ud, cpuset_from_view(&c->cpus, &cpus));
+	return 0;
 }
 
-/* Without --rt-cpus, what real-time isolation a previous run made (a kill
- * -9 with a real-time claim, then a start without the flag) is found and
- * undone: the root cpuset's load balancing, the driver's cpusets, its record.
- * While a prepared claim still sits on a CPU it isolated, it is kept and
- * reported, and undone when the last such claim goes. Called at start and on
- * every claim removed while something is kept. */
+/* Without --rt-cpus, what real-time changes a previous run made (a kill -9
+ * with a real-time claim, then a start without the flag) are found and
+ * undone: v1, the root cpuset's load balancing, the driver's cpusets, its
+ * record; v2, the partitions it made. While a prepared claim still sits on
+ * a CPU they concern, they are kept and reported, and undone when the last
+ * such claim goes. Called at start and on every claim removed while
+ * something is kept. */
 static void rt_leftovers(struct daemon *d, bool start)
 {
 	struct rtdomain_opts o = { .state_dir = d->cfg->state_dir };
+	struct cpuset held, kept, undone;
 	char cpus[128];
-	bool held;
+	bool left;
 
 	if (!d->rt_left) {
 		if (!start || rtdomain_new(&o, &d->rt_left) < 0)
 			return;
-		if (!rtdomain_v1_leftovers(d->rt_left, &d->rt_left_cpus)) {
+		if (!rtdomain_leftovers(d->rt_left, &d->rt_left_cpus)) {
 			d->rt_left = rtdomain_free(d->rt_left);
 			return;
 		}
 	}
-	held = state_foreach_claim(d->state, on_left_cpus, d) == -EEXIST;
-	(void)cpuset_format(&d->rt_left_cpus, cpus, sizeof(cpus));
-	if (held) {
-		if (start)
-			log_warn("rt_leftovers_kept", "cpus=%s reason=%s", cpus,
-				 log_quote("a prepared claim is on a CPU a previous run isolated "
-					   "for real-time claims; undone when the last one goes, or "
-					   "start with --rt-cpus"));
+	cpuset_zero(&held);
+	(void)state_foreach_claim(d->state, on_left_cpus, &held);
+	rtdomain_settle(d->rt_left, &held);
+	left = rtdomain_leftovers(d->rt_left, &kept);
+	cpuset_andnot(&undone, &d->rt_left_cpus, &kept);
+	if (!left || !cpuset_is_empty(&undone)) {
+		(void)cpuset_format(left ? &undone : &d->rt_left_cpus, cpus, sizeof(cpus));
+		log_info("rt_leftovers_undone", "cpus=%s", cpus);
+	}
+	if (!left) {
+		(void)fileio_remove(d->cfg->state_dir, RTREPORT_OWNERS_FILE);
+		d->rt_left = rtdomain_free(d->rt_left);
 		return;
 	}
-	rtdomain_v1_settle(d->rt_left);
-	(void)fileio_remove(d->cfg->state_dir, RTREPORT_OWNERS_FILE);
-	log_info("rt_leftovers_undone", "cpus=%s", cpus);
-	d->rt_left = rtdomain_free(d->rt_left);
+	d->rt_left_cpus = kept;
+	(void)cpuset_format(&kept, cpus, sizeof(cpus));
+	if (start)
+		log_warn("rt_leftovers_kept", "cgroup=v%d cpus=%s reason=%s",
+			 rtdomain_version(d->rt_left), cpus,
+			 log_quote("a prepared claim is on a CPU a previous run changed for "
+				   "real-time claims; undone when the last one goes, or start "
+				   "with --rt-cpus"));
 }
 
 static void on_state_change(void *ud, enum state_event ev, const struct state_claim *c)

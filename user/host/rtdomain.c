@@ -4,6 +4,13 @@
  * whose sched_load_balance we turned off (the root first). The list is the
  * record: it is rewritten to <state-dir>/rt-domains.json after each change,
  * so a restart that finds no CPU in use any more can put the node back.
+ *
+ * v2 state: the partitions this run made (the container's cgroup and its
+ * CPUs), in the same record, written before the cgroup files are: a run
+ * killed at any point leaves a record of every partition it may have made.
+ * A restart keeps them as left partitions until a claim's container takes
+ * one again (the same cgroup: adopted) or nothing holds their CPUs (undone:
+ * partition member, the CPUs out of cpuset.cpus.exclusive up the path).
  */
 #include "host/rtdomain.h"
 
@@ -47,8 +54,10 @@ struct rtdomain {
 	int users[CPUSET_MAX];
 	struct change *changes;
 	int n_changes;
-	struct v2_part *parts;
+	struct v2_part *parts; /* made by this run */
 	int n_parts;
+	struct v2_part *left; /* a previous run's, from the record */
+	int n_left;
 };
 
 /* ---- files --------------------------------------------------------------------------- */
@@ -119,6 +128,31 @@ static int write_cpus(const char *dir, const char *file, const struct cpuset *cp
 
 /* ---- the record ---------------------------------------------------------------------- */
 
+/* "partitions": [{"cgroup": dir, "cpus": "3"}], this run's and those
+ * left by a previous one. */
+static int add_parts(struct json_object *o, const struct rtdomain *d)
+{
+	struct json_object *arr = json_object_new_array();
+
+	if (!arr)
+		return -ENOMEM;
+	json_object_object_add(o, "partitions", arr);
+	for (int i = 0; i < d->n_parts + d->n_left; i++) {
+		const struct v2_part *p = i < d->n_parts ? &d->parts[i] : &d->left[i - d->n_parts];
+		_cleanup_free_ char *cpus = cpuset_to_string(&p->cpus);
+		struct json_object *c = json_object_new_object();
+
+		if (!c || !cpus) {
+			json_object_put(c);
+			return -ENOMEM;
+		}
+		json_object_object_add(c, "cgroup", json_object_new_string(p->dir));
+		json_object_object_add(c, "cpus", json_object_new_string(cpus));
+		json_object_array_add(arr, c);
+	}
+	return 0;
+}
+
 static int save_record(struct rtdomain *d)
 {
 	struct json_object *o, *arr;
@@ -127,7 +161,7 @@ static int save_record(struct rtdomain *d)
 
 	if (!d->state_dir)
 		return 0;
-	if (d->n_changes == 0)
+	if (d->n_changes == 0 && d->n_parts == 0 && d->n_left == 0)
 		return fileio_remove(d->state_dir, RTDOMAIN_RECORD);
 	o = json_object_new_object();
 	arr = json_object_new_array();
@@ -147,6 +181,11 @@ static int save_record(struct rtdomain *d)
 		json_object_object_add(c, "loadBalance",
 				       json_object_new_int(d->changes[i].load_balance));
 		json_object_array_add(arr, c);
+	}
+	r = add_parts(o, d);
+	if (r < 0) {
+		json_object_put(o);
+		return r;
 	}
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 							 JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -170,6 +209,62 @@ static int add_change(struct rtdomain *d, const char *path, int was)
 		return -ENOMEM;
 	v[d->n_changes++].load_balance = was;
 	return 0;
+}
+
+static int part_add(struct v2_part **v, int *n, const char *dir, const struct cpuset *cpus)
+{
+	struct v2_part *nv;
+
+	if (*n >= MAX_CHANGES)
+		return -E2BIG;
+	nv = realloc(*v, sizeof(*nv) * (size_t)(*n + 1));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n].dir = strdup(dir);
+	if (!nv[*n].dir)
+		return -ENOMEM;
+	nv[(*n)++].cpus = *cpus;
+	return 0;
+}
+
+static void part_del(struct v2_part *v, int *n, int i)
+{
+	free(v[i].dir);
+	v[i] = v[--*n];
+}
+
+/* Is path a cgroup under our root, not climbing out of it? */
+static bool under_root(const struct rtdomain *d, const char *path)
+{
+	size_t len = strlen(d->root);
+
+	return !strncmp(path, d->root, len) && path[len] == '/' && !strstr(path, "/..");
+}
+
+/* The partitions of a previous run's record, as left ones. */
+static void load_parts(struct rtdomain *d, struct json_object *o)
+{
+	struct json_object *arr;
+
+	if (!json_object_object_get_ex(o, "partitions", &arr) ||
+	    !json_object_is_type(arr, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i), *dir, *cpus;
+		struct cpuset set;
+
+		if (!json_object_object_get_ex(c, "cgroup", &dir) ||
+		    !json_object_object_get_ex(c, "cpus", &cpus) ||
+		    !json_object_is_type(dir, json_type_string) ||
+		    !json_object_is_type(cpus, json_type_string) ||
+		    !under_root(d, json_object_get_string(dir)) ||
+		    cpuset_parse(json_object_get_string(cpus), &set, NULL) < 0 ||
+		    cpuset_is_empty(&set))
+			continue;
+		if (part_add(&d->left, &d->n_left, json_object_get_string(dir), &set) < 0)
+			break;
+	}
 }
 
 /* Reads the record of a previous run (only changes under our root count). */
@@ -207,9 +302,11 @@ static void load_record(struct rtdomain *d)
 		if (add_change(d, s, json_object_get_int(lb)) < 0)
 			break;
 	}
+	load_parts(d, o);
 	json_object_put(o);
-	if (d->n_changes)
-		log_info("rt_record_loaded", "changes=%d path=%s", d->n_changes, path);
+	if (d->n_changes || d->n_left)
+		log_info("rt_record_loaded", "changes=%d partitions=%d path=%s", d->n_changes,
+			 d->n_left, path);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------- */
@@ -237,7 +334,7 @@ int rtdomain_new(const struct rtdomain_opts *o, struct rtdomain **ret)
 	d->root = strdup(root);
 	if (!d->root || (o->state_dir && !(d->state_dir = strdup(o->state_dir))))
 		return -ENOMEM;
-	if (d->state_dir && version == 1)
+	if (d->state_dir)
 		load_record(d);
 	*ret = TAKE_PTR(d);
 	return 0;
@@ -253,6 +350,9 @@ struct rtdomain *rtdomain_free(struct rtdomain *d)
 	for (int i = 0; i < d->n_parts; i++)
 		free(d->parts[i].dir);
 	free(d->parts);
+	for (int i = 0; i < d->n_left; i++)
+		free(d->left[i].dir);
+	free(d->left);
 	free(d->root);
 	free(d->state_dir);
 	free(d);
@@ -532,16 +632,14 @@ int rtdomain_v1_acquire(struct rtdomain *d, int cpu, struct errbuf *eb)
 	return 0;
 }
 
-bool rtdomain_v1_leftovers(const struct rtdomain *d, struct cpuset *cpus)
+/* v1: the record, or our tree (its cpuN cpusets: the CPUs in *cpus). */
+static bool v1_leftovers(const struct rtdomain *d, struct cpuset *cpus)
 {
 	char top[PATH_MAX];
 	_cleanup_(closedirp) DIR *dd = NULL;
 	struct dirent *e;
 	bool tree;
 
-	cpuset_zero(cpus);
-	if (d->version != 1)
-		return false;
 	(void)snprintf(top, sizeof(top), "%s/%s", d->root, RTDOMAIN_DIR);
 	dd = opendir(top);
 	tree = dd != NULL;
@@ -555,12 +653,53 @@ bool rtdomain_v1_leftovers(const struct rtdomain *d, struct cpuset *cpus)
 	return tree || d->n_changes > 0;
 }
 
-void rtdomain_v1_settle(struct rtdomain *d)
+bool rtdomain_leftovers(const struct rtdomain *d, struct cpuset *cpus)
+{
+	cpuset_zero(cpus);
+	if (d->version == 1)
+		return v1_leftovers(d, cpus);
+	for (int i = 0; i < d->n_left; i++)
+		cpuset_or(cpus, cpus, &d->left[i].cpus);
+	return d->n_left > 0;
+}
+
+static void v2_undo(struct rtdomain *d, const char *dir, const struct cpuset *cpus, int depth);
+static int ancestors(const struct rtdomain *d, const char *dir, size_t *ret, int max);
+
+/* A previous run's partition i is undone: its cgroup (if still there) a
+ * member again, its CPUs out of cpuset.cpus.exclusive up the path. */
+static void v2_undo_left(struct rtdomain *d, int i)
+{
+	size_t cut[MAX_DEPTH];
+	char cpus[64];
+
+	v2_undo(d, d->left[i].dir, &d->left[i].cpus,
+		ancestors(d, d->left[i].dir, cut, MAX_DEPTH));
+	(void)cpuset_format(&d->left[i].cpus, cpus, sizeof(cpus));
+	log_info("rt_partition_restored", "cgroup=%s cpus=%s reason=left_by_previous_run",
+		 d->left[i].dir, cpus);
+	part_del(d->left, &d->n_left, i);
+}
+
+void rtdomain_settle(struct rtdomain *d, const struct cpuset *held)
 {
 	struct cpuset left;
+	bool changed = false;
 
-	if (d->version == 1 && cpuset_is_empty(&d->active) && rtdomain_v1_leftovers(d, &left))
-		undo_all(d);
+	if (d->version == 1) {
+		cpuset_zero(&left);
+		if (cpuset_is_empty(&d->active) && v1_leftovers(d, &left) &&
+		    !(held && cpuset_intersects(held, &left)))
+			undo_all(d);
+		return;
+	}
+	for (int i = d->n_left - 1; i >= 0; i--)
+		if (!held || !cpuset_intersects(held, &d->left[i].cpus)) {
+			v2_undo_left(d, i);
+			changed = true;
+		}
+	if (changed && save_record(d) < 0)
+		log_warn("rt_record_write_failed", "dir=%s", d->state_dir);
 }
 
 int rtdomain_v1_release(struct rtdomain *d, int cpu)
@@ -641,28 +780,42 @@ static void v2_undo(struct rtdomain *d, const char *dir, const struct cpuset *cp
 	}
 }
 
-int rtdomain_v2_acquire(struct rtdomain *d, const char *dir, const struct cpuset *cpus,
-			struct errbuf *eb)
+/* Before dir becomes the partition of cpus: a previous run's partition of
+ * the same cgroup and CPUs is taken over (written again); one of other
+ * CPUs there, or of another cgroup on these CPUs, is undone when that
+ * cgroup is gone, and refuses them while it is there. */
+static int take_left(struct rtdomain *d, const char *dir, const struct cpuset *cpus,
+		     struct errbuf *eb)
+{
+	for (int i = d->n_left - 1; i >= 0; i--) {
+		const struct v2_part *p = &d->left[i];
+		bool same_dir = !strcmp(p->dir, dir);
+
+		if (same_dir && cpuset_equal(&p->cpus, cpus)) {
+			part_del(d->left, &d->n_left, i);
+			continue;
+		}
+		if (!same_dir && !cpuset_intersects(&p->cpus, cpus))
+			continue;
+		if (!same_dir && access(p->dir, F_OK) == 0)
+			return errbuf_fail(eb, -EBUSY,
+					   "on cgroup v2 a real-time CPU is one container's "
+					   "partition, and %s holds it (made by a previous run)",
+					   p->dir);
+		v2_undo_left(d, i);
+	}
+	return 0;
+}
+
+/* The writes that make dir (n ancestors, cut) the partition of cpus; all
+ * undone on a failure. */
+static int v2_make(struct rtdomain *d, const char *dir, const struct cpuset *cpus,
+		   const size_t *cut, int n, struct errbuf *eb)
 {
 	_cleanup_free_ char *state = NULL;
 	char path[PATH_MAX];
-	size_t cut[MAX_DEPTH];
-	struct v2_part *v;
-	int n, r;
+	int r;
 
-	if (d->version != 2)
-		return errbuf_fail(eb, -EINVAL, "not a cgroup v2 node");
-	if (part_of(d, dir) >= 0)
-		return 0;
-	for (int i = 0; i < d->n_parts; i++)
-		if (cpuset_intersects(&d->parts[i].cpus, cpus))
-			return errbuf_fail(eb, -EBUSY,
-					   "on cgroup v2 a real-time CPU is one container's "
-					   "partition, and %s holds it",
-					   d->parts[i].dir);
-	n = ancestors(d, dir, cut, MAX_DEPTH);
-	if (n < 0)
-		return errbuf_fail(eb, n, "%s is not a cgroup under %s", dir, d->root);
 	/* Remote partition: the CPUs exclusive all the way down, then the
 	 * container's cgroup a partition root. */
 	for (int i = 0; i < n; i++) {
@@ -692,14 +845,44 @@ int rtdomain_v2_acquire(struct rtdomain *d, const char *dir, const struct cpuset
 		v2_undo(d, dir, cpus, n);
 		return errbuf_fail(eb, r, "%s: making it a partition: %s", dir, strerror(-r));
 	}
-	v = realloc(d->parts, sizeof(*v) * (size_t)(d->n_parts + 1));
-	if (!v)
-		return -ENOMEM;
-	d->parts = v;
-	v[d->n_parts].dir = strdup(dir);
-	if (!v[d->n_parts].dir)
-		return -ENOMEM;
-	v[d->n_parts++].cpus = *cpus;
+	return 0;
+}
+
+int rtdomain_v2_acquire(struct rtdomain *d, const char *dir, const struct cpuset *cpus,
+			struct errbuf *eb)
+{
+	size_t cut[MAX_DEPTH];
+	int n, r;
+
+	if (d->version != 2)
+		return errbuf_fail(eb, -EINVAL, "not a cgroup v2 node");
+	if (part_of(d, dir) >= 0)
+		return 0;
+	for (int i = 0; i < d->n_parts; i++)
+		if (cpuset_intersects(&d->parts[i].cpus, cpus))
+			return errbuf_fail(eb, -EBUSY,
+					   "on cgroup v2 a real-time CPU is one container's "
+					   "partition, and %s holds it",
+					   d->parts[i].dir);
+	n = ancestors(d, dir, cut, MAX_DEPTH);
+	if (n < 0)
+		return errbuf_fail(eb, n, "%s is not a cgroup under %s", dir, d->root);
+	r = take_left(d, dir, cpus, eb);
+	if (r < 0)
+		return r;
+	/* The record first: a run killed from here on leaves it behind. */
+	r = part_add(&d->parts, &d->n_parts, dir, cpus);
+	if (r < 0)
+		return errbuf_fail(eb, r, "%s: %s", dir, strerror(-r));
+	if (save_record(d) < 0)
+		log_warn("rt_record_write_failed", "dir=%s", d->state_dir);
+	r = v2_make(d, dir, cpus, cut, n, eb);
+	if (r < 0) {
+		part_del(d->parts, &d->n_parts, d->n_parts - 1);
+		if (save_record(d) < 0)
+			log_warn("rt_record_write_failed", "dir=%s", d->state_dir);
+		return r;
+	}
 	cpuset_or(&d->active, &d->active, cpus);
 	log_info("rt_partition", "cgroup=%s cpus=%d", dir, cpuset_first(cpus));
 	return 0;
@@ -714,7 +897,8 @@ int rtdomain_v2_release(struct rtdomain *d, const char *dir)
 		return 0;
 	v2_undo(d, dir, &d->parts[i].cpus, ancestors(d, dir, cut, MAX_DEPTH));
 	cpuset_andnot(&d->active, &d->active, &d->parts[i].cpus);
-	free(d->parts[i].dir);
-	d->parts[i] = d->parts[--d->n_parts];
+	part_del(d->parts, &d->n_parts, i);
+	if (save_record(d) < 0)
+		log_warn("rt_record_write_failed", "dir=%s", d->state_dir);
 	return 0;
 }

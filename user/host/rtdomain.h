@@ -36,6 +36,9 @@
  * cpuset.cpus.exclusive gains N on every ancestor below the root and on the
  * container's cgroup, then cpuset.cpus.partition = root; undone in reverse.
  * Consequence: on cgroup v2 one container at a time uses a real-time CPU.
+ * Each partition is in the record (<state-dir>/rt-domains.json) before its
+ * files are written, and out of it once undone: after a kill -9 the next
+ * run finds what it may have left (rtdomain_leftovers, rtdomain_settle).
  *
  * Single-threaded; paths are parameters so tests use a fake cgroupfs.
  */
@@ -55,7 +58,7 @@ struct rtdomain;
 struct rtdomain_opts {
 	int version;	  /* 1 or 2; 0: probe /sys/fs/cgroup */
 	const char *root; /* v1: the cpuset mount; v2: the cgroup2 mount; NULL: probed */
-	const char *state_dir; /* where the record of v1 changes lives; NULL: memory only */
+	const char *state_dir; /* where the record of the changes lives; NULL: memory only */
 };
 
 /* Reads a record a crashed run left and keeps it to be undone later. */
@@ -72,12 +75,18 @@ int rtdomain_v1_acquire(struct rtdomain *d, int cpu, struct errbuf *eb);
 /* v1: one user of cpu less; the last one removes cpuN, and the last CPU
  * undoes every recorded change. */
 int rtdomain_v1_release(struct rtdomain *d, int cpu);
-/* v1: with no CPU in use (after a restart found none), puts back what a
- * previous run recorded and left, and removes the tree it made. */
-void rtdomain_v1_settle(struct rtdomain *d);
-/* v1: did a previous run leave changes on the node (a record, or its
- * tree)? The CPUs its tree isolates (its cpuN cpusets) in *cpus. */
-bool rtdomain_v1_leftovers(const struct rtdomain *d, struct cpuset *cpus);
+/* What a previous run left and nothing holds is put back. held: the CPUs
+ * prepared claims still sit on (NULL: none). v1, with no CPU in use here:
+ * the recorded flags and the tree, unless held meets the CPUs the tree
+ * isolates. v2: every partition of the previous run's record whose CPUs
+ * held does not meet (made a member again, its CPUs out of
+ * cpuset.cpus.exclusive up the path); the others wait for their container
+ * (rtdomain_v2_acquire takes its cgroup over) or for a later call. */
+void rtdomain_settle(struct rtdomain *d, const struct cpuset *held);
+/* Did a previous run leave changes on the node? v1: a record, or its tree
+ * (the CPUs its cpuN cpusets isolate in *cpus); v2: partitions its record
+ * names and that are not undone or taken over yet (their CPUs in *cpus). */
+bool rtdomain_leftovers(const struct rtdomain *d, struct cpuset *cpus);
 /* v1: turns load balancing off in cpusets that merge an isolated CPU with
  * others (those created since the last walk). Returns how many it changed. */
 int rtdomain_refresh(struct rtdomain *d, struct errbuf *eb);
@@ -89,8 +98,9 @@ int rtdomain_v1_unisolated(const struct rtdomain *d, struct cpuset *ret, char *w
 const struct cpuset *rtdomain_active(const struct rtdomain *d);
 
 /* v2: makes the cgroup at dir (absolute, under the root) the partition of
- * cpus. -EBUSY when another cgroup holds one of them; -errno with eb when the
- * kernel refuses (the partition is left invalid: undone). */
+ * cpus. -EBUSY when another cgroup holds one of them (also one a previous
+ * run left, while that cgroup exists); -errno with eb when the kernel
+ * refuses (the partition is left invalid: undone). */
 int rtdomain_v2_acquire(struct rtdomain *d, const char *dir, const struct cpuset *cpus,
 			struct errbuf *eb);
 /* v2: undoes rtdomain_v2_acquire (the cgroup may be gone already). */

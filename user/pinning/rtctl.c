@@ -10,12 +10,9 @@
  */
 #include "pinning/rtctl.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +34,7 @@
 #include "obs/metrics.h"
 #include "pinning/rtmon.h"
 #include "pinning/rtreport.h"
+#include "pinning/rtsweep.h"
 
 enum rtc_state { RTC_WAITING, RTC_APPLIED, RTC_FAILED };
 
@@ -248,141 +246,32 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 		  log_quote(why), r == 0 ? "evict" : "evict_failed");
 }
 
-static void kill_task(struct rtctl *rt, pid_t pid)
+static void count_ended(struct rtctl *rt, int n)
 {
-	if (pid <= 1 || pid == getpid())
-		return;
-	if (kill(pid, SIGKILL) == 0) {
-		rt->st.killed++;
-		metric_add(rt->ended, 1);
-	}
-}
-
-static int kill_line(void *ud, char *line)
-{
-	struct rtctl *rt = ud;
-	int pid;
-
-	/* Never 0 or negative: kill() would take those for process groups. */
-	if (num_parse_int(line, NULL, 1, INT_MAX, &pid) == 0)
-		kill_task(rt, (pid_t)pid);
-	return 0;
-}
-
-/* Kills what the cgroup at dirfd holds, its child cgroups included (a
- * container may make its own below its cgroup), down to depth levels. */
-static void kill_cgroup(struct rtctl *rt, int dirfd, int depth)
-{
-	_cleanup_(closedirp) DIR *d = NULL;
-	struct dirent *de;
-	int fd;
-
-	(void)fileio_read_lines(dirfd, "cgroup.procs", 0, 1 << 20, kill_line, rt, NULL);
-	if (depth <= 0)
-		return;
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		_cleanup_close_ int sub = -1;
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			kill_cgroup(rt, sub, depth - 1);
-	}
+	rt->st.killed += (uint64_t)n;
+	metric_add(rt->ended, n);
 }
 
 /* Ends the container's tasks: its main task if still the one it was, and
  * whatever its cgroup (and the cgroups below it) still holds, also the
- * children it forked that outlived it. A deadline task is never switched
- * back to SCHED_OTHER: blocked, it would keep its bandwidth charged until
- * the root domain is rebuilt; dead, it frees it. */
+ * children it forked that outlived it (pinning/rtsweep.h). */
 static void end_tasks(struct rtctl *rt, struct rtc *x)
 {
 	char dir[PATH_MAX];
-	uint64_t start;
+	int n = 0;
 
-	if (x->pid && sched_task_start(rt->proc_root, x->pid, &start) == 0 && start == x->start)
-		kill_task(rt, x->pid);
-	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0) {
-		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (fd >= 0)
-			kill_cgroup(rt, fd, 8);
-	}
+	if (x->pid)
+		n += rtsweep_task(rt->proc_root, x->pid, x->start);
+	if (ctr_dir(rt, x->cgroups_path, dir, sizeof(dir)) == 0)
+		n += rtsweep_cgroup(dir);
+	count_ended(rt, n);
 }
 
-/* Is another claim still prepared on one of cpus with the same deadline
- * budget? Then a task under that budget may be its, and is left alone. */
-struct sweep {
-	struct rtctl *rt;
-	const struct state_claim *gone;
-	struct cpuset cpus;
-	struct sched_params want;
-	bool ambiguous;
-	int ended;
-};
-
-static int same_budget(void *ud, const struct state_claim *c)
+/* What still runs real-time on the CPUs of the claim c that is gone;
+ * since: when its first container started, 0 when unknown. */
+static void end_budget(struct rtctl *rt, const struct state_claim *c, uint64_t since)
 {
-	struct sweep *s = ud;
-	struct cpuset cpus;
-
-	if (c->rt && strcmp(c->uid, s->gone->uid) != 0 &&
-	    c->budget.policy == RT_POLICY_DEADLINE &&
-	    c->budget.runtime_ns == s->gone->budget.runtime_ns &&
-	    c->budget.deadline_ns == s->gone->budget.deadline_ns &&
-	    c->budget.period_ns == s->gone->budget.period_ns &&
-	    cpuset_intersects(cpuset_from_view(&c->cpus, &cpus), &s->cpus))
-		s->ambiguous = true;
-	return 0;
-}
-
-static int sweep_task(void *ud, pid_t pid, pid_t tid)
-{
-	struct sweep *s = ud;
-	struct sched_params have;
-	struct cpuset aff;
-
-	if (pid == getpid() || sched_get(tid, &have) < 0 || !sched_params_match(&have, &s->want) ||
-	    sched_get_affinity(tid, &aff) < 0 || !cpuset_is_subset(&aff, &s->cpus))
-		return 0;
-	log_warn("rt_task_ended", "claim=%s pid=%d tid=%d reason=running_under_unprepared_budget",
-		 s->gone->uid, (int)pid, (int)tid);
-	kill_task(s->rt, pid);
-	s->ended++;
-	return 0;
-}
-
-/* Ends every task still running under the deadline budget of the claim
- * that is gone, allowed on its CPUs alone, wherever it lives: a child that
- * left its container's cgroup holds the claim's bandwidth as much as one
- * that stayed. Left alone when another claim prepared on those CPUs has the
- * same budget (logged): its tasks cannot be told apart from these. FIFO/RR
- * hold no deadline bandwidth and kernel threads use them: not swept. */
-static void end_budget(struct rtctl *rt, const struct state_claim *c)
-{
-	struct sweep s = { .rt = rt, .gone = c };
-	int r;
-
-	if (c->budget.policy != RT_POLICY_DEADLINE)
-		return;
-	(void)cpuset_from_view(&c->cpus, &s.cpus);
-	params_of(&c->budget, &s.want);
-	(void)state_foreach_claim(rt->state, same_budget, &s);
-	if (s.ambiguous) {
-		log_info("rt_budget_sweep_skipped", "claim=%s reason=same_budget_prepared_on_cpu",
-			 c->uid);
-		return;
-	}
-	r = sched_foreach_task(rt->proc_root, sweep_task, &s);
-	if (r < 0)
-		log_warn_errno(r, "rt_budget_sweep_failed", "claim=%s", c->uid);
+	count_ended(rt, rtsweep_cpus(rt->proc_root, rt->state, c, since));
 }
 
 static void v2_release(struct rtctl *rt, struct rtc *x)
@@ -423,6 +312,39 @@ static void applied(struct rtctl *rt, struct rtc *x, const char *by, const struc
 		 log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid,
 		 (int)x->pid, rt_policy_name(b->policy),
 		 b->runtime_ns, b->period_ns, by);
+}
+
+/* sched_setattr on x's task failed with r for good: why, for fail(). */
+static void apply_failed(struct rtctl *rt, struct rtc *x, int cpu, int r)
+{
+	switch (r) {
+	case -EBUSY:
+		fail(rt, x, "ebusy",
+		     "the kernel has no deadline bandwidth left on CPU %d (EBUSY): tasks outside "
+		     "the driver's claims hold it",
+		     cpu);
+		break;
+	case -EPERM: {
+		struct cpuset un;
+		char who[256] = "";
+		int on = sched_task_cpu(rt->proc_root, x->pid);
+
+		if (rtdomain_version(rt->dom) == 1)
+			(void)rtdomain_v1_unisolated(rt->dom, &un, who, sizeof(who));
+		fail(rt, x, "eperm",
+		     "sched_setattr refused for %u ms (EPERM): the task runs on CPU %d, CPU %d %s%s",
+		     rt->retry_max_ms, on, cpu,
+		     who[0] ? "is merged into a larger root domain by cpuset " : "is isolated",
+		     who);
+		break;
+	}
+	case -ESRCH:
+		fail(rt, x, "vanished", "the container's main task %d is gone", (int)x->pid);
+		break;
+	default:
+		fail(rt, x, "error", "sched_setattr on task %d: %s", (int)x->pid, strerror(-r));
+		break;
+	}
 }
 
 static void apply(struct rtctl *rt, struct rtc *x)
@@ -481,68 +403,10 @@ static void apply(struct rtctl *rt, struct rtc *x)
 		if (x->retry && event_add(x->retry, &tv) == 0)
 			return;
 	}
-	switch (r) {
-	case -EBUSY:
-		fail(rt, x, "ebusy",
-		     "the kernel has no deadline bandwidth left on CPU %d (EBUSY): tasks outside "
-		     "the driver's claims hold it",
-		     cpu);
-		break;
-	case -EPERM: {
-		struct cpuset un;
-		char who[256] = "";
-		int on = sched_task_cpu(rt->proc_root, x->pid);
-
-		if (rtdomain_version(rt->dom) == 1)
-			(void)rtdomain_v1_unisolated(rt->dom, &un, who, sizeof(who));
-		fail(rt, x, "eperm",
-		     "sched_setattr refused for %u ms (EPERM): the task runs on CPU %d, CPU %d %s%s",
-		     rt->retry_max_ms, on, cpu,
-		     who[0] ? "is merged into a larger root domain by cpuset " : "is isolated",
-		     who);
-		break;
-	}
-	case -ESRCH:
-		fail(rt, x, "vanished", "the container's main task %d is gone", (int)x->pid);
-		break;
-	default:
-		fail(rt, x, "error", "sched_setattr on task %d: %s", (int)x->pid, strerror(-r));
-		break;
-	}
+	apply_failed(rt, x, cpu, r);
 }
 
 /* ---- NRI hooks ---------------------------------------------------------------------------- */
-
-static int version_at_least(const char *v, int ma, int mi, int pa)
-{
-	int a = 0, b = 0, c = 0;
-
-	if (!v)
-		return 0;
-	if (*v == 'v')
-		v++;
-	/* "v1.7.2", "2.0.0-rc.1": major.minor required, the patch if present. */
-	if (num_parse_int(v, &v, 0, INT_MAX, &a) < 0 || *v != '.' ||
-	    num_parse_int(v + 1, &v, 0, INT_MAX, &b) < 0)
-		return 0;
-	if (*v == '.')
-		(void)num_parse_int(v + 1, &v, 0, INT_MAX, &c);
-	return a != ma ? a > ma : b != mi ? b > mi : c >= pa;
-}
-
-bool rtctl_runtime_applies_scheduler(const char *name, const char *version,
-				     const char *nri_version)
-{
-	if (nri_version && *nri_version)
-		return version_at_least(nri_version, 0, 11, 0);
-	if (!name)
-		return false;
-	if (!strcmp(name, "containerd"))
-		return version_at_least(version, 2, 2, 1);
-	if (!strcmp(name, "cri-o") || !strcmp(name, "crio"))
-		return version_at_least(version, 1, 35, 0);
-	return false;
-}
 
 void rtctl_configured(struct rtctl *rt, const char *name, const char *version,
 		      const char *nri_version)
@@ -725,40 +589,72 @@ static void isolate(struct rtctl *rt, const struct state_claim *c)
 	arm_refresh(rt);
 }
 
+static int add_rt_cpus(void *ud, const struct state_claim *c)
+{
+	struct cpuset cpus;
+
+	if (c->rt)
+		cpuset_or(ud, ud, cpuset_from_view(&c->cpus, &cpus));
+	return 0;
+}
+
+/* What a previous run left (v1 isolation, v2 partitions) on CPUs no
+ * real-time claim holds any more is put back (host/rtdomain.h). */
+static void settle(struct rtctl *rt)
+{
+	struct cpuset held;
+
+	cpuset_zero(&held);
+	(void)state_foreach_claim(rt->state, add_rt_cpus, &held);
+	rtdomain_settle(rt->dom, &held);
+}
+
+/* The claim c is unprepared: its containers' tasks are ended, then what
+ * still runs real-time on its CPUs (rtsweep.h); the CPUs it leaves leave
+ * their root domain. */
+static void claim_removed(struct rtctl *rt, const struct state_claim *c)
+{
+	struct cpuset cpus;
+	uint64_t since = 0;
+
+	(void)cpuset_from_view(&c->cpus, &cpus);
+	for (int i = rt->n - 1; i >= 0; i--) {
+		struct rtc *x = rt->v[i];
+		char id[13];
+
+		if (strcmp(x->uid, c->uid) != 0)
+			continue;
+		if (x->start && (!since || x->start < since))
+			since = x->start;
+		end_tasks(rt, x);
+		v2_release(rt, x);
+		log_info("rt_claim_ended", "claim=%s container=%s id=%s", c->uid,
+			 log_quote(x->name), log_quote(short_id(x, id)));
+		drop(rt, x);
+	}
+	end_budget(rt, c, since);
+	if (rtdomain_version(rt->dom) == 1)
+		CPUSET_FOREACH(cpu, &cpus)
+	(void)rtdomain_v1_release(rt->dom, cpu);
+	if (rt->mon)
+		CPUSET_FOREACH(cpu, &cpus)
+	if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
+		(void)rtmon_watch(rt->mon, cpu, false);
+	settle(rt);
+	update_gauge(rt);
+	arm_refresh(rt);
+}
+
 static void on_state(void *ud, enum state_event ev, const struct state_claim *c)
 {
 	struct rtctl *rt = ud;
-	struct cpuset cpus;
 
 	if (!c->rt)
 		return;
-	if (ev == STATE_CLAIM_ADDED) {
+	if (ev == STATE_CLAIM_ADDED)
 		isolate(rt, c);
-	} else if (ev == STATE_CLAIM_REMOVED) {
-		(void)cpuset_from_view(&c->cpus, &cpus);
-		for (int i = rt->n - 1; i >= 0; i--) {
-			struct rtc *x = rt->v[i];
-			char id[13];
-
-			if (strcmp(x->uid, c->uid) != 0)
-				continue;
-			end_tasks(rt, x);
-			v2_release(rt, x);
-			log_info("rt_claim_ended", "claim=%s container=%s id=%s", c->uid,
-				 log_quote(x->name), log_quote(short_id(x, id)));
-			drop(rt, x);
-		}
-		end_budget(rt, c);
-		if (rtdomain_version(rt->dom) == 1)
-			CPUSET_FOREACH(cpu, &cpus)
-		(void)rtdomain_v1_release(rt->dom, cpu);
-		if (rt->mon)
-			CPUSET_FOREACH(cpu, &cpus)
-		if (rt_cpu_used_milli(rt->state, cpu, &rt->limits) == 0)
-			(void)rtmon_watch(rt->mon, cpu, false);
-		update_gauge(rt);
-		arm_refresh(rt);
-	}
+	else if (ev == STATE_CLAIM_REMOVED)
+		claim_removed(rt, c);
 }
 
 static void on_refresh(evutil_socket_t fd, short what, void *ud)
@@ -861,27 +757,12 @@ static void add_hist(struct agg *a, const struct rt_task *t)
 	}
 }
 
-static void collect(struct metrics *m, void *ud)
+/* The monitor's n tasks summed by claim and CPU into aggs (room for n):
+ * returns how many. */
+static int aggregate(const struct rtctl *rt, const struct rtmon_task *v, int n, struct agg *aggs)
 {
-	struct rtctl *rt = ud;
-	struct rtmon_task *v = NULL;
-	struct agg *aggs = NULL;
-	int n = 0, na = 0;
+	int na = 0;
 
-	if (!rt->mon)
-		return;
-	(void)rtmon_prune(rt->mon);
-	if (rtmon_tasks(rt->mon, &v, &n) < 0)
-		return;
-	aggs = calloc((size_t)n + 1, sizeof(*aggs));
-	if (!aggs)
-		goto out;
-	metric_reset(rt->m_tasks);
-	metric_reset(rt->m_runtime);
-	metric_reset(rt->m_throttled);
-	metric_reset(rt->m_overruns);
-	metric_reset(rt->m_misses);
-	metric_reset(rt->m_bw);
 	for (int i = 0; i < n; i++) {
 		const struct rt_task *t = &v[i].s;
 		const struct rtc *x = owner_of(rt, t->cgroup_id, (int)t->cpu);
@@ -911,6 +792,31 @@ static void collect(struct metrics *m, void *ud)
 		a->period_ns = t->dl_period;
 		add_hist(a, t);
 	}
+	return na;
+}
+
+static void collect(struct metrics *m, void *ud)
+{
+	struct rtctl *rt = ud;
+	struct rtmon_task *v = NULL;
+	struct agg *aggs = NULL;
+	int n = 0, na = 0;
+
+	if (!rt->mon)
+		return;
+	(void)rtmon_prune(rt->mon);
+	if (rtmon_tasks(rt->mon, &v, &n) < 0)
+		return;
+	aggs = calloc((size_t)n + 1, sizeof(*aggs));
+	if (!aggs)
+		goto out;
+	metric_reset(rt->m_tasks);
+	metric_reset(rt->m_runtime);
+	metric_reset(rt->m_throttled);
+	metric_reset(rt->m_overruns);
+	metric_reset(rt->m_misses);
+	metric_reset(rt->m_bw);
+	na = aggregate(rt, v, n, aggs);
 	for (int k = 0; k < na; k++) {
 		struct agg *a = &aggs[k];
 		char cpu[16];
@@ -1009,8 +915,7 @@ int rtctl_new(struct event_base *base, struct state *state, struct metrics *m,
 		return r;
 	(void)state_foreach_claim(state, isolate_each, rt);
 	write_owners(rt);
-	if (rtdomain_version(rt->dom) == 1 && cpuset_is_empty(rtdomain_active(rt->dom)))
-		rtdomain_v1_settle(rt->dom);
+	settle(rt);
 	update_gauge(rt);
 	log_info("rt_ready", "cgroup=v%d root=%s capacity_milli=%lld isolated=%d",
 		 rtdomain_version(rt->dom), rt->cgroup_root, (long long)rt->limits.capacity_milli,

@@ -23,8 +23,8 @@
  *                              children); v2: partition undone; the record
  *                              stays until the claim goes
  *   claim unprepared ────────> tasks still in its container are killed, then
- *                              every deadline task under the claim's budget
- *                              on its CPUs; never switched back to
+ *                              what still runs real-time on its CPUs alone
+ *                              (pinning/rtsweep.h); never switched back to
  *                              SCHED_OTHER (a blocked deadline task's
  *                              bandwidth would stay charged); the CPU's last
  *                              claim: isolation undone
