@@ -12,6 +12,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 what=${1:-all}
 passed=0 failed=0 skipped=0
 failures=()
+skips=()
 log=$(mktemp -d /tmp/dra-cpu-test.XXXXXX)
 
 # Every file a test reads is in the tree (test/data/); the tests run from the
@@ -27,6 +28,14 @@ tally_tap() { # name file
 	passed=$((passed + p - $(grep -c '^ok .*# SKIP' "$2"))) failed=$((failed + f))
 	skipped=$((skipped + s))
 	[ "$f" -eq 0 ] || failures+=("$1: $(grep '^not ok ' "$2" | grep -v '# SKIP' | head -3 | tr '\n' ' ')")
+	# A skipping test prints "skipped: <reason>" just before its result.
+	local line
+	while IFS= read -r line; do
+		skips+=("$1: $line")
+	done < <(awk '/^(not )?ok / {
+			if (/# SKIP/) { n = $0; sub(/.*# SKIP */, "", n); print n ": " (why != "" ? why : "(no reason printed)") }
+			why = ""; next }
+		/^skipped: / { why = substr($0, 10) }' "$2")
 }
 
 run_unit() {
@@ -57,7 +66,7 @@ run_unit() {
 run_pytest() {
 	local junit=$log/pytest.xml
 	[ -d test/integration ] || return 0
-	B=$B "$PYTHON" -m pytest -q -p no:cacheprovider --junitxml="$junit" test/integration \
+	B=$B "$PYTHON" -m pytest -q -rs -p no:cacheprovider --junitxml="$junit" test/integration \
 		>"$log/pytest.out" 2>&1
 	if [ ! -s "$junit" ]; then
 		failed=$((failed + 1))
@@ -73,12 +82,17 @@ print(g("tests"), g("failures"), g("errors"), g("skipped"))
 PY
 )
 	passed=$((passed + t - f - e - s)) failed=$((failed + f + e)) skipped=$((skipped + s))
+	local line
+	while IFS= read -r line; do
+		skips+=("pytest: ${line#SKIPPED }")
+	done < <(grep '^SKIPPED ' "$log/pytest.out")
 	[ $((f + e)) -eq 0 ] || failures+=("pytest: $(grep -E '^(FAILED|ERROR) ' "$log/pytest.out" | head -10 | tr '\n' ' ')")
 }
 
 run_unit
 [ "$what" = unit ] || run_pytest
 
+for f in "${skips[@]+"${skips[@]}"}"; do echo "SKIP $f"; done
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAIL $f"; done
 [ "$failed" -eq 0 ] && rm -rf "$log" || echo "logs: $log"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,4 +169,43 @@ static inline int testutil_rm_one(const char *path, const struct stat *sb, int f
 static inline void testutil_rmtree(const char *root)
 {
 	(void)nftw(root, testutil_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* How much slower than a native run this one is: DRA_CPU_TEST_TIME_SCALE
+ * (a whole number, 1 when unset), set by test runs under an emulator
+ * (tools/cross.sh check: qemu-user runs 10-50 times slower). Guards and
+ * bounds that are about wall-clock time multiply by it, so that a native run
+ * keeps its tight ones. */
+static inline int testutil_time_scale(void)
+{
+	const char *s = getenv("DRA_CPU_TEST_TIME_SCALE");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return 1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1 || v > 1000) {
+		fprintf(stderr, "DRA_CPU_TEST_TIME_SCALE=%s: not a whole number 1..1000\n", s);
+		abort();
+	}
+	return (int)v;
+}
+
+/* Whether the bpf() system call is there at all, found by calling it: a
+ * command no kernel knows gets EINVAL (or EPERM) from one that has bpf(),
+ * ENOSYS from a kernel without CONFIG_BPF_SYSCALL or from an emulator that
+ * does not pass it on (qemu-user). On false, why says which. */
+static inline bool testutil_have_bpf_syscall(char *why, size_t size)
+{
+	long r = syscall(__NR_bpf, -1, NULL, 0);
+
+	if (r >= 0 || errno != ENOSYS)
+		return true;
+	snprintf(why, size,
+		 "bpf() system call: %s (a kernel without CONFIG_BPF_SYSCALL, or qemu-user, "
+		 "which does not emulate it)",
+		 strerror(ENOSYS));
+	return false;
 }

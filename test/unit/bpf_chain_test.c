@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "baseline.skel.h"
+#include "testutil.h"
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -28,7 +29,12 @@ static void test_baseline_program_counts_switches(void **st)
 	__u64 *vals;
 	__u64 total = 0;
 	__u32 zero = 0;
+	char why[192];
 
+	if (!testutil_have_bpf_syscall(why, sizeof(why))) {
+		print_message("skipped: %s\n", why);
+		skip();
+	}
 	libbpf_set_print(quiet);
 	skel = baseline_bpf__open_and_load();
 	if (!skel) {

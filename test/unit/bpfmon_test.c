@@ -39,6 +39,7 @@
 #include "lib/log.h"
 #include "obs/metrics.h"
 #include "pinning/bpfmon.h"
+#include "testutil.h"
 
 #define EXCL_CPU 1
 #define SHARED_CPU 0
@@ -165,12 +166,25 @@ static int teardown(void **st)
 	return 0;
 }
 
+/* Skips the test where bpf() itself is missing (qemu-user, a kernel
+ * without it), found by calling it. */
+static void need_bpf_syscall(void)
+{
+	char why[192];
+
+	if (!testutil_have_bpf_syscall(why, sizeof(why))) {
+		print_message("skipped: %s\n", why);
+		skip();
+	}
+}
+
 static struct fx *need_kernel(void **st)
 {
 	if (!*st) {
 		print_message("skipped: needs CAP_BPF\n");
 		skip();
 	}
+	need_bpf_syscall();
 	return *st;
 }
 
@@ -878,6 +892,7 @@ static void test_bpfmon_probe_loads_every_object(void **st)
 		print_message("skipped: needs CAP_BPF\n");
 		skip();
 	}
+	need_bpf_syscall();
 	assert_int_equal(bpfmon_probe_new(CGROUP_V2, &p), 0);
 	assert_true(p->features & BPFMON_FEAT_BTF);
 	assert_true(p->features & BPFMON_FEAT_TP_BTF);

@@ -16,6 +16,7 @@
 
 #include "core/cdi.h"
 #include "lib/errbuf.h"
+#include "testutil.h"
 
 #define UID "02b50f8a-a8f4-4e6b-a042-b672b4f1f075"
 
@@ -25,7 +26,7 @@ static int setup(void **st)
 {
 	snprintf(dir, sizeof(dir), "/dev/shm/cdi-test.XXXXXX");
 	/* A write or scan that blocks on a planted FIFO would stop the suite. */
-	alarm(20);
+	alarm(20 * (unsigned)testutil_time_scale()); /* emulators: DRA_CPU_TEST_TIME_SCALE */
 	return mkdtemp(dir) ? 0 : -1;
 }
 

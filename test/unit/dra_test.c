@@ -11,6 +11,7 @@
  * writes can be made to fail.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +36,7 @@
 #include "kubelet_dra_health_v1.pb-c.h"
 #include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
+#include "lib/clock.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "obs/metrics.h"
@@ -311,6 +313,19 @@ static struct fetch fetches[600];
 static int n_fetches;
 static int fetch_start_error; /* next start fails with this */
 
+/* A fetch's timeout is what is left of the call's budget when it starts, on
+ * the real clock: the budget less the time between the call and the fetch,
+ * which the caller measured from since_ms (clock_now_ms() before the call).
+ * Under 1 ms natively, tens of ms under qemu-user: never more than measured. */
+static void assert_fetch_timeout(const struct fetch *f, int64_t budget, int64_t since_ms)
+{
+	int64_t elapsed = clock_now_ms() - since_ms;
+
+	if (f->timeout_ms > budget || f->timeout_ms < budget - elapsed)
+		fail_msg("fetch timeout %" PRId64 " ms: not within %" PRId64 " ms of %" PRId64,
+			 f->timeout_ms, elapsed, budget);
+}
+
 static int ff_start(void *ud, const char *ns, const char *name, int64_t timeout_ms,
 		    claimsource_cb cb, void *cb_ud, void **ret)
 {
@@ -578,8 +593,10 @@ static void test_prepare_fetches_decides_commits_and_replies(void **st)
 	struct cpuset cpus, numa1 = cs("4-7,12-15");
 	struct grpc_call *c;
 	PrepareClaimResponse *r;
+	int64_t t0;
 
 	start(DEVICES_GROUPED, 0);
+	t0 = clock_now_ms();
 	c = prepare("db", UID_A);
 	assert_false(c->done);
 	assert_int_equal(n_fetches, 0); /* queued: fetches start on the next loop turn */
@@ -588,7 +605,7 @@ static void test_prepare_fetches_decides_commits_and_replies(void **st)
 	assert_string_equal(fetches[0].ns, "default");
 	assert_string_equal(fetches[0].name, "db");
 	/* no kubelet deadline: ours, less the reply margin */
-	assert_int_equal(fetches[0].timeout_ms, DRA_PREPARE_TIMEOUT_MS - 1000);
+	assert_fetch_timeout(&fetches[0], DRA_PREPARE_TIMEOUT_MS - 1000, t0);
 	assert_false(c->done);
 	complete(&fetches[0], claim_json("db", UID_A, "cpu", "cpudevnuma001", "4", NULL), NULL);
 	r = result(c, UID_A);
@@ -1162,11 +1179,13 @@ static void test_no_deadline_means_ours_and_a_longer_one_is_capped(void **st)
 {
 	struct ref ref = { "default", "db", UID_A };
 	struct grpc_call *c;
+	int64_t t0;
 
 	start(DEVICES_GROUPED, 0);
+	t0 = clock_now_ms();
 	c = prepare_call(PATH_V1 "NodePrepareResources", 3600 * 1000, 1, &ref);
 	turn();
-	assert_int_equal(fetches[0].timeout_ms, DRA_PREPARE_TIMEOUT_MS - 1000);
+	assert_fetch_timeout(&fetches[0], DRA_PREPARE_TIMEOUT_MS - 1000, t0);
 	faketimer_advance(DRA_PREPARE_TIMEOUT_MS - 1000);
 	assert_error_has(c, UID_A, "deadline");
 }

@@ -22,6 +22,7 @@
 #include "lib/cleanup.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#include "testutil.h"
 
 struct fx {
 	char dir[64];
@@ -53,7 +54,7 @@ static int setup(void **st)
 	if (!mkdtemp(f->dir))
 		return -1;
 	/* A read that blocks would stop the whole suite: make it a failure. */
-	alarm(20);
+	alarm(20 * (unsigned)testutil_time_scale()); /* emulators: DRA_CPU_TEST_TIME_SCALE */
 	*st = f;
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include "nri/ttrpc.h"
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
+#include "testutil.h"
 
 #define SVC_PLUGIN "nri.pkg.api.v1alpha1.Plugin"
 #define UID1 "11111111-2222-3333-4444-555555555555"
@@ -154,7 +155,7 @@ static int setup(void **state)
 			 0);
 	assert_int_equal(ttrpc_mux_new(2, 1, &ops, e, &e->rt), 0);
 	/* A write that blocks on a planted FIFO would stop the suite. */
-	alarm(20);
+	alarm(20 * (unsigned)testutil_time_scale()); /* emulators: DRA_CPU_TEST_TIME_SCALE */
 	*state = e;
 	return 0;
 }

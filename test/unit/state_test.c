@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "core/state.h"
 #include "lib/errbuf.h"
+#include "testutil.h"
 
 static char root[64], cdi_dir[96], state_dir[96];
 
@@ -59,7 +60,7 @@ static int setup(void **st)
 	unlink_fail_errno = 0;
 	malloc_fail_in = 0;
 	/* A load that blocks on a planted FIFO would stop the suite. */
-	alarm(20);
+	alarm(20 * (unsigned)testutil_time_scale()); /* emulators: DRA_CPU_TEST_TIME_SCALE */
 	return 0;
 }
 

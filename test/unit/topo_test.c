@@ -143,6 +143,18 @@ static void capture_root(struct json_object *e, char *buf, size_t size)
 	xsnprintf(buf, size, "%s/%s", base_dir, get_str(e, "top_dir"));
 }
 
+/* hwloc is built for x86 here, and so has its x86 backend: an x86 CPUID dump
+ * it cannot read (-EOPNOTSUPP) is then a failure, not a skip. Elsewhere
+ * (arm64) the dumps are skipped with topo_load_cpuid_dump()'s reason. The
+ * linux-fsroot captures are files only, read by hwloc's linux backend alone,
+ * which every build has: they must match expected.json on every build (the
+ * aarch64 one under qemu-user included), whatever machine they came from. */
+#if defined(__x86_64__) || defined(__i386__)
+static const bool hwloc_is_x86 = true;
+#else
+static const bool hwloc_is_x86 = false;
+#endif
+
 /* Loads a capture the way its format requires, with the extra hwloc environment
  * expected.json was computed with (e.g. HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES); the
  * variables the loaders manage themselves are left to them. */
@@ -343,6 +355,10 @@ static void test_topo_load_capture_matches_expected(void **state)
 
 	capture_root(e, root, sizeof(root));
 	r = load_capture(e, root, &t, &why);
+	if (r == -EOPNOTSUPP && !hwloc_is_x86) {
+		print_message("skipped: %s\n", why.s);
+		skip();
+	}
 	if (r < 0)
 		fail_msg("%s: %d %s", file, r, why.s);
 	assert_matches_expected(t, e);
@@ -886,6 +902,8 @@ static void test_topo_parse_json_fills_optional_fields(void **state)
 
 static void test_topo_json_round_trips_every_capture(void **state)
 {
+	int r;
+
 	for (size_t i = 0; i < ARRAY_SIZE(captures); i++) {
 		struct json_object *e = expected_entry(captures[i]);
 		char root[PATH_MAX];
@@ -894,7 +912,12 @@ static void test_topo_json_round_trips_every_capture(void **state)
 		char *a, *b;
 
 		capture_root(e, root, sizeof(root));
-		if (load_capture(e, root, &t, &why) < 0)
+		r = load_capture(e, root, &t, &why);
+		if (r == -EOPNOTSUPP && !hwloc_is_x86) {
+			print_message("not round-tripped: %s\n", why.s);
+			continue;
+		}
+		if (r < 0)
 			fail_msg("%s: %s", captures[i], why.s);
 		a = write_to_string(t);
 		if (topo_parse_json(a, strlen(a), &t2, &why) < 0)

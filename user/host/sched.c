@@ -90,8 +90,10 @@ static int read_server(const char *root, const char *server, int cpu, int64_t *r
 	int64_t runtime, period;
 	int r;
 
-	(void)snprintf(rp, sizeof(rp), "/sys/kernel/debug/sched/%s/cpu%d/runtime", server, cpu);
-	(void)snprintf(pp, sizeof(pp), "/sys/kernel/debug/sched/%s/cpu%d/period", server, cpu);
+	/* Server names are shorter than 64 (read_servers' names[][64]); the
+	 * precision says so to gcc, which cannot always see it (aarch64). */
+	(void)snprintf(rp, sizeof(rp), "/sys/kernel/debug/sched/%.63s/cpu%d/runtime", server, cpu);
+	(void)snprintf(pp, sizeof(pp), "/sys/kernel/debug/sched/%.63s/cpu%d/period", server, cpu);
 	(void)snprintf(dir, sizeof(dir), "%s/sys/kernel/debug/sched/%s/cpu%d", root, server, cpu);
 	if (access(dir, F_OK) < 0)
 		return -ENOENT;

@@ -664,6 +664,19 @@ int topo_load_hwloc(const char *sysfs_root, struct topo **ret, struct errbuf *eb
 	return r;
 }
 
+/* Whether this hwloc has its x86 backend, asked by naming it:
+ * hwloc_topology_set_components() refuses (EINVAL) a component it does not
+ * have, and hwloc builds that one only for x86 machines. */
+static bool hwloc_has_x86_backend(void)
+{
+	_cleanup_(hwloc_topology_destroyp) hwloc_topology_t topo = NULL;
+
+	if (hwloc_topology_init(&topo) < 0)
+		return true; /* the load itself will say what is wrong */
+	return hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+					     "x86") == 0;
+}
+
 int topo_load_cpuid_dump(const char *dir, struct topo **ret, struct errbuf *eb)
 {
 	_cleanup_(env_scope_restore) struct env_scope env = {.n = 0};
@@ -679,6 +692,11 @@ int topo_load_cpuid_dump(const char *dir, struct topo **ret, struct errbuf *eb)
 		r = -errno;
 		return errbuf_fail(eb, r, "%s: %s", path, strerror(-r));
 	}
+	if (!hwloc_has_x86_backend())
+		return errbuf_fail(eb, -EOPNOTSUPP,
+				   "%s: this hwloc has no x86 backend (hwloc builds it for x86 "
+				   "machines only): an x86 CPUID dump is read on x86",
+				   dir);
 	if ((r = env_scope_set(&env, "HWLOC_CPUID_PATH", dir)) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_COMPONENTS", "x86,stop")) < 0 ||
 	    (r = env_scope_set(&env, "HWLOC_THISSYSTEM", "0")) < 0 ||

@@ -76,7 +76,9 @@ int topo_load_hwloc(const char *sysfs_root, struct topo **ret, struct errbuf *eb
 
 /* Same from an x86 CPUID dump directory (pu0, pu1, ... as written by
  * hwloc-gather-cpuid), with hwloc's x86 backend alone: for tests and for
- * looking at another machine's dump. NUMA nodes only from AMD topoext. */
+ * looking at another machine's dump. NUMA nodes only from AMD topoext.
+ * -EOPNOTSUPP when this hwloc has no x86 backend (hwloc builds it only for
+ * x86 machines: an arm64 build cannot read the dump at all). */
 int topo_load_cpuid_dump(const char *dir, struct topo **ret, struct errbuf *eb);
 
 /* The row of an online CPU, or NULL. */
