@@ -4,10 +4,13 @@
 #   test/run.sh all    unit + integration (pytest, the real binaries) + kernel tests
 # B selects the build dir (build or build/san). Exit status 1 if anything failed.
 # RUNNER prefixes each unit test and replay (a cross build under qemu-user:
-# tools/cross.sh check).
+# tools/cross.sh check). CROSS=arm64 (make test) adds, to "all", that
+# architecture's unit tests and replays under qemu-user (tools/cross.sh check),
+# or one skip saying why build/arm64 was not built (build/arm64/NOT-BUILT).
 set -u
 B=${B:-build}
 RUNNER=${RUNNER:-}
+CROSS=${CROSS:-}
 PYTHON=${PYTHON:-/usr/bin/python3}
 what=${1:-all}
 passed=0 failed=0 skipped=0
@@ -89,8 +92,39 @@ PY
 	[ $((f + e)) -eq 0 ] || failures+=("pytest: $(grep -E '^(FAILED|ERROR) ' "$log/pytest.out" | head -10 | tr '\n' ' ')")
 }
 
+# The other architecture's run, its tally added to this one, its lines prefixed.
+run_cross() {
+	local out p f s line
+	[ -n "$CROSS" ] || return 0
+	if [ -e "build/$CROSS/NOT-BUILT" ]; then
+		skipped=$((skipped + 1))
+		skips+=("$CROSS cross-check: $(cat "build/$CROSS/NOT-BUILT")")
+		return
+	fi
+	out=$(sh tools/cross.sh "$CROSS" check 2>&1)
+	printf '%s\n' "$out" >"$log/cross-$CROSS.out"
+	read -r p f s < <(printf '%s\n' "$out" |
+		sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' | tail -1)
+	if [ -z "${p:-}" ]; then
+		failed=$((failed + 1))
+		failures+=("$CROSS cross-check did not run: $(printf '%s\n' "$out" | tail -3 | tr '\n' ' ')")
+		return
+	fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	while IFS= read -r line; do
+		case "$line" in
+		"SKIP "*) skips+=("$CROSS ${line#SKIP }") ;;
+		"FAIL "*) failures+=("$CROSS ${line#FAIL }") ;;
+		"logs: "*) failures+=("$CROSS ${line}") ;;
+		esac
+	done <<<"$out"
+}
+
 run_unit
-[ "$what" = unit ] || run_pytest
+if [ "$what" != unit ]; then
+	run_cross
+	run_pytest
+fi
 
 for f in "${skips[@]+"${skips[@]}"}"; do echo "SKIP $f"; done
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAIL $f"; done

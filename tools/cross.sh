@@ -6,15 +6,18 @@
 #                                               objects, unit tests, fuzz replays
 #   tools/cross.sh arm64 check                  unit tests + fuzz replays under
 #                                               qemu-aarch64-static (no binfmt needed)
+#   tools/cross.sh arm64 test                   what make test runs: build where the
+#                                               packages can be had, else write why
+#                                               to build/arm64/NOT-BUILT; exit 0
 #
-# Outputs in build/<arch>/. Needs (apt-get install): gcc-aarch64-linux-gnu
-# qemu-user-static, and after `dpkg --add-architecture arm64` the -dev:arm64
-# packages of the libraries (tools/image-build.sh TARGET_DEVS, plus
-# libcmocka-dev:arm64). libevent-dev is not co-installable across
-# architectures (event-config.h is not multiarch): its arm64 files are
-# unpacked under build/arm64/extra and searched first (CPATH, -L).
+# Outputs in build/<arch>/. What it needs (gcc-aarch64-linux-gnu, qemu-user-static,
+# the -dev:arm64 libraries) tools/deps.sh cross arm64 installs, as root, after
+# `dpkg --add-architecture arm64`. libevent-dev is not co-installable across
+# architectures (event-config.h is not multiarch): its arm64 files are unpacked
+# under build/arm64/extra and searched first (CPATH, -L); only the runtime
+# library libevent-2.1-7:arm64 is installed.
 set -eu
-arch=${1:?usage: tools/cross.sh arm64 build|check [targets]}
+arch=${1:?usage: tools/cross.sh arm64 build|check|test [targets]}
 what=${2:-build}
 shift 2 || shift $#
 case "$arch" in
@@ -25,14 +28,31 @@ cd "$(dirname "$0")/.."
 B=build/$arch
 extra=$PWD/$B/extra
 
-missing=""
-for p in gcc-$triplet qemu-user-static libbpf-dev:$arch libelf-dev:$arch zlib1g-dev:$arch \
-	libhwloc-dev:$arch libcurl4-openssl-dev:$arch libjson-c-dev:$arch libyaml-dev:$arch \
-	libprotobuf-c-dev:$arch libnghttp2-dev:$arch libcmocka-dev:$arch libevent-2.1-7:$arch; do
-	dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
-		missing="$missing $p"
-done
-[ -z "$missing" ] || { echo "cross: missing:$missing (dpkg --add-architecture $arch; apt-get install ...)" >&2; exit 1; }
+if [ "$what" = test ]; then
+	mkdir -p "$B"
+	rm -f "$B/NOT-BUILT"
+	if [ "$(dpkg --print-architecture)" = "$arch" ]; then
+		echo "the machine is $arch itself: make test is its native run" > "$B/NOT-BUILT"
+		exit 0
+	fi
+	rc=0
+	out=$(sh tools/deps.sh cross "$arch" 2>&1) || rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "$arch packages not installable here: $(echo "$out" | tail -1)" > "$B/NOT-BUILT"
+		exit 0
+	fi
+	sh "$0" "$arch" build >"$B/build.log" 2>&1 || {
+		echo "cross: the $arch build failed: $B/build.log" >&2
+		tail -20 "$B/build.log" >&2
+		exit 1
+	}
+	exit 0
+fi
+
+sh tools/deps.sh cross "$arch" || {
+	echo "cross: missing packages (as root: tools/deps.sh cross $arch)" >&2
+	exit 1
+}
 
 if [ ! -e "$extra/usr/include/event2/event-config.h" ]; then
 	mkdir -p "$extra"
@@ -63,5 +83,5 @@ check)
 	B=$B RUNNER="$qemu -L /" DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} \
 		bash test/run.sh unit
 	;;
-*) echo "cross: $what: build or check" >&2; exit 2 ;;
+*) echo "cross: $what: build, check or test" >&2; exit 2 ;;
 esac

@@ -4,6 +4,10 @@
 # and says what it installs. Run as root; as another user it only reports.
 #   tools/deps.sh          build and test
 #   tools/deps.sh bench    also what make bench runs (rt-tests: cyclictest, figure 7)
+#   tools/deps.sh cross A  what tools/cross.sh needs for Debian architecture A (arm64):
+#                          the cross compiler, qemu-user-static and the target's
+#                          multiarch libraries, after dpkg --add-architecture A. Exit 3
+#                          (nothing changed) when the apt sources carry no A packages.
 set -eu
 
 PKGS="make gcc pkg-config libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev
@@ -18,14 +22,35 @@ valgrind podman runc mmdebstrap cppcheck"
 # ship a non-Debian one that conflicts with Debian's kubernetes-client).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 [ "${1:-}" = bench ] && PKGS="$PKGS rt-tests"
+native=$(dpkg --print-architecture)
+
+# Cross: the libraries of tools/image-build.sh TARGET_DEVS (less libssl-dev: the
+# image's own libcurl needs it, the cross build links Debian's) plus cmocka for
+# the tests. libevent-dev is not co-installable across architectures
+# (event-config.h differs and is not multiarch): never its :A package, only the
+# runtime library; tools/cross.sh unpacks the headers beside the build.
+if [ "${1:-}" = cross ]; then
+	arch=${2:?usage: tools/deps.sh cross arm64}
+	case "$arch" in
+	arm64) triplet=aarch64-linux-gnu ;;
+	*) echo "deps: cross: $arch: only arm64 is known" >&2; exit 2 ;;
+	esac
+	PKGS="gcc-$triplet qemu-user-static"
+	for p in libbpf-dev libelf-dev zlib1g-dev libhwloc-dev libcurl4-openssl-dev libjson-c-dev \
+		libyaml-dev libprotobuf-c-dev libnghttp2-dev libcmocka-dev libevent-2.1-7; do
+		PKGS="$PKGS $p:$arch"
+	done
+fi
 
 # With a foreign architecture added (make cross), a package may be known for two
-# architectures: what counts is the machine's own (or "all").
-native=$(dpkg --print-architecture)
+# architectures: what counts is the one named (pkg:arch), else the machine's own
+# (or "all").
 missing=""
 for p in $PKGS; do
+	a=${p#*:}
+	[ "$a" != "$p" ] || a=$native
 	dpkg-query -W -f='${Architecture} ${db:Status-Status}\n' "$p" 2>/dev/null |
-		grep -Eq "^($native|all) installed$" || missing="$missing $p"
+		grep -Eq "^($a|all) installed$" || missing="$missing $p"
 done
 
 if [ -z "$missing" ]; then
@@ -38,6 +63,18 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+added=""
+if [ "${1:-}" = cross ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+	dpkg --add-architecture "$arch"
+	added=1
+fi
 apt-get update -qq
+# The sources may serve the machine's architecture only (a mirror of amd64 alone):
+# then cross-building here cannot be, and the machine is left as it was.
+if [ "${1:-}" = cross ] && [ -z "$(apt-cache madison "libc6:$arch" 2>/dev/null)" ]; then
+	echo "deps: cross: the apt sources have no $arch packages (libc6:$arch)" >&2
+	[ -z "$added" ] || { dpkg --remove-architecture "$arch"; apt-get update -qq; }
+	exit 3
+fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing
