@@ -15,6 +15,7 @@
 
 #include "host/topo.h"
 #include "lib/errbuf.h"
+#include "lib/num.h"
 
 /* A regular machine: sockets x numa_per_socket x cores_per_numa x threads,
  * numbered like Linux does on x86 (thread t of core c is CPU c + t * n_cores),
@@ -179,18 +180,15 @@ static inline void testutil_rmtree(const char *root)
 static inline int testutil_time_scale(void)
 {
 	const char *s = getenv("DRA_CPU_TEST_TIME_SCALE");
-	char *end;
-	long v;
+	int v;
 
 	if (!s || !*s)
 		return 1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < 1 || v > 1000) {
+	if (num_parse_int(s, NULL, 1, 1000, &v) < 0) {
 		fprintf(stderr, "DRA_CPU_TEST_TIME_SCALE=%s: not a whole number 1..1000\n", s);
 		abort();
 	}
-	return (int)v;
+	return v;
 }
 
 /* Whether the bpf() system call is there at all, found by calling it: a
