@@ -392,7 +392,11 @@ def test_version_labels_and_chart_agree(image):
 
 def test_image_holds_only_the_binaries_closure_and_the_ca_bundle(image):
     """The runtime stage: the two binaries, what they load, the CA bundle."""
-    cid = sh(*ENGINE, "create", "--pull=never", image).stdout.strip()
+    assert_only_closure(image)
+
+
+def assert_only_closure(image, platform=()):
+    cid = sh(*ENGINE, "create", "--pull=never", *platform, image).stdout.strip()
     try:
         tmp = tempfile.mkdtemp(prefix="dra-cpu-img-fs.")
         sh("sh", "-c", "%s export %s | tar -x -C %s" % (" ".join(ENGINE), cid, tmp))
@@ -715,6 +719,10 @@ def image_arm64(image):
         pytest.skip("%s not built: make image ARCH=arm64 VERSION=%s"
                     % (ref_, image.split(":", 1)[1]))
     return ref_
+
+
+def test_arm64_image_holds_only_the_binaries_closure_and_the_ca_bundle(image_arm64):
+    assert_only_closure(image_arm64, ("--platform", "linux/arm64"))
 
 
 def test_arm64_image_runs_its_binaries_from_its_own_libraries(image, image_arm64):
