@@ -69,7 +69,7 @@ run_unit() {
 run_pytest() {
 	local junit=$log/pytest.xml
 	[ -d test/integration ] || return 0
-	B=$B "$PYTHON" -m pytest -q -rs -p no:cacheprovider --junitxml="$junit" test/integration \
+	B=$B "$PYTHON" -m pytest -q -rfEs -p no:cacheprovider --junitxml="$junit" test/integration \
 		>"$log/pytest.out" 2>&1
 	if [ ! -s "$junit" ]; then
 		failed=$((failed + 1))
