@@ -89,6 +89,14 @@ struct bpfmon {
 /* bpfmon_probe.c: the BPFMON_FEAT_* this kernel has, less those in without. */
 unsigned bpfmon_probe_features(unsigned without);
 
-/* bpfmon.c: knobs and map sizes of a freshly opened pinning object (from
+/* bpfmon.c: adds "; " and the text to m->notes (what runs degraded, and why). */
+void bpfmon_note(struct bpfmon *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* bpfmon_load.c: loads and attaches what the kernel allows (m->skel, and
+ * m->enforce in deny mode) and sets m->contention and m->effective; what does
+ * not load is noted, or for the pinning object said in m->error. */
+void bpfmon_load_all(struct bpfmon *m);
+
+/* bpfmon_load.c: knobs and map sizes of a freshly opened pinning object (from
  * m->opts, m->features and m->ncpu): 0 or -errno. */
 int bpfmon_pinning_prepare(const struct bpfmon *m, struct pinning_bpf *s, bool contention);
