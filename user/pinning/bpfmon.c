@@ -275,7 +275,7 @@ bool bpfmon_is_loaded(const struct bpfmon *m)
 
 const char *bpfmon_error(const struct bpfmon *m)
 {
-	return m->skel ? NULL : m->error;
+	return m->skel ? NULL : m->error.s;
 }
 
 const char *bpfmon_notes(const struct bpfmon *m)

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
@@ -20,6 +19,7 @@
 
 #include "lib/caps.h"
 #include "lib/cleanup.h"
+#include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "pinning/bpfmon_priv.h"
 
@@ -165,8 +165,7 @@ static void load_error(struct bpfmon *m, int r)
 		why = " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)";
 	else if (r == -ENOSYS)
 		why = " (no bpf() system call: kernel without CONFIG_BPF_SYSCALL?)";
-	(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s%s",
-		       strerror(-r), why);
+	errbuf_set(&m->error, "pinning program did not load: %s%s", strerror(-r), why);
 }
 
 void bpfmon_load_all(struct bpfmon *m)
@@ -177,9 +176,8 @@ void bpfmon_load_all(struct bpfmon *m)
 	/* Both kinds of program are CO-RE: without the kernel's BTF neither
 	 * can be relocated. */
 	if (!(m->features & BPFMON_FEAT_BTF)) {
-		(void)snprintf(m->error, sizeof(m->error),
-			       "kernel lacks BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf or raw_tp "
-			       "programs");
+		errbuf_set(&m->error, "kernel lacks BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf or "
+				      "raw_tp programs");
 		return;
 	}
 	if (!(m->features & BPFMON_FEAT_TP_BTF))

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "lib/cpuset.h"
+#include "lib/errbuf.h"
 #include "lib/ratelimit.h"
 #include "pinning/bpfmon.h"
 
@@ -57,7 +58,7 @@ struct bpfmon {
 	unsigned features;
 	bool contention;
 	enum bpfmon_enforcement effective;
-	char error[256];
+	struct errbuf error; /* why the pinning check is not loaded */
 	char notes[512];
 
 	struct owner *owners; /* [ncpu] */
