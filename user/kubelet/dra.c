@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -39,13 +38,12 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
-#include "kubelet_dra_health_v1.pb-c.h"
-#include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
 #include "lib/log.h"
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
+#include "kubelet/dra_priv.h"
 #include "core/state.h"
 #include "host/topo.h"
 
@@ -53,7 +51,6 @@
 #define DRA_DIR "plugins/dra.cpu"
 #define DRA_SOCKET DRA_DIR "/dra.sock"
 #define HEALTH_RESEND_S 10
-#define HEALTH_TIMEOUT_S 20
 /* The reply must reach the kubelet before its own deadline: keep a tenth of
  * the time (at most this much) for it. */
 #define REPLY_MARGIN_MS 1000
@@ -70,41 +67,6 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest Unpr
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry UnprepareEntry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareClaimResponse;
-
-struct health_stream {
-	struct health_stream *next;
-	struct grpc_call *call;
-	struct dra *dra;
-};
-
-struct dra {
-	struct event_base *base;
-	struct dra_opts o;
-	char *node, *kubelet_root, *endpoint, *reg_path;
-	char *data_dir; /* <kubelet root>/plugins/dra.cpu: device metadata lives under it */
-	struct state *state;
-	const struct topo *topo;
-	const struct devices *devices;
-	struct prepare *prepare; /* the policy: which CPUs, may it be prepared again */
-	struct grpc_server *grpc;
-	struct prep *preps; /* calls with claims not done */
-	/* claims waiting for a fetch slot, oldest first */
-	struct prep_claim *queue, *queue_tail;
-	int fetching; /* fetches in flight */
-	struct event *pump; /* starts queued fetches on the next loop turn */
-	bool closing;
-	struct ratelimit cancel_rl; /* prepare_cancelled lines */
-	struct health_stream *streams;
-	struct event *health_timer;
-	bool has_online;       /* dra_set_online() was called */
-	struct cpuset online;  /* then: the CPUs online now */
-	struct metric *g_claims_offline, *g_health_streams, *health_coalesced;
-	bool registered;
-	/* metrics */
-	struct metric_series *prep_ok, *prep_err, *prep_cancelled, *unprep_ok, *unprep_err;
-	struct metric_series *fetch_ok, *fetch_err, *fetch_cancelled;
-	struct metric *prep_seconds, *claim_cpus, *grpc_calls, *grpc_seconds;
-};
 
 enum pc_state { PC_NEW, PC_QUEUED, PC_FETCHING, PC_DONE };
 
@@ -139,8 +101,6 @@ struct prep {
 /* A claim refused: the kubelet shows the text (errbuf keeps it valid UTF-8,
  * which the proto3 string it travels in requires). */
 #define perr(eb, ...) errbuf_fail((eb), -EINVAL, __VA_ARGS__)
-
-static const struct cpuset *online_now(const struct dra *d);
 
 /* ---- NodePrepareResources ------------------------------------------------------------ */
 
@@ -817,179 +777,6 @@ static void handle_registration_status(struct grpc_call *call, const uint8_t *re
 	(void)grpc_call_reply(call, buf, n);
 }
 
-/* ---- health ---------------------------------------------------------------------------- */
-
-/* The CPUs online now: the hotplug view when the daemon gave one. */
-static const struct cpuset *online_now(const struct dra *d)
-{
-	return d->has_online ? &d->online : &d->topo->online;
-}
-
-struct held {
-	const struct cpuset *off; /* offline CPUs of the device */
-	struct cpuset cpus;	  /* of those, the ones held by claims */
-	char who[256];		  /* "ns/name, ns/name" (the first few) */
-	int n;
-};
-
-static int find_holders(void *ud, const struct state_claim *c)
-{
-	struct held *h = ud;
-	struct cpuset both;
-	size_t len = strlen(h->who);
-
-	cpuset_and(&both, cpuset_from_view(&c->cpus, &both), h->off);
-	if (cpuset_is_empty(&both))
-		return 0;
-	cpuset_or(&h->cpus, &h->cpus, &both);
-	/* names are cut to fit: the message has a limit of its own */
-	if (h->n++ < 3 && len + 2 < sizeof(h->who) &&
-	    snprintf(h->who + len, sizeof(h->who) - len, "%s%.63s/%.60s", len ? ", " : "",
-		     c->ns[0] ? c->ns : "?", c->name[0] ? c->name : c->uid) < 0)
-		h->who[len] = 0;
-	return 0;
-}
-
-/* Health and message of one device. A CPU device whose CPU is offline is
- * unhealthy; a group is unhealthy when a prepared claim holds one of its
- * offline CPUs (such a claim keeps its CPUs: they are never moved), and
- * says how many CPUs it has left when only free ones went. */
-static bool device_health(struct dra *d, const struct device *dev, char *msg, size_t size)
-{
-	struct cpuset cpus, off;
-	struct held h = { .off = &off };
-	char list[256], hl[256];
-
-	device_cpus(dev, &cpus);
-	cpuset_andnot(&off, &cpus, online_now(d));
-	if (cpuset_is_empty(&off)) {
-		(void)snprintf(msg, size, "ok");
-		return true;
-	}
-	(void)state_foreach_claim(d->state, find_holders, &h);
-	(void)cpuset_format(&off, list, sizeof(list));
-	if (dev->kind == DEVICE_CPU || dev->kind == DEVICE_RT) {
-		(void)snprintf(msg, size, "CPU %d is offline%s%s%s", dev->id,
-			       h.n ? " (prepared for claim " : "", h.n ? h.who : "",
-			       h.n ? "; kept there, not moved)" : "");
-		return false;
-	}
-	if (cpuset_is_empty(&h.cpus)) {
-		(void)snprintf(msg, size, "CPUs %s are offline; %d of its %d CPUs remain", list,
-			       cpuset_count(&cpus) - cpuset_count(&off), cpuset_count(&cpus));
-		return true;
-	}
-	(void)cpuset_format(&h.cpus, hl, sizeof(hl));
-	(void)snprintf(msg, size,
-		       "CPUs %s are offline; CPUs %s are prepared for claim%s %s%s and stay "
-		       "with %s, not moved",
-		       list, hl, h.n > 1 ? "s" : "", h.who, h.n > 3 ? ", ..." : "",
-		       h.n > 1 ? "them" : "it");
-	return false;
-}
-
-/* One complete snapshot of every device, packed once for every stream it
- * goes to. v1 and the renamed v1alpha1 share messages and field numbers, so
- * one encoding serves both services (the tests decode it with the v1 types).
- * Each stream gets it with grpc_call_send_latest(): a peer that does not read
- * holds the newest snapshot, not one per change (dra_cpu_health_updates_
- * coalesced_total), and the gRPC server bounds how many streams a peer holds.
- * only: that stream, or NULL for all. */
-static void health_send(struct dra *d, struct health_stream *only)
-{
-	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
-	size_t n = (size_t)d->devices->n;
-	V1alpha1__DeviceHealth *h = calloc(n + 1, sizeof(*h));
-	V1alpha1__DeviceHealth **hp = calloc(n + 1, sizeof(*hp));
-	V1alpha1__DeviceIdentifier *ids = calloc(n + 1, sizeof(*ids));
-	char (*msgs)[DRA_HEALTH_MESSAGE_MAX + 1] = calloc(n + 1, sizeof(*msgs));
-	time_t now = time(NULL);
-	uint8_t *buf = NULL;
-	size_t len;
-
-	if (!h || !hp || !ids || !msgs)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct device *dev = &d->devices->v[i];
-		bool ok = device_health(d, dev, msgs[i], sizeof(msgs[i]));
-
-		v1alpha1__device_health__init(&h[i]);
-		v1alpha1__device_identifier__init(&ids[i]);
-		ids[i].pool_name = d->node;
-		ids[i].device_name = (char *)dev->name;
-		h[i].device = &ids[i];
-		h[i].health = ok ? V1ALPHA1__HEALTH_STATUS__HEALTHY
-				 : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
-		h[i].message = msgs[i];
-		h[i].last_updated_time = now;
-		h[i].health_check_timeout_seconds = HEALTH_TIMEOUT_S;
-		hp[i] = &h[i];
-	}
-	resp.n_devices = n;
-	resp.devices = hp;
-	len = protobuf_c_message_get_packed_size(&resp.base);
-	buf = malloc(len ? len : 1);
-	if (!buf)
-		goto out;
-	(void)protobuf_c_message_pack(&resp.base, buf);
-	for (struct health_stream *hs = only ? only : d->streams, *next; hs; hs = next) {
-		next = only ? NULL : hs->next; /* a stream reset while sending frees hs */
-		if (grpc_call_send_latest(hs->call, buf, len) == 1)
-			metric_add(d->health_coalesced, 1);
-	}
-out:
-	free(buf);
-	free(h);
-	free(hp);
-	free(ids);
-	free(msgs);
-}
-
-static void health_unlink(struct health_stream *hs)
-{
-	for (struct health_stream **pp = &hs->dra->streams; *pp; pp = &(*pp)->next)
-		if (*pp == hs) {
-			*pp = hs->next;
-			return;
-		}
-}
-
-static void on_health_cancel(struct grpc_call *call, void *ud)
-{
-	struct health_stream *hs = ud;
-
-	health_unlink(hs);
-	metric_add(hs->dra->g_health_streams, -1);
-	free(hs); /* the call handle ends when this returns */
-}
-
-static void on_health_timer(evutil_socket_t fd, short what, void *ud)
-{
-	struct dra *d = ud;
-
-	if (d->streams)
-		health_send(d, NULL);
-}
-
-static void handle_watch_resources(struct grpc_call *call, const uint8_t *req, size_t len,
-				   void *ud)
-{
-	struct dra *d = ud;
-	struct health_stream *hs = calloc(1, sizeof(*hs));
-
-	if (!hs) {
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	hs->call = call;
-	hs->dra = d;
-	hs->next = d->streams;
-	d->streams = hs;
-	metric_add(d->g_health_streams, 1);
-	grpc_call_on_cancel(call, on_health_cancel, hs);
-	health_send(d, hs);
-}
-
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
 static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns, void *ud)
@@ -1043,8 +830,8 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		{ PATH_V1 "NodeUnprepareResources", handle_unprepare, true },
 		{ PATH_V1BETA1 "NodePrepareResources", on_prepare_v1beta1, true },
 		{ PATH_V1BETA1 "NodeUnprepareResources", handle_unprepare, true },
-		{ "/v1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
-		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
+		{ "/v1.DRAResourceHealth/NodeWatchResources", dra_handle_watch_resources, true },
+		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", dra_handle_watch_resources, true },
 	};
 	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
 	struct grpc_limits lim;
@@ -1098,7 +885,7 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		return r;
 	grpc_server_set_observer(d->grpc, on_grpc_observe, d);
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
-		r = (methods[i].fn == handle_watch_resources ? grpc_server_add_watch_method
+		r = (methods[i].fn == dra_handle_watch_resources ? grpc_server_add_watch_method
 							      : grpc_server_add_method)(
 			d->grpc, methods[i].path, methods[i].fn, d);
 		if (r < 0)
@@ -1118,67 +905,12 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	r = grpc_server_listen_unix(d->grpc, d->reg_path, 0600);
 	if (r < 0)
 		return log_error_errno(r, "registration_socket_failed", "path=%s", d->reg_path);
-	d->health_timer = event_new(base, -1, EV_PERSIST, on_health_timer, d);
+	d->health_timer = event_new(base, -1, EV_PERSIST, dra_on_health_timer, d);
 	if (!d->health_timer || event_add(d->health_timer, &tv) < 0)
 		return -ENOMEM;
 	log_info("kubelet_plugin_listening", "dra=%s registration=%s", d->endpoint, d->reg_path);
 	*ret = TAKE_PTR(d);
 	return 0;
-}
-
-struct offline_walk {
-	struct dra *d;
-	struct cpuset online;
-};
-
-static int report_offline_claim(void *ud, const struct state_claim *c)
-{
-	struct offline_walk *w = ud;
-	const struct dra_report_ops *ops = w->d->o.report;
-	struct cpuset off;
-	char list[256];
-
-	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), &w->online);
-	if (cpuset_is_empty(&off))
-		return 0;
-	(void)cpuset_format(&off, list, sizeof(list));
-	log_warn("claim_cpus_offline", "claim=%s/%s uid=%s offline=%s action=kept_not_moved",
-		 log_quote(c->ns), log_quote(c->name), c->uid, list);
-	if (ops && ops->offline)
-		ops->offline(w->d->o.report_ud, c, &off);
-	return 1;
-}
-
-static int count_offline_claims(void *ud, const struct state_claim *c)
-{
-	struct dra *d = ud;
-	struct cpuset off;
-
-	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), &d->online);
-	metric_add(d->g_claims_offline, !cpuset_is_empty(&off));
-	return 0;
-}
-
-void dra_set_online(struct dra *d, const struct cpuset *online)
-{
-	struct cpuset went;
-
-	if (d->has_online && cpuset_equal(&d->online, online))
-		return;
-	/* Claims that hold a CPU that just went offline are named once. */
-	cpuset_andnot(&went, online_now(d), online);
-	if (!cpuset_is_empty(&went)) {
-		struct offline_walk w = { .d = d, .online = *online };
-
-		(void)state_foreach_claim(d->state, report_offline_claim, &w);
-	}
-	d->online = *online;
-	d->has_online = true;
-	prepare_set_online(d->prepare, online);
-	metric_set(d->g_claims_offline, 0);
-	(void)state_foreach_claim(d->state, count_offline_claims, d);
-	if (d->streams)
-		health_send(d, NULL);
 }
 
 struct dra *dra_free(struct dra *d)
