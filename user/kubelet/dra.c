@@ -63,10 +63,6 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse Prepa
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry PrepareEntry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareClaimResponse;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareRequest;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry UnprepareEntry;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareClaimResponse;
 
 enum pc_state { PC_NEW, PC_QUEUED, PC_FETCHING, PC_DONE };
 
@@ -131,7 +127,7 @@ static void prep_unlink(struct prep *p)
 }
 
 /* Packs msg and sends it as the call's reply; out of memory fails the call. */
-static void reply_message(struct grpc_call *call, const ProtobufCMessage *msg)
+void dra_reply_message(struct grpc_call *call, const ProtobufCMessage *msg)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf = malloc(len ? len : 1);
@@ -268,7 +264,7 @@ static void prep_reply(struct prep *p)
 	resp.claims = m.eptrs;
 	metric_observe(d->prep_seconds, (double)(clock_now_ns() - p->start_ns) / 1e9);
 	if (p->call)
-		reply_message(p->call, &resp.base);
+		dra_reply_message(p->call, &resp.base);
 out:
 	prep_msg_done(&m);
 }
@@ -640,7 +636,7 @@ static void on_prepare_v1beta1(struct grpc_call *call, const uint8_t *req, size_
  * fetch: that Prepare answers with an error and never commits afterwards
  * (otherwise its CDI spec and CPUs would appear after Unprepare returned and
  * stay reserved for good). Returns how many were superseded. */
-static int supersede_prepares(struct dra *d, const char *uid)
+int dra_supersede_prepares(struct dra *d, const char *uid)
 {
 	struct prep *p, *next;
 	int n = 0;
@@ -662,127 +658,6 @@ static int supersede_prepares(struct dra *d, const char *uid)
 		prep_put(p); /* may reply and free p, never another call */
 	}
 	return n;
-}
-
-/* Tells the daemon a prepared claim is gone (its status is cleared). */
-static void report_unprepared(struct dra *d, const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cl,
-			      const char *uid)
-{
-	const struct dra_report_ops *ops = d->o.report;
-
-	if (!ops || !ops->unprepared || !cl->namespace_ || !cl->name ||
-	    claim_namespace_check(cl->namespace_) < 0 || claim_name_check(cl->name) < 0)
-		return;
-	ops->unprepared(d->o.report_ud, cl->namespace_, cl->name, uid);
-}
-
-/* Logs, counts and puts in the claim's reply that it could not be unprepared. */
-static void unprepare_failed(struct dra *d, const char *uid, UnprepareClaimResponse *cr,
-			     struct errbuf *err)
-{
-	cr->error = err->s;
-	metric_series_add(d->unprep_err, 1);
-	log_error("claim_unprepare_failed", "uid=%s error=%s", uid, log_quote(err->s));
-}
-
-/* One claim of NodeUnprepareResources: a Prepare of it still waiting is
- * superseded, its device metadata and CDI spec go, its CPUs are freed. A
- * failure is in cr->error, its text in *err (which outlives the reply). */
-static void unprepare_claim(struct dra *d, const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cl,
-			    const char *uid, UnprepareClaimResponse *cr, struct errbuf *err)
-{
-	const struct state_claim *c;
-	bool known;
-	int r;
-
-	if (cdi_uid_valid(uid) == 0 && supersede_prepares(d, uid) > 0)
-		log_info("claim_prepare_superseded", "uid=%s", uid);
-	c = cdi_uid_valid(uid) == 0 ? state_claim(d->state, uid) : NULL;
-	if (c) {
-		struct cpuset cpus;
-		char list[256];
-
-		(void)cpuset_format(cpuset_from_view(&c->cpus, &cpus), list, sizeof(list));
-		log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s", log_quote(c->ns),
-			 log_quote(c->name), uid, list);
-	}
-	/* Metadata first (whatever the option says now: it may have been on
-	 * when the claim was prepared); a spec that stays keeps the claim. */
-	if (cdi_uid_valid(uid) == 0) {
-		struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
-					    .driver = DRA_DRIVER, .pool = d->node };
-		struct errbuf mwhy = { "" };
-
-		r = d->o.cdi_dir ? metadata_remove(&mo, uid, &mwhy) : 0;
-		if (r < 0) {
-			errbuf_set(err,
-				   "removing the device metadata of claim %s: %s (CPUs stay "
-				   "reserved)",
-				   uid, mwhy.s);
-			unprepare_failed(d, uid, cr, err);
-			return;
-		}
-	}
-	/* Unknown claims succeed: Unprepare is idempotent. */
-	known = c != NULL;
-	r = state_claim_remove(d->state, uid);
-	if (r < 0) {
-		errbuf_set(err, "removing the CDI spec of claim %s: %s (CPUs stay reserved)", uid,
-			   strerror(-r));
-		unprepare_failed(d, uid, cr, err);
-		return;
-	}
-	metric_series_add(d->unprep_ok, 1);
-	if (known)
-		report_unprepared(d, cl, uid);
-}
-
-static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
-{
-	struct dra *d = ud;
-	UnprepareResponse resp = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
-	UnprepareRequest *rq;
-	UnprepareEntry *entries = NULL, **eptrs = NULL;
-	UnprepareClaimResponse *crs = NULL;
-	struct errbuf *errs = NULL;
-	size_t n;
-
-	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__unpack(NULL, len,
-											       req);
-	if (!rq) {
-		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
-				     "NodeUnprepareResourcesRequest does not decode");
-		return;
-	}
-	n = rq->n_claims;
-	entries = calloc(n + 1, sizeof(*entries));
-	eptrs = calloc(n + 1, sizeof(*eptrs));
-	crs = calloc(n + 1, sizeof(*crs));
-	errs = calloc(n + 1, sizeof(*errs));
-	if (!entries || !eptrs || !crs || !errs) {
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *uid = rq->claims[i]->uid ? rq->claims[i]->uid : "";
-
-		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&crs[i]);
-		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
-			&entries[i]);
-		entries[i].key = (char *)uid;
-		entries[i].value = &crs[i];
-		eptrs[i] = &entries[i];
-		unprepare_claim(d, rq->claims[i], uid, &crs[i], &errs[i]);
-	}
-	resp.n_claims = n;
-	resp.claims = eptrs;
-	reply_message(call, &resp.base);
-out:
-	k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__free_unpacked(rq, NULL);
-	free(entries);
-	free(eptrs);
-	free(crs);
-	free(errs);
 }
 
 /* ---- registration ---------------------------------------------------------------------- */
@@ -889,9 +764,9 @@ static int dra_grpc_new(struct dra *d, struct event_base *base, const struct dra
 		{ "/pluginregistration.Registration/NotifyRegistrationStatus",
 		  handle_registration_status, false },
 		{ PATH_V1 "NodePrepareResources", on_prepare_v1, true },
-		{ PATH_V1 "NodeUnprepareResources", handle_unprepare, true },
+		{ PATH_V1 "NodeUnprepareResources", dra_handle_unprepare, true },
 		{ PATH_V1BETA1 "NodePrepareResources", on_prepare_v1beta1, true },
-		{ PATH_V1BETA1 "NodeUnprepareResources", handle_unprepare, true },
+		{ PATH_V1BETA1 "NodeUnprepareResources", dra_handle_unprepare, true },
 		{ "/v1.DRAResourceHealth/NodeWatchResources", dra_handle_watch_resources, true },
 		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", dra_handle_watch_resources, true },
 	};

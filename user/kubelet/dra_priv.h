@@ -22,6 +22,7 @@ struct metric_series;
 struct prep;
 struct prep_claim;
 struct prepare;
+struct ProtobufCMessage;
 
 struct health_stream {
 	struct health_stream *next;
@@ -63,3 +64,12 @@ struct dra {
 void dra_handle_watch_resources(struct grpc_call *call, const uint8_t *req, size_t len, void *ud);
 /* dra_health.c: the periodic resend to every open stream (ud: struct dra). */
 void dra_on_health_timer(evutil_socket_t fd, short what, void *ud);
+
+/* dra.c: packs msg and sends it as the call's reply; out of memory fails the
+ * call. */
+void dra_reply_message(struct grpc_call *call, const struct ProtobufCMessage *msg);
+/* dra.c: every Prepare of claim uid still waiting for its fetch answers with
+ * an error and never commits. Returns how many were superseded. */
+int dra_supersede_prepares(struct dra *d, const char *uid);
+/* dra_unprepare.c: NodeUnprepareResources (both services). */
+void dra_handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud);
