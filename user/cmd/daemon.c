@@ -45,7 +45,6 @@
 #include "host/isol.h"
 #include "host/isolwatch.h"
 #include "host/schedwatch.h"
-#include "host/uevent.h"
 #include "cmd/report.h"
 #include "host/pcie.h"
 #include "host/rtdomain.h"
@@ -53,67 +52,14 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/jsonc.h"
+#include "cmd/daemon_priv.h"
 
-/* How often the online CPUs are read (CPU hotplug): every second where the
- * kernel's uevents cannot be had (a sysfs capture, a socket refused), else
- * once a minute as a safety net under the uevents. */
-#define HOTPLUG_POLL_MS 1000
-#define HOTPLUG_CHECK_MS 60000
 /* Heap trimming (see trim_check): how often the heap is looked at, and how
  * much its free bytes must have grown since the last trim to trim again. */
 #define TRIM_PERIOD_MS 1000
 #define TRIM_FREED_MIN (256 * 1024)
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
-
-struct daemon {
-	const struct cfg *cfg;
-	const struct topo *topo;
-	char node[256];
-	char smt_layout[SLICES_MAX_STRING + 1]; /* --allocator external */
-	struct event_base *base;
-	struct event *sigterm, *sigint, *grace;
-	struct metrics *metrics;
-	struct httpd *httpd;
-	struct devices *devices;
-	struct pcie *pcie;
-	struct event *hotplug_timer;
-	struct event *uevents; /* the kernel's CPU hotplug messages, NULL: polling */
-	int uevent_fd;
-	struct metric_series *checks_uevent, *checks_timer;
-	struct filewatch *config_watch; /* --config: changes need a restart */
-	struct metric *g_config_stale;
-	struct event *trim_timer; /* persistent: trim_check */
-	struct event *trim_soon;  /* one-shot: after a burst we know of */
-	size_t trim_free;	  /* free heap bytes right after the last trim */
-	struct cpuset online;	     /* the CPUs online at the last poll */
-	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
-	bool hotplug_failed_logged;
-	struct isolwatch *isolwatch; /* the kernel's isolated CPUs, followed */
-	struct metric *g_online;
-	struct kube *kube;
-	struct kube_claims claims; /* claim reads for dra and pools, over kube */
-	struct report *report; /* Events and claim status */
-	struct publisher *publisher;
-	struct state *state;
-	struct dra *dra;
-	struct bpfmon *bpf;
-	struct pools *pools;
-	struct rtctl *rtctl; /* --rt-cpus */
-	struct irqiso *irqiso; /* interrupts off claims' CPUs */
-	struct rtmon *rtmon; /* its BPF monitor, NULL without */
-	struct schedwatch *rtwatch; /* the kernel's limits for --rt-cpus, followed */
-	struct nri *nri;
-	int check_serving, check_registered, check_slices;
-	struct metric *g_allocated, *g_available, *g_claims;
-	bool stopping;
-	bool rt_on; /* --rt-cpus names CPUs */
-	struct rt_limits rt;
-	/* Without --rt-cpus: real-time isolation a previous run left and a
-	 * prepared claim still sits on (its CPUs); undone once none does. */
-	struct rtdomain *rt_left;
-	struct cpuset rt_left_cpus;
-};
 
 static void daemon_free(struct daemon *d)
 {
@@ -198,7 +144,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(d->base, NULL);
 }
 
-static void update_gauges(struct daemon *d)
+void daemon_update_gauges(struct daemon *d)
 {
 	struct cpuset c;
 
@@ -267,7 +213,7 @@ static void on_state_change(void *ud, enum state_event ev, const struct state_cl
 {
 	struct daemon *d = ud;
 
-	update_gauges(d);
+	daemon_update_gauges(d);
 	if (ev == STATE_CLAIM_REMOVED && d->rt_left)
 		rt_leftovers(d, false);
 }
@@ -510,14 +456,10 @@ static int start_kube(struct daemon *d)
 	return 0;
 }
 
-/* CPU hotplug: sysfs offers no notification for cpu/online, so it is polled
- * (one small read; the per-CPU files too under a capture root). A change
- * goes to the plugin (health, no new claim on an offline CPU) and to the
- * publisher (devices leave or come back, groups shrink or grow). */
 /* The isolated CPUs the shared pool leaves out: none when the node lets
  * them in (--isolated-cpus-shared) or when nothing else would be left for
  * shared containers. */
-static void isolated_unshared(struct daemon *d, struct cpuset *ret)
+void daemon_isolated_unshared(struct daemon *d, struct cpuset *ret)
 {
 	cpuset_zero(ret);
 	if (d->cfg->isolated_shared)
@@ -528,164 +470,6 @@ static void isolated_unshared(struct daemon *d, struct cpuset *ret)
 		return;
 	}
 	*ret = d->devices->isolated;
-}
-
-/* The kernel's isolated CPUs changed (host/isolwatch.h: cgroup v2 isolated
- * partitions come and go): the devices are built again with them (in
- * place: everyone borrows them), the shared pool follows and the slices are
- * republished. */
-static void on_isol_changed(void *ud, const struct isol *now, const struct isol *before)
-{
-	_cleanup_(devices_freep) struct devices *nd = NULL;
-	struct daemon *d = ud;
-	struct cpuset unshared;
-	int r;
-
-	(void)before;
-	r = devices_build_node(d->topo, &d->cfg->reserved, &d->cfg->rt_cpus, now,
-			       d->cfg->device_mode, d->cfg->group_by, d->rt_on ? &d->rt : NULL, &nd);
-	if (r < 0) {
-		log_warn_errno(r, "devices_failed", "action=\"keeping the devices published\"");
-		return;
-	}
-	devices_replace(d->devices, TAKE_PTR(nd));
-	isolated_unshared(d, &unshared);
-	if (d->state && state_set_isolated(d->state, &unshared)) {
-		update_gauges(d);
-		if (d->pools)
-			pools_shared_changed(d->pools);
-	}
-	if (d->publisher)
-		publisher_devices_changed(d->publisher, "isolated_cpus");
-}
-
-/* Reads the online CPUs again; true when they changed. */
-static bool hotplug_check(struct daemon *d)
-{
-	const char *root = d->cfg->sysfs_root && *d->cfg->sysfs_root ? d->cfg->sysfs_root : NULL;
-	struct cpuset known, now, went, came;
-	struct errbuf eb = {};
-	char a[256], b[256];
-	int r;
-
-	if (d->isolwatch) /* a CPU came or went, or the safety poll */
-		(void)isolwatch_poll(d->isolwatch);
-	cpuset_or(&known, &d->topo->online, &d->topo->offline);
-	r = hotplug_online(root, &known, &now, &eb);
-	if (r < 0) {
-		if (!d->hotplug_failed_logged)
-			log_warn("hotplug_poll_failed", "error=%s action=keeping_the_last_view",
-				 log_quote(errbuf_text(&eb, r)));
-		d->hotplug_failed_logged = true;
-		return false;
-	}
-	d->hotplug_failed_logged = false;
-	if (cpuset_equal(&now, &d->online))
-		return false;
-	cpuset_andnot(&went, &d->online, &now);
-	cpuset_andnot(&came, &now, &d->online);
-	(void)cpuset_format(&went, a, sizeof(a));
-	(void)cpuset_format(&came, b, sizeof(b));
-	log_info("cpus_hotplugged", "offline=%s online=%s", a[0] ? a : "none", b[0] ? b : "none");
-	/* CPUs first seen now have no place in the topology read at start: they
-	 * are published after a restart. */
-	cpuset_andnot(&came, &came, &d->topo->online);
-	if (!cpuset_is_empty(&came)) {
-		(void)cpuset_format(&came, b, sizeof(b));
-		log_warn("cpus_new", "cpus=%s action=\"published after a restart\"", b);
-	}
-	d->online = now;
-	metric_set(d->g_online, cpuset_count(&now));
-	/* The shared pool never holds an offline CPU: the runtime could not
-	 * write it into a container's cpuset. */
-	cpuset_andnot(&went, &d->topo->online, &now);
-	if (d->state && state_set_offline(d->state, &went)) {
-		update_gauges(d);
-		if (d->pools)
-			pools_shared_changed(d->pools);
-	}
-	dra_set_online(d->dra, &now);
-	publisher_set_online(d->publisher, &now);
-	return true;
-}
-
-static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud);
-
-static int hotplug_timer_start(struct daemon *d, int ms)
-{
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-
-	if (!d->hotplug_timer)
-		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_timer, d);
-	if (!d->hotplug_timer || event_add(d->hotplug_timer, &tv) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud)
-{
-	struct daemon *d = ud;
-
-	metric_series_add(d->checks_timer, 1);
-	/* The safety net caught what no uevent announced: they do not reach us
-	 * here after all (a user namespace, a filter), so poll from now on. */
-	if (hotplug_check(d) && d->uevents) {
-		log_warn("cpu_hotplug_without_uevent",
-			 "action=\"reading the online CPUs every second from now on\"");
-		event_free(d->uevents);
-		d->uevents = NULL;
-		if (hotplug_timer_start(d, HOTPLUG_POLL_MS) < 0)
-			log_warn("hotplug_timer_failed", "action=\"CPU hotplug is no longer followed\"");
-	}
-}
-
-static void on_uevent(evutil_socket_t fd, short what, void *ud)
-{
-	struct daemon *d = ud;
-	int r = uevent_drain_cpu(fd);
-
-	if (r < 0 && r != -ENOBUFS && r != -EAGAIN)
-		log_warn_errno(r, "uevent_read_failed", "action=\"reading sysfs again\"");
-	if (r != 0) { /* a CPU came or went, or messages were lost */
-		metric_series_add(d->checks_uevent, 1);
-		(void)hotplug_check(d);
-	}
-}
-
-/* Follows CPU hotplug: the kernel's uevents on the loop with a slow safety
- * poll, or a poll every second where uevents cannot be had; and the isolated
- * CPUs on their own timer and with every read of the online CPUs. A
- * topology file describes another machine: nothing to follow then. */
-static int hotplug_start(struct daemon *d)
-{
-	const char *root = d->cfg->sysfs_root;
-	struct metric *checks;
-	int r;
-
-	if (cfg_has_topology_file(d->cfg))
-		return 0;
-	r = isolwatch_new(d->base, &(struct isolwatch_opts){ .root = cfg_sysfs_root(d->cfg),
-							     .on_change = on_isol_changed, .ud = d },
-			  &d->devices->isol, &d->isolwatch);
-	if (r < 0)
-		return r;
-	checks = metrics_family(d->metrics, MF_HOTPLUG_CHECKS_TOTAL);
-	d->checks_uevent = metric_with(checks, "uevent");
-	d->checks_timer = metric_with(checks, "timer");
-	d->uevent_fd = root && *root ? -EOPNOTSUPP : uevent_open();
-	if (d->uevent_fd >= 0) {
-		d->uevents = event_new(d->base, d->uevent_fd, EV_READ | EV_PERSIST, on_uevent, d);
-		if (!d->uevents || event_add(d->uevents, NULL) < 0)
-			return -ENOMEM;
-		log_info("cpu_hotplug_followed", "by=uevents check_every_s=%d",
-			 HOTPLUG_CHECK_MS / 1000);
-		return hotplug_timer_start(d, HOTPLUG_CHECK_MS);
-	}
-	r = d->uevent_fd;
-	d->uevent_fd = -1;
-	log_info("cpu_hotplug_followed", "by=polling every_ms=%d reason=%s", HOTPLUG_POLL_MS,
-		 log_quote(root && *root ? "a sysfs capture sends no uevents" : strerror(-r)));
-	return hotplug_timer_start(d, HOTPLUG_POLL_MS);
 }
 
 /* GET /nodemap: the picture `dra-cpu-driver map` draws (core/nodemap.h). */
@@ -846,7 +630,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 
 		/* Isolated CPUs stay out of the shared pool, unless the node lets
 		 * them in or nothing else would be left for shared containers. */
-		isolated_unshared(d, &so.isolated);
+		daemon_isolated_unshared(d, &so.isolated);
 
 		r = state_new(&so, &d->state);
 		if (r < 0)
@@ -857,7 +641,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 		r = state_load(d->state);
 		if (r < 0)
 			return r;
-		update_gauges(d);
+		daemon_update_gauges(d);
 		r = irqiso_new(d->state,
 			       &(struct irqiso_opts){
 				       .isolate = cfg->irq_isolation == CFG_IRQ_ISOLATE,
@@ -940,7 +724,7 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 
 	d->g_online = metrics_family(d->metrics, MF_ONLINE_CPUS);
 	metric_set(d->g_online, cpuset_count(&topo->online));
-	r = hotplug_start(d);
+	r = daemon_hotplug_start(d);
 	if (r < 0)
 		return log_error_errno(r, "hotplug_setup_failed", "");
 
