@@ -52,7 +52,6 @@ DEBT_FUNCS = {
     # (path, function): its length in lines then
     ("user/pinning/report_json.c", "json_cpu"): 85,
     ("user/pinning/report_text.c", "print_cpu"): 90,
-    ("user/pinning/verify.c", "watch"): 120,
     ("user/pinning/rtreport.c", "rtreport_to_json"): 93,
 }
 
