@@ -4,9 +4,13 @@ include order tools/check-layers.py also checks (own header first, then
 <system>, then project headers, none twice) and the banned calls (make
 lint-calls). The tree as
 committed passes each; a planted violation fails with its file and line."""
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIZES = os.path.join(ROOT, "tools", "check-sizes.py")
@@ -66,32 +70,73 @@ def test_a_new_long_file_fails(tmp_path):
     assert "user/lib/big.c:1002: 1002 lines, over 1000" in r.stdout
 
 
+def sizes_module():
+    spec = importlib.util.spec_from_file_location("check_sizes", SIZES)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def a_listed_debt():
+    """A file and a function still listed as debt and still over the limits in
+    the tree: the debt is being paid, so the tests take whichever is left
+    rather than a name that a split would make stale."""
+    m = sizes_module()
+    long_file = long_func = None
+    for path in sorted(m.DEBT_FILES):
+        full = os.path.join(ROOT, path)
+        if os.path.exists(full):
+            with open(full, encoding="utf-8") as f:
+                if len(f.readlines()) > m.MAX_FILE_LINES:
+                    long_file = path
+                    break
+    for path, name in sorted(m.DEBT_FUNCS):
+        full = os.path.join(ROOT, path)
+        if not os.path.exists(full):
+            continue
+        with open(full, encoding="utf-8") as f:
+            lines = f.readlines()
+        for fname, line, length in m.functions(lines):
+            if fname == name and length > m.MAX_FUNC_LINES:
+                # from the line that starts its signature (column 0) to "}"
+                start = line - 2
+                while start > 0 and lines[start][:1] in (" ", "\t"):
+                    start -= 1
+                long_func = (path, name, start, line - 1 + length)
+                break
+        if long_func:
+            break
+    if not long_file or not long_func:
+        pytest.skip("no listed debt left over the limits")
+    return long_file, long_func
+
+
 def test_listed_debt_passes_and_paid_debt_is_reported(tmp_path):
+    long_file, (path, name, _, _) = a_listed_debt()
     t = tree_copy(tmp_path)
     # A listed file grows: still listed, still passes.
-    with open(t / "user/kube/kube.c", "a") as f:
+    with open(t / long_file, "a") as f:
         f.write("\n/* more */\n")
     # A listed function gone (paid or renamed): reported, not a failure.
-    p = t / "user/cmd/daemon.c"
-    p.write_text(p.read_text().replace("start_node_agents", "start_agents"))
+    p = t / path
+    p.write_text(re.sub(r"\b%s\b" % name, name + "_renamed", p.read_text()))
     r = run(SIZES, t)
-    assert r.returncode == 1  # start_agents() is not listed: a new long function
-    assert "start_agents() is" in r.stdout
-    assert "start_node_agents() within 80 lines now (or gone)" in r.stdout
+    assert r.returncode == 1  # <name>_renamed() is not listed: a new long function
+    assert "%s_renamed() is" % name in r.stdout, r.stdout
+    assert "%s() within 80 lines now (or gone)" % name in r.stdout, r.stdout
 
 
 def test_a_listed_function_moved_to_another_file_is_a_note(tmp_path):
+    _, (path, name, start, end) = a_listed_debt()
     t = tree_copy(tmp_path)
-    src = t / "user/cmd/daemon.c"
-    text = src.read_text()
-    start = text.index("static int start_node_agents(")
-    end = text.index("\n}\n", start) + 3
+    src = t / path
+    lines = src.read_text().splitlines(keepends=True)
     with open(t / "user/cmd/main.c", "a") as f:
-        f.write("\n" + text[start:end])
-    src.write_text(text[:start] + text[end:])
+        f.write("\n" + "".join(lines[start:end]))
+    src.write_text("".join(lines[:start] + lines[end:]))
     r = run(SIZES, t)
     assert r.returncode == 0, r.stdout
-    assert "start_node_agents() is listed under user/cmd/daemon.c; update its path" in r.stdout
+    assert "%s() is listed under %s; update its path" % (name, path) in r.stdout, r.stdout
 
 
 # ---- include order ----------------------------------------------------------------------
