@@ -1,6 +1,7 @@
 /* dra_priv: what the files of the dra module share and nobody else sees.
- * struct dra is defined here for dra_health.c; outside the module it stays
- * opaque (dra.h). Only user/kubelet/dra*.c include this header.
+ * struct dra is defined here for dra_health.c and dra_unprepare.c; outside
+ * the module it stays opaque (dra.h). Only user/kubelet/dra*.c include this
+ * header.
  */
 #pragma once
 
