@@ -4,13 +4,10 @@ include order tools/check-layers.py also checks (own header first, then
 <system>, then project headers, none twice) and the banned calls (make
 lint-calls). The tree as
 committed passes each; a planted violation fails with its file and line."""
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
-
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIZES = os.path.join(ROOT, "tools", "check-sizes.py")
@@ -70,71 +67,61 @@ def test_a_new_long_file_fails(tmp_path):
     assert "user/lib/big.c:1002: 1002 lines, over 1000" in r.stdout
 
 
-def sizes_module():
-    spec = importlib.util.spec_from_file_location("check_sizes", SIZES)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+def planted_debt(t):
+    """A tree with debt of its own: a long file and a long function planted in
+    it, and a copy of check-sizes.py that lists both (the tree's own debt is
+    paid: nothing of it is left to play with). Returns the copy, the file and
+    the function's (path, name)."""
+    (t / "user/lib/planted.c").write_text("/* planted */\n" +
+                                          "".join("int w%d;\n" % i for i in range(1001)))
+    with open(t / "user/lib/cpuset.c", "a") as f:
+        f.write(function("cpuset_planted_debt", 90))
+    with open(SIZES, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"DEBT_FILES = \{[^}]*\}", 'DEBT_FILES = {\n    "user/lib/planted.c": 1002,\n}',
+                  text, count=1)
+    text = re.sub(r"DEBT_FUNCS = \{[^}]*\}",
+                  'DEBT_FUNCS = {\n    ("user/lib/cpuset.c", "cpuset_planted_debt"): 93,\n}',
+                  text, count=1)
+    tool = t / "check-sizes.py"
+    tool.write_text(text)
+    return str(tool), "user/lib/planted.c", ("user/lib/cpuset.c", "cpuset_planted_debt")
 
 
-def a_listed_debt():
-    """A file and a function still listed as debt and still over the limits in
-    the tree: the debt is being paid, so the tests take whichever is left
-    rather than a name that a split would make stale."""
-    m = sizes_module()
-    long_file = long_func = None
-    for path in sorted(m.DEBT_FILES):
-        full = os.path.join(ROOT, path)
-        if os.path.exists(full):
-            with open(full, encoding="utf-8") as f:
-                if len(f.readlines()) > m.MAX_FILE_LINES:
-                    long_file = path
-                    break
-    for path, name in sorted(m.DEBT_FUNCS):
-        full = os.path.join(ROOT, path)
-        if not os.path.exists(full):
-            continue
-        with open(full, encoding="utf-8") as f:
-            lines = f.readlines()
-        for fname, line, length in m.functions(lines):
-            if fname == name and length > m.MAX_FUNC_LINES:
-                # from the line that starts its signature (column 0) to "}"
-                start = line - 2
-                while start > 0 and lines[start][:1] in (" ", "\t"):
-                    start -= 1
-                long_func = (path, name, start, line - 1 + length)
-                break
-        if long_func:
-            break
-    if not long_file or not long_func:
-        pytest.skip("no listed debt left over the limits")
-    return long_file, long_func
+def test_planted_debt_passes_as_listed(tmp_path):
+    t = tree_copy(tmp_path)
+    tool, _, _ = planted_debt(t)
+    r = run(tool, t)
+    assert r.returncode == 0, r.stdout
+    assert "but for 1 files and 1 functions listed as debt" in r.stdout, r.stdout
 
 
 def test_listed_debt_passes_and_paid_debt_is_reported(tmp_path):
-    long_file, (path, name, _, _) = a_listed_debt()
     t = tree_copy(tmp_path)
+    tool, long_file, (path, name) = planted_debt(t)
     # A listed file grows: still listed, still passes.
     with open(t / long_file, "a") as f:
         f.write("\n/* more */\n")
     # A listed function gone (paid or renamed): reported, not a failure.
     p = t / path
     p.write_text(re.sub(r"\b%s\b" % name, name + "_renamed", p.read_text()))
-    r = run(SIZES, t)
+    r = run(tool, t)
     assert r.returncode == 1  # <name>_renamed() is not listed: a new long function
     assert "%s_renamed() is" % name in r.stdout, r.stdout
     assert "%s() within 80 lines now (or gone)" % name in r.stdout, r.stdout
 
 
 def test_a_listed_function_moved_to_another_file_is_a_note(tmp_path):
-    _, (path, name, start, end) = a_listed_debt()
     t = tree_copy(tmp_path)
+    tool, _, (path, name) = planted_debt(t)
     src = t / path
-    lines = src.read_text().splitlines(keepends=True)
+    text = src.read_text()
+    start = text.index("\nint %s(int x)\n{" % name) + 1
+    end = text.index("\n}\n", start) + 3
     with open(t / "user/cmd/main.c", "a") as f:
-        f.write("\n" + "".join(lines[start:end]))
-    src.write_text("".join(lines[:start] + lines[end:]))
-    r = run(SIZES, t)
+        f.write("\n" + text[start:end])
+    src.write_text(text[:start] + text[end:])
+    r = run(tool, t)
     assert r.returncode == 0, r.stdout
     assert "%s() is listed under %s; update its path" % (name, path) in r.stdout, r.stdout
 
