@@ -22,6 +22,11 @@ include each other in a circle (a.c includes b.h, b.c includes c.h, c.c
 includes a.h): a circle means none of them can be read, tested or moved
 without the others. Each circle is printed once, as the modules in order.
 
+A module split over files keeps what its files share and nobody else may
+see in <module>_priv.h (struct definitions, functions of one file called
+from another): that header is part of <module> (no circle with <module>.h)
+and only user/<layer>/<module>.c and <module>_<part>.c may include it.
+
 Generated headers belong to the layer that owns them: *.skel.h to pinning,
 kubelet_*.pb-c.h to kubelet, nri_*.pb-c.h to nri; include/*.h (shared with
 BPF) may be included from any layer.
@@ -65,12 +70,27 @@ def layer_of_include(name, shared):
     return None
 
 
+PRIV_SUFFIX = "_priv"
+
+
+def fold_priv(mod):
+    """core/state_priv -> core/state: a module's private header is the module."""
+    return mod[:-len(PRIV_SUFFIX)] if mod.endswith(PRIV_SUFFIX) else mod
+
+
 def module_of(rel):
     """user/core/state.c -> core/state; a module's private header, shared by
     the files of a module in several files, is the module:
     user/kube/kube_priv.h -> kube/kube"""
-    m = rel[len("user/"):].rsplit(".", 1)[0]
-    return m[:-len("_priv")] if m.endswith("_priv") else m
+    return fold_priv(rel[len("user/"):].rsplit(".", 1)[0])
+
+
+def may_include_priv(rel, inc):
+    """A <module>_priv.h only from <module>.c, <module>_<part>.c or another
+    header of the same module."""
+    owner = fold_priv(inc.rsplit(".", 1)[0])
+    mine = rel[len("user/"):].rsplit(".", 1)[0]
+    return mine == owner or mine.startswith(owner + "_")
 
 
 def cycles(edges):
@@ -178,13 +198,18 @@ def check(root):
                     continue
                 inc = m.group(1)
                 to = layer_of_include(inc, shared)
+                priv = fold_priv(inc.rsplit(".", 1)[0])
+                if "/" in inc and priv != inc.rsplit(".", 1)[0] and \
+                        not may_include_priv(rel, inc):
+                    errors.append(f"{rel}:{lineno}: \"{inc}\" is private to {priv}: "
+                                  f"include \"{priv}.h\"")
                 if to is None:
                     errors.append(f"{rel}:{lineno}: \"{inc}\" names no layer "
                                   f"(write \"<layer>/{inc}\")")
                 elif to == "shared":
                     continue
                 elif to == entry:
-                    dep = inc.rsplit(".", 1)[0]
+                    dep = fold_priv(inc.rsplit(".", 1)[0])
                     if "/" in inc and dep != module_of(rel) and \
                             os.path.exists(os.path.join(user, inc)):
                         edges.setdefault(module_of(rel), set()).add(dep)

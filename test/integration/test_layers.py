@@ -99,3 +99,26 @@ def test_a_module_including_its_own_header_is_no_circle(tmp_path):
     assert "include cycle" not in r.stdout, r.stdout
     assert r.stdout.splitlines()[0] == \
         'user/lib/buf.c:3: "lib/buf.h" included again (first at line 1)', r.stdout
+
+
+def test_a_private_header_is_part_of_its_module_not_a_circle(tmp_path):
+    # a module in several files shares its struct through <module>_priv.h,
+    # which needs the public header: one module, not buf -> buf_priv -> buf
+    t = tree_copy(tmp_path)
+    (t / "user/lib/buf_priv.h").write_text('#pragma once\n#include "lib/buf.h"\n')
+    add_line(t / "user/lib/buf.c", '#include "lib/buf_priv.h"')
+    r = run(t)
+    assert "include cycle" not in r.stdout, r.stdout
+    assert "private" not in r.stdout, r.stdout
+
+
+def test_a_private_header_included_outside_its_module_fails(tmp_path):
+    t = tree_copy(tmp_path)
+    (t / "user/lib/buf_priv.h").write_text('#pragma once\n#include "lib/buf.h"\n')
+    add_line(t / "user/lib/fileio.c", '#include "lib/buf_priv.h"')
+    add_line(t / "user/core/state.c", '#include "lib/buf_priv.h"')
+    r = run(t)
+    assert r.returncode == 1
+    assert 'user/lib/fileio.c:1: "lib/buf_priv.h" is private to lib/buf: ' \
+        'include "lib/buf.h"' in r.stdout, r.stdout
+    assert 'user/core/state.c:1: "lib/buf_priv.h" is private' in r.stdout, r.stdout

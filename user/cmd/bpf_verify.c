@@ -189,23 +189,21 @@ static const char *opt_name(enum opt_id id)
 	return "?";
 }
 
-static int parse_duration(const char *s, double *ret, char *err, size_t size)
+static int parse_duration(const char *s, double *ret, struct errbuf *eb)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v) || v < 0.1 || v > VERIFY_DURATION_MAX) {
-		(void)snprintf(err, size, "--duration: \"%s\" is not a number of seconds in 0.1-86400",
-			       s);
-		return -EINVAL;
-	}
+	if (!*s || *end || errno || !isfinite(v) || v < 0.1 || v > VERIFY_DURATION_MAX)
+		return errbuf_fail(eb, -EINVAL,
+				   "--duration: \"%s\" is not a number of seconds in 0.1-86400", s);
 	*ret = v;
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct args *a, char *err, size_t size)
+static int parse_args(int argc, char **argv, struct args *a, struct errbuf *eb)
 {
 	struct option lopts[ARRAY_SIZE(opts) + 1];
 	int c;
@@ -220,7 +218,7 @@ static int parse_args(int argc, char **argv, struct args *a, char *err, size_t s
 	while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_DURATION:
-			if (parse_duration(optarg, &a->duration, err, size) < 0)
+			if (parse_duration(optarg, &a->duration, eb) < 0)
 				return -EINVAL;
 			break;
 		case OPT_STATE_DIR:
@@ -252,30 +250,23 @@ static int parse_args(int argc, char **argv, struct args *a, char *err, size_t s
 			/* --help wins over anything; otherwise one verb. */
 			if (a->verb && a->verb != (enum opt_id)c && c != OPT_HELP &&
 			    a->verb != OPT_HELP) {
-				(void)snprintf(err, size, "--%s and --%s cannot be combined",
-					       opt_name(a->verb), opt_name((enum opt_id)c));
-				return -EINVAL;
+				return errbuf_fail(eb, -EINVAL, "--%s and --%s cannot be combined",
+						   opt_name(a->verb), opt_name((enum opt_id)c));
 			}
 			if (a->verb != OPT_HELP)
 				a->verb = (enum opt_id)c;
 			break;
 		case ':':
-			(void)snprintf(err, size, "%s needs a value", argv[optind - 1]);
-			return -EINVAL;
+			return errbuf_fail(eb, -EINVAL, "%s needs a value", argv[optind - 1]);
 		default:
-			(void)snprintf(err, size, "unknown option '%s'", argv[optind - 1]);
-			return -EINVAL;
+			return errbuf_fail(eb, -EINVAL, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		(void)snprintf(err, size, "unexpected argument '%s'", argv[optind]);
-		return -EINVAL;
-	}
-	if (a->nexclusive && a->has_state_dir) {
-		(void)snprintf(err, size, "--exclusive and --state-dir cannot be combined: owners "
-					  "come from one or the other");
-		return -EINVAL;
-	}
+	if (optind < argc)
+		return errbuf_fail(eb, -EINVAL, "unexpected argument '%s'", argv[optind]);
+	if (a->nexclusive && a->has_state_dir)
+		return errbuf_fail(eb, -EINVAL, "--exclusive and --state-dir cannot be combined: "
+						"owners come from one or the other");
 	return 0;
 }
 
@@ -413,10 +404,10 @@ static int verb_realtime(const struct args *a)
 int main(int argc, char **argv)
 {
 	struct args a;
-	char err[ERRBUF_MAX] = "";
+	struct errbuf err = {};
 	int r;
 
-	r = parse_args(argc, argv, &a, err, sizeof(err));
+	r = parse_args(argc, argv, &a, &err);
 	if (r < 0) {
 		struct args ja = { .json = false };
 
@@ -424,7 +415,7 @@ int main(int argc, char **argv)
 		/* --json may come after the bad flag: look for it anywhere. */
 		for (int i = 1; i < argc; i++)
 			ja.json |= !strcmp(argv[i], "--json");
-		return cannot_check(&ja, "%s (see --help)", r == -ENOMEM ? "out of memory" : err);
+		return cannot_check(&ja, "%s (see --help)", r == -ENOMEM ? "out of memory" : err.s);
 	}
 	log_set_level(a.verbose ? LOG_INFO : LOG_ERROR);
 	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)

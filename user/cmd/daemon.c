@@ -45,7 +45,6 @@
 #include "host/isol.h"
 #include "host/isolwatch.h"
 #include "host/schedwatch.h"
-#include "host/uevent.h"
 #include "cmd/report.h"
 #include "host/pcie.h"
 #include "host/rtdomain.h"
@@ -53,67 +52,14 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "lib/jsonc.h"
+#include "cmd/daemon_priv.h"
 
-/* How often the online CPUs are read (CPU hotplug): every second where the
- * kernel's uevents cannot be had (a sysfs capture, a socket refused), else
- * once a minute as a safety net under the uevents. */
-#define HOTPLUG_POLL_MS 1000
-#define HOTPLUG_CHECK_MS 60000
 /* Heap trimming (see trim_check): how often the heap is looked at, and how
  * much its free bytes must have grown since the last trim to trim again. */
 #define TRIM_PERIOD_MS 1000
 #define TRIM_FREED_MIN (256 * 1024)
 /* Longest a shutdown may take before the loop is broken off. */
 #define SHUTDOWN_GRACE_S 5
-
-struct daemon {
-	const struct cfg *cfg;
-	const struct topo *topo;
-	char node[256];
-	char smt_layout[SLICES_MAX_STRING + 1]; /* --allocator external */
-	struct event_base *base;
-	struct event *sigterm, *sigint, *grace;
-	struct metrics *metrics;
-	struct httpd *httpd;
-	struct devices *devices;
-	struct pcie *pcie;
-	struct event *hotplug_timer;
-	struct event *uevents; /* the kernel's CPU hotplug messages, NULL: polling */
-	int uevent_fd;
-	struct metric_series *checks_uevent, *checks_timer;
-	struct filewatch *config_watch; /* --config: changes need a restart */
-	struct metric *g_config_stale;
-	struct event *trim_timer; /* persistent: trim_check */
-	struct event *trim_soon;  /* one-shot: after a burst we know of */
-	size_t trim_free;	  /* free heap bytes right after the last trim */
-	struct cpuset online;	     /* the CPUs online at the last poll */
-	struct cpuset memory_nodes;  /* NUMA nodes with memory, read at start */
-	bool hotplug_failed_logged;
-	struct isolwatch *isolwatch; /* the kernel's isolated CPUs, followed */
-	struct metric *g_online;
-	struct kube *kube;
-	struct kube_claims claims; /* claim reads for dra and pools, over kube */
-	struct report *report; /* Events and claim status */
-	struct publisher *publisher;
-	struct state *state;
-	struct dra *dra;
-	struct bpfmon *bpf;
-	struct pools *pools;
-	struct rtctl *rtctl; /* --rt-cpus */
-	struct irqiso *irqiso; /* interrupts off claims' CPUs */
-	struct rtmon *rtmon; /* its BPF monitor, NULL without */
-	struct schedwatch *rtwatch; /* the kernel's limits for --rt-cpus, followed */
-	struct nri *nri;
-	int check_serving, check_registered, check_slices;
-	struct metric *g_allocated, *g_available, *g_claims;
-	bool stopping;
-	bool rt_on; /* --rt-cpus names CPUs */
-	struct rt_limits rt;
-	/* Without --rt-cpus: real-time isolation a previous run left and a
-	 * prepared claim still sits on (its CPUs); undone once none does. */
-	struct rtdomain *rt_left;
-	struct cpuset rt_left_cpus;
-};
 
 static void daemon_free(struct daemon *d)
 {
@@ -198,7 +144,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(d->base, NULL);
 }
 
-static void update_gauges(struct daemon *d)
+void daemon_update_gauges(struct daemon *d)
 {
 	struct cpuset c;
 
@@ -267,7 +213,7 @@ static void on_state_change(void *ud, enum state_event ev, const struct state_cl
 {
 	struct daemon *d = ud;
 
-	update_gauges(d);
+	daemon_update_gauges(d);
 	if (ev == STATE_CLAIM_REMOVED && d->rt_left)
 		rt_leftovers(d, false);
 }
@@ -366,6 +312,96 @@ static void on_slices(void *ud, bool ready)
 		trim_soon(d);
 }
 
+/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
+ * those); a topology file has no machine behind it: no restriction. Returns
+ * them (d->memory_nodes), or NULL for no restriction. */
+static const struct cpuset *read_memory_nodes(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct errbuf eb = {};
+	int r;
+
+	if (cfg->topology_file && *cfg->topology_file)
+		return NULL;
+	r = hotplug_memory_nodes(cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root : NULL,
+				 &d->memory_nodes, &eb);
+	if (r == 0)
+		return &d->memory_nodes;
+	if (r != -ENOENT)
+		log_warn("memory_nodes_unknown", "error=%s action=every_node_has_memory",
+			 log_quote(errbuf_text(&eb, r)));
+	return NULL;
+}
+
+/* The pinning check (bpfmon); not loading is logged, not fatal. */
+static int start_bpf(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct bpfmon_opts bo = {
+		.contention = cfg->contention_histogram,
+		.cgroup = cgroup_pinning_hier(),
+		.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
+	};
+	int r;
+
+	r = bpfmon_new(d->base, &bo, &d->bpf);
+	if (r < 0)
+		return log_error_errno(r, "bpf_init_failed", "");
+	if (bpfmon_is_loaded(d->bpf))
+		log_info("bpf_loaded", "enforcement=%s contention=%s notes=%s",
+			 bpfmon_enforcement_name(bpfmon_enforcement(d->bpf)),
+			 bpfmon_has_contention(d->bpf) ? "on" : "off",
+			 log_quote(bpfmon_notes(d->bpf) ? bpfmon_notes(d->bpf) : ""));
+	else
+		log_warn("bpf_not_loaded", "reason=%s action=serving_without_checks",
+			 log_quote(bpfmon_error(d->bpf) ? bpfmon_error(d->bpf) : "unknown"));
+	return bpfmon_metrics_register(d->bpf, d->metrics);
+}
+
+/* --rt-cpus: the real-time monitor (degrades like the pinning check: the
+ * claims work without it) and the real-time control. */
+static int start_rt(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir,
+				 .on_failure = report_rt_failure, .report_ud = d->report };
+	int r;
+
+	if (cfg->bpf) {
+		struct rtmon_opts mo = { .cgroup_v1 = cgroup_pinning_hier() == CGROUP_V1 };
+		struct errbuf eb = {};
+
+		r = rtmon_new(&mo, &d->rtmon, &eb);
+		if (r < 0)
+			log_warn("rt_monitor_not_loaded", "reason=%s action=serving_without_it",
+				 log_quote(eb.s));
+		else
+			log_info("rt_monitor_loaded", "");
+	}
+	ro.mon = d->rtmon;
+	r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
+	if (r < 0)
+		return log_error_errno(r, "rt_init_failed", "");
+	pools_set_rt(d->pools, d->rtctl);
+	return 0;
+}
+
+static int start_nri(struct daemon *d)
+{
+	const char *socket = d->cfg->nri_socket;
+	struct nri_config nc = { .socket_path = socket };
+	int r;
+
+	r = nri_new(d->base, &nc, pools_nri_handlers(), d->pools, &d->nri);
+	if (r < 0)
+		return log_error_errno(r, "nri_init_failed", "socket=%s", socket);
+	pools_set_nri(d->pools, d->nri);
+	r = nri_start(d->nri);
+	if (r < 0)
+		return log_error_errno(r, "nri_start_failed", "socket=%s", socket);
+	return 0;
+}
+
 /* The BPF checks and the NRI plugin: both degrade (reported on /metrics and
  * in the log) rather than stop the driver when the node lacks them. */
 static int start_node_agents(struct daemon *d)
@@ -380,40 +416,9 @@ static int start_node_agents(struct daemon *d)
 				 .report_ud = d->report };
 	int r;
 
-	/* Nodes with memory, for NUMA-local claims (cpuset.mems may name only
-	 * those); a topology file has no machine behind it: no restriction. */
-	if (!(cfg->topology_file && *cfg->topology_file)) {
-		struct errbuf eb = {};
-
-		r = hotplug_memory_nodes(cfg->sysfs_root && *cfg->sysfs_root ? cfg->sysfs_root
-									     : NULL,
-					 &d->memory_nodes, &eb);
-		if (r == 0)
-			po.memory_nodes = &d->memory_nodes;
-		else if (r != -ENOENT)
-			log_warn("memory_nodes_unknown", "error=%s action=every_node_has_memory",
-				 log_quote(errbuf_text(&eb, r)));
-	}
-
+	po.memory_nodes = read_memory_nodes(d);
 	if (cfg->bpf) {
-		struct bpfmon_opts bo = {
-			.contention = cfg->contention_histogram,
-			.cgroup = cgroup_pinning_hier(),
-			.enforcement = (enum bpfmon_enforcement)cfg->pinning_enforcement,
-		};
-
-		r = bpfmon_new(d->base, &bo, &d->bpf);
-		if (r < 0)
-			return log_error_errno(r, "bpf_init_failed", "");
-		if (bpfmon_is_loaded(d->bpf))
-			log_info("bpf_loaded", "enforcement=%s contention=%s notes=%s",
-				 bpfmon_enforcement_name(bpfmon_enforcement(d->bpf)),
-				 bpfmon_has_contention(d->bpf) ? "on" : "off",
-				 log_quote(bpfmon_notes(d->bpf) ? bpfmon_notes(d->bpf) : ""));
-		else
-			log_warn("bpf_not_loaded", "reason=%s action=serving_without_checks",
-				 log_quote(bpfmon_error(d->bpf) ? bpfmon_error(d->bpf) : "unknown"));
-		r = bpfmon_metrics_register(d->bpf, d->metrics);
+		r = start_bpf(d);
 		if (r < 0)
 			return r;
 	}
@@ -421,42 +426,12 @@ static int start_node_agents(struct daemon *d)
 		      d->metrics, &d->pools);
 	if (r < 0)
 		return log_error_errno(r, "pools_init_failed", "");
-	if (d->rt_on && cfg->bpf) {
-		struct rtmon_opts mo = { .cgroup_v1 = cgroup_pinning_hier() == CGROUP_V1 };
-		struct errbuf eb = {};
-
-		/* Degrades like the pinning check: the claims work without it. */
-		r = rtmon_new(&mo, &d->rtmon, &eb);
-		if (r < 0)
-			log_warn("rt_monitor_not_loaded", "reason=%s action=serving_without_it",
-				 log_quote(eb.s));
-		else
-			log_info("rt_monitor_loaded", "");
-	}
 	if (d->rt_on) {
-		struct rtctl_opts ro = { .limits = &d->rt, .state_dir = cfg->state_dir,
-					 .mon = d->rtmon, .on_failure = report_rt_failure,
-					 .report_ud = d->report };
-
-		r = rtctl_new(d->base, d->state, d->metrics, &ro, &d->rtctl);
+		r = start_rt(d);
 		if (r < 0)
-			return log_error_errno(r, "rt_init_failed", "");
-		pools_set_rt(d->pools, d->rtctl);
+			return r;
 	}
-	if (!cfg->nri)
-		return 0;
-	{
-		struct nri_config nc = { .socket_path = cfg->nri_socket };
-
-		r = nri_new(d->base, &nc, pools_nri_handlers(), d->pools, &d->nri);
-		if (r < 0)
-			return log_error_errno(r, "nri_init_failed", "socket=%s", cfg->nri_socket);
-		pools_set_nri(d->pools, d->nri);
-		r = nri_start(d->nri);
-		if (r < 0)
-			return log_error_errno(r, "nri_start_failed", "socket=%s", cfg->nri_socket);
-	}
-	return 0;
+	return cfg->nri ? start_nri(d) : 0;
 }
 
 /* dra_cpu_kube_*: the API client's own counters, copied at each scrape. */
@@ -510,14 +485,10 @@ static int start_kube(struct daemon *d)
 	return 0;
 }
 
-/* CPU hotplug: sysfs offers no notification for cpu/online, so it is polled
- * (one small read; the per-CPU files too under a capture root). A change
- * goes to the plugin (health, no new claim on an offline CPU) and to the
- * publisher (devices leave or come back, groups shrink or grow). */
 /* The isolated CPUs the shared pool leaves out: none when the node lets
  * them in (--isolated-cpus-shared) or when nothing else would be left for
  * shared containers. */
-static void isolated_unshared(struct daemon *d, struct cpuset *ret)
+void daemon_isolated_unshared(struct daemon *d, struct cpuset *ret)
 {
 	cpuset_zero(ret);
 	if (d->cfg->isolated_shared)
@@ -528,164 +499,6 @@ static void isolated_unshared(struct daemon *d, struct cpuset *ret)
 		return;
 	}
 	*ret = d->devices->isolated;
-}
-
-/* The kernel's isolated CPUs changed (host/isolwatch.h: cgroup v2 isolated
- * partitions come and go): the devices are built again with them (in
- * place: everyone borrows them), the shared pool follows and the slices are
- * republished. */
-static void on_isol_changed(void *ud, const struct isol *now, const struct isol *before)
-{
-	_cleanup_(devices_freep) struct devices *nd = NULL;
-	struct daemon *d = ud;
-	struct cpuset unshared;
-	int r;
-
-	(void)before;
-	r = devices_build_node(d->topo, &d->cfg->reserved, &d->cfg->rt_cpus, now,
-			       d->cfg->device_mode, d->cfg->group_by, d->rt_on ? &d->rt : NULL, &nd);
-	if (r < 0) {
-		log_warn_errno(r, "devices_failed", "action=\"keeping the devices published\"");
-		return;
-	}
-	devices_replace(d->devices, TAKE_PTR(nd));
-	isolated_unshared(d, &unshared);
-	if (d->state && state_set_isolated(d->state, &unshared)) {
-		update_gauges(d);
-		if (d->pools)
-			pools_shared_changed(d->pools);
-	}
-	if (d->publisher)
-		publisher_devices_changed(d->publisher, "isolated_cpus");
-}
-
-/* Reads the online CPUs again; true when they changed. */
-static bool hotplug_check(struct daemon *d)
-{
-	const char *root = d->cfg->sysfs_root && *d->cfg->sysfs_root ? d->cfg->sysfs_root : NULL;
-	struct cpuset known, now, went, came;
-	struct errbuf eb = {};
-	char a[256], b[256];
-	int r;
-
-	if (d->isolwatch) /* a CPU came or went, or the safety poll */
-		(void)isolwatch_poll(d->isolwatch);
-	cpuset_or(&known, &d->topo->online, &d->topo->offline);
-	r = hotplug_online(root, &known, &now, &eb);
-	if (r < 0) {
-		if (!d->hotplug_failed_logged)
-			log_warn("hotplug_poll_failed", "error=%s action=keeping_the_last_view",
-				 log_quote(errbuf_text(&eb, r)));
-		d->hotplug_failed_logged = true;
-		return false;
-	}
-	d->hotplug_failed_logged = false;
-	if (cpuset_equal(&now, &d->online))
-		return false;
-	cpuset_andnot(&went, &d->online, &now);
-	cpuset_andnot(&came, &now, &d->online);
-	(void)cpuset_format(&went, a, sizeof(a));
-	(void)cpuset_format(&came, b, sizeof(b));
-	log_info("cpus_hotplugged", "offline=%s online=%s", a[0] ? a : "none", b[0] ? b : "none");
-	/* CPUs first seen now have no place in the topology read at start: they
-	 * are published after a restart. */
-	cpuset_andnot(&came, &came, &d->topo->online);
-	if (!cpuset_is_empty(&came)) {
-		(void)cpuset_format(&came, b, sizeof(b));
-		log_warn("cpus_new", "cpus=%s action=\"published after a restart\"", b);
-	}
-	d->online = now;
-	metric_set(d->g_online, cpuset_count(&now));
-	/* The shared pool never holds an offline CPU: the runtime could not
-	 * write it into a container's cpuset. */
-	cpuset_andnot(&went, &d->topo->online, &now);
-	if (d->state && state_set_offline(d->state, &went)) {
-		update_gauges(d);
-		if (d->pools)
-			pools_shared_changed(d->pools);
-	}
-	dra_set_online(d->dra, &now);
-	publisher_set_online(d->publisher, &now);
-	return true;
-}
-
-static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud);
-
-static int hotplug_timer_start(struct daemon *d, int ms)
-{
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-
-	if (!d->hotplug_timer)
-		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_timer, d);
-	if (!d->hotplug_timer || event_add(d->hotplug_timer, &tv) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud)
-{
-	struct daemon *d = ud;
-
-	metric_series_add(d->checks_timer, 1);
-	/* The safety net caught what no uevent announced: they do not reach us
-	 * here after all (a user namespace, a filter), so poll from now on. */
-	if (hotplug_check(d) && d->uevents) {
-		log_warn("cpu_hotplug_without_uevent",
-			 "action=\"reading the online CPUs every second from now on\"");
-		event_free(d->uevents);
-		d->uevents = NULL;
-		if (hotplug_timer_start(d, HOTPLUG_POLL_MS) < 0)
-			log_warn("hotplug_timer_failed", "action=\"CPU hotplug is no longer followed\"");
-	}
-}
-
-static void on_uevent(evutil_socket_t fd, short what, void *ud)
-{
-	struct daemon *d = ud;
-	int r = uevent_drain_cpu(fd);
-
-	if (r < 0 && r != -ENOBUFS && r != -EAGAIN)
-		log_warn_errno(r, "uevent_read_failed", "action=\"reading sysfs again\"");
-	if (r != 0) { /* a CPU came or went, or messages were lost */
-		metric_series_add(d->checks_uevent, 1);
-		(void)hotplug_check(d);
-	}
-}
-
-/* Follows CPU hotplug: the kernel's uevents on the loop with a slow safety
- * poll, or a poll every second where uevents cannot be had; and the isolated
- * CPUs on their own timer and with every read of the online CPUs. A
- * topology file describes another machine: nothing to follow then. */
-static int hotplug_start(struct daemon *d)
-{
-	const char *root = d->cfg->sysfs_root;
-	struct metric *checks;
-	int r;
-
-	if (cfg_has_topology_file(d->cfg))
-		return 0;
-	r = isolwatch_new(d->base, &(struct isolwatch_opts){ .root = cfg_sysfs_root(d->cfg),
-							     .on_change = on_isol_changed, .ud = d },
-			  &d->devices->isol, &d->isolwatch);
-	if (r < 0)
-		return r;
-	checks = metrics_family(d->metrics, MF_HOTPLUG_CHECKS_TOTAL);
-	d->checks_uevent = metric_with(checks, "uevent");
-	d->checks_timer = metric_with(checks, "timer");
-	d->uevent_fd = root && *root ? -EOPNOTSUPP : uevent_open();
-	if (d->uevent_fd >= 0) {
-		d->uevents = event_new(d->base, d->uevent_fd, EV_READ | EV_PERSIST, on_uevent, d);
-		if (!d->uevents || event_add(d->uevents, NULL) < 0)
-			return -ENOMEM;
-		log_info("cpu_hotplug_followed", "by=uevents check_every_s=%d",
-			 HOTPLUG_CHECK_MS / 1000);
-		return hotplug_timer_start(d, HOTPLUG_CHECK_MS);
-	}
-	r = d->uevent_fd;
-	d->uevent_fd = -1;
-	log_info("cpu_hotplug_followed", "by=polling every_ms=%d reason=%s", HOTPLUG_POLL_MS,
-		 log_quote(root && *root ? "a sysfs capture sends no uevents" : strerror(-r)));
-	return hotplug_timer_start(d, HOTPLUG_POLL_MS);
 }
 
 /* GET /nodemap: the picture `dra-cpu-driver map` draws (core/nodemap.h). */
@@ -760,31 +573,15 @@ static void on_rt_limits(void *ud, const struct sched_limits *now, const struct 
 		publisher_devices_changed(d->publisher, "rt_capacity");
 }
 
-int daemon_run(const struct cfg *cfg, const struct topo *topo)
+/* What this node offers: the real-time limits (followed), isolated CPUs, the
+ * devices, the PCIe roots and the layout an external allocator is told. */
+static int load_devices(struct daemon *d)
 {
-	_cleanup_(daemon_freep) struct daemon *d = NULL;
+	const struct cfg *cfg = d->cfg;
+	const struct topo *topo = d->topo;
 	struct isol iso;
 	int r;
 
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	d->uevent_fd = -1;
-	d->cfg = cfg;
-	d->topo = topo;
-	d->online = topo->online;
-	kube_claims_init(&d->claims);
-	r = cfg_node_name(cfg, d->node, sizeof(d->node));
-	if (r < 0)
-		return log_error_errno(r, "node_name_failed", "hint=\"set --hostname-override\"");
-	(void)signal(SIGPIPE, SIG_IGN);
-
-	d->base = event_base_new();
-	if (!d->base)
-		return log_error_errno(-ENOMEM, "event_base_failed", "");
-	r = metrics_new(&d->metrics);
-	if (r < 0)
-		return r;
 	d->rt_on = !cpuset_is_empty(&cfg->rt_cpus);
 	if (d->rt_on) {
 		struct schedwatch_opts wo = { .cpus = cfg->rt_cpus,
@@ -822,8 +619,14 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 					       log_quote(errbuf_text(&eb, r)));
 		log_info("external_allocator", "smt_layout=%s", d->smt_layout);
 	}
-	register_gauges(d);
-	watch_config(d);
+	return 0;
+}
+
+/* /metrics, /healthz, /readyz and /nodemap; not serving until the end. */
+static int start_http(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	int r;
 
 	r = httpd_new(d->base, cfg->bind_address, NULL, d->metrics, &d->httpd);
 	if (r < 0)
@@ -837,61 +640,186 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	r = httpd_document(d->httpd, "/nodemap", serve_nodemap, d);
 	if (r < 0)
 		return log_error_errno(r, "http_route_failed", "path=/nodemap");
+	return 0;
+}
 
-	/* Every prepared claim is reserved again before any socket opens. */
-	{
-		struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
-					 .allocatable = d->devices->allocatable,
-					 .rt_cpus = cfg->rt_cpus };
+/* Metadata a crash left behind (its claim never committed, or its Unprepare
+ * did not finish). */
+static void sweep_metadata(struct daemon *d)
+{
+	char data_dir[4096];
+	struct metadata_opts mo = { .data_dir = data_dir, .cdi_dir = d->cfg->cdi_dir,
+				    .driver = "dra.cpu", .pool = d->node };
+	int r;
 
-		/* Isolated CPUs stay out of the shared pool, unless the node lets
-		 * them in or nothing else would be left for shared containers. */
-		isolated_unshared(d, &so.isolated);
+	(void)snprintf(data_dir, sizeof(data_dir), "%s/plugins/dra.cpu",
+		       d->cfg->kubelet_root_dir);
+	r = metadata_sweep(&mo, claim_is_prepared, d);
+	if (r > 0)
+		log_info("metadata_swept", "claims=%d", r);
+}
 
-		r = state_new(&so, &d->state);
-		if (r < 0)
-			return r;
-		r = state_add_observer(d->state, on_state_change, d);
-		if (r < 0)
-			return r;
-		r = state_load(d->state);
-		if (r < 0)
-			return r;
-		update_gauges(d);
-		r = irqiso_new(d->state,
-			       &(struct irqiso_opts){
-				       .isolate = cfg->irq_isolation == CFG_IRQ_ISOLATE,
-				       .procfs_root = *cfg->procfs_root ? cfg->procfs_root : NULL,
-				       .state_dir = cfg->state_dir },
-			       d->metrics, &d->irqiso);
-		if (r < 0)
-			return log_error_errno(r, "irq_isolation_failed", "dir=%s", cfg->state_dir);
-		if (!d->rt_on)
-			rt_leftovers(d, true);
-		/* Metadata a crash left behind (its claim never committed, or its
-		 * Unprepare did not finish). */
-		{
-			char data_dir[4096];
-			struct metadata_opts mo = { .data_dir = data_dir, .cdi_dir = cfg->cdi_dir,
-						    .driver = "dra.cpu", .pool = d->node };
+/* Every prepared claim is reserved again before any socket opens. */
+static int restore_state(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct state_opts so = { .cdi_dir = cfg->cdi_dir, .state_dir = cfg->state_dir,
+				 .allocatable = d->devices->allocatable,
+				 .rt_cpus = cfg->rt_cpus };
+	int r;
 
-			(void)snprintf(data_dir, sizeof(data_dir), "%s/plugins/dra.cpu",
-				       cfg->kubelet_root_dir);
-			r = metadata_sweep(&mo, claim_is_prepared, d);
-			if (r > 0)
-				log_info("metadata_swept", "claims=%d", r);
-		}
-	}
+	/* Isolated CPUs stay out of the shared pool, unless the node lets
+	 * them in or nothing else would be left for shared containers. */
+	daemon_isolated_unshared(d, &so.isolated);
 
-	{
-		struct report_opts ro = { .node = d->node, .topo = topo, .events = cfg->events,
-					  .series_interval_s = cfg->events_series_interval_s,
-					  .claim_status = cfg->claim_status };
+	r = state_new(&so, &d->state);
+	if (r < 0)
+		return r;
+	r = state_add_observer(d->state, on_state_change, d);
+	if (r < 0)
+		return r;
+	r = state_load(d->state);
+	if (r < 0)
+		return r;
+	daemon_update_gauges(d);
+	r = irqiso_new(d->state,
+		       &(struct irqiso_opts){
+			       .isolate = cfg->irq_isolation == CFG_IRQ_ISOLATE,
+			       .procfs_root = *cfg->procfs_root ? cfg->procfs_root : NULL,
+			       .state_dir = cfg->state_dir },
+		       d->metrics, &d->irqiso);
+	if (r < 0)
+		return log_error_errno(r, "irq_isolation_failed", "dir=%s", cfg->state_dir);
+	if (!d->rt_on)
+		rt_leftovers(d, true);
+	sweep_metadata(d);
+	return 0;
+}
 
-		r = report_new(&ro, &d->report);
-		if (r < 0)
-			return r;
-	}
+/* Events and claim status (cmd/report.h); started once the API client is. */
+static int new_report(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct report_opts ro = { .node = d->node, .topo = d->topo, .events = cfg->events,
+				  .series_interval_s = cfg->events_series_interval_s,
+				  .claim_status = cfg->claim_status };
+
+	return report_new(&ro, &d->report);
+}
+
+static int start_publisher(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct publisher_opts po = { .node = d->node, .devices = d->devices,
+				     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
+				     .on_state = on_slices, .ud = d,
+				     .node_allocatable = cfg->node_allocatable,
+				     .pcie = d->pcie,
+				     .smt_layout = d->smt_layout[0] ? d->smt_layout : NULL };
+	int r;
+
+	r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
+	if (r < 0)
+		return log_error_errno(r, "publisher_failed", "");
+	return 0;
+}
+
+/* The kubelet plugin: registration, Prepare and Unprepare, device health. */
+static int start_plugin(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct dra_opts dopt = {
+		.node = d->node,
+		.kubelet_root = cfg->kubelet_root_dir,
+		.device_mode = cfg->device_mode,
+		.first_request_timeout_ms = cfg->kubelet_first_request_timeout_s * 1000,
+		.claims = &d->claims.source,
+		.on_registered = on_registered,
+		.registered_ud = d,
+		.device_metadata = cfg->device_metadata,
+		.memory_local = cfg->memory_locality == CFG_MEMORY_LOCAL,
+		.cdi_dir = cfg->cdi_dir,
+		.device_attributes = device_attributes,
+		.attributes_ud = d,
+		.rt = d->rt_on ? &d->rt : NULL,
+		.external_allocator = cfg->allocator == CFG_ALLOCATOR_EXTERNAL,
+		.report = &report_dra_ops,
+		.report_ud = d->report,
+	};
+
+	return dra_new(d->base, &dopt, d->state, d->topo, d->devices, d->metrics, &d->dra);
+}
+
+/* The heap trimmer's timers, and SIGTERM/SIGINT (graceful stop). */
+static int start_timers(struct daemon *d)
+{
+	struct timeval tv = { .tv_sec = TRIM_PERIOD_MS / 1000,
+			      .tv_usec = (TRIM_PERIOD_MS % 1000) * 1000 };
+
+	d->trim_timer = event_new(d->base, -1, EV_PERSIST, on_trim_check, d);
+	d->trim_soon = evtimer_new(d->base, on_trim_soon, d);
+	if (!d->trim_timer || !d->trim_soon || event_add(d->trim_timer, &tv) < 0)
+		return log_error_errno(-ENOMEM, "trim_timer_failed", "");
+	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
+	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
+	d->grace = evtimer_new(d->base, on_grace_expired, d);
+	if (!d->sigterm || !d->sigint || !d->grace || event_add(d->sigterm, NULL) < 0 ||
+	    event_add(d->sigint, NULL) < 0)
+		return log_error_errno(-ENOMEM, "signal_setup_failed", "");
+	return 0;
+}
+
+/* Everything that needs privilege is set up: keep only what the loop uses. */
+static void drop_privileges(struct daemon *d)
+{
+	int r = caps_drop_except(CAPS_KEEP_DAEMON | (d->rt_on ? CAPS_KEEP_RT : 0));
+
+	if (r < 0)
+		log_warn_errno(r, "capability_drop_failed", "action=continuing");
+	else if (r > 0)
+		log_info("capabilities_dropped", "dropped=%d kept=\"dac_override dac_read_search "
+						 "fowner%s sys_nice\"",
+			 r, d->rt_on ? " kill" : "");
+}
+
+int daemon_run(const struct cfg *cfg, const struct topo *topo)
+{
+	_cleanup_(daemon_freep) struct daemon *d = NULL;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->uevent_fd = -1;
+	d->cfg = cfg;
+	d->topo = topo;
+	d->online = topo->online;
+	kube_claims_init(&d->claims);
+	r = cfg_node_name(cfg, d->node, sizeof(d->node));
+	if (r < 0)
+		return log_error_errno(r, "node_name_failed", "hint=\"set --hostname-override\"");
+	(void)signal(SIGPIPE, SIG_IGN);
+
+	d->base = event_base_new();
+	if (!d->base)
+		return log_error_errno(-ENOMEM, "event_base_failed", "");
+	r = metrics_new(&d->metrics);
+	if (r < 0)
+		return r;
+	r = load_devices(d);
+	if (r < 0)
+		return r;
+	register_gauges(d);
+	watch_config(d);
+	r = start_http(d);
+	if (r < 0)
+		return r;
+	r = restore_state(d);
+	if (r < 0)
+		return r;
+	r = new_report(d);
+	if (r < 0)
+		return r;
 	r = start_node_agents(d);
 	if (r < 0)
 		return r;
@@ -901,74 +829,22 @@ int daemon_run(const struct cfg *cfg, const struct topo *topo)
 	r = report_start(d->report, d->base, d->kube, d->metrics);
 	if (r < 0)
 		return log_error_errno(r, "report_init_failed", "");
-	{
-		struct publisher_opts po = { .node = d->node, .devices = d->devices,
-					     .repair_timeout_ms = cfg->slice_repair_timeout_s * 1000,
-					     .on_state = on_slices, .ud = d,
-					     .node_allocatable = cfg->node_allocatable,
-					     .pcie = d->pcie,
-					     .smt_layout = d->smt_layout[0] ? d->smt_layout : NULL };
-
-		r = publisher_new(d->base, d->kube, &po, d->metrics, &d->publisher);
-		if (r < 0)
-			return log_error_errno(r, "publisher_failed", "");
-	}
-	{
-		struct dra_opts dopt = {
-			.node = d->node,
-			.kubelet_root = cfg->kubelet_root_dir,
-			.device_mode = cfg->device_mode,
-			.first_request_timeout_ms = cfg->kubelet_first_request_timeout_s * 1000,
-			.claims = &d->claims.source,
-			.on_registered = on_registered,
-			.registered_ud = d,
-			.device_metadata = cfg->device_metadata,
-			.memory_local = cfg->memory_locality == CFG_MEMORY_LOCAL,
-			.cdi_dir = cfg->cdi_dir,
-			.device_attributes = device_attributes,
-			.attributes_ud = d,
-			.rt = d->rt_on ? &d->rt : NULL,
-			.external_allocator = cfg->allocator == CFG_ALLOCATOR_EXTERNAL,
-			.report = &report_dra_ops,
-			.report_ud = d->report,
-		};
-
-		r = dra_new(d->base, &dopt, d->state, topo, d->devices, d->metrics, &d->dra);
-		if (r < 0)
-			return r;
-	}
+	r = start_publisher(d);
+	if (r < 0)
+		return r;
+	r = start_plugin(d);
+	if (r < 0)
+		return r;
 
 	d->g_online = metrics_family(d->metrics, MF_ONLINE_CPUS);
 	metric_set(d->g_online, cpuset_count(&topo->online));
-	r = hotplug_start(d);
+	r = daemon_hotplug_start(d);
 	if (r < 0)
 		return log_error_errno(r, "hotplug_setup_failed", "");
-
-	{
-		struct timeval tv = { .tv_sec = TRIM_PERIOD_MS / 1000,
-				      .tv_usec = (TRIM_PERIOD_MS % 1000) * 1000 };
-
-		d->trim_timer = event_new(d->base, -1, EV_PERSIST, on_trim_check, d);
-		d->trim_soon = evtimer_new(d->base, on_trim_soon, d);
-		if (!d->trim_timer || !d->trim_soon || event_add(d->trim_timer, &tv) < 0)
-			return log_error_errno(-ENOMEM, "trim_timer_failed", "");
-	}
-
-	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
-	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
-	d->grace = evtimer_new(d->base, on_grace_expired, d);
-	if (!d->sigterm || !d->sigint || !d->grace || event_add(d->sigterm, NULL) < 0 ||
-	    event_add(d->sigint, NULL) < 0)
-		return log_error_errno(-ENOMEM, "signal_setup_failed", "");
-
-	/* Everything that needs privilege is set up: keep only what the loop uses. */
-	r = caps_drop_except(CAPS_KEEP_DAEMON | (d->rt_on ? CAPS_KEEP_RT : 0));
+	r = start_timers(d);
 	if (r < 0)
-		log_warn_errno(r, "capability_drop_failed", "action=continuing");
-	else if (r > 0)
-		log_info("capabilities_dropped", "dropped=%d kept=\"dac_override dac_read_search "
-						 "fowner%s sys_nice\"",
-			 r, d->rt_on ? " kill" : "");
+		return r;
+	drop_privileges(d);
 
 	log_info("started", "node=%s devices=%d mode=%s http_port=%d cpus=%d", d->node,
 		 d->devices->n, cfg_device_mode_name(cfg->device_mode), httpd_port(d->httpd),

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -39,13 +38,12 @@
 #include "lib/errbuf.h"
 #include "lib/fileio.h"
 #include "kubelet/grpc.h"
-#include "kubelet_dra_health_v1.pb-c.h"
-#include "kubelet_dra_health_v1alpha1.pb-c.h"
 #include "kubelet_dra_v1.pb-c.h"
 #include "kubelet_pluginregistration.pb-c.h"
 #include "lib/log.h"
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
+#include "kubelet/dra_priv.h"
 #include "core/state.h"
 #include "host/topo.h"
 
@@ -53,7 +51,6 @@
 #define DRA_DIR "plugins/dra.cpu"
 #define DRA_SOCKET DRA_DIR "/dra.sock"
 #define HEALTH_RESEND_S 10
-#define HEALTH_TIMEOUT_S 20
 /* The reply must reach the kubelet before its own deadline: keep a tenth of
  * the time (at most this much) for it. */
 #define REPLY_MARGIN_MS 1000
@@ -66,45 +63,6 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse Prepa
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry PrepareEntry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareClaimResponse;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareRequest;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry UnprepareEntry;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareClaimResponse;
-
-struct health_stream {
-	struct health_stream *next;
-	struct grpc_call *call;
-	struct dra *dra;
-};
-
-struct dra {
-	struct event_base *base;
-	struct dra_opts o;
-	char *node, *kubelet_root, *endpoint, *reg_path;
-	char *data_dir; /* <kubelet root>/plugins/dra.cpu: device metadata lives under it */
-	struct state *state;
-	const struct topo *topo;
-	const struct devices *devices;
-	struct prepare *prepare; /* the policy: which CPUs, may it be prepared again */
-	struct grpc_server *grpc;
-	struct prep *preps; /* calls with claims not done */
-	/* claims waiting for a fetch slot, oldest first */
-	struct prep_claim *queue, *queue_tail;
-	int fetching; /* fetches in flight */
-	struct event *pump; /* starts queued fetches on the next loop turn */
-	bool closing;
-	struct ratelimit cancel_rl; /* prepare_cancelled lines */
-	struct health_stream *streams;
-	struct event *health_timer;
-	bool has_online;       /* dra_set_online() was called */
-	struct cpuset online;  /* then: the CPUs online now */
-	struct metric *g_claims_offline, *g_health_streams, *health_coalesced;
-	bool registered;
-	/* metrics */
-	struct metric_series *prep_ok, *prep_err, *prep_cancelled, *unprep_ok, *unprep_err;
-	struct metric_series *fetch_ok, *fetch_err, *fetch_cancelled;
-	struct metric *prep_seconds, *claim_cpus, *grpc_calls, *grpc_seconds;
-};
 
 enum pc_state { PC_NEW, PC_QUEUED, PC_FETCHING, PC_DONE };
 
@@ -140,8 +98,6 @@ struct prep {
  * which the proto3 string it travels in requires). */
 #define perr(eb, ...) errbuf_fail((eb), -EINVAL, __VA_ARGS__)
 
-static const struct cpuset *online_now(const struct dra *d);
-
 /* ---- NodePrepareResources ------------------------------------------------------------ */
 
 static void prep_free(struct prep *p)
@@ -170,109 +126,147 @@ static void prep_unlink(struct prep *p)
 		}
 }
 
+/* Packs msg and sends it as the call's reply; out of memory fails the call. */
+void dra_reply_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	(void)protobuf_c_message_pack(msg, buf);
+	(void)grpc_call_reply(call, buf, len);
+	free(buf);
+}
+
+/* The storage of a NodePrepareResources reply: the protobuf-c structs point
+ * into it and into the claims, nothing is copied. */
+struct prep_msg {
+	PrepareEntry *entries, **eptrs;
+	PrepareClaimResponse *crs;
+	Device *devs, **dptrs;
+	char (*cdi_ids)[160];
+	char **cdi_ptrs;
+	char **req_ptrs;
+	/* per device: the claim's CDI id, then its request's metadata id */
+	char (*meta_ids)[256];
+	char **id_ptrs;
+};
+
+static int prep_msg_alloc(struct prep_msg *m, const struct prep *p)
+{
+	int total = 0;
+
+	m->entries = calloc((size_t)p->n, sizeof(*m->entries));
+	m->eptrs = calloc((size_t)p->n, sizeof(*m->eptrs));
+	m->crs = calloc((size_t)p->n, sizeof(*m->crs));
+	m->cdi_ids = calloc((size_t)p->n, sizeof(*m->cdi_ids));
+	m->cdi_ptrs = calloc((size_t)p->n, sizeof(*m->cdi_ptrs));
+	for (int i = 0; i < p->n; i++)
+		total += p->claims[i].err.s[0] ? 0 : p->claims[i].alloc.n;
+	m->devs = calloc((size_t)total + 1, sizeof(*m->devs));
+	m->dptrs = calloc((size_t)total + 1, sizeof(*m->dptrs));
+	m->req_ptrs = calloc((size_t)total + 1, sizeof(*m->req_ptrs));
+	m->meta_ids = calloc((size_t)total + 1, sizeof(*m->meta_ids));
+	m->id_ptrs = calloc(2 * (size_t)total + 2, sizeof(*m->id_ptrs));
+	if (!m->entries || !m->eptrs || !m->crs || !m->devs || !m->dptrs || !m->cdi_ids ||
+	    !m->cdi_ptrs || !m->req_ptrs || !m->meta_ids || !m->id_ptrs)
+		return -ENOMEM;
+	return 0;
+}
+
+static void prep_msg_done(struct prep_msg *m)
+{
+	free(m->entries);
+	free(m->eptrs);
+	free(m->crs);
+	free(m->devs);
+	free(m->dptrs);
+	free(m->cdi_ids);
+	free(m->cdi_ptrs);
+	free(m->req_ptrs);
+	free(m->meta_ids);
+	free(m->id_ptrs);
+}
+
+/* The devices of prepared claim i, from m->devs[*k] on; *k moves past them. */
+static void prep_msg_devices(const struct prep *p, int i, struct prep_msg *m, int *k)
+{
+	const struct dra *d = p->dra;
+	const struct prep_claim *pc = &p->claims[i];
+	PrepareClaimResponse *cr = &m->crs[i];
+
+	cdi_device_id(pc->uid, m->cdi_ids[i], sizeof(m->cdi_ids[i]));
+	m->cdi_ptrs[i] = m->cdi_ids[i];
+	cr->devices = &m->dptrs[*k];
+	for (int j = 0; j < pc->alloc.n; j++, (*k)++) {
+		const struct claim_result *res = &pc->alloc.results[j];
+		Device *dev = &m->devs[*k];
+
+		k8s__io__kubelet__pkg__apis__dra__v1__device__init(dev);
+		m->req_ptrs[*k] = (char *)res->request;
+		dev->n_request_names = 1;
+		dev->request_names = &m->req_ptrs[*k];
+		dev->pool_name = d->node;
+		dev->device_name = (char *)res->device;
+		m->id_ptrs[2 * *k] = m->cdi_ptrs[i];
+		dev->n_cdi_device_ids = 1;
+		if (d->o.device_metadata) {
+			metadata_cdi_id(pc->uid, res->request, m->meta_ids[*k],
+					sizeof(m->meta_ids[*k]));
+			m->id_ptrs[2 * *k + 1] = m->meta_ids[*k];
+			dev->n_cdi_device_ids = 2;
+		}
+		dev->cdi_device_ids = &m->id_ptrs[2 * *k];
+		if (p->v1 && res->share_id[0])
+			dev->share_id = (char *)res->share_id;
+		m->dptrs[*k] = dev;
+	}
+	cr->n_devices = (size_t)pc->alloc.n;
+}
+
 static void prep_reply(struct prep *p)
 {
 	struct dra *d = p->dra;
 	PrepareResponse resp = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
-	PrepareEntry *entries = calloc((size_t)p->n, sizeof(*entries));
-	PrepareEntry **eptrs = calloc((size_t)p->n, sizeof(*eptrs));
-	PrepareClaimResponse *crs = calloc((size_t)p->n, sizeof(*crs));
-	Device *devs = NULL, **dptrs = NULL;
-	char (*cdi_ids)[160] = calloc((size_t)p->n, sizeof(*cdi_ids));
-	char **cdi_ptrs = calloc((size_t)p->n, sizeof(*cdi_ptrs));
-	char **req_ptrs = NULL;
-	/* per device: the claim's CDI id, then its request's metadata id */
-	char (*meta_ids)[256] = NULL;
-	char **id_ptrs = NULL;
-	int total = 0, k = 0;
+	struct prep_msg m = { 0 };
+	int k = 0;
 
 	/* Completing the call below must not come back here as a cancel. */
 	if (p->call)
 		grpc_call_on_cancel(p->call, NULL, NULL);
-	for (int i = 0; i < p->n; i++)
-		total += p->claims[i].err.s[0] ? 0 : p->claims[i].alloc.n;
-	devs = calloc((size_t)total + 1, sizeof(*devs));
-	dptrs = calloc((size_t)total + 1, sizeof(*dptrs));
-	req_ptrs = calloc((size_t)total + 1, sizeof(*req_ptrs));
-	meta_ids = calloc((size_t)total + 1, sizeof(*meta_ids));
-	id_ptrs = calloc(2 * (size_t)total + 2, sizeof(*id_ptrs));
-	if (!entries || !eptrs || !crs || !devs || !dptrs || !cdi_ids || !cdi_ptrs || !req_ptrs ||
-	    !meta_ids || !id_ptrs) {
+	if (prep_msg_alloc(&m, p) < 0) {
 		if (p->call)
 			(void)grpc_call_fail(p->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < p->n; i++) {
 		struct prep_claim *pc = &p->claims[i];
-		PrepareClaimResponse *cr = &crs[i];
-		bool ok = !pc->err.s[0];
+		PrepareClaimResponse *cr = &m.crs[i];
 
 		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(cr);
 		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(
-			&entries[i]);
-		entries[i].key = pc->uid;
-		entries[i].value = cr;
-		eptrs[i] = &entries[i];
-		if (!ok) {
+			&m.entries[i]);
+		m.entries[i].key = pc->uid;
+		m.entries[i].value = cr;
+		m.eptrs[i] = &m.entries[i];
+		if (pc->err.s[0]) {
 			cr->error = pc->err.s;
 			metric_series_add(d->prep_err, 1);
 			continue;
 		}
 		metric_series_add(d->prep_ok, 1);
-		cdi_device_id(pc->uid, cdi_ids[i], sizeof(cdi_ids[i]));
-		cdi_ptrs[i] = cdi_ids[i];
-		cr->devices = &dptrs[k];
-		for (int j = 0; j < pc->alloc.n; j++, k++) {
-			const struct claim_result *res = &pc->alloc.results[j];
-
-			k8s__io__kubelet__pkg__apis__dra__v1__device__init(&devs[k]);
-			req_ptrs[k] = (char *)res->request;
-			devs[k].n_request_names = 1;
-			devs[k].request_names = &req_ptrs[k];
-			devs[k].pool_name = d->node;
-			devs[k].device_name = (char *)res->device;
-			id_ptrs[2 * k] = cdi_ptrs[i];
-			devs[k].n_cdi_device_ids = 1;
-			if (d->o.device_metadata) {
-				metadata_cdi_id(pc->uid, res->request, meta_ids[k],
-						sizeof(meta_ids[k]));
-				id_ptrs[2 * k + 1] = meta_ids[k];
-				devs[k].n_cdi_device_ids = 2;
-			}
-			devs[k].cdi_device_ids = &id_ptrs[2 * k];
-			if (p->v1 && res->share_id[0])
-				devs[k].share_id = (char *)res->share_id;
-			dptrs[k] = &devs[k];
-		}
-		cr->n_devices = (size_t)pc->alloc.n;
+		prep_msg_devices(p, i, &m, &k);
 	}
 	resp.n_claims = (size_t)p->n;
-	resp.claims = eptrs;
+	resp.claims = m.eptrs;
 	metric_observe(d->prep_seconds, (double)(clock_now_ns() - p->start_ns) / 1e9);
-	if (p->call) {
-		size_t len = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__get_packed_size(&resp);
-		uint8_t *buf = malloc(len ? len : 1);
-
-		if (!buf) {
-			(void)grpc_call_fail(p->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		} else {
-			k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__pack(&resp,
-												      buf);
-			(void)grpc_call_reply(p->call, buf, len);
-			free(buf);
-		}
-	}
+	if (p->call)
+		dra_reply_message(p->call, &resp.base);
 out:
-	free(entries);
-	free(eptrs);
-	free(crs);
-	free(devs);
-	free(dptrs);
-	free(cdi_ids);
-	free(cdi_ptrs);
-	free(req_ptrs);
-	free(meta_ids);
-	free(id_ptrs);
+	prep_msg_done(&m);
 }
 
 /* Drops one reference; the last one replies and frees. */
@@ -502,43 +496,20 @@ static void on_prep_cancel(struct grpc_call *call, void *ud)
 	prep_free(p);
 }
 
-static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud,
-			   bool v1)
+/* A new call of rq's claims (copied: rq may go), its deadline not armed yet;
+ * NULL when out of memory. */
+static struct prep *prep_new(struct dra *d, struct grpc_call *call, const PrepareRequest *rq,
+			     bool v1)
 {
-	struct dra *d = ud;
-	PrepareRequest *rq;
-	struct prep *p;
-	int64_t left, budget;
-	struct timeval tv;
+	struct prep *p = calloc(1, sizeof(*p));
 
-	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(NULL, len,
-											     req);
-	if (!rq) {
-		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
-				     "NodePrepareResourcesRequest does not decode");
-		return;
-	}
-	if (rq->n_claims > DRA_MAX_CLAIMS_PER_CALL) {
-		char why[96];
-
-		(void)snprintf(why, sizeof(why), "more than %d claims in one call",
-			       DRA_MAX_CLAIMS_PER_CALL);
-		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq,
-												   NULL);
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, why);
-		return;
-	}
-	p = calloc(1, sizeof(*p));
 	if (p) {
 		p->claims = calloc(rq->n_claims + 1, sizeof(*p->claims));
 		p->deadline = evtimer_new(d->base, on_prep_deadline, p);
 	}
 	if (!p || !p->claims || !p->deadline) {
 		prep_free(p);
-		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq,
-												   NULL);
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		return;
+		return NULL;
 	}
 	p->dra = d;
 	p->call = call;
@@ -554,49 +525,95 @@ static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t le
 		pc->name = strdup(rq->claims[i]->name ? rq->claims[i]->name : "");
 		pc->uid = strdup(rq->claims[i]->uid ? rq->claims[i]->uid : "");
 	}
-	k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq, NULL);
-	p->next = d->preps;
-	d->preps = p;
-	grpc_call_on_cancel(call, on_prep_cancel, p);
+	return p;
+}
 
-	/* The kubelet's deadline (or ours when it sets none, or a longer one),
-	 * less the time the reply needs to reach it. */
-	left = grpc_call_deadline_left_ms(call);
+/* Arms p's deadline: the kubelet's (or ours when it sets none, or a longer
+ * one), less the time the reply needs to reach it. Returns the budget, ms. */
+static int64_t prep_arm_deadline(struct dra *d, struct prep *p, struct grpc_call *call)
+{
+	int64_t left = grpc_call_deadline_left_ms(call), budget;
+	struct timeval tv;
+
 	if (left < 0 || left > d->o.prepare_timeout_ms)
 		left = d->o.prepare_timeout_ms;
 	budget = left - (left / 10 < REPLY_MARGIN_MS ? left / 10 : REPLY_MARGIN_MS);
 	p->deadline_ms = clock_now_ms() + budget;
 	tv = clock_tv_ms(budget);
 	(void)event_add(p->deadline, &tv);
+	return budget;
+}
 
+/* The kubelet's strings reach a log line, the reply and a URL only once they
+ * are what Kubernetes allows; they are not echoed before. True when the claim
+ * may be fetched; else pc->err says why. */
+static bool pc_admit(struct prep_claim *pc, int64_t budget)
+{
+	if (!pc->ns || !pc->name || !pc->uid) {
+		(void)perr(&pc->err, "out of memory");
+	} else if (cdi_uid_valid(pc->uid) < 0) {
+		(void)perr(&pc->err, "the claim uid is not a valid Kubernetes uid");
+	} else if (claim_namespace_check(pc->ns) < 0) {
+		(void)perr(&pc->err,
+			   "claim %s: the namespace is not a Kubernetes namespace name (at "
+			   "most 63 of a-z, 0-9 and '-', alphanumeric at both ends)",
+			   pc->uid);
+	} else if (claim_name_check(pc->name) < 0) {
+		(void)perr(&pc->err,
+			   "claim %s: the name is not a Kubernetes object name (DNS-1123 "
+			   "subdomain: at most 253 of a-z, 0-9, '-' and '.')",
+			   pc->uid);
+	} else if (budget <= 0) {
+		pc->named = true;
+		(void)perr(&pc->err, "the call's deadline has passed");
+	} else {
+		pc->named = true;
+		return true;
+	}
+	return false;
+}
+
+static void handle_prepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud,
+			   bool v1)
+{
+	struct dra *d = ud;
+	PrepareRequest *rq;
+	struct prep *p;
+	int64_t budget;
+
+	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(NULL, len,
+											     req);
+	if (!rq) {
+		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
+				     "NodePrepareResourcesRequest does not decode");
+		return;
+	}
+	if (rq->n_claims > DRA_MAX_CLAIMS_PER_CALL) {
+		struct errbuf why;
+
+		errbuf_set(&why, "more than %d claims in one call", DRA_MAX_CLAIMS_PER_CALL);
+		k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq,
+												   NULL);
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, why.s);
+		return;
+	}
+	p = prep_new(d, call, rq, v1);
+	k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(rq, NULL);
+	if (!p) {
+		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	p->next = d->preps;
+	d->preps = p;
+	grpc_call_on_cancel(call, on_prep_cancel, p);
+	budget = prep_arm_deadline(d, p, call);
 	for (int i = 0; i < p->n; i++) {
 		struct prep_claim *pc = &p->claims[i];
 
-		/* The kubelet's strings reach a log line, the reply and a URL only
-		 * once they are what Kubernetes allows; they are not echoed before. */
-		if (!pc->ns || !pc->name || !pc->uid) {
-			(void)perr(&pc->err, "out of memory");
-		} else if (cdi_uid_valid(pc->uid) < 0) {
-			(void)perr(&pc->err, "the claim uid is not a valid Kubernetes uid");
-		} else if (claim_namespace_check(pc->ns) < 0) {
-			(void)perr(&pc->err,
-				   "claim %s: the namespace is not a Kubernetes namespace name (at "
-				   "most 63 of a-z, 0-9 and '-', alphanumeric at both ends)",
-				   pc->uid);
-		} else if (claim_name_check(pc->name) < 0) {
-			(void)perr(&pc->err,
-				   "claim %s: the name is not a Kubernetes object name (DNS-1123 "
-				   "subdomain: at most 253 of a-z, 0-9, '-' and '.')",
-				   pc->uid);
-		} else if (budget <= 0) {
-			pc->named = true;
-			(void)perr(&pc->err, "the call's deadline has passed");
-		} else {
-			pc->named = true;
+		if (pc_admit(pc, budget))
 			queue_push(d, pc);
-			continue;
-		}
-		prep_claim_done(pc);
+		else
+			prep_claim_done(pc);
 	}
 	schedule_pump(d);
 	/* Drop the hold; replies now if nothing is waiting. */
@@ -619,7 +636,7 @@ static void on_prepare_v1beta1(struct grpc_call *call, const uint8_t *req, size_
  * fetch: that Prepare answers with an error and never commits afterwards
  * (otherwise its CDI spec and CPUs would appear after Unprepare returned and
  * stay reserved for good). Returns how many were superseded. */
-static int supersede_prepares(struct dra *d, const char *uid)
+int dra_supersede_prepares(struct dra *d, const char *uid)
 {
 	struct prep *p, *next;
 	int n = 0;
@@ -641,124 +658,6 @@ static int supersede_prepares(struct dra *d, const char *uid)
 		prep_put(p); /* may reply and free p, never another call */
 	}
 	return n;
-}
-
-/* Tells the daemon a prepared claim is gone (its status is cleared). */
-static void report_unprepared(struct dra *d, const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cl,
-			      const char *uid)
-{
-	const struct dra_report_ops *ops = d->o.report;
-
-	if (!ops || !ops->unprepared || !cl->namespace_ || !cl->name ||
-	    claim_namespace_check(cl->namespace_) < 0 || claim_name_check(cl->name) < 0)
-		return;
-	ops->unprepared(d->o.report_ud, cl->namespace_, cl->name, uid);
-}
-
-static void handle_unprepare(struct grpc_call *call, const uint8_t *req, size_t len, void *ud)
-{
-	struct dra *d = ud;
-	UnprepareResponse resp = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
-	UnprepareRequest *rq;
-	UnprepareEntry *entries = NULL, **eptrs = NULL;
-	UnprepareClaimResponse *crs = NULL;
-	struct errbuf *errs = NULL;
-	uint8_t *buf = NULL;
-	size_t n, plen;
-
-	rq = k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__unpack(NULL, len,
-											       req);
-	if (!rq) {
-		(void)grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT,
-				     "NodeUnprepareResourcesRequest does not decode");
-		return;
-	}
-	n = rq->n_claims;
-	entries = calloc(n + 1, sizeof(*entries));
-	eptrs = calloc(n + 1, sizeof(*eptrs));
-	crs = calloc(n + 1, sizeof(*crs));
-	errs = calloc(n + 1, sizeof(*errs));
-	if (!entries || !eptrs || !crs || !errs) {
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *uid = rq->claims[i]->uid ? rq->claims[i]->uid : "";
-		const struct state_claim *c;
-		bool known;
-		int r;
-
-		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&crs[i]);
-		k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
-			&entries[i]);
-		entries[i].key = (char *)uid;
-		entries[i].value = &crs[i];
-		eptrs[i] = &entries[i];
-		if (cdi_uid_valid(uid) == 0 && supersede_prepares(d, uid) > 0)
-			log_info("claim_prepare_superseded", "uid=%s", uid);
-		c = cdi_uid_valid(uid) == 0 ? state_claim(d->state, uid) : NULL;
-		if (c) {
-			struct cpuset cpus;
-			char list[256];
-
-			(void)cpuset_format(cpuset_from_view(&c->cpus, &cpus), list, sizeof(list));
-			log_info("claim_unpreparing", "claim=%s/%s uid=%s cpus=%s",
-				 log_quote(c->ns), log_quote(c->name), uid, list);
-		}
-		/* Metadata first (whatever the option says now: it may have been on
-		 * when the claim was prepared); a spec that stays keeps the claim. */
-		if (cdi_uid_valid(uid) == 0) {
-			struct metadata_opts mo = { .data_dir = d->data_dir, .cdi_dir = d->o.cdi_dir,
-						    .driver = DRA_DRIVER, .pool = d->node };
-			struct errbuf mwhy = { "" };
-
-			r = d->o.cdi_dir ? metadata_remove(&mo, uid, &mwhy) : 0;
-			if (r < 0) {
-				errbuf_set(&errs[i],
-					       "removing the device metadata of claim %s: %s (CPUs "
-					       "stay reserved)",
-					       uid, mwhy.s);
-				crs[i].error = errs[i].s;
-				metric_series_add(d->unprep_err, 1);
-				log_error("claim_unprepare_failed", "uid=%s error=%s", uid,
-					  log_quote(errs[i].s));
-				continue;
-			}
-		}
-		/* Unknown claims succeed: Unprepare is idempotent. */
-		known = c != NULL;
-		r = state_claim_remove(d->state, uid);
-		if (r < 0) {
-			errbuf_set(&errs[i],
-				       "removing the CDI spec of claim %s: %s (CPUs stay reserved)",
-				       uid, strerror(-r));
-			crs[i].error = errs[i].s;
-			metric_series_add(d->unprep_err, 1);
-			log_error("claim_unprepare_failed", "uid=%s error=%s", uid,
-				  log_quote(errs[i].s));
-			continue;
-		}
-		metric_series_add(d->unprep_ok, 1);
-		if (known)
-			report_unprepared(d, rq->claims[i], uid);
-	}
-	resp.n_claims = n;
-	resp.claims = eptrs;
-	plen = k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__get_packed_size(&resp);
-	buf = malloc(plen ? plen : 1);
-	if (!buf) {
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__pack(&resp, buf);
-	(void)grpc_call_reply(call, buf, plen);
-out:
-	k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__free_unpacked(rq, NULL);
-	free(buf);
-	free(entries);
-	free(eptrs);
-	free(crs);
-	free(errs);
 }
 
 /* ---- registration ---------------------------------------------------------------------- */
@@ -817,179 +716,6 @@ static void handle_registration_status(struct grpc_call *call, const uint8_t *re
 	(void)grpc_call_reply(call, buf, n);
 }
 
-/* ---- health ---------------------------------------------------------------------------- */
-
-/* The CPUs online now: the hotplug view when the daemon gave one. */
-static const struct cpuset *online_now(const struct dra *d)
-{
-	return d->has_online ? &d->online : &d->topo->online;
-}
-
-struct held {
-	const struct cpuset *off; /* offline CPUs of the device */
-	struct cpuset cpus;	  /* of those, the ones held by claims */
-	char who[256];		  /* "ns/name, ns/name" (the first few) */
-	int n;
-};
-
-static int find_holders(void *ud, const struct state_claim *c)
-{
-	struct held *h = ud;
-	struct cpuset both;
-	size_t len = strlen(h->who);
-
-	cpuset_and(&both, cpuset_from_view(&c->cpus, &both), h->off);
-	if (cpuset_is_empty(&both))
-		return 0;
-	cpuset_or(&h->cpus, &h->cpus, &both);
-	/* names are cut to fit: the message has a limit of its own */
-	if (h->n++ < 3 && len + 2 < sizeof(h->who) &&
-	    snprintf(h->who + len, sizeof(h->who) - len, "%s%.63s/%.60s", len ? ", " : "",
-		     c->ns[0] ? c->ns : "?", c->name[0] ? c->name : c->uid) < 0)
-		h->who[len] = 0;
-	return 0;
-}
-
-/* Health and message of one device. A CPU device whose CPU is offline is
- * unhealthy; a group is unhealthy when a prepared claim holds one of its
- * offline CPUs (such a claim keeps its CPUs: they are never moved), and
- * says how many CPUs it has left when only free ones went. */
-static bool device_health(struct dra *d, const struct device *dev, char *msg, size_t size)
-{
-	struct cpuset cpus, off;
-	struct held h = { .off = &off };
-	char list[256], hl[256];
-
-	device_cpus(dev, &cpus);
-	cpuset_andnot(&off, &cpus, online_now(d));
-	if (cpuset_is_empty(&off)) {
-		(void)snprintf(msg, size, "ok");
-		return true;
-	}
-	(void)state_foreach_claim(d->state, find_holders, &h);
-	(void)cpuset_format(&off, list, sizeof(list));
-	if (dev->kind == DEVICE_CPU || dev->kind == DEVICE_RT) {
-		(void)snprintf(msg, size, "CPU %d is offline%s%s%s", dev->id,
-			       h.n ? " (prepared for claim " : "", h.n ? h.who : "",
-			       h.n ? "; kept there, not moved)" : "");
-		return false;
-	}
-	if (cpuset_is_empty(&h.cpus)) {
-		(void)snprintf(msg, size, "CPUs %s are offline; %d of its %d CPUs remain", list,
-			       cpuset_count(&cpus) - cpuset_count(&off), cpuset_count(&cpus));
-		return true;
-	}
-	(void)cpuset_format(&h.cpus, hl, sizeof(hl));
-	(void)snprintf(msg, size,
-		       "CPUs %s are offline; CPUs %s are prepared for claim%s %s%s and stay "
-		       "with %s, not moved",
-		       list, hl, h.n > 1 ? "s" : "", h.who, h.n > 3 ? ", ..." : "",
-		       h.n > 1 ? "them" : "it");
-	return false;
-}
-
-/* One complete snapshot of every device, packed once for every stream it
- * goes to. v1 and the renamed v1alpha1 share messages and field numbers, so
- * one encoding serves both services (the tests decode it with the v1 types).
- * Each stream gets it with grpc_call_send_latest(): a peer that does not read
- * holds the newest snapshot, not one per change (dra_cpu_health_updates_
- * coalesced_total), and the gRPC server bounds how many streams a peer holds.
- * only: that stream, or NULL for all. */
-static void health_send(struct dra *d, struct health_stream *only)
-{
-	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
-	size_t n = (size_t)d->devices->n;
-	V1alpha1__DeviceHealth *h = calloc(n + 1, sizeof(*h));
-	V1alpha1__DeviceHealth **hp = calloc(n + 1, sizeof(*hp));
-	V1alpha1__DeviceIdentifier *ids = calloc(n + 1, sizeof(*ids));
-	char (*msgs)[DRA_HEALTH_MESSAGE_MAX + 1] = calloc(n + 1, sizeof(*msgs));
-	time_t now = time(NULL);
-	uint8_t *buf = NULL;
-	size_t len;
-
-	if (!h || !hp || !ids || !msgs)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct device *dev = &d->devices->v[i];
-		bool ok = device_health(d, dev, msgs[i], sizeof(msgs[i]));
-
-		v1alpha1__device_health__init(&h[i]);
-		v1alpha1__device_identifier__init(&ids[i]);
-		ids[i].pool_name = d->node;
-		ids[i].device_name = (char *)dev->name;
-		h[i].device = &ids[i];
-		h[i].health = ok ? V1ALPHA1__HEALTH_STATUS__HEALTHY
-				 : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
-		h[i].message = msgs[i];
-		h[i].last_updated_time = now;
-		h[i].health_check_timeout_seconds = HEALTH_TIMEOUT_S;
-		hp[i] = &h[i];
-	}
-	resp.n_devices = n;
-	resp.devices = hp;
-	len = protobuf_c_message_get_packed_size(&resp.base);
-	buf = malloc(len ? len : 1);
-	if (!buf)
-		goto out;
-	(void)protobuf_c_message_pack(&resp.base, buf);
-	for (struct health_stream *hs = only ? only : d->streams, *next; hs; hs = next) {
-		next = only ? NULL : hs->next; /* a stream reset while sending frees hs */
-		if (grpc_call_send_latest(hs->call, buf, len) == 1)
-			metric_add(d->health_coalesced, 1);
-	}
-out:
-	free(buf);
-	free(h);
-	free(hp);
-	free(ids);
-	free(msgs);
-}
-
-static void health_unlink(struct health_stream *hs)
-{
-	for (struct health_stream **pp = &hs->dra->streams; *pp; pp = &(*pp)->next)
-		if (*pp == hs) {
-			*pp = hs->next;
-			return;
-		}
-}
-
-static void on_health_cancel(struct grpc_call *call, void *ud)
-{
-	struct health_stream *hs = ud;
-
-	health_unlink(hs);
-	metric_add(hs->dra->g_health_streams, -1);
-	free(hs); /* the call handle ends when this returns */
-}
-
-static void on_health_timer(evutil_socket_t fd, short what, void *ud)
-{
-	struct dra *d = ud;
-
-	if (d->streams)
-		health_send(d, NULL);
-}
-
-static void handle_watch_resources(struct grpc_call *call, const uint8_t *req, size_t len,
-				   void *ud)
-{
-	struct dra *d = ud;
-	struct health_stream *hs = calloc(1, sizeof(*hs));
-
-	if (!hs) {
-		(void)grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	hs->call = call;
-	hs->dra = d;
-	hs->next = d->streams;
-	d->streams = hs;
-	metric_add(d->g_health_streams, 1);
-	grpc_call_on_cancel(call, on_health_cancel, hs);
-	health_send(d, hs);
-}
-
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
 static void on_grpc_observe(const char *path, enum grpc_status code, uint64_t ns, void *ud)
@@ -1026,11 +752,9 @@ static void register_metrics(struct dra *d, struct metrics *m)
 	d->grpc_seconds = metrics_family(m, MF_GRPC_CALL_DURATION_SECONDS);
 }
 
-int dra_new(struct event_base *base, const struct dra_opts *o, struct state *state,
-	    const struct topo *topo, const struct devices *devices, struct metrics *metrics,
-	    struct dra **ret)
+/* The kubelet plugin's gRPC server and its methods (not listening yet). */
+static int dra_grpc_new(struct dra *d, struct event_base *base, const struct dra_opts *o)
 {
-	_cleanup_(dra_freep) struct dra *d = calloc(1, sizeof(*d));
 	static const struct {
 		const char *path;
 		grpc_handler_fn fn;
@@ -1040,15 +764,80 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 		{ "/pluginregistration.Registration/NotifyRegistrationStatus",
 		  handle_registration_status, false },
 		{ PATH_V1 "NodePrepareResources", on_prepare_v1, true },
-		{ PATH_V1 "NodeUnprepareResources", handle_unprepare, true },
+		{ PATH_V1 "NodeUnprepareResources", dra_handle_unprepare, true },
 		{ PATH_V1BETA1 "NodePrepareResources", on_prepare_v1beta1, true },
-		{ PATH_V1BETA1 "NodeUnprepareResources", handle_unprepare, true },
-		{ "/v1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
-		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", handle_watch_resources, true },
+		{ PATH_V1BETA1 "NodeUnprepareResources", dra_handle_unprepare, true },
+		{ "/v1.DRAResourceHealth/NodeWatchResources", dra_handle_watch_resources, true },
+		{ "/v1alpha1.DRAResourceHealth/NodeWatchResources", dra_handle_watch_resources, true },
 	};
-	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
 	struct grpc_limits lim;
+	int r;
+
+	grpc_limits_default(&lim);
+	if (o->first_request_timeout_ms > 0)
+		lim.first_request_timeout_ms = (uint32_t)o->first_request_timeout_ms;
+	r = grpc_server_new(base, &lim, &d->grpc);
+	if (r < 0)
+		return r;
+	grpc_server_set_observer(d->grpc, on_grpc_observe, d);
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		r = (methods[i].fn == dra_handle_watch_resources ? grpc_server_add_watch_method
+								  : grpc_server_add_method)(
+			d->grpc, methods[i].path, methods[i].fn, d);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The plugin's directories under the kubelet root, and both sockets. */
+static int dra_listen(struct dra *d, const struct dra_opts *o)
+{
 	char dir[4096];
+	int r;
+
+	(void)snprintf(dir, sizeof(dir), "%s/%s", o->kubelet_root, DRA_DIR);
+	r = fileio_mkdir_p(dir, 0750);
+	if (r < 0)
+		return log_error_errno(r, "plugin_dir_failed", "path=%s", dir);
+	(void)snprintf(dir, sizeof(dir), "%s/plugins_registry", o->kubelet_root);
+	r = fileio_mkdir_p(dir, 0755);
+	if (r < 0)
+		return log_error_errno(r, "registry_dir_failed", "path=%s", dir);
+	r = grpc_server_listen_unix(d->grpc, d->endpoint, 0600);
+	if (r < 0)
+		return log_error_errno(r, "dra_socket_failed", "path=%s", d->endpoint);
+	r = grpc_server_listen_unix(d->grpc, d->reg_path, 0600);
+	if (r < 0)
+		return log_error_errno(r, "registration_socket_failed", "path=%s", d->reg_path);
+	return 0;
+}
+
+/* The policy Prepare hands claims to (core/prepare.h). */
+static int dra_prepare_new(struct dra *d, const struct dra_opts *o)
+{
+	struct prepare_opts po = { .state = d->state, .topo = d->topo, .devices = d->devices,
+				   .rt = o->rt, .memory_local = o->memory_local,
+				   .external_allocator = o->external_allocator,
+				   .device_metadata = o->device_metadata,
+				   .data_dir = d->data_dir, .cdi_dir = o->cdi_dir,
+				   .driver = DRA_DRIVER, .pool = d->node,
+				   .device_attributes = o->device_attributes,
+				   .attributes_ud = o->attributes_ud };
+	int r;
+
+	r = prepare_new(&po, &d->prepare);
+	if (r < 0)
+		return log_error_errno(r, "allocator_init_failed", "");
+	return 0;
+}
+
+int dra_new(struct event_base *base, const struct dra_opts *o, struct state *state,
+	    const struct topo *topo, const struct devices *devices, struct metrics *metrics,
+	    struct dra **ret)
+{
+	_cleanup_(dra_freep) struct dra *d = calloc(1, sizeof(*d));
+	struct timeval tv = { .tv_sec = HEALTH_RESEND_S };
 	int r;
 
 	if (!d)
@@ -1076,109 +865,21 @@ int dra_new(struct event_base *base, const struct dra_opts *o, struct state *sta
 	if (!d->pump)
 		return -ENOMEM;
 	register_metrics(d, metrics);
-	{
-		struct prepare_opts po = { .state = state, .topo = topo, .devices = devices,
-					   .rt = o->rt, .memory_local = o->memory_local,
-					   .external_allocator = o->external_allocator,
-					   .device_metadata = o->device_metadata,
-					   .data_dir = d->data_dir, .cdi_dir = o->cdi_dir,
-					   .driver = DRA_DRIVER, .pool = d->node,
-					   .device_attributes = o->device_attributes,
-					   .attributes_ud = o->attributes_ud };
-
-		r = prepare_new(&po, &d->prepare);
-		if (r < 0)
-			return log_error_errno(r, "allocator_init_failed", "");
-	}
-	grpc_limits_default(&lim);
-	if (o->first_request_timeout_ms > 0)
-		lim.first_request_timeout_ms = (uint32_t)o->first_request_timeout_ms;
-	r = grpc_server_new(base, &lim, &d->grpc);
+	r = dra_prepare_new(d, o);
 	if (r < 0)
 		return r;
-	grpc_server_set_observer(d->grpc, on_grpc_observe, d);
-	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
-		r = (methods[i].fn == handle_watch_resources ? grpc_server_add_watch_method
-							      : grpc_server_add_method)(
-			d->grpc, methods[i].path, methods[i].fn, d);
-		if (r < 0)
-			return r;
-	}
-	(void)snprintf(dir, sizeof(dir), "%s/%s", o->kubelet_root, DRA_DIR);
-	r = fileio_mkdir_p(dir, 0750);
+	r = dra_grpc_new(d, base, o);
 	if (r < 0)
-		return log_error_errno(r, "plugin_dir_failed", "path=%s", dir);
-	(void)snprintf(dir, sizeof(dir), "%s/plugins_registry", o->kubelet_root);
-	r = fileio_mkdir_p(dir, 0755);
+		return r;
+	r = dra_listen(d, o);
 	if (r < 0)
-		return log_error_errno(r, "registry_dir_failed", "path=%s", dir);
-	r = grpc_server_listen_unix(d->grpc, d->endpoint, 0600);
-	if (r < 0)
-		return log_error_errno(r, "dra_socket_failed", "path=%s", d->endpoint);
-	r = grpc_server_listen_unix(d->grpc, d->reg_path, 0600);
-	if (r < 0)
-		return log_error_errno(r, "registration_socket_failed", "path=%s", d->reg_path);
-	d->health_timer = event_new(base, -1, EV_PERSIST, on_health_timer, d);
+		return r;
+	d->health_timer = event_new(base, -1, EV_PERSIST, dra_on_health_timer, d);
 	if (!d->health_timer || event_add(d->health_timer, &tv) < 0)
 		return -ENOMEM;
 	log_info("kubelet_plugin_listening", "dra=%s registration=%s", d->endpoint, d->reg_path);
 	*ret = TAKE_PTR(d);
 	return 0;
-}
-
-struct offline_walk {
-	struct dra *d;
-	struct cpuset online;
-};
-
-static int report_offline_claim(void *ud, const struct state_claim *c)
-{
-	struct offline_walk *w = ud;
-	const struct dra_report_ops *ops = w->d->o.report;
-	struct cpuset off;
-	char list[256];
-
-	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), &w->online);
-	if (cpuset_is_empty(&off))
-		return 0;
-	(void)cpuset_format(&off, list, sizeof(list));
-	log_warn("claim_cpus_offline", "claim=%s/%s uid=%s offline=%s action=kept_not_moved",
-		 log_quote(c->ns), log_quote(c->name), c->uid, list);
-	if (ops && ops->offline)
-		ops->offline(w->d->o.report_ud, c, &off);
-	return 1;
-}
-
-static int count_offline_claims(void *ud, const struct state_claim *c)
-{
-	struct dra *d = ud;
-	struct cpuset off;
-
-	cpuset_andnot(&off, cpuset_from_view(&c->cpus, &off), &d->online);
-	metric_add(d->g_claims_offline, !cpuset_is_empty(&off));
-	return 0;
-}
-
-void dra_set_online(struct dra *d, const struct cpuset *online)
-{
-	struct cpuset went;
-
-	if (d->has_online && cpuset_equal(&d->online, online))
-		return;
-	/* Claims that hold a CPU that just went offline are named once. */
-	cpuset_andnot(&went, online_now(d), online);
-	if (!cpuset_is_empty(&went)) {
-		struct offline_walk w = { .d = d, .online = *online };
-
-		(void)state_foreach_claim(d->state, report_offline_claim, &w);
-	}
-	d->online = *online;
-	d->has_online = true;
-	prepare_set_online(d->prepare, online);
-	metric_set(d->g_claims_offline, 0);
-	(void)state_foreach_claim(d->state, count_offline_claims, d);
-	if (d->streams)
-		health_send(d, NULL);
 }
 
 struct dra *dra_free(struct dra *d)

@@ -30,15 +30,14 @@
 #include "host/cgroup.h"
 #include "host/procfs.h"
 #include "lib/buf.h"
-#include "lib/caps.h"
 #include "lib/clock.h"
 #include "lib/cpuset.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
 #include "lib/ratelimit.h"
 #include "obs/metrics.h"
+#include "pinning/bpfmon_priv.h"
 
-#include "baseline.skel.h"
 #include "enforce.skel.h"
 #include "pinning.skel.h"
 
@@ -54,72 +53,10 @@ _Static_assert(sizeof(struct pinning_event) == 64, "ABI with bpf/pinning.bpf.c")
 _Static_assert(sizeof(struct pinning_mask) == 8 * PINNING_MASK_WORDS,
 	       "ABI with bpf/enforce.bpf.c");
 
-#define SEEN_SLOTS 256	      /* (cpu, pid) -> last logged, power of two */
 #define SEEN_PROBE 4
 #define LOG_LINES_PER_INTERVAL 32
 #define HANDLER_BUDGET_NS (10 * 1000 * 1000) /* STYLE.md: slow handlers are logged */
 #define SCHEDSTAT_MAX (4u << 20)
-
-struct owner {
-	uint64_t id; /* 0 = not exclusive */
-	uint32_t gen;
-	char *path; /* NULL: unresolved, exact match only */
-};
-
-struct seen {
-	uint32_t cpu, pid;
-	uint64_t until_s; /* 0 = free */
-};
-
-struct bpfmon_metrics {
-	struct metric *loaded, *enforcement, *switches, *violations, *violation_seconds;
-	struct metric *denials, *dropped, *ratelimited, *read_errors, *runq, *schedstat_wait;
-	struct metric *prog_runs, *prog_seconds;
-	struct metric *loaded_any, *mode, *remediations, *pool_wait;
-	struct metric *irqs, *irq_seconds;
-	uint64_t *schedstat_ns; /* [ncpu] */
-};
-
-struct bpfmon {
-	struct event_base *base;
-	struct bpfmon_opts opts;
-	int ncpu; /* possible CPUs: size of every per-CPU array */
-
-	struct pinning_bpf *skel;
-	struct enforce_bpf *enforce;
-	struct ring_buffer *rb;
-	struct event *rb_ev;
-	int stats_fd; /* bpf_enable_stats(), -1 when off */
-	unsigned features;
-	bool contention;
-	enum bpfmon_enforcement effective;
-	char error[256];
-	char notes[512];
-
-	struct owner *owners; /* [ncpu] */
-	uint32_t gen;
-	struct cpuset shared;
-	cpu_set_t *shared_mask; /* CPU_ALLOC(ncpu), for sched_setaffinity */
-	size_t shared_mask_size;
-
-	struct cgroup_hierarchy *hier; /* NULL: no mount, paths unknown */
-	char *scope_path;	       /* remediate_scope resolved, or NULL */
-	char *schedstat_path;
-
-	struct seen seen[SEEN_SLOTS];
-	struct ratelimit log_rl;  /* violation lines, per log_interval_s */
-	struct ratelimit slow_rl; /* slow_handler lines */
-
-	struct pinning_cpu_stats *stats_buf; /* [ncpu] */
-	struct pinning_hist *hist_buf;	     /* [ncpu] */
-	struct pinning_irq_stats *irq_buf;   /* [ncpu] */
-	struct bpfmon_actions act;
-	struct bpfmon_metrics met;
-	bpfmon_event_fn event_fn;
-	void *event_userdata;
-	bpfmon_tap_fn tap_fn;
-	void *tap_userdata;
-};
 
 static const char *const kind_names[] = {
 	[PINNING_KIND_USER] = "user",
@@ -128,8 +65,7 @@ static const char *const kind_names[] = {
 	[PINNING_KIND_DENIED] = "denied",
 };
 
-static void note(struct bpfmon *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct bpfmon *m, const char *fmt, ...)
+void bpfmon_note(struct bpfmon *m, const char *fmt, ...)
 {
 	size_t len = strlen(m->notes);
 	va_list ap;
@@ -184,65 +120,6 @@ static int open_hierarchy(struct bpfmon *m, const char *mount)
 	return r;
 }
 
-/* ---- kernel features ----------------------------------------------------------------- */
-
-static bool probe_tp_btf(void)
-{
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int id = libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP);
-	struct bpf_prog_load_opts po;
-	int fd;
-
-	if (id <= 0)
-		return false;
-	/* LIBBPF_OPTS() spelled out: cppcheck does not know the macro. */
-	memset(&po, 0, sizeof(po));
-	po.sz = sizeof(po);
-	po.expected_attach_type = BPF_TRACE_RAW_TP;
-	po.attach_btf_id = (__u32)id;
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns), &po);
-	if (fd < 0)
-		return false;
-	(void)close(fd);
-	return true;
-}
-
-/* 1 = "bpf" is an active LSM, 0 = it is not, -errno = cannot tell. */
-static int lsm_has_bpf(void)
-{
-	char buf[512];
-	_cleanup_fclose_ FILE *f = fopen("/sys/kernel/security/lsm", "re");
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, sizeof(buf), f))
-		return -EIO;
-	buf[strcspn(buf, "\n")] = 0;
-	return procfs_list_has(buf, strlen(buf), "bpf");
-}
-
-static unsigned probe_features(unsigned without)
-{
-	unsigned f = 0;
-
-	if (probe_tp_btf())
-		f |= BPFMON_FEAT_TP_BTF | BPFMON_FEAT_BTF;
-	else if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
-		f |= BPFMON_FEAT_BTF; /* there, but we may not load programs */
-	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1)
-		f |= BPFMON_FEAT_RINGBUF;
-	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1)
-		f |= BPFMON_FEAT_TASK_STORAGE;
-	/* Unknown (securityfs not mounted) counts as present: loading the
-	 * program is the real test. */
-	if (lsm_has_bpf() != 0)
-		f |= BPFMON_FEAT_BPF_LSM;
-	return f & ~without;
-}
-
 __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level,
 							    const char *fmt, va_list ap)
 {
@@ -256,74 +133,6 @@ __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_le
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = 0;
 	log_debug("libbpf", "msg=%s", log_quote(buf));
-	return 0;
-}
-
-/* ---- loading ------------------------------------------------------------------------- */
-
-/* Every program of pinning.bpf.c comes as a pair: tp_btf, and a raw_tp twin
- * for kernels without tp_btf (< 5.5; libbpf-tools choose the same way).
- * Exactly one of each pair loads; the run-queue pair only with contention. */
-static void select_programs(struct pinning_bpf *s, bool raw, bool contention)
-{
-	(void)bpf_program__set_autoload(s->progs.handle_sched_switch, !raw);
-	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_raw, raw);
-	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq, contention && !raw);
-	(void)bpf_program__set_autoload(s->progs.handle_sched_switch_runq_raw, contention && raw);
-	/* Interrupt time: tp_btf only (the raw_tp arguments of these hooks
-	 * differ across kernels more than it is worth here). */
-	(void)bpf_program__set_autoload(s->progs.handle_irq_entry, !raw);
-	(void)bpf_program__set_autoload(s->progs.handle_irq_exit, !raw);
-	(void)bpf_program__set_autoload(s->progs.handle_softirq_entry, !raw);
-	(void)bpf_program__set_autoload(s->progs.handle_softirq_exit, !raw);
-}
-
-/* Knobs and map sizes of a freshly opened pinning object. */
-static int pinning_prepare(const struct bpfmon *m, struct pinning_bpf *s, bool contention)
-{
-	unsigned rate = m->opts.event_rate ? m->opts.event_rate : 100;
-	int r;
-
-	s->rodata->cgroup_mode = m->opts.cgroup == CGROUP_V1 ? PINNING_CGROUP_V1
-							     : PINNING_CGROUP_V2;
-	s->rodata->event_interval_ns = 1000000000ull / rate ? 1000000000ull / rate : 1;
-	s->rodata->event_burst = m->opts.event_burst ? m->opts.event_burst : 16;
-	s->rodata->events_enabled = !!(m->features & BPFMON_FEAT_RINGBUF);
-	r = bpf_map__set_max_entries(s->maps.owners, (__u32)m->ncpu);
-	if (!r)
-		r = bpf_map__set_max_entries(s->maps.shared_cpus, (__u32)m->ncpu);
-	if (!r && !(m->features & BPFMON_FEAT_RINGBUF)) {
-		/* A placeholder so the object still loads; every use is pruned. */
-		r = bpf_map__set_type(s->maps.events, BPF_MAP_TYPE_ARRAY);
-		if (!r)
-			r = bpf_map__set_key_size(s->maps.events, sizeof(__u32));
-		if (!r)
-			r = bpf_map__set_value_size(s->maps.events, sizeof(__u32));
-		if (!r)
-			r = bpf_map__set_max_entries(s->maps.events, 1);
-	}
-	if (!r)
-		select_programs(s, !(m->features & BPFMON_FEAT_TP_BTF), contention);
-	return r;
-}
-
-static int pinning_load(struct bpfmon *m, bool contention, struct pinning_bpf **ret)
-{
-	struct pinning_bpf *s = pinning_bpf__open();
-	int r;
-
-	if (!s)
-		return -errno;
-	r = pinning_prepare(m, s, contention);
-	if (!r)
-		r = pinning_bpf__load(s);
-	if (!r)
-		r = pinning_bpf__attach(s);
-	if (r) {
-		pinning_bpf__destroy(s);
-		return r < 0 ? r : -EINVAL;
-	}
-	*ret = s;
 	return 0;
 }
 
@@ -341,125 +150,8 @@ static int write_exclusive_mask(struct bpfmon *m)
 				    sizeof(mask), BPF_ANY);
 }
 
-static int enforce_load(struct bpfmon *m, struct enforce_bpf **ret)
-{
-	struct enforce_bpf *e = enforce_bpf__open();
-	int r;
-
-	if (!e)
-		return -errno;
-	e->rodata->cgroup_mode = m->skel->rodata->cgroup_mode;
-	r = bpf_map__set_max_entries(e->maps.owners, (__u32)m->ncpu);
-	if (!r)
-		r = bpf_map__reuse_fd(e->maps.owners, bpf_map__fd(m->skel->maps.owners));
-	if (!r)
-		r = bpf_map__reuse_fd(e->maps.cpu_stats, bpf_map__fd(m->skel->maps.cpu_stats));
-	if (!r)
-		r = bpf_map__reuse_fd(e->maps.events, bpf_map__fd(m->skel->maps.events));
-	if (!r)
-		r = enforce_bpf__load(e);
-	if (!r)
-		r = enforce_bpf__attach(e);
-	if (r) {
-		enforce_bpf__destroy(e);
-		return r < 0 ? r : -EINVAL;
-	}
-	*ret = e;
-	return 0;
-}
-
 static void on_ring_readable(evutil_socket_t fd, short what, void *arg);
 static int on_sample(void *ctx, void *data, size_t len);
-
-/* 1 when this process runs under a seccomp filter (/proc/self/status
- * "Seccomp: 2"), 0 when not, -errno when that cannot be told. */
-static int seccomp_filtered(void)
-{
-	_cleanup_free_ char *st = NULL;
-	const char *p;
-	int r;
-
-	r = fileio_read("/proc/self/status", 64 * 1024, &st, NULL, NULL);
-	if (r < 0)
-		return r;
-	p = strstr(st, "\nSeccomp:");
-	if (!p)
-		return -ENOENT;
-	p += strlen("\nSeccomp:");
-	p += strspn(p, " \t");
-	return *p == '2';
-}
-
-/* Why bpf() refused to load the pinning program (r < 0), for the error line.
- * EPERM or ENOSYS with CAP_BPF and CAP_PERFMON held, under a seccomp filter,
- * is the container runtime's seccomp profile, not the kernel: the default
- * profiles of podman and CRI-O (containers-common), of Docker before 23.0
- * (moby/moby#43987) and of containerd before 1.7 (containerd/containerd#7301;
- * backported to release/1.6 in #7574, October 2022) allow bpf() and
- * perf_event_open() only with
- * CAP_SYS_ADMIN, answering EPERM or ENOSYS ("Function not implemented")
- * otherwise. docs/deploy.md names the profiles under which BPF loads. */
-static void load_error(struct bpfmon *m, int r)
-{
-	const uint64_t need = UINT64_C(1) << 39 /* BPF */ | UINT64_C(1) << 38 /* PERFMON */;
-	uint64_t caps = 0;
-	bool held = caps_effective(&caps) == 0 && (caps & need) == need;
-	const char *why = "";
-
-	/* The log quotes at most 250 bytes of it: short. */
-	if ((r == -EPERM || r == -ENOSYS) && held && seccomp_filtered() == 1)
-		why = ": bpf() refused under seccomp with CAP_BPF and CAP_PERFMON held: likely "
-		      "the runtime's seccomp profile; use one allowing bpf() to CAP_BPF, or "
-		      "Unconfined, not CAP_SYS_ADMIN (docs/deploy.md)";
-	else if (r == -EPERM || (r == -ENOSYS && !held))
-		why = " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)";
-	else if (r == -ENOSYS)
-		why = " (no bpf() system call: kernel without CONFIG_BPF_SYSCALL?)";
-	(void)snprintf(m->error, sizeof(m->error), "pinning program did not load: %s%s",
-		       strerror(-r), why);
-}
-
-static void load_all(struct bpfmon *m)
-{
-	bool contention = m->opts.contention;
-	int r;
-
-	/* Both kinds of program are CO-RE: without the kernel's BTF neither
-	 * can be relocated. */
-	if (!(m->features & BPFMON_FEAT_BTF)) {
-		(void)snprintf(m->error, sizeof(m->error),
-			       "kernel lacks BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf or raw_tp "
-			       "programs");
-		return;
-	}
-	if (!(m->features & BPFMON_FEAT_TP_BTF))
-		note(m, "raw_tp programs: kernel lacks tp_btf (< 5.5) or refused the probe");
-	r = pinning_load(m, contention, &m->skel);
-	if (r < 0 && contention) {
-		note(m, "contention off: its programs did not load (%s)", strerror(-r));
-		contention = false;
-		r = pinning_load(m, false, &m->skel);
-	}
-	if (r < 0) {
-		load_error(m, r);
-		return;
-	}
-	m->contention = contention;
-	if (!(m->features & BPFMON_FEAT_RINGBUF))
-		note(m, "no violation events: kernel lacks BPF ring buffers (< 5.8), counters only");
-
-	if (m->opts.enforcement == BPFMON_DENY) {
-		if (!(m->features & BPFMON_FEAT_BPF_LSM))
-			note(m, "deny -> remediate: bpf is not an active LSM (lsm= boot parameter)");
-		else if ((m->features & (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE)) !=
-			 (BPFMON_FEAT_RINGBUF | BPFMON_FEAT_TASK_STORAGE))
-			note(m, "deny -> remediate: kernel lacks ring buffers or task storage");
-		else if ((r = enforce_load(m, &m->enforce)) < 0)
-			note(m, "deny -> remediate: BPF LSM program did not load: %s", strerror(-r));
-		else
-			m->effective = BPFMON_DENY;
-	}
-}
 
 static int start_events(struct bpfmon *m)
 {
@@ -517,31 +209,31 @@ int bpfmon_new(struct event_base *base, const struct bpfmon_opts *o, struct bpfm
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		note(m, "cgroup paths unknown: no %s hierarchy mount (%s)",
-		     cgroup_hier_name(o->cgroup), strerror(-r));
+		bpfmon_note(m, "cgroup paths unknown: no %s hierarchy mount (%s)",
+			    cgroup_hier_name(o->cgroup), strerror(-r));
 	if (o->remediate_scope) {
 		const char *p = cgroup_path(m, o->remediate_scope);
 
 		if (p && !(m->scope_path = strdup(p)))
 			return -ENOMEM;
 		if (!p)
-			note(m, "remediation off: scope cgroup %" PRIu64 " not found",
-			     o->remediate_scope);
+			bpfmon_note(m, "remediation off: scope cgroup %" PRIu64 " not found",
+				    o->remediate_scope);
 	}
 
 	libbpf_set_print(libbpf_log);
-	m->features = probe_features(o->without);
-	load_all(m);
+	m->features = bpfmon_probe_features(o->without);
+	bpfmon_load_all(m);
 	if (m->skel && o->self_stats) {
 		m->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (m->stats_fd < 0)
-			note(m, "no self stats: bpf_enable_stats: %s", strerror(errno));
+			bpfmon_note(m, "no self stats: bpf_enable_stats: %s", strerror(errno));
 	}
 	r = start_events(m);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		note(m, "no violation events: ring buffer: %s", strerror(-r));
+		bpfmon_note(m, "no violation events: ring buffer: %s", strerror(-r));
 
 	/* The caller logs the outcome once (bpfmon_error(), bpfmon_notes()). */
 	*ret = TAKE_PTR(m);
@@ -583,7 +275,7 @@ bool bpfmon_is_loaded(const struct bpfmon *m)
 
 const char *bpfmon_error(const struct bpfmon *m)
 {
-	return m->skel ? NULL : m->error;
+	return m->skel ? NULL : m->error.s;
 }
 
 const char *bpfmon_notes(const struct bpfmon *m)
@@ -973,169 +665,6 @@ int bpfmon_read_irq(struct bpfmon *m, int cpu, struct bpfmon_irq *ret)
 	}
 	*ret = c;
 	return 0;
-}
-
-/* ---- probe ---------------------------------------------------------------------------- */
-
-#define PROBE_LOG_MAX (1u << 20)
-#define PROBE_TRUNCATED "\n... (truncated)\n"
-
-/* libbpf's print callback has no userdata: the capture buffer of the object
- * being probed is a file-scope pointer, set only inside bpfmon_probe_new().
- * The buffer's cap leaves room for PROBE_TRUNCATED after PROBE_LOG_MAX. */
-struct capture {
-	struct buf b;
-	bool truncated;
-};
-static struct capture *probe_capture;
-
-__attribute__((format(printf, 2, 0))) static int probe_print(enum libbpf_print_level level,
-							     const char *fmt, va_list ap)
-{
-	struct capture *c = probe_capture;
-	va_list aq;
-	int n;
-
-	/* Warnings carry the verifier log of a failed load; debug is noise. */
-	if (!c || level == LIBBPF_DEBUG || c->truncated)
-		return 0;
-	va_copy(aq, ap);
-	n = vsnprintf(NULL, 0, fmt, aq);
-	va_end(aq);
-	if (n <= 0)
-		return 0;
-	/* Keep the beginning of a long log: the first error is the one. */
-	if (buf_len(&c->b) + (size_t)n > PROBE_LOG_MAX || buf_vaddf(&c->b, fmt, ap) < 0)
-		c->truncated = true;
-	return 0;
-}
-
-/* With the run-queue programs, and if they are what fails, without them (as
- * bpfmon_new() does): the log then holds why they did not load. */
-static void probe_pinning(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
-{
-	for (int contention = 1; contention >= 0; contention--) {
-		struct pinning_bpf *s = pinning_bpf__open();
-		int r;
-
-		if (!s) {
-			o->load = -errno;
-			return;
-		}
-		r = pinning_prepare(tmp, s, contention);
-		if (!r)
-			r = pinning_bpf__load(s);
-		o->load = r < 0 ? r : r ? -EINVAL : 0;
-		if (!o->load) {
-			r = pinning_bpf__attach(s);
-			o->attach = r < 0 ? r : r ? -EINVAL : 0;
-		}
-		pinning_bpf__destroy(s);
-		if (!o->load || o->load == -EPERM)
-			return;
-	}
-}
-
-static void probe_enforce(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
-{
-	struct enforce_bpf *e = enforce_bpf__open();
-	int r;
-
-	if (!e) {
-		o->load = -errno;
-		return;
-	}
-	e->rodata->cgroup_mode = tmp->opts.cgroup == CGROUP_V1 ? PINNING_CGROUP_V1
-							       : PINNING_CGROUP_V2;
-	/* Its own, empty maps: no CPU is exclusive, nothing is refused. */
-	r = bpf_map__set_max_entries(e->maps.owners, (__u32)tmp->ncpu);
-	if (!r)
-		r = enforce_bpf__load(e);
-	o->load = r < 0 ? r : r ? -EINVAL : 0;
-	if (!o->load) {
-		r = enforce_bpf__attach(e);
-		o->attach = r < 0 ? r : r ? -EINVAL : 0;
-	}
-	enforce_bpf__destroy(e);
-}
-
-static void probe_baseline(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
-{
-	struct baseline_bpf *b = baseline_bpf__open();
-	int r;
-
-	if (!b) {
-		o->load = -errno;
-		return;
-	}
-	r = baseline_bpf__load(b);
-	o->load = r < 0 ? r : r ? -EINVAL : 0;
-	if (!o->load) {
-		r = baseline_bpf__attach(b);
-		o->attach = r < 0 ? r : r ? -EINVAL : 0;
-	}
-	baseline_bpf__destroy(b);
-}
-
-int bpfmon_probe_new(enum cgroup_hier cgroup, struct bpfmon_probe **ret)
-{
-	static const struct {
-		const char *name;
-		void (*run)(const struct bpfmon *tmp, struct bpfmon_probe_obj *o);
-	} objs[BPFMON_OBJ_MAX] = {
-		[BPFMON_OBJ_PINNING] = { "pinning", probe_pinning },
-		[BPFMON_OBJ_ENFORCE] = { "enforce", probe_enforce },
-		[BPFMON_OBJ_BASELINE] = { "baseline", probe_baseline },
-	};
-	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
-	_cleanup_free_ struct bpfmon *tmp = NULL;
-	libbpf_print_fn_t old;
-
-	if (cgroup >= CGROUP_HIER_MAX)
-		return -EINVAL;
-	p = calloc(1, sizeof(*p));
-	tmp = calloc(1, sizeof(*tmp)); /* what pinning_prepare() reads, nothing else */
-	if (!p || !tmp)
-		return -ENOMEM;
-	p->cgroup = cgroup;
-	p->features = probe_features(0);
-	tmp->opts.cgroup = cgroup;
-	tmp->features = p->features;
-	tmp->ncpu = libbpf_num_possible_cpus();
-	if (tmp->ncpu <= 0)
-		tmp->ncpu = 1;
-
-	old = libbpf_set_print(probe_print);
-	for (int i = 0; i < BPFMON_OBJ_MAX; i++) {
-		struct bpfmon_probe_obj *o = &p->obj[i];
-		struct capture c = { BUF_INIT(PROBE_LOG_MAX + sizeof(PROBE_TRUNCATED)), false };
-
-		o->name = objs[i].name;
-		o->attach = 1;
-		probe_capture = &c;
-		objs[i].run(tmp, o);
-		probe_capture = NULL;
-		if (c.truncated)
-			(void)buf_add_str(&c.b, PROBE_TRUNCATED);
-		o->log = buf_take(&c.b, NULL);
-		if (!o->log) {
-			(void)libbpf_set_print(old);
-			return -ENOMEM;
-		}
-	}
-	(void)libbpf_set_print(old);
-	*ret = TAKE_PTR(p);
-	return 0;
-}
-
-struct bpfmon_probe *bpfmon_probe_free(struct bpfmon_probe *p)
-{
-	if (!p)
-		return NULL;
-	for (int i = 0; i < BPFMON_OBJ_MAX; i++)
-		free(p->obj[i].log);
-	free(p);
-	return NULL;
 }
 
 /* ---- metrics ------------------------------------------------------------------------- */

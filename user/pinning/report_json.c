@@ -117,14 +117,73 @@ static struct json_object *json_owner(struct jb *b, const struct verify_report *
 	return o;
 }
 
-static struct json_object *json_cpu(struct jb *b, const struct verify_report *r,
-				    const struct verify_cpu *c)
+/* What the window counted on c: switches, foreign time by kind, interrupts,
+ * events lost. */
+static void json_counts(struct jb *b, struct json_object *o, const struct verify_cpu *c)
 {
 	static const char *const kinds[PINNING_KIND_MAX] = {
 		[PINNING_KIND_USER] = "user",
 		[PINNING_KIND_KTHREAD] = "kthread",
 		[PINNING_KIND_KTHREAD_UNBOUND] = "kthreadUnbound",
 	};
+	struct json_object *foreign = jnew(b, json_object_new_object());
+
+	jadd_u64(b, o, "switches", c->c.switches);
+	jadd_u64(b, o, "ownerSwitches", c->c.owner_switches);
+	for (int k = 0; k < PINNING_KIND_MAX; k++) {
+		struct json_object *x = jnew(b, json_object_new_object());
+
+		jadd_u64(b, x, "switches", c->c.violations[k]);
+		jadd_secs(b, x, "seconds", secs(c->c.foreign_ns[k]), 6);
+		jadd(b, foreign, kinds[k], x);
+	}
+	jadd(b, o, "foreign", foreign);
+	if (c->irq_counted) {
+		struct json_object *irq = jnew(b, json_object_new_object());
+
+		jadd_u64(b, irq, "hard", c->irq.hardirqs);
+		jadd_secs(b, irq, "hardSeconds", secs(c->irq.hardirq_ns), 6);
+		jadd_u64(b, irq, "soft", c->irq.softirqs);
+		jadd_secs(b, irq, "softSeconds", secs(c->irq.softirq_ns), 6);
+		jadd(b, o, "interrupts", irq);
+	}
+	jadd_u64(b, o, "eventsDropped", c->c.events_dropped);
+	jadd_u64(b, o, "eventsRatelimited", c->c.events_ratelimited);
+}
+
+/* A task the window saw switch in. */
+static struct json_object *json_seen(struct jb *b, const struct verify_seen *s)
+{
+	struct json_object *x = jnew(b, json_object_new_object());
+
+	jadd_int(b, x, "pid", (int)s->pid);
+	jadd_int(b, x, "tgid", (int)s->tgid);
+	jadd_str(b, x, "comm", s->comm);
+	jadd_str(b, x, "kind", kind_name(s->kind));
+	jadd_str(b, x, "cgroup", s->cgroup);
+	jadd_u64(b, x, "switches", s->switches);
+	jadd_secs(b, x, "firstSeenSeconds", secs(s->first_ns), 3);
+	jadd_secs(b, x, "lastSeenSeconds", secs(s->last_ns), 3);
+	return x;
+}
+
+/* A task the scan found allowed on an exclusive CPU. */
+static struct json_object *json_pinned(struct jb *b, const struct verify_pinned *p)
+{
+	struct json_object *x = jnew(b, json_object_new_object());
+
+	jadd_int(b, x, "tid", p->tid);
+	jadd_int(b, x, "pid", p->pid);
+	jadd_str(b, x, "comm", p->comm);
+	jadd_str(b, x, "kind", p->kthread ? "kthread" : "user");
+	jadd_str(b, x, "cgroup", p->cgroup);
+	jadd_cpus(b, x, "allowed", &p->allowed);
+	return x;
+}
+
+static struct json_object *json_cpu(struct jb *b, const struct verify_report *r,
+				    const struct verify_cpu *c)
+{
 	struct json_object *o = jnew(b, json_object_new_object());
 	struct json_object *ran = jnew(b, json_object_new_array());
 	struct json_object *outside = jnew(b, json_object_new_array());
@@ -133,51 +192,17 @@ static struct json_object *json_cpu(struct jb *b, const struct verify_report *r,
 
 	jadd_int(b, o, "cpu", c->cpu);
 	jadd(b, o, "owner", json_owner(b, r, c->owner));
-	if (r->watched && c->counted) {
-		struct json_object *foreign = jnew(b, json_object_new_object());
-
-		jadd_u64(b, o, "switches", c->c.switches);
-		jadd_u64(b, o, "ownerSwitches", c->c.owner_switches);
-		for (int k = 0; k < PINNING_KIND_MAX; k++) {
-			struct json_object *x = jnew(b, json_object_new_object());
-
-			jadd_u64(b, x, "switches", c->c.violations[k]);
-			jadd_secs(b, x, "seconds", secs(c->c.foreign_ns[k]), 6);
-			jadd(b, foreign, kinds[k], x);
-		}
-		jadd(b, o, "foreign", foreign);
-		if (c->irq_counted) {
-			struct json_object *irq = jnew(b, json_object_new_object());
-
-			jadd_u64(b, irq, "hard", c->irq.hardirqs);
-			jadd_secs(b, irq, "hardSeconds", secs(c->irq.hardirq_ns), 6);
-			jadd_u64(b, irq, "soft", c->irq.softirqs);
-			jadd_secs(b, irq, "softSeconds", secs(c->irq.softirq_ns), 6);
-			jadd(b, o, "interrupts", irq);
-		}
-		jadd_u64(b, o, "eventsDropped", c->c.events_dropped);
-		jadd_u64(b, o, "eventsRatelimited", c->c.events_ratelimited);
-	}
+	if (r->watched && c->counted)
+		json_counts(b, o, c);
 	for (int sel = 0; sel < VERIFY_SEL_MAX; sel++) {
 		const struct verify_seen **v = NULL;
 		int n = verify_report_seen(r, c->cpu, (enum verify_sel)sel, &v);
 
 		if (!v)
 			b->oom = true;
-		for (int i = 0; i < n; i++) {
-			const struct verify_seen *s = v[i];
-			struct json_object *x = jnew(b, json_object_new_object());
-
-			jadd_int(b, x, "pid", (int)s->pid);
-			jadd_int(b, x, "tgid", (int)s->tgid);
-			jadd_str(b, x, "comm", s->comm);
-			jadd_str(b, x, "kind", kind_name(s->kind));
-			jadd_str(b, x, "cgroup", s->cgroup);
-			jadd_u64(b, x, "switches", s->switches);
-			jadd_secs(b, x, "firstSeenSeconds", secs(s->first_ns), 3);
-			jadd_secs(b, x, "lastSeenSeconds", secs(s->last_ns), 3);
-			jpush(b, sel == VERIFY_SEL_USER ? ran : sel == VERIFY_SEL_OUTSIDE ? outside : kran, x);
-		}
+		for (int i = 0; i < n; i++)
+			jpush(b, sel == VERIFY_SEL_USER ? ran : sel == VERIFY_SEL_OUTSIDE ? outside : kran,
+			      json_seen(b, v[i]));
 		free(v);
 	}
 	if (r->owners->scope_path)
@@ -186,21 +211,9 @@ static struct json_object *json_cpu(struct jb *b, const struct verify_report *r,
 		json_object_put(outside);
 	jadd(b, o, "kthreadsRan", kran);
 	jadd(b, o, "ran", ran);
-	for (int i = 0; i < r->npinned; i++) {
-		const struct verify_pinned *p = &r->pinned[i];
-		struct json_object *x;
-
-		if (!cpuset_has(&p->allowed, c->cpu))
-			continue;
-		x = jnew(b, json_object_new_object());
-		jadd_int(b, x, "tid", p->tid);
-		jadd_int(b, x, "pid", p->pid);
-		jadd_str(b, x, "comm", p->comm);
-		jadd_str(b, x, "kind", p->kthread ? "kthread" : "user");
-		jadd_str(b, x, "cgroup", p->cgroup);
-		jadd_cpus(b, x, "allowed", &p->allowed);
-		jpush(b, pinned, x);
-	}
+	for (int i = 0; i < r->npinned; i++)
+		if (cpuset_has(&r->pinned[i].allowed, c->cpu))
+			jpush(b, pinned, json_pinned(b, &r->pinned[i]));
 	jadd(b, o, "pinned", pinned);
 	return o;
 }

@@ -35,35 +35,40 @@ static void print_owner(const struct verify_report *r, const struct verify_cpu *
 	fprintf(f, ")\n");
 }
 
-static void print_cpu(const struct verify_report *r, const struct verify_cpu *c, FILE *f)
+/* What the window counted on c: switch-ins by kind, interrupts, events lost. */
+static void print_counts(const struct verify_report *r, const struct verify_cpu *c, FILE *f)
 {
 	const struct bpfmon_counters *k = &c->c;
-	const struct verify_seen **v = NULL;
-	int n = 0, kn = 0;
 
-	print_owner(r, c, f);
-	if (r->watched && c->counted) {
+	fprintf(f,
+		"  switch-ins %" PRIu64 ": owner %" PRIu64 ", foreign user %" PRIu64
+		" (%.4f s), kernel threads %" PRIu64 " (%.4f s), unbound kernel threads %" PRIu64
+		" (%.4f s)\n",
+		k->switches, k->owner_switches, k->violations[PINNING_KIND_USER],
+		secs(k->foreign_ns[PINNING_KIND_USER]), k->violations[PINNING_KIND_KTHREAD],
+		secs(k->foreign_ns[PINNING_KIND_KTHREAD]),
+		k->violations[PINNING_KIND_KTHREAD_UNBOUND],
+		secs(k->foreign_ns[PINNING_KIND_KTHREAD_UNBOUND]));
+	if (c->irq_counted)
 		fprintf(f,
-			"  switch-ins %" PRIu64 ": owner %" PRIu64 ", foreign user %" PRIu64
-			" (%.4f s), kernel threads %" PRIu64 " (%.4f s), unbound kernel threads %" PRIu64
-			" (%.4f s)\n",
-			k->switches, k->owner_switches, k->violations[PINNING_KIND_USER],
-			secs(k->foreign_ns[PINNING_KIND_USER]), k->violations[PINNING_KIND_KTHREAD],
-			secs(k->foreign_ns[PINNING_KIND_KTHREAD]),
-			k->violations[PINNING_KIND_KTHREAD_UNBOUND],
-			secs(k->foreign_ns[PINNING_KIND_KTHREAD_UNBOUND]));
-		if (c->irq_counted)
-			fprintf(f,
-				"CPU %d: %" PRIu64 " interrupts, %.1f ms in %.0f s; %" PRIu64
-				" softirqs, %.1f ms\n",
-				c->cpu, c->irq.hardirqs, (double)c->irq.hardirq_ns / 1e6, r->duration_s,
-				c->irq.softirqs, (double)c->irq.softirq_ns / 1e6);
-		if (k->events_dropped || k->events_ratelimited)
-			fprintf(f,
-				"  names incomplete: %" PRIu64 " events dropped (ring buffer full), %" PRIu64
-				" rate-limited\n",
-				k->events_dropped, k->events_ratelimited);
-	}
+			"CPU %d: %" PRIu64 " interrupts, %.1f ms in %.0f s; %" PRIu64
+			" softirqs, %.1f ms\n",
+			c->cpu, c->irq.hardirqs, (double)c->irq.hardirq_ns / 1e6, r->duration_s,
+			c->irq.softirqs, (double)c->irq.softirq_ns / 1e6);
+	if (k->events_dropped || k->events_ratelimited)
+		fprintf(f,
+			"  names incomplete: %" PRIu64 " events dropped (ring buffer full), %" PRIu64
+			" rate-limited\n",
+			k->events_dropped, k->events_ratelimited);
+}
+
+/* The tasks the window saw switch in on c: foreign ones (a table), those
+ * outside --scope (a count), unbound kernel threads (a line). */
+static void print_seen(const struct verify_report *r, const struct verify_cpu *c, FILE *f)
+{
+	const struct verify_seen **v = NULL;
+	int n;
+
 	n = verify_report_seen(r, c->cpu, VERIFY_SEL_USER, &v);
 	for (int i = 0; i < n && i < TEXT_ROWS; i++) {
 		const struct verify_seen *s = v[i];
@@ -100,7 +105,14 @@ static void print_cpu(const struct verify_report *r, const struct verify_cpu *c,
 	if (n)
 		fprintf(f, " (%s)\n", r->strict_kthreads ? "counted" : "not counted");
 	free(v);
-	n = 0;
+}
+
+/* The tasks the scan found allowed on c alone: foreign ones (a table), kernel
+ * threads (a line). */
+static void print_pinned(const struct verify_report *r, const struct verify_cpu *c, FILE *f)
+{
+	int n = 0, kn = 0;
+
 	for (int i = 0; i < r->npinned; i++) {
 		const struct verify_pinned *p = &r->pinned[i];
 		char allowed[64];
@@ -131,6 +143,15 @@ static void print_cpu(const struct verify_report *r, const struct verify_cpu *c,
 		fprintf(f, " ... (%d)", kn);
 	if (kn)
 		fputc('\n', f);
+}
+
+static void print_cpu(const struct verify_report *r, const struct verify_cpu *c, FILE *f)
+{
+	print_owner(r, c, f);
+	if (r->watched && c->counted)
+		print_counts(r, c, f);
+	print_seen(r, c, f);
+	print_pinned(r, c, f);
 }
 
 void verify_report_print(const struct verify_report *r, FILE *f)

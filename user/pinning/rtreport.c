@@ -357,6 +357,88 @@ void rtreport_print(const struct rtreport *r, FILE *f)
 	fprintf(f, "\nverdict: %s\n", r->violations ? "violation" : "clean");
 }
 
+/* The tasks pinned to real-time CPUs that no claim owns; NULL when out of
+ * memory. */
+static struct json_object *json_pinned_foreign(const struct rtreport *r)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (int i = 0; arr && i < r->n_pinned; i++) {
+		struct json_object *e = json_object_new_object();
+
+		if (!e)
+			continue;
+		json_object_object_add(e, "pid", json_object_new_int(r->pinned[i].pid));
+		json_object_object_add(e, "tid", json_object_new_int(r->pinned[i].tid));
+		json_object_object_add(e, "comm", json_object_new_string(r->pinned[i].comm));
+		json_object_object_add(e, "cpus", json_object_new_string(r->pinned[i].cpus));
+		json_object_array_add(arr, e);
+	}
+	return arr;
+}
+
+/* One deadline task and how it kept its budget; NULL when out of memory. */
+static struct json_object *json_task(const struct rtreport_task *t)
+{
+	struct json_object *e = json_object_new_object();
+
+	if (!e)
+		return NULL;
+	json_object_object_add(e, "pid", json_object_new_int64(t->t.pid));
+	json_object_object_add(e, "tgid", json_object_new_int64(t->t.s.tgid));
+	json_object_object_add(e, "comm", json_object_new_string(t->t.s.comm));
+	json_object_object_add(e, "cpu", json_object_new_int64(t->t.s.cpu));
+	json_object_object_add(e, "cgroupId", json_object_new_uint64(t->t.s.cgroup_id));
+	json_object_object_add(e, "claim",
+			       t->owner ? json_object_new_string(t->owner->claim) : NULL);
+	json_object_object_add(e, "runtimeNs", json_object_new_uint64(t->t.s.dl_runtime));
+	json_object_object_add(e, "deadlineNs", json_object_new_uint64(t->t.s.dl_deadline));
+	json_object_object_add(e, "periodNs", json_object_new_uint64(t->t.s.dl_period));
+	json_object_object_add(e, "periods", json_object_new_uint64(t->t.s.periods));
+	json_object_object_add(e, "p50Ns", json_object_new_uint64(t->p50_ns));
+	json_object_object_add(e, "p99Ns", json_object_new_uint64(t->p99_ns));
+	json_object_object_add(e, "maxNs", json_object_new_uint64(t->t.s.max_ns));
+	json_object_object_add(e, "overruns", json_object_new_uint64(t->t.s.overruns));
+	json_object_object_add(e, "throttles", json_object_new_uint64(t->t.s.throttles));
+	json_object_object_add(e, "misses", json_object_new_uint64(t->t.s.misses));
+	json_object_object_add(e, "violation", json_object_new_boolean(t->violation));
+	return e;
+}
+
+/* One real-time CPU: who else ran there; NULL when out of memory. */
+static struct json_object *json_cpu(int cpu, const struct rt_cpu *c)
+{
+	struct json_object *e = json_object_new_object();
+
+	if (!e)
+		return NULL;
+	json_object_object_add(e, "cpu", json_object_new_int(cpu));
+	json_object_object_add(e, "switches", json_object_new_uint64(c->switches));
+	json_object_object_add(e, "foreign", json_object_new_uint64(c->foreign));
+	json_object_object_add(e, "foreignSeconds",
+			       json_object_new_double((double)c->foreign_ns / 1e9));
+	json_object_object_add(e, "kthreads", json_object_new_uint64(c->kthreads));
+	json_object_object_add(e, "foreignPinned", json_object_new_uint64(c->foreign_pinned));
+	json_object_object_add(e, "violation", json_object_new_boolean(c->foreign_pinned > 0));
+	if (c->foreign_pinned) {
+		struct json_object *l = json_object_new_object();
+
+		json_object_object_add(l, "pid", json_object_new_int64(c->last_pinned_pid));
+		json_object_object_add(l, "comm", json_object_new_string(c->last_pinned_comm));
+		json_object_object_add(e, "lastPinned", l);
+	}
+	if (c->foreign) {
+		struct json_object *l = json_object_new_object();
+
+		json_object_object_add(l, "pid", json_object_new_int64(c->last_foreign_pid));
+		json_object_object_add(l, "comm", json_object_new_string(c->last_foreign_comm));
+		json_object_object_add(l, "cgroupId",
+				       json_object_new_uint64(c->last_foreign_cgroup));
+		json_object_object_add(e, "lastForeign", l);
+	}
+	return e;
+}
+
 int rtreport_to_json(const struct rtreport *r, struct json_object **ret)
 {
 	struct json_object *o = json_object_new_object(), *tasks = json_object_new_array(),
@@ -374,79 +456,18 @@ int rtreport_to_json(const struct rtreport *r, struct json_object **ret)
 	json_object_object_add(o, "durationSeconds", json_object_new_double(r->duration_s));
 	json_object_object_add(o, "tasks", tasks);
 	json_object_object_add(o, "cpus", cpus);
-	{
-		struct json_object *arr = json_object_new_array();
-
-		for (int i = 0; arr && i < r->n_pinned; i++) {
-			struct json_object *e = json_object_new_object();
-
-			if (!e)
-				continue;
-			json_object_object_add(e, "pid", json_object_new_int(r->pinned[i].pid));
-			json_object_object_add(e, "tid", json_object_new_int(r->pinned[i].tid));
-			json_object_object_add(e, "comm", json_object_new_string(r->pinned[i].comm));
-			json_object_object_add(e, "cpus", json_object_new_string(r->pinned[i].cpus));
-			json_object_array_add(arr, e);
-		}
-		json_object_object_add(o, "pinnedForeign", arr);
-	}
+	json_object_object_add(o, "pinnedForeign", json_pinned_foreign(r));
 	for (int i = 0; i < r->n_tasks; i++) {
-		const struct rtreport_task *t = &r->tasks[i];
-		struct json_object *e = json_object_new_object();
+		struct json_object *e = json_task(&r->tasks[i]);
 
-		if (!e)
-			continue;
-		json_object_object_add(e, "pid", json_object_new_int64(t->t.pid));
-		json_object_object_add(e, "tgid", json_object_new_int64(t->t.s.tgid));
-		json_object_object_add(e, "comm", json_object_new_string(t->t.s.comm));
-		json_object_object_add(e, "cpu", json_object_new_int64(t->t.s.cpu));
-		json_object_object_add(e, "cgroupId", json_object_new_uint64(t->t.s.cgroup_id));
-		json_object_object_add(e, "claim",
-				       t->owner ? json_object_new_string(t->owner->claim) : NULL);
-		json_object_object_add(e, "runtimeNs", json_object_new_uint64(t->t.s.dl_runtime));
-		json_object_object_add(e, "deadlineNs", json_object_new_uint64(t->t.s.dl_deadline));
-		json_object_object_add(e, "periodNs", json_object_new_uint64(t->t.s.dl_period));
-		json_object_object_add(e, "periods", json_object_new_uint64(t->t.s.periods));
-		json_object_object_add(e, "p50Ns", json_object_new_uint64(t->p50_ns));
-		json_object_object_add(e, "p99Ns", json_object_new_uint64(t->p99_ns));
-		json_object_object_add(e, "maxNs", json_object_new_uint64(t->t.s.max_ns));
-		json_object_object_add(e, "overruns", json_object_new_uint64(t->t.s.overruns));
-		json_object_object_add(e, "throttles", json_object_new_uint64(t->t.s.throttles));
-		json_object_object_add(e, "misses", json_object_new_uint64(t->t.s.misses));
-		json_object_object_add(e, "violation", json_object_new_boolean(t->violation));
-		json_object_array_add(tasks, e);
+		if (e)
+			json_object_array_add(tasks, e);
 	}
 	for (int i = 0; i < r->n_cpus; i++) {
-		const struct rt_cpu *c = &r->cpus[i].c;
-		struct json_object *e = json_object_new_object();
+		struct json_object *e = json_cpu(r->cpus[i].cpu, &r->cpus[i].c);
 
-		if (!e)
-			continue;
-		json_object_object_add(e, "cpu", json_object_new_int(r->cpus[i].cpu));
-		json_object_object_add(e, "switches", json_object_new_uint64(c->switches));
-		json_object_object_add(e, "foreign", json_object_new_uint64(c->foreign));
-		json_object_object_add(e, "foreignSeconds",
-				       json_object_new_double((double)c->foreign_ns / 1e9));
-		json_object_object_add(e, "kthreads", json_object_new_uint64(c->kthreads));
-		json_object_object_add(e, "foreignPinned", json_object_new_uint64(c->foreign_pinned));
-		json_object_object_add(e, "violation", json_object_new_boolean(c->foreign_pinned > 0));
-		if (c->foreign_pinned) {
-			struct json_object *l = json_object_new_object();
-
-			json_object_object_add(l, "pid", json_object_new_int64(c->last_pinned_pid));
-			json_object_object_add(l, "comm", json_object_new_string(c->last_pinned_comm));
-			json_object_object_add(e, "lastPinned", l);
-		}
-		if (c->foreign) {
-			struct json_object *l = json_object_new_object();
-
-			json_object_object_add(l, "pid", json_object_new_int64(c->last_foreign_pid));
-			json_object_object_add(l, "comm", json_object_new_string(c->last_foreign_comm));
-			json_object_object_add(l, "cgroupId",
-					       json_object_new_uint64(c->last_foreign_cgroup));
-			json_object_object_add(e, "lastForeign", l);
-		}
-		json_object_array_add(cpus, e);
+		if (e)
+			json_object_array_add(cpus, e);
 	}
 	*ret = o;
 	return 0;

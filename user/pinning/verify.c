@@ -216,6 +216,109 @@ static void step_aside(struct verify_report *rep, const struct cpuset *exclusive
 					"it may be counted as a foreign task");
 }
 
+/* What watch() reads when the window opens, one of each per exclusive CPU. */
+struct window_start {
+	struct bpfmon_counters *counters;
+	struct bpfmon_irq *irq;
+	bool *irq_ok; /* irq read when the window opened */
+};
+
+/* The window's timer and the signals that end it early. */
+struct window_events {
+	struct event *timer, *sigint, *sigterm;
+};
+
+static void window_events_done(struct window_events *we)
+{
+	if (we->timer)
+		event_free(we->timer);
+	if (we->sigint)
+		event_free(we->sigint);
+	if (we->sigterm)
+		event_free(we->sigterm);
+}
+
+/* The check is loaded; marks every exclusive CPU's owner in its maps and
+ * taps its events. 0, or -errno with eb. */
+static int watch_attach(struct bpfmon *m, const struct verify_owners *o,
+			struct verify_report *rep, struct watch *w, struct errbuf *eb)
+{
+	int r;
+
+	if (!bpfmon_is_loaded(m))
+		return load_failure(m, eb);
+	rep->events = bpfmon_features(m) & BPFMON_FEAT_RINGBUF;
+	if (!rep->events)
+		verify_report_note(rep, "no task names: the kernel lacks BPF ring buffers (< 5.8), "
+					"counts only");
+	bpfmon_set_tap_fn(m, on_tap, w);
+	for (int i = 0; i < rep->ncpus; i++) {
+		const struct verify_cpu *c = &rep->cpus[i];
+
+		r = bpfmon_set_owner(m, c->cpu, o->v[c->owner].cgroup_id);
+		if (r < 0)
+			return errbuf_fail(eb, r, "cannot mark CPU %d: %s", c->cpu, strerror(-r));
+	}
+	return 0;
+}
+
+/* The counters as the window opens. 0, or -errno with eb. */
+static int window_open(struct bpfmon *m, struct verify_report *rep, struct window_start *ws,
+		       struct errbuf *eb)
+{
+	int r;
+
+	for (int i = 0; i < rep->ncpus; i++) {
+		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &ws->counters[i]);
+		if (r < 0)
+			return errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
+		/* -ENODEV: no irq programs on this kernel; the line is left out */
+		ws->irq_ok[i] = bpfmon_read_irq(m, rep->cpus[i].cpu, &ws->irq[i]) == 0;
+	}
+	return 0;
+}
+
+/* Ends the window after duration seconds, or at SIGINT/SIGTERM. The events
+ * go into we, also when this fails (the caller frees them). */
+static int window_arm(struct event_base *base, struct watch *w, double duration,
+		      struct window_events *we, struct errbuf *eb)
+{
+	struct timeval tv;
+
+	we->timer = evtimer_new(base, on_signal, w);
+	we->sigint = evsignal_new(base, SIGINT, on_signal, w);
+	we->sigterm = evsignal_new(base, SIGTERM, on_signal, w);
+	if (!we->timer || !we->sigint || !we->sigterm || evsignal_add(we->sigint, NULL) < 0 ||
+	    evsignal_add(we->sigterm, NULL) < 0)
+		return OOM(eb);
+	tv.tv_sec = (time_t)duration;
+	tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) * 1e6);
+	if (evtimer_add(we->timer, &tv) < 0)
+		return errbuf_fail(eb, -EIO, "cannot arm the timer");
+	return 0;
+}
+
+/* The counters as the window closes, minus those it opened with, into the
+ * report. 0, or -errno with eb. */
+static int window_close(struct bpfmon *m, struct verify_report *rep,
+			const struct window_start *ws, struct errbuf *eb)
+{
+	struct bpfmon_irq irq_after;
+	int r;
+
+	for (int i = 0; i < rep->ncpus; i++) {
+		struct bpfmon_counters after;
+
+		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &after);
+		if (r < 0)
+			return errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
+		verify_report_set_counters(rep, rep->cpus[i].cpu, &ws->counters[i], &after);
+		if (ws->irq_ok[i] && bpfmon_read_irq(m, rep->cpus[i].cpu, &irq_after) == 0)
+			verify_report_set_irq(rep, rep->cpus[i].cpu, &ws->irq[i], &irq_after);
+	}
+	return 0;
+}
+
 /* Watches the exclusive CPUs for duration seconds. 0, or -errno with eb. */
 static int watch(double duration, const struct verify_owners *o, struct verify_report *rep,
 		 struct errbuf *eb)
@@ -228,22 +331,20 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 		.log_interval_s = 3600,
 		.cgroup_mount = o->mount,
 	};
-	struct bpfmon_counters *before = NULL;
-	struct bpfmon_irq *irq_before = NULL, irq_after;
-	bool *irq_ok = NULL;
+	struct window_start ws = { 0 };
+	struct window_events we = { 0 };
 	struct event_base *base = NULL;
-	struct event *timer = NULL, *sigint = NULL, *sigterm = NULL;
 	struct bpfmon *m = NULL;
 	struct watch w = { .r = rep };
 	struct timeval tv;
 	uint64_t t0;
 	int r = 0;
 
-	before = calloc((size_t)rep->ncpus, sizeof(*before));
-	irq_before = calloc((size_t)rep->ncpus, sizeof(*irq_before));
-	irq_ok = calloc((size_t)rep->ncpus, sizeof(*irq_ok));
+	ws.counters = calloc((size_t)rep->ncpus, sizeof(*ws.counters));
+	ws.irq = calloc((size_t)rep->ncpus, sizeof(*ws.irq));
+	ws.irq_ok = calloc((size_t)rep->ncpus, sizeof(*ws.irq_ok));
 	base = event_base_new();
-	if (!before || !irq_before || !irq_ok || !base) {
+	if (!ws.counters || !ws.irq || !ws.irq_ok || !base) {
 		r = OOM(eb);
 		goto out;
 	}
@@ -253,72 +354,31 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 		r = errbuf_fail(eb, r, "BPF: %s", strerror(-r));
 		goto out;
 	}
-	if (!bpfmon_is_loaded(m)) {
-		r = load_failure(m, eb);
+	r = watch_attach(m, o, rep, &w, eb);
+	if (r < 0)
 		goto out;
-	}
-	rep->events = bpfmon_features(m) & BPFMON_FEAT_RINGBUF;
-	if (!rep->events)
-		verify_report_note(rep, "no task names: the kernel lacks BPF ring buffers (< 5.8), "
-					"counts only");
-	bpfmon_set_tap_fn(m, on_tap, &w);
-	for (int i = 0; i < rep->ncpus; i++) {
-		const struct verify_cpu *c = &rep->cpus[i];
-
-		r = bpfmon_set_owner(m, c->cpu, o->v[c->owner].cgroup_id);
-		if (r < 0) {
-			r = errbuf_fail(eb, r, "cannot mark CPU %d: %s", c->cpu, strerror(-r));
-			goto out;
-		}
-	}
 	/* The window opens just before the first counter read and closes just
 	 * before the last: the events inside it are the switch-ins counted,
 	 * give or take one racing the read (the BPF side counts, then stamps). */
 	t0 = clock_now_ns();
 	rep->t0_ns = t0;
-	for (int i = 0; i < rep->ncpus; i++) {
-		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &before[i]);
-		if (r < 0) {
-			r = errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
-			goto out;
-		}
-		/* -ENODEV: no irq programs on this kernel; the line is left out */
-		irq_ok[i] = bpfmon_read_irq(m, rep->cpus[i].cpu, &irq_before[i]) == 0;
-	}
-	timer = evtimer_new(base, on_signal, &w);
-	sigint = evsignal_new(base, SIGINT, on_signal, &w);
-	sigterm = evsignal_new(base, SIGTERM, on_signal, &w);
-	if (!timer || !sigint || !sigterm || evsignal_add(sigint, NULL) < 0 ||
-	    evsignal_add(sigterm, NULL) < 0) {
-		r = OOM(eb);
+	r = window_open(m, rep, &ws, eb);
+	if (r < 0)
 		goto out;
-	}
-	tv.tv_sec = (time_t)duration;
-	tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) * 1e6);
-	if (evtimer_add(timer, &tv) < 0) {
-		r = errbuf_fail(eb, -EIO, "cannot arm the timer");
+	r = window_arm(base, &w, duration, &we, eb);
+	if (r < 0)
 		goto out;
-	}
 	log_info("window_started", "cpus=%d duration_s=%.3f", rep->ncpus, duration);
 	(void)event_base_dispatch(base);
 	/* The timer fired via on_signal too: only a real signal interrupts. */
-	if (w.interrupted && evtimer_pending(timer, NULL))
+	if (w.interrupted && evtimer_pending(we.timer, NULL))
 		verify_report_note(rep, "interrupted: watched %.2f s of %.2f s",
 				   (double)(clock_now_ns() - t0) / 1e9, duration);
 	rep->t1_ns = clock_now_ns();
 	rep->duration_s = (double)(rep->t1_ns - t0) / 1e9;
-	for (int i = 0; i < rep->ncpus; i++) {
-		struct bpfmon_counters after;
-
-		r = bpfmon_read_counters(m, rep->cpus[i].cpu, &after);
-		if (r < 0) {
-			r = errbuf_fail(eb, r, "cannot read the BPF counters: %s", strerror(-r));
-			goto out;
-		}
-		verify_report_set_counters(rep, rep->cpus[i].cpu, &before[i], &after);
-		if (irq_ok[i] && bpfmon_read_irq(m, rep->cpus[i].cpu, &irq_after) == 0)
-			verify_report_set_irq(rep, rep->cpus[i].cpu, &irq_before[i], &irq_after);
-	}
+	r = window_close(m, rep, &ws, eb);
+	if (r < 0)
+		goto out;
 	/* Events of the window may still sit in the ring buffer or be on
 	 * their way: let the loop run a little longer. */
 	tv = (struct timeval){ 0, SETTLE_US };
@@ -333,18 +393,13 @@ static int watch(double duration, const struct verify_owners *o, struct verify_r
 	rep->watched = true;
 	r = 0;
 out:
-	if (timer)
-		event_free(timer);
-	if (sigint)
-		event_free(sigint);
-	if (sigterm)
-		event_free(sigterm);
+	window_events_done(&we);
 	bpfmon_free(m); /* before the base its ring-buffer event lives on */
 	if (base)
 		event_base_free(base);
-	free(before);
-	free(irq_before);
-	free(irq_ok);
+	free(ws.counters);
+	free(ws.irq);
+	free(ws.irq_ok);
 	return r;
 }
 
