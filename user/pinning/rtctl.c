@@ -216,34 +216,37 @@ static void fail(struct rtctl *rt, struct rtc *x, const char *reason, const char
 {
 	const struct state_claim *c = state_claim(rt->state, x->uid);
 	bool evict = !c || c->budget.on_failure == RT_ON_FAILURE_EVICT;
-	char why[ERRBUF_MAX], id[13];
+	struct errbuf why = {};
+	char id[13];
 	va_list ap;
 	int r;
 
 	va_start(ap, fmt);
-	(void)vsnprintf(why, sizeof(why), fmt, ap);
+	errbuf_setv(&why, fmt, ap);
 	va_end(ap);
 	x->st = RTC_FAILED;
 	rt->st.failures++;
 	metric_series_add(metric_with(rt->failures, reason, evict ? "evict" : "warn"), 1);
 	if (!evict) {
-		log_warn("rt_policy_failed", "container=%s pod=%s id=%s claim=%s reason=%s "
-					     "why=%s action=running_without_guarantees",
+		log_warn("rt_policy_failed",
+			 "container=%s pod=%s id=%s claim=%s reason=%s "
+			 "why=%s action=running_without_guarantees",
 			 log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid,
-			 reason, log_quote(why));
+			 reason, log_quote(why.s));
 		if (c && rt->on_failure)
-			rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, false);
+			rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why.s, false);
 		return;
 	}
-	r = rt->evict ? rt->evict(rt->evict_ud, x->id, why) : -ENOTCONN;
+	r = rt->evict ? rt->evict(rt->evict_ud, x->id, why.s) : -ENOTCONN;
 	if (c && rt->on_failure)
-		rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why, r == 0);
+		rt->on_failure(rt->report_ud, x->pod, x->pod_uid, x->name, c, why.s, r == 0);
 	if (r == 0)
 		rt->st.evictions++;
-	log_error("rt_policy_failed", "container=%s pod=%s id=%s claim=%s reason=%s why=%s "
-				      "action=%s",
+	log_error("rt_policy_failed",
+		  "container=%s pod=%s id=%s claim=%s reason=%s why=%s "
+		  "action=%s",
 		  log_quote(x->name), log_quote(x->pod), log_quote(short_id(x, id)), x->uid, reason,
-		  log_quote(why), r == 0 ? "evict" : "evict_failed");
+		  log_quote(why.s), r == 0 ? "evict" : "evict_failed");
 }
 
 static void count_ended(struct rtctl *rt, int n)
