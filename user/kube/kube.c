@@ -240,8 +240,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	r = kube_call_start(c);
 	if (r < 0) {
 		c->local_err = r;
-		(void)snprintf(c->errtext, sizeof(c->errtext), "could not start request: %s",
-			       strerror(-r));
+		errbuf_set(&c->errtext, "could not start request: %s", strerror(-r));
 		c->done = true;
 		kube_call_mark_ready(c);
 	}
@@ -280,10 +279,10 @@ static bool call_should_retry(const struct kube_call *c, const struct kube_resul
 	return res->http_status == 0 && (res->error == -ETIMEDOUT || res->error == -ECONNRESET);
 }
 
-static void status_text(char *buf, size_t n, long http, const struct kube_status *s)
+static void status_text(struct errbuf *eb, long http, const struct kube_status *s)
 {
-	(void)snprintf(buf, n, "HTTP %ld %s: %s", http, s->reason ? s->reason : "(no reason)",
-		       s->message ? s->message : "(no message)");
+	errbuf_set(eb, "HTTP %ld %s: %s", http, s->reason ? s->reason : "(no reason)",
+		   s->message ? s->message : "(no message)");
 }
 
 /* A watch ended by an ERROR event: its Status is the result. */
@@ -294,9 +293,9 @@ static void result_watch_error(struct kube_call *c, struct kube_result *res)
 		res->error = kube_errno_from_http(res->status.code, res->status.reason);
 	if (res->error == 0)
 		res->error = -EPROTO;
-	(void)snprintf(c->errtext, sizeof(c->errtext), "watch ERROR event: %d %s: %s",
-		       res->status.code, res->status.reason ? res->status.reason : "",
-		       res->status.message ? res->status.message : "");
+	errbuf_set(&c->errtext, "watch ERROR event: %d %s: %s", res->status.code,
+		   res->status.reason ? res->status.reason : "",
+		   res->status.message ? res->status.message : "");
 	if (res->status.retry_after_s >= 0 && res->retry_after_s < 0)
 		res->retry_after_s = res->status.retry_after_s;
 }
@@ -306,14 +305,14 @@ static void result_transfer_error(struct kube_call *c, struct kube_result *res)
 {
 	if (c->local_err) {
 		res->error = c->local_err;
-		if (c->errtext[0])
+		if (c->errtext.s[0])
 			return;
 		if (c->local_err == -E2BIG)
-			(void)snprintf(c->errtext, sizeof(c->errtext), "%s over %zu bytes",
-				       c->stream_ok ? "watch line" : "response body",
-				       c->stream_ok ? c->lines.max_line : c->max_body);
+			errbuf_set(&c->errtext, "%s over %zu bytes",
+				   c->stream_ok ? "watch line" : "response body",
+				   c->stream_ok ? c->lines.max_line : c->max_body);
 		else
-			(void)snprintf(c->errtext, sizeof(c->errtext), "%s", strerror(-c->local_err));
+			errbuf_set(&c->errtext, "%s", strerror(-c->local_err));
 		return;
 	}
 	res->error = kube_errno_from_curl(c->cres);
@@ -322,10 +321,10 @@ static void result_transfer_error(struct kube_call *c, struct kube_result *res)
 	if (c->proxy_status >= 300)
 		res->error = -ECONNREFUSED;
 	/* curl's own text for this code also speaks of SSH keys. */
-	(void)snprintf(c->errtext, sizeof(c->errtext), "%s%s%s",
-		       res->error == -EKEYREJECTED ? "server certificate rejected"
-						   : curl_easy_strerror(c->cres),
-		       c->errbuf[0] ? ": " : "", c->errbuf);
+	errbuf_set(&c->errtext, "%s%s%s",
+		   res->error == -EKEYREJECTED ? "server certificate rejected"
+					       : curl_easy_strerror(c->cres),
+		   c->errbuf[0] ? ": " : "", c->errbuf);
 }
 
 /* A complete HTTP response: its status, and its body as JSON (into
@@ -343,9 +342,8 @@ static void result_http(struct kube_call *c, struct kube_result *res,
 	if (res->error == 0) {
 		if (c->in_len && !body) {
 			res->error = -EPROTO;
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "HTTP %ld with a body that is not JSON (%zu bytes)",
-				       c->http_status, c->in_len);
+			errbuf_set(&c->errtext, "HTTP %ld with a body that is not JSON (%zu bytes)",
+				   c->http_status, c->in_len);
 		}
 		return;
 	}
@@ -353,10 +351,9 @@ static void result_http(struct kube_call *c, struct kube_result *res,
 		res->error = kube_errno_from_http(c->http_status, res->status.reason);
 		if (res->retry_after_s < 0 && res->status.retry_after_s >= 0)
 			res->retry_after_s = res->status.retry_after_s;
-		status_text(c->errtext, sizeof(c->errtext), c->http_status, &res->status);
+		status_text(&c->errtext, c->http_status, &res->status);
 	} else {
-		(void)snprintf(c->errtext, sizeof(c->errtext), "HTTP %ld (no Status body)",
-			       c->http_status);
+		errbuf_set(&c->errtext, "HTTP %ld (no Status body)", c->http_status);
 	}
 }
 
@@ -367,7 +364,7 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 		.http_status = c->http_status,
 		.retry_after_s = c->retry_after_s > 0 ? (int)c->retry_after_s : -1,
 		.warning = c->warning,
-		.error_text = c->errtext,
+		.error_text = c->errtext.s,
 		.attempts = c->attempts,
 	};
 	if (c->end_status) { /* a watch ended by an ERROR event */
@@ -377,9 +374,8 @@ static void call_result(struct kube_call *c, struct kube_result *res, struct jso
 	} else if (c->stream_ok) { /* the server ended a watch normally */
 		if (kube_lines_pending(&c->lines)) {
 			res->error = -EPROTO;
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "watch stream ended inside a line (%zu bytes)",
-				       kube_lines_pending(&c->lines));
+			errbuf_set(&c->errtext, "watch stream ended inside a line (%zu bytes)",
+				   kube_lines_pending(&c->lines));
 		}
 	} else {
 		result_http(c, res, ret_body);

@@ -280,7 +280,8 @@ static void attempt_reset(struct kube_call *c)
 	c->retry_after_s = 0;
 	c->status_seen = c->stream_ok = c->sent = false;
 	c->in_len = 0;
-	c->errbuf[0] = c->errtext[0] = 0;
+	c->errbuf[0] = 0;
+	errbuf_clear(&c->errtext);
 	free(c->warning);
 	c->warning = NULL;
 	kube_lines_done(&c->lines);

@@ -17,6 +17,7 @@
 #include <event2/util.h>
 
 #include "lib/backoff.h"
+#include "lib/errbuf.h"
 #include "lib/ratelimit.h"
 #include "kube/kube.h"
 
@@ -70,7 +71,7 @@ struct kube_call {
 	struct kube_lines lines; /* watch stream */
 	struct json_object *end_status; /* watch: the ERROR event's Status */
 	char *warning;
-	char errtext[512];
+	struct errbuf errtext;
 
 	kube_done_fn done_cb;
 	kube_event_fn on_event;

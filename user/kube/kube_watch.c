@@ -32,9 +32,9 @@ int kube_watch_drain(struct kube_call *c)
 
 		r = kube_watch_event_parse(line, n, &ev);
 		if (r < 0) {
-			(void)snprintf(c->errtext, sizeof(c->errtext),
-				       "watch: not a watch event (%zu bytes): %.64s", n, line);
-			for (char *p = c->errtext; *p; p++)
+			errbuf_set(&c->errtext, "watch: not a watch event (%zu bytes): %.64s", n,
+				   line);
+			for (char *p = c->errtext.s; *p; p++)
 				if ((unsigned char)*p < 0x20)
 					*p = ' ';
 			return r == -E2BIG ? r : -EPROTO;
