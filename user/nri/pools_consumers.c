@@ -196,10 +196,11 @@ int pools_verify_consumers(struct pools *p, const struct nri_container *c,
 				      c->name, cl->uid);
 		rr = hashtab_get_str(&p->rereads, cl->uid);
 		if (rr && rr->answered && rr->failed)
-			return refuse(p, REFUSE_READ_FAILED, c, cl, eb,
-				      "pod %.63s/%.63s is not among the recorded consumers of claim "
-				      "%.63s/%.63s and reading the claim again failed: %s",
-				      pod->namespace, pod->name, cl->ns, cl->name, rr->why);
+			return refuse(
+				p, REFUSE_READ_FAILED, c, cl, eb,
+				"pod %.63s/%.63s is not among the recorded consumers of claim "
+				"%.63s/%.63s and reading the claim again failed: %s",
+				pod->namespace, pod->name, cl->ns, cl->name, rr->why.s);
 		if (rr && rr->answered)
 			return pools_not_consumer(p, c, cl, eb); /* read again just now */
 		if (nri_adjust_is_final(adj))
@@ -262,7 +263,7 @@ void pools_verify_running(struct pools *p, struct ctr *x)
 		if (rr && !rr->answered)
 			pending = true;
 		else if (rr && rr->failed)
-			why = rr->why;
+			why = rr->why.s;
 		else
 			why = "its pod is not among the claim's consumers (status.reservedFor)";
 	}
@@ -347,7 +348,7 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 	rr->fetch = NULL;
 	if (!claim) {
 		rr->failed = true;
-		(void)snprintf(rr->why, sizeof(rr->why), "%s", err && *err ? err : "unknown error");
+		errbuf_set(&rr->why, "%s", err && *err ? err : "unknown error");
 	} else {
 		n = claim_consumers_parse(claim, rr->uid, &v, &cerr);
 		if (n > 0 && !(sv = calloc((size_t)n, sizeof(*sv))))
@@ -360,10 +361,10 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 		/* A failed checkpoint write keeps the new consumers in memory. */
 		if (r == -ENOENT || r == -EINVAL || r == -E2BIG || r == -ENOMEM) {
 			rr->failed = true;
-			(void)snprintf(rr->why, sizeof(rr->why), "%s",
-				       cerr.s[0]	 ? cerr.s
-				       : r == -ENOENT ? "the claim is no longer prepared"
-						       : strerror(-r));
+			errbuf_set(&rr->why, "%s",
+				   cerr.s[0]	  ? cerr.s
+				   : r == -ENOENT ? "the claim is no longer prepared"
+						  : strerror(-r));
 		} else if (r < 0) {
 			log_warn_errno(r, "claim_consumers_not_recorded",
 				       "claim=%s/%s action=kept_in_memory", rr->ns, rr->name);
@@ -372,6 +373,6 @@ static void on_reread(void *ud, struct json_object *claim, const char *err)
 	metric_series_add(metric_with(p->reads, rr->failed ? "error" : "ok"), 1);
 	if (rr->failed)
 		log_warn("claim_reread_failed", "claim=%s/%s claim_uid=%s err=%s", rr->ns, rr->name,
-			 rr->uid, log_quote(rr->why));
+			 rr->uid, log_quote(rr->why.s));
 	pools_reread_done(p, rr);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lib/errbuf.h"
 #include "lib/hashtab.h"
 #include "lib/ratelimit.h"
 #include "core/cdi.h"
@@ -70,7 +71,7 @@ struct reread {
 	void *fetch;	/* in flight; NULL once answered */
 	bool answered;	/* its waiters are deciding */
 	bool failed;	/* ... on a read that failed: why says what */
-	char why[160];
+	struct errbuf why;
 	struct nri_resume *waiters; /* CreateContainers */
 	int n_waiters;
 };

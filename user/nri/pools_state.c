@@ -93,7 +93,7 @@ void pools_on_state(void *ud, enum state_event ev, const struct state_claim *c)
 			claimsource_cancel(p->claims, rr->fetch);
 			rr->fetch = NULL;
 			rr->failed = true;
-			(void)snprintf(rr->why, sizeof(rr->why), "the claim was unprepared");
+			errbuf_set(&rr->why, "the claim was unprepared");
 			pools_reread_done(p, rr);
 		}
 		pools_disown_cpus(p, cpuset_from_view(&c->cpus, &cpus));
