@@ -860,7 +860,14 @@ def test_irq_isolation_moves_the_hosts_interrupts(run_pod, kubelet, runtime_defa
         return ({n: irqs.get(n) for n in moved} == {n: before[n] for n in moved}
                 and default == before_default)
 
-    wait_for(lambda: back() or not pod.running(), 10, "the host's affinities back as they were",
-             step=0.05)
+    try:
+        wait_for(lambda: back() or not pod.running(), 10,
+                 "the host's affinities back as they were", step=0.05)
+    except AssertionError as e:
+        irqs, default = host_irqs()
+        diff = {n: (before[n], irqs.get(n)) for n in moved if irqs.get(n) != before[n]}
+        said = [l for l in pod.logs().splitlines() if "irq" in l]
+        raise AssertionError("%s: (was, is) %s, default %s -> %s; the driver said:\n%s"
+                             % (e, diff, before_default, default, "\n".join(said[-20:])))
     assert back(), host_irqs()
     assert not os.path.exists(record)
