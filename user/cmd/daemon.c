@@ -26,6 +26,7 @@
 #include "kube/claims.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "pinning/bpfmon.h"
 #include "pinning/rtmon.h"
@@ -753,8 +754,7 @@ static int start_plugin(struct daemon *d)
 /* The heap trimmer's timers, and SIGTERM/SIGINT (graceful stop). */
 static int start_timers(struct daemon *d)
 {
-	struct timeval tv = { .tv_sec = TRIM_PERIOD_MS / 1000,
-			      .tv_usec = (TRIM_PERIOD_MS % 1000) * 1000 };
+	struct timeval tv = clock_tv_ms(TRIM_PERIOD_MS);
 
 	d->trim_timer = event_new(d->base, -1, EV_PERSIST, on_trim_check, d);
 	d->trim_soon = evtimer_new(d->base, on_trim_soon, d);

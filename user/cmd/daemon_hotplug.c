@@ -29,6 +29,7 @@
 #include "kube/publisher.h"
 #include "kubelet/dra.h"
 #include "lib/cleanup.h"
+#include "lib/clock.h"
 #include "lib/cpuset.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
@@ -127,7 +128,7 @@ static void on_hotplug_timer(evutil_socket_t fd, short what, void *ud);
 
 static int hotplug_timer_start(struct daemon *d, int ms)
 {
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	struct timeval tv = clock_tv_ms(ms);
 
 	if (!d->hotplug_timer)
 		d->hotplug_timer = event_new(d->base, -1, EV_PERSIST, on_hotplug_timer, d);

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #define LOG_MOD "schedwatch"
+#include "lib/clock.h"
 #include "lib/errbuf.h"
 #include "lib/log.h"
 
@@ -100,7 +101,7 @@ int schedwatch_new(struct event_base *base, const struct schedwatch_opts *o,
 		return r;
 	say_defaults(&w->now);
 	if (period > 0) {
-		struct timeval tv = { .tv_sec = period / 1000, .tv_usec = (period % 1000) * 1000 };
+		struct timeval tv = clock_tv_ms(period);
 
 		w->timer = event_new(base, -1, EV_PERSIST, on_timer, w);
 		if (!w->timer || event_add(w->timer, &tv) < 0)

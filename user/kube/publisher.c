@@ -26,6 +26,7 @@
 #define LOG_MOD "publisher"
 #include "lib/backoff.h"
 #include "core/devices.h"
+#include "lib/clock.h"
 #include "lib/hash.h"
 #include "kube/kube.h"
 #include "lib/log.h"
@@ -146,8 +147,7 @@ static void set_in_sync(struct publisher *p, bool v)
 		p->published_once = true;
 		set_ready(p, true);
 	} else if (p->published_once) {
-		struct timeval tv = { .tv_sec = p->o.repair_timeout_ms / 1000,
-				      .tv_usec = (p->o.repair_timeout_ms % 1000) * 1000 };
+		struct timeval tv = clock_tv_ms(p->o.repair_timeout_ms);
 
 		(void)event_add(p->repair_timer, &tv);
 	}
@@ -290,8 +290,7 @@ static void retry_later(struct publisher *p, int floor_s)
 	uint32_t ms = floor_s > 0 ? backoff_next_at_least(&p->bo, (uint32_t)floor_s * 1000)
 				  : backoff_next(&p->bo);
 
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
+	tv = clock_tv_ms(ms);
 	(void)event_add(p->retry_timer, &tv);
 }
 
@@ -861,7 +860,7 @@ static void on_sync_timer(evutil_socket_t fd, short what, void *ud)
 
 static void schedule_sync(struct publisher *p, int delay_ms)
 {
-	struct timeval tv = { .tv_sec = delay_ms / 1000, .tv_usec = (delay_ms % 1000) * 1000 };
+	struct timeval tv = clock_tv_ms(delay_ms);
 
 	if (p->syncing) {
 		p->dirty = true;
