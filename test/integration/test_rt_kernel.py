@@ -8,6 +8,7 @@ path is covered by test/rtdomain_test.c), two CPUs and SCHED_DEADLINE. The
 last CPU is the real-time one; the driver discovers the topology.
 """
 
+import contextlib
 import ctypes
 import json
 import os
@@ -187,6 +188,30 @@ def test_kernel_ebusy_is_the_second_line(rt_env):
     assert 'reason=ebusy' in d.log() and 'action=running_without_guarantees' in d.log()
 
 
+@contextlib.contextmanager
+def forking_container(rt_env, c, name, script):
+    """Runs script (a %-template given nr, cpu, out and procs) as claim c's
+    container; yields the container and the pids its main task wrote to out
+    once it forked them. Whatever the test leaves of them is killed after."""
+    apiserver, d, kubelet, rt, extra = rt_env
+    out = "/dev/shm/rt-%s-%d" % (name, os.getpid())
+    text = script % {"nr": SYS_SCHED_SETATTR, "cpu": RT_CPU, "out": out,
+                     "procs": os.path.join(rt.cg.root, "cgroup.procs")}
+    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
+                              argv=[sys.executable, "-c", text])
+    kids = []
+    try:
+        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the children")
+        kids = [int(x) for x in open(out).read().split()]
+        yield ctr, kids
+    finally:
+        for k in kids:
+            if alive(k):
+                os.kill(k, 9)
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def test_a_deadline_task_spawns_children_reset_on_fork(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     c, err = prepare(rt_env, "forker")
@@ -196,22 +221,11 @@ def test_a_deadline_task_spawns_children_reset_on_fork(rt_env):
               "pid = os.fork()\n"
               "if pid == 0:\n"
               "    time.sleep(100)\n"
-              "open('/dev/shm/rt-fork-%d','w').write(str(pid))\n"
-              "while 1: time.sleep(0.005)\n" % os.getpid())
-    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
-                              argv=[sys.executable, "-c", script])
-    out = "/dev/shm/rt-fork-%d" % os.getpid()
-    child = None
-    try:
-        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the fork")
-        child = int(open(out).read())
+              "open(%(out)r,'w').write(str(pid))\n"
+              "while 1: time.sleep(0.005)\n")
+    with forking_container(rt_env, c, "fork", script) as (ctr, (child,)):
         assert policy(ctr.pid) == SCHED_DEADLINE and resets_on_fork(ctr.pid)
         assert os.sched_getscheduler(child) == os.SCHED_OTHER  # reset on fork
-    finally:
-        if child:
-            os.kill(child, 9)
-        if os.path.exists(out):
-            os.unlink(out)
 
 
 def test_transient_eperm_is_retried(rt_env):
@@ -310,15 +324,7 @@ def test_children_of_a_stopped_container_are_ended_with_its_claim(rt_env):
     assert err == ""  # keeps the CPU its own root domain throughout
     c, err = prepare(rt_env, "orphans")
     assert err == ""
-    out = "/dev/shm/rt-orphans-%d" % os.getpid()
-    script = ORPHANS % {"nr": SYS_SCHED_SETATTR, "cpu": RT_CPU, "out": out,
-                        "procs": os.path.join(rt.cg.root, "cgroup.procs")}
-    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
-                              argv=[sys.executable, "-c", script])
-    kids = []
-    try:
-        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the children")
-        kids = [int(x) for x in open(out).read().split()]
+    with forking_container(rt_env, c, "orphans", ORPHANS) as (ctr, kids):
         stayed, left = kids
         for k in kids:
             assert policy(k) == SCHED_DEADLINE
@@ -338,12 +344,6 @@ def test_children_of_a_stopped_container_are_ended_with_its_claim(rt_env):
         extra.append(p)
         assert wait_for(lambda: sched_setattr(p.pid, 9000000, 10000000) == 0,
                         what="900m admitted")
-    finally:
-        for k in kids:
-            if alive(k):
-                os.kill(k, 9)
-        if os.path.exists(out):
-            os.unlink(out)
 
 
 # A container whose main task forks three children that leave its cgroup
@@ -377,15 +377,7 @@ def test_real_time_children_of_every_policy_are_ended_with_their_claim(rt_env):
     apiserver, d, kubelet, rt, extra = rt_env
     c, err = prepare(rt_env, "escapees")
     assert err == ""
-    out = "/dev/shm/rt-escapees-%d" % os.getpid()
-    script = ESCAPEES % {"nr": SYS_SCHED_SETATTR, "cpu": RT_CPU, "out": out,
-                         "procs": os.path.join(rt.cg.root, "cgroup.procs")}
-    ctr = rt.create_container(pod_of(c), "loop", env=cdi_env(d, c),
-                              argv=[sys.executable, "-c", script])
-    kids = []
-    try:
-        wait_for(lambda: os.path.exists(out) and open(out).read(), what="the children")
-        kids = [int(x) for x in open(out).read().split()]
+    with forking_container(rt_env, c, "escapees", ESCAPEES) as (ctr, kids):
         assert [policy(k) for k in kids] == [os.SCHED_FIFO, os.SCHED_RR, SCHED_DEADLINE]
         rt.stop_container(ctr)
         wait_for(lambda: ctr.proc.poll() is not None, what="the main task ended")
@@ -404,12 +396,6 @@ def test_real_time_children_of_every_policy_are_ended_with_their_claim(rt_env):
         extra.append(p)
         assert wait_for(lambda: sched_setattr(p.pid, 9000000, 10000000) == 0,
                         what="900m admitted")
-    finally:
-        for k in kids:
-            if alive(k):
-                os.kill(k, 9)
-        if os.path.exists(out):
-            os.unlink(out)
 
 
 def test_a_task_of_another_claim_on_the_cpu_is_left_alone(rt_env):
