@@ -22,6 +22,7 @@
 #include "lib/log.h"
 #include "pinning/rtctl.h"
 #include "obs/metrics.h"
+#include "testutil.h"
 
 static void test_rtctl_runtimes_with_nri_0_11_apply_the_scheduler(void **st)
 {
@@ -134,16 +135,11 @@ static void test_rtctl_a_real_time_container_holds_one_claim_alone(void **st)
 /* A cgroup v2 file under root/cg2 (directories made as needed). */
 static void put2(const char *rel, const char *file, const char *value)
 {
-	char path[512];
-	FILE *f;
+	char path[512], line[256];
 
-	snprintf(path, sizeof(path), "%s/cg2%s", root, rel);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/cg2%s/%s", root, rel, file);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "%s\n", value);
-	fclose(f);
+	snprintf(path, sizeof(path), "cg2%s/%s", rel, file);
+	snprintf(line, sizeof(line), "%s\n", value);
+	testutil_put(root, path, line);
 }
 
 static const char *get2(const char *rel, const char *file)
