@@ -21,6 +21,8 @@ log=$(mktemp -d /tmp/dra-cpu-test.XXXXXX)
 # Every file a test reads is in the tree (test/data/); the tests run from the
 # project root.
 cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=test/helpers/all-cpus.sh
+. test/helpers/all-cpus.sh
 
 tally_tap() { # name file
 	local p f s

@@ -8,6 +8,8 @@ set -eu
 B=${B:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 cd "$(dirname "$0")/../.."
+# shellcheck source=test/helpers/all-cpus.sh
+. test/helpers/all-cpus.sh
 for f in "$B/dra-cpu-driver" "$B/alloc_bench" "$B/cores_bench" "$B/bpf_bench"; do
 	if [ ! -x "$f" ]; then
 		echo "bench: $f missing: run make bench (or make all $B/alloc_bench $B/cores_bench $B/bpf_bench)" >&2

@@ -247,6 +247,11 @@ class Cgroups:
             procs.append(os.path.join(cpu_cgroup, "cgroup.procs"))
 
         def enter():  # in the child, before exec: join the cgroups
+            # As runc (1.2.7, 1.3.1 on) and crun do: forget the mask this
+            # process inherited, which since Linux 6.2 would narrow what the
+            # cpuset gives the container; the kernel trims an all-set mask to
+            # the CPUs that exist.
+            os.sched_setaffinity(0, range(8192))
             for p in procs:
                 with open(p, "w") as f:
                     f.write(str(os.getpid()))
