@@ -75,12 +75,13 @@ def cpuset_override(cpuset, requests=None, source="FromClaim"):
     return e
 
 
-def realtime_claim(name, device, bandwidth, budget, node="node-1", reserved_for=()):
+def realtime_claim(name, device, bandwidth, budget, node="node-1", reserved_for=(), **params):
     """A claim allocated one real-time device (cpurtNNN) that consumes
     `bandwidth` of its dra.cpu/rtBandwidth, with `budget` as its
-    CPUConfig.realtime (policy, runtimeNs, deadlineNs, periodNs, ...)."""
+    CPUConfig.realtime (policy, runtimeNs, deadlineNs, periodNs, ...) and
+    params as the rest of that CPUConfig (irq, ...)."""
     c = claim(name, [("rt", device, None)], node=node, reserved_for=reserved_for)
     c["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
         "dra.cpu/rtBandwidth": bandwidth}
-    c["status"]["allocation"]["devices"]["config"] = [cpu_config(realtime=budget)]
+    c["status"]["allocation"]["devices"]["config"] = [cpu_config(realtime=budget, **params)]
     return c
