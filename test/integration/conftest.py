@@ -25,6 +25,11 @@ for _p in (TEST_DIR, os.path.join(TEST_DIR, "helpers")):
 
 from sim.apiserver import ApiServer, SimClient, make_certs, start_process  # noqa: E402
 
+# Every online CPU for this process and what it starts, as test/run.sh does
+# for itself (test/helpers/all-cpus.sh says why), also when pytest is run
+# alone from a pinned shell.
+os.sched_setaffinity(0, range(8192))
+
 # ------------------------------------------------ kube-apiserver simulator
 
 
