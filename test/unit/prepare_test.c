@@ -32,6 +32,7 @@
 
 #define UID_A "6f0c1c4e-0000-4000-8000-00000000000a"
 #define UID_B "6f0c1c4e-0000-4000-8000-00000000000b"
+#define UID_C "6f0c1c4e-0000-4000-8000-00000000000c"
 
 static const struct rt_limits rt_limits = { .capacity_milli = 900,
 					    .period_min_ns = 100000,
@@ -368,6 +369,38 @@ static void test_an_ordinary_claim_cannot_come_back_as_real_time(void **st)
 	assert_err_has(&err, "already prepared as an ordinary claim");
 }
 
+/* The irq choice of a real-time claim is recorded as an ordinary claim's is
+ * (core/irqiso acts on it); memory and the shared pool are not: its
+ * container gets its CPU alone, whatever the node's --memory-local says. */
+static void test_rt_claim_records_its_irq_choice_and_nothing_else(void **st)
+{
+	struct claim_alloc a = rt_one("cpurt014", "300m", true), b = rt_one("cpurt014", "300m", true),
+			   c = rt_one("cpurt015", "300m", true);
+	struct prepare_result res;
+	struct errbuf err = { "" };
+
+	start(DEVICES_INDIVIDUAL, "14-15");
+	a.results[0].config.irq = CLAIM_IRQ_ISOLATE;
+	a.results[0].config.memory = CLAIM_MEMORY_LOCAL;
+	a.results[0].config.shared_pool = true;
+	b.results[0].config.irq = CLAIM_IRQ_KEEP;
+	assert_int_equal(decide(UID_A, &a, &res, &err), 0);
+	assert_int_equal(state_claim(fx.state, UID_A)->flags, STATE_CLAIM_IRQ_ISOLATE);
+	assert_int_equal(decide(UID_B, &b, &res, &err), 0);
+	assert_int_equal(state_claim(fx.state, UID_B)->flags, STATE_CLAIM_IRQ_KEEP);
+	prepare_free(fx.prepare);
+	assert_int_equal(prepare_new(&(struct prepare_opts){ .state = fx.state,
+							     .topo = fx.topo,
+							     .devices = fx.devices,
+							     .rt = &rt_limits,
+							     .memory_local = true },
+				     &fx.prepare),
+			 0);
+	assert_int_equal(decide(UID_C, &c, &res, &err), 0); /* says nothing */
+	assert_true(res.rt);
+	assert_int_equal(state_claim(fx.state, UID_C)->flags, 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -384,6 +417,7 @@ int main(void)
 		T(test_rt_claims_fill_a_cpu_up_to_its_capacity),
 		T(test_rt_device_needs_a_budget_and_a_claim_of_one_kind),
 		T(test_an_ordinary_claim_cannot_come_back_as_real_time),
+		T(test_rt_claim_records_its_irq_choice_and_nothing_else),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,9 +132,11 @@ static void apply(struct irqiso *x)
 	x->balancer_pid = pid;
 }
 
+/* Real-time claims alike: several may hold one CPU, and the guard keeps it
+ * isolated while any holder is left. */
 static bool wants(const struct irqiso *x, const struct state_claim *c)
 {
-	if (c->rt || (c->flags & STATE_CLAIM_IRQ_KEEP))
+	if (c->flags & STATE_CLAIM_IRQ_KEEP)
 		return false;
 	return (c->flags & STATE_CLAIM_IRQ_ISOLATE) || x->isolate;
 }

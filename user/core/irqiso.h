@@ -1,9 +1,10 @@
 /* irqiso: which claims keep interrupts off their CPUs (docs/irq-isolation.md).
  *
  * A claim asks with CPUConfig irq: isolate (or says irq: keep); the node's
- * --irq-isolation sets what a claim that does not say gets. Real-time claims
- * (CPUs shared by bandwidth) never do. The CPUs of the claims that do are
- * held in host/irq's guard under the claim's uid:
+ * --irq-isolation sets what a claim that does not say gets, real-time claims
+ * included. The CPUs of the claims that do are held in host/irq's guard under
+ * the claim's uid; a CPU several claims share (real-time CPUs, shared by
+ * bandwidth) stays isolated until the last of them that holds it is gone:
  *
  *   claim prepared (state observer) ──> hold uid -> its CPUs, apply
  *   claim unprepared ──────────────────> release uid, apply (exact restore)

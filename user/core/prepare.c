@@ -288,6 +288,28 @@ static void remove_metadata(struct prepare *p, const char *uid)
 	(void)metadata_remove(&mo, uid, NULL);
 }
 
+/* What the container of the claim gets beside its CPUs: one container holds
+ * all of a claim, so any result asking decides. */
+static unsigned claim_flags(const struct prepare *p, const struct prepare_request *rq)
+{
+	unsigned flags = 0;
+
+	for (int i = 0; i < rq->alloc->n; i++) {
+		const struct claim_config *cc = &rq->alloc->results[i].config;
+
+		if (cc->memory == CLAIM_MEMORY_LOCAL ||
+		    (cc->memory == CLAIM_MEMORY_DEFAULT && p->o.memory_local))
+			flags |= STATE_CLAIM_MEMORY_LOCAL;
+		if (cc->shared_pool)
+			flags |= STATE_CLAIM_SHARED_POOL;
+		if (cc->irq == CLAIM_IRQ_ISOLATE)
+			flags |= STATE_CLAIM_IRQ_ISOLATE;
+		else if (cc->irq == CLAIM_IRQ_KEEP)
+			flags |= STATE_CLAIM_IRQ_KEEP;
+	}
+	return flags;
+}
+
 /* ---- real-time claims ---------------------------------------------------------------- */
 
 /* Does the claim name a real-time device? Then all of it must be real-time. */
@@ -470,6 +492,9 @@ static int decide_rt(struct prepare *p, const struct prepare_request *rq, const 
 	c.ns = rq->ns;
 	c.name = rq->name;
 	c.rt = true;
+	/* The irq choice only: the container of a real-time claim gets its CPU
+	 * alone, never the shared pool, and the runtime's memory nodes. */
+	c.flags = claim_flags(p, rq) & (STATE_CLAIM_IRQ_ISOLATE | STATE_CLAIM_IRQ_KEEP);
 	c.n_results = rq->alloc->n;
 	c.results = res;
 	c.consumers_known = true;
@@ -577,28 +602,6 @@ static int pick_results(struct prepare *p, const struct prepare_request *rq,
 	}
 	*ret_taken = taken;
 	return 0;
-}
-
-/* What the container of the claim gets beside its CPUs: one container holds
- * all of a claim, so any result asking decides. */
-static unsigned claim_flags(const struct prepare *p, const struct prepare_request *rq)
-{
-	unsigned flags = 0;
-
-	for (int i = 0; i < rq->alloc->n; i++) {
-		const struct claim_config *cc = &rq->alloc->results[i].config;
-
-		if (cc->memory == CLAIM_MEMORY_LOCAL ||
-		    (cc->memory == CLAIM_MEMORY_DEFAULT && p->o.memory_local))
-			flags |= STATE_CLAIM_MEMORY_LOCAL;
-		if (cc->shared_pool)
-			flags |= STATE_CLAIM_SHARED_POOL;
-		if (cc->irq == CLAIM_IRQ_ISOLATE)
-			flags |= STATE_CLAIM_IRQ_ISOLATE;
-		else if (cc->irq == CLAIM_IRQ_KEEP)
-			flags |= STATE_CLAIM_IRQ_KEEP;
-	}
-	return flags;
 }
 
 /* Decides and commits a claim, or says in err why not. */
