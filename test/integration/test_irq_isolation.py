@@ -1,15 +1,18 @@
 """Interrupts off exclusive CPUs (docs/irq-isolation.md), on this machine's real
 /proc/irq: a claim with CPUConfig irq: isolate moves every movable interrupt off
 its CPU, keeps it so across a kill -9 of the driver, and puts everything back
-exactly at Unprepare. Whatever happens, the test writes back what it found.
-Edge cases (managed, empty, unwritable) are irq_test's, on a fake procfs."""
+exactly at Unprepare; two real-time claims sharing a CPU keep it isolated
+until the last of them goes. Whatever happens, the test writes back what it
+found. Edge cases (managed, empty, unwritable) are irq_test's, on a fake
+procfs; which claims ask, irqiso_test's."""
 
 import os
 
 import pytest
 
-from claims import claim, cpu_config, ref
+from claims import claim, cpu_config, realtime_claim, ref
 from driver import wait_for
+from rtnode import CPUSET, restore_node
 
 
 def read_irqs():
@@ -124,3 +127,51 @@ def test_claims_that_do_not_ask_leave_interrupts_alone(real_irqs, apiserver, mak
                                           "--irq-isolation=isolate"]).start()
     prepare(apiserver, kubelet, d2, "keeps", irq="keep")
     assert read_irqs() == before
+
+
+def prepare_rt(apiserver, kubelet, d, name, cpu, **params):
+    """A deadline claim of 300m on cpurt<cpu>, its CPUConfig also carrying params."""
+    c = apiserver.put_claim(realtime_claim(
+        name, "cpurt%03d" % cpu, "300m",
+        {"policy": "deadline", "runtimeNs": 3000000, "periodNs": 10000000}, **params))
+    r = kubelet.prepare(d.dra_sock, [ref(c)])
+    assert r.claims[c["metadata"]["uid"]].error == ""
+    return c
+
+
+@pytest.mark.skipif(not os.path.exists(CPUSET + "/cpuset.cpus"),
+                    reason="skipped: needs the cgroup v1 cpuset hierarchy (real-time CPUs)")
+def test_real_time_claims_sharing_a_cpu_keep_it_isolated_until_the_last_goes(
+        real_irqs, apiserver, make_driver, kubelet):
+    before = real_irqs
+    cpu = os.cpu_count() - 1
+    d = make_driver(topology=None, args=["--no-nri", "--no-bpf", "--rt-cpus", str(cpu)])
+    try:
+        d.start()
+        a = prepare_rt(apiserver, kubelet, d, "rt-quiet", cpu, irq="isolate")
+        irqs, default = read_irqs()
+        moved = [n for n in irqs if irqs[n] != before[0].get(n)]
+        assert moved, "no interrupt moved"
+        assert all(cpu not in parse(irqs[n]) for n in moved)
+        assert not int(default.replace(",", ""), 16) & (1 << cpu)
+        b = prepare_rt(apiserver, kubelet, d, "rt-also", cpu, irq="isolate")
+        assert d.metrics()["dra_cpu_irq_isolated_cpus"] == 1
+        d.kill9()
+        d.start()
+        kubelet.close()
+        assert d.metrics()["dra_cpu_irq_isolated_cpus"] == 1  # the record, both prepared
+        assert read_irqs() == (irqs, default)
+        r = kubelet.unprepare(d.dra_sock, [ref(a)])
+        assert r.claims[a["metadata"]["uid"]].error == ""
+        assert read_irqs() == (irqs, default)  # b still holds the CPU
+        assert d.metrics()["dra_cpu_irq_isolated_cpus"] == 1
+        r = kubelet.unprepare(d.dra_sock, [ref(b)])
+        assert r.claims[b["metadata"]["uid"]].error == ""
+        wait_for(lambda: d.metrics()["dra_cpu_irq_isolated_cpus"] == 0,
+                 what="isolation released")
+        assert read_irqs() == before
+        assert not os.path.exists(os.path.join(d.state_dir, "irq.json"))
+    finally:
+        print(d.log()[-6000:])
+        d.stop(timeout=5)
+        restore_node()
