@@ -1,5 +1,6 @@
 /* devices: the enumeration contract and grouped devices. */
 #include <errno.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,6 +115,24 @@ static void test_devices_grouped_by_numa_socket_machine(void **st)
 	assert_string_equal(mach->v[0].name, "cpudevmachine");
 	assert_int_equal(mach->v[0].n_cpus, 30);
 	assert_ptr_equal(devices_find(mach, "cpudevmachine"), &mach->v[0]);
+}
+
+/* A grouped node holds a record per group, not per CPU: 8 of 88 bytes for
+ * 1024 CPUs, not 88 KiB of which 8 are used. */
+static void test_devices_grouped_table_holds_the_groups_only(void **st)
+{
+	_cleanup_(topo_freep) struct topo *t = testutil_topo(4, 2, 64, 2); /* 1024 CPUs, 8 NUMA */
+	_cleanup_(devices_freep) struct devices *d = NULL;
+	struct isol iso = {};
+
+	iso.isolated = cs("1000-1023");
+	assert_int_equal(devices_build_isol(t, NULL, &iso, DEVICES_GROUPED, DEVICES_BY_NUMANODE, &d),
+			 0);
+	assert_int_equal(d->n, 9);
+	assert_string_equal(d->v[7].name, "cpudevnuma007");
+	assert_string_equal(d->v[8].name, "cpuisonuma007");
+	assert_int_equal(d->v[8].n_cpus, 24);
+	assert_true(malloc_usable_size(d->v) < 16 * sizeof(*d->v));
 }
 
 static void test_devices_group_with_everything_reserved_is_skipped(void **st)
@@ -434,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_devices_individual_names_past_999_get_four_digits),
 		cmocka_unit_test(test_devices_find_rejects_near_misses),
 		cmocka_unit_test(test_devices_grouped_by_numa_socket_machine),
+		cmocka_unit_test(test_devices_grouped_table_holds_the_groups_only),
 		cmocka_unit_test(test_devices_group_with_everything_reserved_is_skipped),
 		cmocka_unit_test(test_devices_cpus_without_numa_are_never_node_zero),
 		cmocka_unit_test(test_devices_socket_ids_beyond_the_cpu_limit),

@@ -131,7 +131,8 @@ static int build_groups(struct devices *d, const struct topo *t, const struct cp
 	/* Group ids ascending. Package ids can be large (8442 on a Kunpeng 920),
 	 * so collect and sort them rather than index a bitmap. */
 	_cleanup_free_ int *ids = malloc(sizeof(int) * (size_t)t->n_cpus);
-	int n_ids = 0;
+	int n_ids = 0, n_groups = 0;
+	struct device *v;
 
 	if (!ids)
 		return -ENOMEM;
@@ -139,6 +140,16 @@ static int build_groups(struct devices *d, const struct topo *t, const struct cp
 		if (cpuset_has(set, t->cpus[i].cpu))
 			ids[n_ids++] = group_key(&t->cpus[i], d->kind);
 	qsort(ids, (size_t)n_ids, sizeof(*ids), cmp_group);
+	for (int k = 0; k < n_ids; k++)
+		n_groups += k == 0 || ids[k - 1] != ids[k];
+	if (n_groups == 0)
+		return 0;
+	/* Room for the groups alone: a node of 1024 CPUs has a handful. */
+	v = realloc(d->v, sizeof(*v) * (size_t)(d->n + n_groups));
+	if (!v)
+		return -ENOMEM;
+	d->v = v;
+	memset(&d->v[d->n], 0, sizeof(*v) * (size_t)n_groups);
 	for (int k = 0; k < n_ids; k++) {
 		struct device *dev = &d->v[d->n];
 		int id = ids[k];
@@ -200,11 +211,11 @@ int devices_build_isol(const struct topo *t, const struct cpuset *reserved,
 	cpuset_and(&d->isolated, &d->allocatable, &d->isol.isolated);
 	cpuset_andnot(&ordinary, &d->allocatable, &d->isolated);
 	d->smt = t->smt;
-	d->v = calloc((size_t)cpuset_count(&d->allocatable), sizeof(*d->v));
-	if (!d->v)
-		return -ENOMEM;
 	if (mode == DEVICES_INDIVIDUAL) {
 		d->kind = DEVICE_CPU;
+		d->v = calloc((size_t)cpuset_count(&d->allocatable), sizeof(*d->v));
+		if (!d->v)
+			return -ENOMEM;
 		r = build_individual(d, t);
 	} else {
 		d->kind = group_by == DEVICES_BY_SOCKET	  ? DEVICE_SOCKET
