@@ -237,49 +237,54 @@ int cpuset_parse(const char *s, struct cpuset *ret, struct errbuf *eb)
 	return cpuset_parse_n(s, strlen(s), ret, eb);
 }
 
-int cpuset_format(const struct cpuset *s, char *buf, size_t size)
+/* The list form of s into buf as snprintf() does: as many whole items as fit
+ * in size bytes, NUL-terminated when size > 0; returns the length of the
+ * whole text (without the NUL). */
+static size_t format_list(const struct cpuset *s, char *buf, size_t size)
 {
 	size_t o = 0;
-	bool full = false;
 	int cpu = cpuset_first(s);
 
-	if (size == 0)
-		return -ENOSPC;
-	buf[0] = 0;
+	if (size > 0)
+		buf[0] = 0;
 	while (cpu >= 0) {
+		const char *sep = o ? "," : "";
+		char *at = o < size ? buf + o : NULL;
+		size_t room = o < size ? size - o : 0;
 		int end = cpu, n;
 
 		while (cpuset_has(s, end + 1))
 			end++;
 		if (end == cpu)
-			n = snprintf(buf + o, size - o, "%s%d", o ? "," : "", cpu);
+			n = snprintf(at, room, "%s%d", sep, cpu);
 		else
-			n = snprintf(buf + o, size - o, "%s%d-%d", o ? "," : "", cpu, end);
-		if (n < 0 || (size_t)n >= size - o) {
-			full = true;
-			break;
-		}
+			n = snprintf(at, room, "%s%d-%d", sep, cpu, end);
+		if ((size_t)n >= room && at)
+			*at = 0; /* no part of an item */
 		o += (size_t)n;
 		cpu = cpuset_next(s, end);
 	}
-	if (full) {
-		buf[o] = 0;
-		return -ENOSPC;
-	}
-	return (int)o;
+	return o;
+}
+
+int cpuset_format(const struct cpuset *s, char *buf, size_t size)
+{
+	size_t len = format_list(s, buf, size);
+
+	return len < size ? (int)len : -ENOSPC;
 }
 
 char *cpuset_to_string(const struct cpuset *s)
 {
-	/* No id has more than 4 digits and every item (an id and its comma, or a
-	 * range "a-b," of at least two ids) costs at most 5 bytes per id: one
-	 * pass into the worst case, then an allocation of the exact size. */
-	char buf[CPUSET_MAX * 5 + 1];
+	/* Measured first, then written: no buffer of the worst case (5 bytes per
+	 * id, 40 KiB), whose stack pages would stay dirty once written. */
+	char empty[1];
+	size_t len = format_list(s, empty, sizeof(empty));
+	char *buf = malloc(len + 1);
 
-	_Static_assert(CPUSET_MAX <= 10000, "ids of at most 4 digits");
-	if (cpuset_format(s, buf, sizeof(buf)) < 0)
-		return NULL; /* unreachable: see above */
-	return strdup(buf);
+	if (buf)
+		(void)format_list(s, buf, len + 1);
+	return buf;
 }
 
 struct cpuset_view cpuset_view(const struct cpuset *s)
