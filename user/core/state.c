@@ -54,7 +54,7 @@ static bool claim_sizes_ok(const struct state_claim *c)
 	if (strlen(str_or_empty(c->ns)) >= STATE_NS_MAX ||
 	    strlen(str_or_empty(c->name)) >= STATE_NAME_MAX ||
 	    strlen(str_or_empty(c->owner_container)) >= STATE_NAME_MAX ||
-	    strnlen(c->owner_pod, sizeof(c->owner_pod)) >= sizeof(c->owner_pod))
+	    strlen(str_or_empty(c->owner_pod)) >= CDI_UID_MAX)
 		return false;
 	for (int i = 0; i < c->n_results; i++)
 		if (strlen(str_or_empty(c->results[i].request)) >= STATE_REQUEST_MAX ||
@@ -296,7 +296,7 @@ static size_t claim_sets(const struct state_claim *c, struct cpuset_view *sets, 
 static size_t claim_strings_size(const struct state_claim *c)
 {
 	size_t strs = strlen(str_or_empty(c->ns)) + strlen(str_or_empty(c->name)) +
-		      strlen(str_or_empty(c->owner_container)) + 3;
+		      strlen(str_or_empty(c->owner_pod)) + strlen(str_or_empty(c->owner_container)) + 4;
 
 	for (int i = 0; i < c->n_results; i++)
 		strs += strlen(str_or_empty(c->results[i].request)) +
@@ -326,6 +326,7 @@ static void claim_fill(struct block *b, size_t size, const struct state_claim *c
 	n->cpus = c->n_results == 1 ? res[0].cpus : pack_set(&k, u);
 	n->ns = pack_str(&k, c->ns);
 	n->name = pack_str(&k, c->name);
+	n->owner_pod = pack_str(&k, c->owner_pod);
 	n->owner_container = pack_str(&k, c->owner_container);
 	for (int i = 0; i < c->n_results; i++) {
 		res[i].request = pack_str(&k, c->results[i].request);
@@ -638,10 +639,10 @@ int state_claim_bind(struct state *s, const char *uid, const char *pod_uid,
 			return 0;
 		return -EBUSY;
 	}
-	if (strlen(pod_uid) >= sizeof(c.owner_pod) || strlen(container) >= STATE_NAME_MAX)
+	if (strlen(pod_uid) >= CDI_UID_MAX || strlen(container) >= STATE_NAME_MAX)
 		return -EINVAL;
 	c = e->c;
-	memcpy(c.owner_pod, pod_uid, strlen(pod_uid) + 1);
+	c.owner_pod = pod_uid;
 	c.owner_container = container;
 	/* The binding goes into the record now and reaches the disk with the
 	 * next commit, not with a rewrite of its own: after a crash the NRI
@@ -666,7 +667,7 @@ int state_claim_unbind(struct state *s, const char *uid)
 	if (!e->c.owner_pod[0])
 		return 0;
 	c = e->c;
-	c.owner_pod[0] = 0;
+	c.owner_pod = "";
 	c.owner_container = "";
 	r = entry_update(e, &c);
 	if (r < 0)

@@ -82,8 +82,8 @@ struct state_claim {
 	 * CDI spec alone. */
 	unsigned flags;
 	const struct state_result *results;
-	/* The container holding the claim (NRI), "" when unbound. */
-	char owner_pod[CDI_UID_MAX];
+	/* The container holding the claim (NRI): "" and "" when unbound. */
+	const char *owner_pod;	     /* its pod's uid, < CDI_UID_MAX bytes */
 	const char *owner_container; /* < STATE_NAME_MAX bytes */
 	/* The pods the claim is reserved for (status.reservedFor), as last read
 	 * from the API server: only their containers may hold the claim.

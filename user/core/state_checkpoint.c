@@ -290,7 +290,7 @@ int state_checkpoint_parse(const char *buf, size_t len,
 		    get_str(e, "namespace", STATE_NS_MAX, &c.ns) < 0 ||
 		    get_str(e, "name", STATE_NAME_MAX, &c.name) < 0 ||
 		    get_cpus(e, "cpus", &sets[STATE_MAX_RESULTS], &c.cpus) < 0 ||
-		    get_str_into(e, "ownerPod", c.owner_pod, sizeof(c.owner_pod)) < 0 ||
+		    get_str(e, "ownerPod", CDI_UID_MAX, &c.owner_pod) < 0 ||
 		    get_str(e, "ownerContainer", STATE_NAME_MAX, &c.owner_container) < 0 ||
 		    get_rt(e, &c) < 0 || !json_object_object_get_ex(e, "results", &rs) ||
 		    !json_object_is_type(rs, json_type_array) ||
