@@ -353,6 +353,18 @@ def loadavg():
         return None
 
 
+def written_back(build):
+    """Writes the driver binary's page cache back to disk before any figure:
+    straight after a build its pages are dirty, and the daemon's mapping of
+    them would count as private dirty memory (about 0.7 MiB) that a binary
+    from an image layer never has."""
+    fd = os.open(os.path.join(build, "dra-cpu-driver"), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.environ.get("B", "build"))
@@ -367,6 +379,7 @@ def main(argv=None):
     if not os.access(os.path.join(build, "dra-cpu-driver"), os.X_OK):
         print("bench: %s/dra-cpu-driver missing: run make first" % build, file=sys.stderr)
         return 1
+    written_back(build)
     todo = plan(build, a.quick)
     t_start, j_start = time.monotonic(), cpu_jiffies()
     meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "kernel": platform.release(),
