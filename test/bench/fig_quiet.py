@@ -85,6 +85,7 @@ DL_INTERVAL_US = 20000
 DL_BUDGET = {"policy": "deadline", "runtimeNs": 1000000, "deadlineNs": 20000000,
              "periodNs": 20000000}
 DL_BANDWIDTH = "650m"
+DL_ROUNDS = 4
 SCHED_DEADLINE = 6
 
 
@@ -148,7 +149,8 @@ def parse_cyclicdeadline(text):
         raise BenchError("cyclicdeadline ran no period: %r" % text[-300:])
     c, mn, avg, mx = last
     return {"periods": c, "min_us": mn, "avg_us": avg, "max_us": mx,
-            "p99_us": quantile(list(acts.values()), 0.99), "sampled": len(acts)}
+            "p99_us": quantile(list(acts.values()), 0.99), "sampled": len(acts),
+            "latencies_us": sorted(acts.values())}
 
 
 def interrupts_on(cpu, proc="/proc"):
@@ -557,7 +559,33 @@ class Conditions:
         r["cpu_steal_pct"] = busy_between(self.busy0, self.busy1, 2)
         r["foreign_rt"] = sorted(set(self.rt.values()))
         r["others_runnable"] = round(sum(self.runnable) / max(1, len(self.runnable)), 1)
+        r["measured_s"] = round(self.dt, 3)
         return r
+
+
+def merge_conditions(rs):
+    """The conditions of several rounds of one case as one record: interrupts
+    and busy shares over their whole time, the load from the first to the
+    last, the tasks of others runnable on CPU 1 as a mean."""
+    t = sum(r["measured_s"] for r in rs) or 1.0
+    irqs = {}
+    for r in rs:
+        for k, n in r["irqs"].items():
+            irqs[k] = irqs.get(k, 0) + n
+    names = {}
+    for r in rs:
+        names.update(r["irq_names"])
+
+    def share(key):
+        cpus = {c for r in rs for c in r[key]}
+        return {c: round(sum(r[key].get(c, 0) * r["measured_s"] for r in rs) / t)
+                for c in cpus}
+    return {"irqs": irqs, "irqs_per_s": {k: round(n / t, 1) for k, n in irqs.items()},
+            "irq_names": names, "loadavg": [rs[0]["loadavg"][0], rs[-1]["loadavg"][1]],
+            "cpu_busy_pct": share("cpu_busy_pct"), "cpu_steal_pct": share("cpu_steal_pct"),
+            "foreign_rt": sorted({x for r in rs for x in r["foreign_rt"]}),
+            "others_runnable": round(sum(r["others_runnable"] for r in rs) / len(rs), 1),
+            "measured_s": round(t, 3)}
 
 
 def one_run(env, rt, d, mode, seconds, io_file, net):
@@ -632,25 +660,61 @@ def _root_balance():
         return "unreadable"
 
 
+def dl_rounds(seconds):
+    """How many alternating rounds the deadline cases take: rounds of at least
+    2 s (100 periods), at most DL_ROUNDS."""
+    return max(1, min(DL_ROUNDS, seconds // 2))
+
+
+def merge_deadline(rs):
+    """The rounds of one deadline case as one result: p99 over every period
+    printed in any round, avg over every period, the worst max."""
+    lat = sorted(x for r in rs for x in r["latencies_us"])
+    periods = sum(r["periods"] for r in rs)
+    out = merge_conditions(rs)
+    out.update({"periods": periods, "sampled": len(lat), "rounds": len(rs),
+                "min_us": min(r["min_us"] for r in rs),
+                "avg_us": round(sum(r["avg_us"] * r["periods"] for r in rs) / max(1, periods)),
+                "max_us": max(r["max_us"] for r in rs), "p99_us": quantile(lat, 0.99),
+                "main_policy": next((r["main_policy"] for r in rs
+                                     if r["main_policy"] != "deadline"), "deadline"),
+                "grid_shifted": any(r["grid_shifted"] for r in rs), "cpus": rs[0]["cpus"],
+                "latencies_us": lat})
+    return out
+
+
 def deadline_runs(env, rt, d, seconds, io_file, net, res, attempts=3):
-    """dl-idle and dl-pinned; another test run holding CPU 1's deadline
-    bandwidth (EBUSY) or undoing its root domain (EPERM) is waited out a few
-    times, then reported in place of the figure."""
-    for mode in ("dl-idle", "dl-pinned"):
-        for i in range(attempts):
-            try:
-                res[mode] = deadline_run(env, rt, d, mode, seconds, io_file, net)
-                break
-            except Busy as e:
-                res[mode] = {"error": str(e), "attempts": i + 1}
-                time.sleep(5)
+    """dl-idle and dl-pinned, seconds each, in alternating rounds (idle,
+    pinned, idle, ...): what the host does to this VM's CPUs drifts over a
+    minute (the hypervisor's steal on CPU 1 went from 3 to 20 % between two
+    consecutive 20 s cases), and alternating spreads that drift over both
+    cases instead of charging it to one. Another test run holding CPU 1's
+    deadline bandwidth (EBUSY) or undoing its root domain (EPERM) is waited
+    out a few times, then reported in place of the figure."""
+    n = dl_rounds(seconds)
+    parts = {"dl-idle": [], "dl-pinned": []}
+    for k in range(n):
+        for mode in ("dl-idle", "dl-pinned"):
+            for i in range(attempts):
+                try:
+                    parts[mode].append(deadline_run(env, rt, d, mode, seconds // n, io_file,
+                                                    net, "%s-%d" % (mode, k)))
+                    break
+                except Busy as e:
+                    res[mode] = {"error": str(e), "attempts": i + 1}
+                    time.sleep(5)
+            else:
+                return
+    for mode, rs in parts.items():
+        res[mode] = merge_deadline(rs)
 
 
-def deadline_run(env, rt, d, mode, seconds, io_file, net):
-    """mode: dl-idle | dl-pinned; d runs with --rt-cpus CPU."""
+def deadline_run(env, rt, d, mode, seconds, io_file, net, name):
+    """mode: dl-idle | dl-pinned; d runs with --rt-cpus CPU; name: this
+    round's pod and claim."""
     from claims import realtime_claim
-    pod = rt.add_pod("rt-" + mode)
-    c = env.api.put_claim(realtime_claim("lat-" + mode, "cpurt%03d" % CPU, DL_BANDWIDTH,
+    pod = rt.add_pod("rt-" + name)
+    c = env.api.put_claim(realtime_claim("lat-" + name, "cpurt%03d" % CPU, DL_BANDWIDTH,
                                          DL_BUDGET, reserved_for=[pod], irq="isolate"))
     line = _prepared(env, d, c)
     seen = {}
@@ -706,6 +770,12 @@ def run(build, seconds=10):
     io_file = "/var/tmp/dra-cpu-fig7-%d" % os.getpid()
     route = default_route()
     net = {"iface": route[0], "gateway": route[1], "irqs": nic_irqs(route[0])} if route else None
+    # This script, and the driver and simulators it starts, run in the shared
+    # pool, as the driver's own pod does on a node: the measuring harness
+    # stays off the CPU it measures. (Containers the simulator starts get
+    # their cgroup's CPUs whatever this mask is, as runc gives them.)
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(range(8192)) - {CPU})
     env = Env(build)
     res = {"run_seconds": seconds, "cpus": os.cpu_count(), "hogs": hogs(), "net": net,
            "note": "%d CPUs: exclusive CPU %d; the shared pool is the rest, which also runs "
@@ -725,6 +795,7 @@ def run(build, seconds=10):
         deadline_runs(env, rt, d, 2 * seconds, io_file, net, res)
     finally:
         env.close()
+        os.sched_setaffinity(0, saved)
         try:
             os.unlink(io_file)
         except OSError:
@@ -849,7 +920,7 @@ def table(r):
     failed = [x["error"] for x in (r.get("dl-idle"), r.get("dl-pinned")) if x and "error" in x]
     if failed:
         rows.append(("deadline p99 pinned/idle", "not run", "<= 2x", None,
-                     "%s, %d attempts" % (failed[0], max(r[m].get("attempts", 0)
+                     "%s, %d attempts" % (failed[0], max(r.get(m, {}).get("attempts", 0)
                                                          for m in ("dl-idle", "dl-pinned")))))
     elif "dl-idle" in r:
         di, dp = r["dl-idle"], r["dl-pinned"]
@@ -861,13 +932,14 @@ def table(r):
                      "on cpurt%03d (%s, irq: isolate, driver --rt-cpus %d): the driver put its "
                      "main task under "
                      "SCHED_DEADLINE (%s: %s), its thread reserves %d of every %d us itself; p99 "
-                     "of the %d/%d periods it printed (it keeps no histogram); dl-pinned beside "
+                     "of the %d/%d periods it printed (it keeps no histogram), in %d alternating "
+                     "rounds of each case (idle, pinned, idle, ...); dl-pinned beside "
                      "the same neighbour; no shared case: the driver gives deadline only to "
                      "real-time claims; %s"
                      % (CPU, DL_BANDWIDTH, CPU, "idle/pinned",
                         "/".join((di["main_policy"], dp["main_policy"])),
                         DL_INTERVAL_US * 60 // 100, DL_INTERVAL_US, di["sampled"],
-                        dp["sampled"], "; ".join(_conditions(r, m)
+                        dp["sampled"], di.get("rounds", 1), "; ".join(_conditions(r, m)
                                                  for m in ("dl-idle", "dl-pinned")))))
         shifted = [m for m, x in (("idle", di), ("pinned", dp)) if x["grid_shifted"]]
         rows.append(("deadline avg/max pinned vs idle", "%d/%d vs %d/%d us" % (

@@ -145,6 +145,35 @@ def test_settle_says_which_moves_never_happened(tmp_path):
     assert calls
 
 
+def dl_round(lat, steal, irqs, seconds=5.0, policy="deadline"):
+    return {"latencies_us": sorted(lat), "periods": len(lat), "min_us": min(lat),
+            "avg_us": sum(lat) // len(lat), "max_us": max(lat), "main_policy": policy,
+            "grid_shifted": False, "cpus": "1", "irqs": irqs,
+            "irq_names": {k: "x" for k in irqs}, "loadavg": [1.0, 2.0],
+            "cpu_busy_pct": {1: steal + 1}, "cpu_steal_pct": {1: steal}, "foreign_rt": [],
+            "others_runnable": 1.0, "measured_s": seconds}
+
+
+def test_deadline_rounds_are_merged_over_every_period():
+    # two rounds: 100 quiet periods, then 100 with a bad tail and more steal
+    a = dl_round([10] * 100, 2, {"36": 100})
+    b = dl_round([10] * 95 + [900] * 5, 20, {"36": 300}, seconds=15.0)
+    m = fig_quiet.merge_deadline([a, b])
+    assert (m["periods"], m["sampled"], m["rounds"]) == (200, 200, 2)
+    assert m["p99_us"] == 900 and m["max_us"] == 900 and m["min_us"] == 10
+    assert m["avg_us"] == (10 * 195 + 900 * 5) // 200
+    assert m["cpu_steal_pct"] == {1: 16}            # (2*5 + 20*15) / 20 s
+    assert m["irqs_per_s"] == {"36": 20.0}          # 400 in 20 s
+    assert m["loadavg"] == [1.0, 2.0] and m["main_policy"] == "deadline"
+    # a round whose task never got deadline marks the whole case
+    c = dl_round([10] * 100, 0, {}, policy="not deadline")
+    assert fig_quiet.merge_deadline([a, c])["main_policy"] == "not deadline"
+
+
+def test_deadline_rounds_are_at_least_two_seconds():
+    assert [fig_quiet.dl_rounds(s) for s in (1, 2, 4, 6, 20)] == [1, 1, 2, 3, 4]
+
+
 def test_moved_off_finds_the_moves_not_yet_carried_out(tmp_path):
     root = proc_irqs(tmp_path, {"24": ("0", "0"),      # off CPU 1, done
                                 "36": ("0-1", "1"),    # on CPU 1 by its own mask
