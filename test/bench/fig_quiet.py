@@ -2,7 +2,8 @@
 
 cyclictest (Debian's rt-tests) measures wakeup latency as a container of the NRI
 runtime simulator with real cgroups, pinned by the real driver. Every run is on
-this machine's own CPUs, in one bench run, each case as long as the others:
+this machine's own CPUs, in one bench run, each case as long as the others,
+in alternating rounds (cyclictest_runs):
 
   idle      cyclictest holds a claim (exclusive CPU 1), nothing else of ours runs
   pinned    the same, beside a noisy neighbour in the shared pool (below), with
@@ -85,7 +86,11 @@ DL_INTERVAL_US = 20000
 DL_BUDGET = {"policy": "deadline", "runtimeNs": 1000000, "deadlineNs": 20000000,
              "periodNs": 20000000}
 DL_BANDWIDTH = "650m"
-DL_ROUNDS = 4
+# Cases in alternating rounds (cyclictest_runs, deadline_runs): at most this
+# many, each at least this long (a deadline round of 2 s has 100 periods).
+CT_MODES = ("idle", "pinned", "shared", "isolated")
+CT_ROUNDS, CT_ROUND_S = 5, 2
+DL_ROUNDS, DL_ROUND_S = 4, 2
 SCHED_DEADLINE = 6
 
 
@@ -107,6 +112,24 @@ def cyclicdeadline_argv(seconds):
 
 def parse_cyclictest(text):
     """Histogram and summary of cyclictest -q -h: (p99 µs, max µs, samples)."""
+    counts, mx = parse_cyclictest_hist(text)
+    return hist_p99(counts, mx), mx, sum(counts.values())
+
+
+def hist_p99(counts, mx):
+    """p99 of a cyclictest histogram {µs: count}: the first bucket holding
+    99 % of the samples, never above the max."""
+    total, seen = sum(counts.values()), 0
+    for us in sorted(counts):
+        seen += counts[us]
+        if seen >= 0.99 * total:
+            return min(us, mx)
+    return mx
+
+
+def parse_cyclictest_hist(text):
+    """({µs: count}, max µs) from cyclictest -q -h; its overflows (above the
+    histogram's range) are counted under 10**9 µs."""
     counts, mx = {}, None
     for line in text.splitlines():
         m = re.match(r"^(\d{6})\s+(\d+)", line)
@@ -118,15 +141,9 @@ def parse_cyclictest(text):
         m = re.match(r"^# Histogram Overflows:\s+(\d+)", line)
         if m:
             counts[10 ** 9] = int(m.group(1))
-    total = sum(counts.values())
-    if not total or mx is None:
+    if not sum(counts.values()) or mx is None:
         raise BenchError("cyclictest printed no histogram: %r" % text[-300:])
-    seen = 0
-    for us in sorted(counts):
-        seen += counts[us]
-        if seen >= 0.99 * total:
-            return min(us, mx), mx, total
-    return mx, mx, total
+    return counts, mx
 
 
 STAT_LINE = re.compile(r"T:\s*0 \(\s*\d+\) I:\d+ C:\s*(\d+) Min:\s*(\d+) Act:\s*(\d+) "
@@ -588,13 +605,60 @@ def merge_conditions(rs):
             "measured_s": round(t, 3)}
 
 
-def one_run(env, rt, d, mode, seconds, io_file, net):
-    """mode: idle | pinned | shared | isolated."""
-    pod = rt.add_pod("rt-" + mode)
+def rounds(seconds, least, most):
+    """How many alternating rounds a case of `seconds` takes: rounds of at
+    least `least` seconds, at most `most` of them."""
+    return max(1, min(most, seconds // least))
+
+
+def merge_runs(rs):
+    """The rounds of one cyclictest case as one result: the histograms added
+    up, p99 from the sum, the worst max; what the rounds saw, together."""
+    counts = {}
+    for r in rs:
+        for us, n in r["hist"].items():
+            counts[us] = counts.get(us, 0) + n
+    mx = max(r["max_us"] for r in rs)
+    out = merge_conditions(rs)
+    out.update({"p99_us": hist_p99(counts, mx), "max_us": mx, "samples": sum(counts.values()),
+                "hist": counts, "rounds": len(rs), "cpus": rs[0]["cpus"],
+                "noise_cpus": rs[0]["noise_cpus"], "settle_s": rs[0]["settle_s"],
+                "steer_refused": {k: v for r in rs for k, v in r["steer_refused"].items()}})
+    for k in ("unsettled", "steered", "managed"):
+        if any(k in r for r in rs):
+            out[k] = sorted({x for r in rs for x in r.get(k, [])}, key=int)
+    for k in ("driver_managed", "bpf_interrupts"):
+        if k in rs[-1]:
+            out[k] = rs[-1][k]
+    return out
+
+
+def cyclictest_runs(env, rt, d, seconds, io_file, net, res):
+    """idle, pinned, shared and isolated, seconds each, in alternating rounds
+    (idle, pinned, shared, isolated, idle, ...): what the host does to this
+    VM's CPUs drifts over a minute (an idle baseline's p99 went from 113 to
+    435 us between two bench runs), and alternating spreads that drift over
+    every case instead of charging it to one."""
+    n = rounds(seconds, CT_ROUND_S, CT_ROUNDS)
+    parts = {m: [] for m in CT_MODES}
+    for k in range(n):
+        for mode in CT_MODES:
+            parts[mode].append(one_run(env, rt, d, mode, seconds // n, io_file, net,
+                                       "%s-%d" % (mode, k)))
+    for mode, rs in parts.items():
+        res[mode] = merge_runs(rs)
+    return n * (seconds // n)
+
+
+def one_run(env, rt, d, mode, seconds, io_file, net, name=None):
+    """mode: idle | pinned | shared | isolated; name: this round's pod and
+    claim (the mode's when None)."""
+    name = name or mode
+    pod = rt.add_pod("rt-" + name)
     c, line = None, None
     if mode != "shared":
         params = {"irq": "isolate"} if mode == "isolated" else {}
-        c, line = prepare(env, d, "lat-" + mode, pod, **params)
+        c, line = prepare(env, d, "lat-" + name, pod, **params)
     poke = (lambda: echo_once(net["gateway"])) if net else None
     steer = IrqSteer(net["irqs"] if net and mode in ("pinned", "shared") else [], CPU,
                      poke=poke)
@@ -618,8 +682,9 @@ def one_run(env, rt, d, mode, seconds, io_file, net):
                     noise.stop()
             r["steered"] = sorted(steer.saved, key=int)
             r["steer_refused"] = steer.refused
-        p99, mx, n = parse_cyclictest(text)
-        r.update({"p99_us": p99, "max_us": mx, "samples": n, "cpus": ctr.cpus or "all"})
+        counts, mx = parse_cyclictest_hist(text)
+        r.update({"p99_us": hist_p99(counts, mx), "max_us": mx, "hist": counts,
+                  "samples": sum(counts.values()), "cpus": ctr.cpus or "all"})
         cond.record(r)
         if mode == "isolated":
             r["managed"] = managed_irqs(d, r)
@@ -660,12 +725,6 @@ def _root_balance():
         return "unreadable"
 
 
-def dl_rounds(seconds):
-    """How many alternating rounds the deadline cases take: rounds of at least
-    2 s (100 periods), at most DL_ROUNDS."""
-    return max(1, min(DL_ROUNDS, seconds // 2))
-
-
 def merge_deadline(rs):
     """The rounds of one deadline case as one result: p99 over every period
     printed in any round, avg over every period, the worst max."""
@@ -691,7 +750,7 @@ def deadline_runs(env, rt, d, seconds, io_file, net, res, attempts=3):
     cases instead of charging it to one. Another test run holding CPU 1's
     deadline bandwidth (EBUSY) or undoing its root domain (EPERM) is waited
     out a few times, then reported in place of the figure."""
-    n = dl_rounds(seconds)
+    n = rounds(seconds, DL_ROUND_S, DL_ROUNDS)
     parts = {"dl-idle": [], "dl-pinned": []}
     for k in range(n):
         for mode in ("dl-idle", "dl-pinned"):
@@ -783,8 +842,7 @@ def run(build, seconds=10):
     try:
         rt = env.runtime(cgroups=True, cgroup_root="fig7-%d" % os.getpid())
         d = switch_driver(env, rt, None, [])
-        for mode in ("idle", "pinned", "shared", "isolated"):
-            res[mode] = one_run(env, rt, d, mode, seconds, io_file, net)
+        res["run_seconds"] = cyclictest_runs(env, rt, d, seconds, io_file, net, res)
         if rt.cg.cpu_available():
             res["quota_dropped"] = throttle_run(env, d, rt, False)
             d = switch_driver(env, rt, d, ["--cpu-quota=keep"])
@@ -893,11 +951,13 @@ def table(r):
     conds = "; ".join(_conditions(r, m) for m in ("idle", "isolated", "shared"))
     rows.append(("cyclictest p99 pinned/idle", "%.1fx (%d/%d us)" % (pr, iso["p99_us"],
                                                                    idle["p99_us"]),
-                 "<= 2x", pr <= 2, "policy other, %d s each; pinned: a claim holder on its "
+                 "<= 2x", pr <= 2, "policy other, %d s each in %d alternating rounds (idle, "
+                 "pinned, shared, isolated, idle, ...); pinned: a claim holder on its "
                  "exclusive CPU with irq: isolate and no CFS quota, as the driver makes it "
                  "quiet; cyclictest on CPUs %s/%s/%s; wakeups measured idle/pinned/shared "
                  "%d/%d/%d of %d asked (fewer: the machine was too busy to wake it); %s; %s"
-                 % (r["run_seconds"], idle["cpus"], iso["cpus"], shared["cpus"],
+                 % (r["run_seconds"], idle.get("rounds", 1), idle["cpus"], iso["cpus"],
+                    shared["cpus"],
                     idle["samples"], iso["samples"], shared["samples"],
                     r["run_seconds"] * 1000, conds, r["note"])))
     rows.append(("cyclictest p99 pinned, irqs not isolated/idle",

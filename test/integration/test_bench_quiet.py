@@ -170,8 +170,31 @@ def test_deadline_rounds_are_merged_over_every_period():
     assert fig_quiet.merge_deadline([a, c])["main_policy"] == "not deadline"
 
 
-def test_deadline_rounds_are_at_least_two_seconds():
-    assert [fig_quiet.dl_rounds(s) for s in (1, 2, 4, 6, 20)] == [1, 1, 2, 3, 4]
+def test_rounds_are_at_least_so_long_and_at_most_so_many():
+    assert [fig_quiet.rounds(s, 2, 4) for s in (1, 2, 4, 6, 20)] == [1, 1, 2, 3, 4]
+
+
+def ct_round(hist, mx, steal, **kw):
+    r = dl_round([1], steal, {"38": 10})
+    r.update({"hist": hist, "max_us": mx, "noise_cpus": ["0"], "settle_s": 2.0,
+              "steer_refused": {}, "unsettled": [], "steered": ["38"]})
+    r.update(kw)
+    return r
+
+
+def test_cyclictest_rounds_add_their_histograms():
+    a = ct_round({5: 990, 40: 10}, 40, 1, unsettled=["40"])
+    b = ct_round({5: 980, 300: 20}, 900, 3, unsettled=["26"], managed=["36"],
+                 driver_managed=1.0)
+    m = fig_quiet.merge_runs([a, b])
+    # 2000 samples, 1980 of them at 40 us or below: the p99 is that bucket ...
+    assert (m["samples"], m["p99_us"], m["max_us"], m["rounds"]) == (2000, 40, 900, 2)
+    assert m["hist"] == {5: 1970, 40: 10, 300: 20}
+    assert m["unsettled"] == ["26", "40"] and m["steered"] == ["38"]
+    assert m["irqs"] == {"38": 20} and m["driver_managed"] == 1.0
+    assert m["managed"] == ["36"]
+    # ... and the p99 is the same whether the samples came in one round or two
+    assert fig_quiet.hist_p99(m["hist"], 900) == m["p99_us"]
 
 
 def test_moved_off_finds_the_moves_not_yet_carried_out(tmp_path):
