@@ -37,8 +37,20 @@ int BPF_PROG(noop_irq_entry, int irq, struct irqaction *action)
 	return 0;
 }
 
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(noop_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	return 0;
+}
+
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(noop_softirq_entry, unsigned int vec)
+{
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(noop_softirq_exit, unsigned int vec)
 {
 	return 0;
 }

@@ -509,23 +509,38 @@ static void rt_print(const struct bench *b, const struct rt_run *rr)
 /* ---- the interrupt-time programs: bpf_stats next to empty ones on their hooks ------------ */
 
 enum { IP_NOT_EXCLUSIVE, IP_EXCLUSIVE, IP_COUNT };
+/* Each phase in rounds of IRQ_WRITES writes: a round takes about 3000 runs of
+ * each program, where the run time per run of two programs on the same hook
+ * differs by +-50 ns from round to round on the development VM. And the
+ * program a hook calls first pays for the caches the interrupt left cold:
+ * +-20 ns between the empty program and ours, one way or the other with the
+ * order they were attached in. So half the rounds run with the empty
+ * programs first on their hooks, half with ours first, and the figure is the
+ * mean of the two halves' medians. */
+enum { IRQ_PROGS = 4, IRQ_WRITES = 1500, IRQ_ROUNDS = 8 };
 static const char *const irq_phase_names[IP_COUNT] = { "CPU not exclusive", "CPU exclusive" };
-/* Each program and the empty one on its hook (the entry hooks' for the exits). */
 static const char *const irq_progs[] = { "handle_irq_entry", "handle_irq_exit",
 					 "handle_softirq_entry", "handle_softirq_exit" };
-enum { IRQ_PROGS = 4, IRQ_WRITES = 1500 };
+static const char *const irq_hooks[] = { "irq_handler_entry", "irq_handler_exit",
+					 "softirq_entry", "softirq_exit" };
 
+/* Per phase and round, each program's runs and run time, then the empty
+ * program on the same hook at IRQ_PROGS + i. */
 struct irq_run {
-	uint64_t runs[IP_COUNT][IRQ_PROGS + 2], ns[IP_COUNT][IRQ_PROGS + 2]; /* + the 2 empty */
+	uint64_t runs[IP_COUNT][IRQ_ROUNDS][2 * IRQ_PROGS];
+	uint64_t ns[IP_COUNT][IRQ_ROUNDS][2 * IRQ_PROGS];
 };
 
-static int empty_read(struct baseline_bpf *base, bool soft, uint64_t *runs, uint64_t *ns)
+static int empty_read(struct baseline_bpf *base, int hook, uint64_t *runs, uint64_t *ns)
 {
+	struct bpf_program *const progs[] = { base->progs.noop_irq_entry,
+					      base->progs.noop_irq_exit,
+					      base->progs.noop_softirq_entry,
+					      base->progs.noop_softirq_exit };
 	struct bpf_prog_info info = { 0 };
 	__u32 len = sizeof(info);
-	int fd = bpf_program__fd(soft ? base->progs.noop_softirq_entry : base->progs.noop_irq_entry);
 
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(progs[hook]), &info, &len) < 0)
 		return -errno;
 	*runs = info.run_cnt;
 	*ns = info.run_time_ns;
@@ -536,10 +551,11 @@ static int irq_read(struct baseline_bpf *base, struct bpfmon *mon, uint64_t *run
 {
 	int r = 0;
 
-	for (int i = 0; r == 0 && i < IRQ_PROGS; i++)
+	for (int i = 0; r == 0 && i < IRQ_PROGS; i++) {
 		r = bpfmon_prog_stats(mon, irq_progs[i], &runs[i], &ns[i]);
-	r = r ?: empty_read(base, false, &runs[IRQ_PROGS], &ns[IRQ_PROGS]);
-	return r ?: empty_read(base, true, &runs[IRQ_PROGS + 1], &ns[IRQ_PROGS + 1]);
+		r = r ?: empty_read(base, i, &runs[IRQ_PROGS + i], &ns[IRQ_PROGS + i]);
+	}
+	return r;
 }
 
 /* Interrupts for a while: disk writes with fdatasync (the block queue's
@@ -561,6 +577,8 @@ static int make_interrupts(void)
 	return r;
 }
 
+/* The phases alternate round by round, so that what the machine does over
+ * the minute falls on both. */
 static int irq_measure(const struct bench *b, struct irq_run *ir)
 {
 	struct bpfmon_opts o = { 0 };
@@ -577,20 +595,26 @@ static int irq_measure(const struct bench *b, struct irq_run *ir)
 		r = bpfmon_new(NULL, &o, &mon);
 	if (r == 0 && !bpfmon_is_loaded(mon))
 		r = -ENODEV;
-	for (int p = 0; r == 0 && p < IP_COUNT; p++) {
-		uint64_t runs0[IRQ_PROGS + 2], ns0[IRQ_PROGS + 2];
+	for (int k = 0; r == 0 && k < IRQ_ROUNDS; k++) {
+		if (k == IRQ_ROUNDS / 2) { /* the empty programs after ours now */
+			baseline_bpf__detach(base);
+			r = baseline_bpf__attach(base);
+		}
+		for (int p = 0; r == 0 && p < IP_COUNT; p++) {
+			uint64_t runs0[2 * IRQ_PROGS], ns0[2 * IRQ_PROGS];
 
-		/* exclusive: every CPU, so that whichever takes the interrupts
-		 * runs the full path */
-		for (int cpu = 0; r == 0 && cpu <= b->cpu; cpu++)
-			r = p == IP_EXCLUSIVE ? bpfmon_set_owner(mon, cpu, b->id_mine)
-					      : bpfmon_clear_owner(mon, cpu);
-		r = r ?: irq_read(base, mon, runs0, ns0);
-		r = r ?: make_interrupts();
-		r = r ?: irq_read(base, mon, ir->runs[p], ir->ns[p]);
-		for (int i = 0; r == 0 && i < IRQ_PROGS + 2; i++) {
-			ir->runs[p][i] -= runs0[i];
-			ir->ns[p][i] -= ns0[i];
+			/* exclusive: every CPU, so that whichever takes the
+			 * interrupts runs the full path */
+			for (int cpu = 0; r == 0 && cpu <= b->cpu; cpu++)
+				r = p == IP_EXCLUSIVE ? bpfmon_set_owner(mon, cpu, b->id_mine)
+						      : bpfmon_clear_owner(mon, cpu);
+			r = r ?: irq_read(base, mon, runs0, ns0);
+			r = r ?: make_interrupts();
+			r = r ?: irq_read(base, mon, ir->runs[p][k], ir->ns[p][k]);
+			for (int i = 0; r == 0 && i < 2 * IRQ_PROGS; i++) {
+				ir->runs[p][k][i] -= runs0[i];
+				ir->ns[p][k][i] -= ns0[i];
+			}
 		}
 	}
 	bpfmon_free(mon);
@@ -599,18 +623,30 @@ static int irq_measure(const struct bench *b, struct irq_run *ir)
 	return r;
 }
 
-static double irq_per_run(const struct irq_run *ir, int p, int i)
+static double ns_per_run(uint64_t ns, uint64_t runs)
 {
-	return ir->runs[p][i] ? (double)ir->ns[p][i] / (double)ir->runs[p][i] : 0;
+	return runs ? (double)ns / (double)runs : 0;
 }
 
-/* The worst program's run time over the empty program on its hook kind. */
+/* Program i (< IRQ_PROGS) over the empty one on its hook: the mean of the
+ * medians of the rounds' differences in each attach order. */
+static double irq_delta(const struct irq_run *ir, int p, int i)
+{
+	double d[IRQ_ROUNDS];
+
+	for (int k = 0; k < IRQ_ROUNDS; k++)
+		d[k] = ns_per_run(ir->ns[p][k][i], ir->runs[p][k][i]) -
+		       ns_per_run(ir->ns[p][k][IRQ_PROGS + i], ir->runs[p][k][IRQ_PROGS + i]);
+	return (median(d, IRQ_ROUNDS / 2) + median(d + IRQ_ROUNDS / 2, IRQ_ROUNDS / 2)) / 2;
+}
+
+/* The worst program over the empty one on its hook. */
 static double irq_over_empty(const struct irq_run *ir, int p)
 {
 	double worst = -1e9;
 
 	for (int i = 0; i < IRQ_PROGS; i++) {
-		double d = irq_per_run(ir, p, i) - irq_per_run(ir, p, IRQ_PROGS + (i >= 2));
+		double d = irq_delta(ir, p, i);
 
 		worst = d > worst ? d : worst;
 	}
@@ -619,20 +655,26 @@ static double irq_over_empty(const struct irq_run *ir, int p)
 
 static void irq_print(const struct irq_run *ir)
 {
-	printf("\nbpf_stats tp_btf: interrupt-time programs, %d disk writes with fdatasync per "
-	       "phase\n%-18s %-30s %10s %8s %11s\n",
-	       IRQ_WRITES, "phase", "program", "runs", "ns/run", "over empty");
+	printf("\nbpf_stats tp_btf: interrupt-time programs, %d rounds of %d disk writes with "
+	       "fdatasync per phase, the phases alternating, the empty programs first on their "
+	       "hooks in the first half, last in the second\n%-18s %-42s %10s %8s %11s\n",
+	       IRQ_ROUNDS, IRQ_WRITES, "phase", "program", "runs", "ns/run",
+	       "over empty (mean of the orders' medians)");
 	for (int p = 0; p < IP_COUNT; p++) {
-		for (int i = 0; i < IRQ_PROGS + 2; i++) {
-			const char *name = i < IRQ_PROGS ? irq_progs[i]
-				       : i == IRQ_PROGS ? "empty irq_handler_entry"
-							: "empty softirq_entry";
+		for (int i = 0; i < 2 * IRQ_PROGS; i++) {
+			uint64_t runs = 0, ns = 0;
+			char name[64];
 
-			printf("%-18s %-30s %10" PRIu64 " %8.1f", irq_phase_names[p], name,
-			       ir->runs[p][i], irq_per_run(ir, p, i));
+			for (int k = 0; k < IRQ_ROUNDS; k++) {
+				runs += ir->runs[p][k][i];
+				ns += ir->ns[p][k][i];
+			}
+			snprintf(name, sizeof(name), "%s%s", i < IRQ_PROGS ? "" : "empty ",
+				 i < IRQ_PROGS ? irq_progs[i] : irq_hooks[i - IRQ_PROGS]);
+			printf("%-18s %-42s %10" PRIu64 " %8.1f", irq_phase_names[p], name, runs,
+			       ns_per_run(ns, runs));
 			if (i < IRQ_PROGS)
-				printf(" %+11.1f", irq_per_run(ir, p, i) -
-							   irq_per_run(ir, p, IRQ_PROGS + (i >= 2)));
+				printf(" %+11.1f", irq_delta(ir, p, i));
 			putchar('\n');
 		}
 	}
