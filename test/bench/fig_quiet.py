@@ -110,12 +110,6 @@ def cyclicdeadline_argv(seconds):
     return ["cyclicdeadline", "-t", "1", "-i", str(DL_INTERVAL_US), "-D", str(seconds)]
 
 
-def parse_cyclictest(text):
-    """Histogram and summary of cyclictest -q -h: (p99 µs, max µs, samples)."""
-    counts, mx = parse_cyclictest_hist(text)
-    return hist_p99(counts, mx), mx, sum(counts.values())
-
-
 def hist_p99(counts, mx):
     """p99 of a cyclictest histogram {µs: count}: the first bucket holding
     99 % of the samples, never above the max."""
@@ -835,6 +829,13 @@ def run(build, seconds=10):
     # their cgroup's CPUs whatever this mask is, as runc gives them.)
     saved = os.sched_getaffinity(0)
     os.sched_setaffinity(0, set(range(8192)) - {CPU})
+    try:
+        return _run(build, seconds, io_file, net)
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def _run(build, seconds, io_file, net):
     env = Env(build)
     res = {"run_seconds": seconds, "cpus": os.cpu_count(), "hogs": hogs(), "net": net,
            "note": "%d CPUs: exclusive CPU %d; the shared pool is the rest, which also runs "
@@ -853,7 +854,6 @@ def run(build, seconds=10):
         deadline_runs(env, rt, d, 2 * seconds, io_file, net, res)
     finally:
         env.close()
-        os.sched_setaffinity(0, saved)
         try:
             os.unlink(io_file)
         except OSError:
