@@ -211,9 +211,11 @@ def rows_bpf(t, r):
         t.add(f, "BPF interrupt time, non-exclusive CPU, bpf_stats", "%+.1f ns/run" % x["value"],
               "< %.0f ns/run" % x["limit"], x["pass"],
               "the worst of the irq/softirq entry and exit programs over an empty program on "
-              "the same hook, while disk writes raise interrupts; 8 rounds, half with the "
-              "empty programs first on their hooks, half last (the first pays the caches the "
-              "interrupt left cold: up to 60 ns here)")
+              "the same hook, while disk writes raise interrupts; 8 rounds, another empty "
+              "program first on every hook (the first pays for the caches the interrupt left "
+              "cold: 50-100 ns here), the yardstick before ours in half the rounds, after in "
+              "half; on irq_handler_entry the gate's one load misses the caches of a CPU that "
+              "was halted (+20 to +80 ns here), on the other hooks it hits (about +12)")
 
     # The real-time monitor (bpf/rt.bpf.c): its early exit on every CPU that is
     # not a real-time one, and its path on a real-time CPU (claim's tasks).
