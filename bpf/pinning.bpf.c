@@ -235,10 +235,10 @@ static __always_inline __u64 runq_wait(struct task_struct *next, bool btf)
 
 static __always_inline int runq_switch(struct task_struct *next, bool btf)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, slot;
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
 	__u32 *shared = bpf_map_lookup_elem(&shared_cpus, &cpu);
 	struct pinning_hist *h;
-	__u64 delta;
+	__u64 delta, slot;
 
 	if (!shared || !*shared)
 		return 0;
@@ -248,9 +248,14 @@ static __always_inline int runq_switch(struct task_struct *next, bool btf)
 	h = bpf_map_lookup_elem(&runq_hist, &zero);
 	if (!h)
 		return 0;
+	/* 64 bits and the barrier: the index checked is the register used. As
+	 * a __u32, clang tested one zero-extended copy of it and indexed with
+	 * another, which the 6.1 verifier (Debian 12) cannot tie together:
+	 * "unbounded memory access", and no histogram. */
 	slot = log2_u64(delta / 1000);
 	if (slot >= PINNING_HIST_SLOTS)
 		slot = PINNING_HIST_SLOTS - 1;
+	barrier_var(slot);
 	h->slots[slot]++;
 	h->sum_ns += delta;
 	return 0;

@@ -28,6 +28,18 @@
 
 /* ---- loading ------------------------------------------------------------------------- */
 
+/* strerror() of a load or attach failure. 524 is the kernel's own ENOTSUPP,
+ * which bpf() passes out as it is and libc has no text for: an LSM or fentry
+ * program needs a BPF trampoline on its hook, and some kernels cannot make
+ * one (arm64 before 6.4, without ftrace direct calls). */
+static const char *load_strerror(int r)
+{
+	if (r == -524)
+		return "the kernel cannot attach it (ENOTSUPP: no BPF trampoline on this "
+		       "architecture and kernel, e.g. arm64 before 6.4)";
+	return strerror(-r);
+}
+
 /* Every program of pinning.bpf.c comes as a pair: tp_btf, and a raw_tp twin
  * for kernels without tp_btf (< 5.5; libbpf-tools choose the same way).
  * Exactly one of each pair loads; the run-queue pair only with contention. */
@@ -184,7 +196,7 @@ void bpfmon_load_all(struct bpfmon *m)
 		bpfmon_note(m, "raw_tp programs: kernel lacks tp_btf (< 5.5) or refused the probe");
 	r = pinning_load(m, contention, &m->skel);
 	if (r < 0 && contention) {
-		bpfmon_note(m, "contention off: its programs did not load (%s)", strerror(-r));
+		bpfmon_note(m, "contention off: its programs did not load (%s)", load_strerror(r));
 		contention = false;
 		r = pinning_load(m, false, &m->skel);
 	}
@@ -207,7 +219,7 @@ void bpfmon_load_all(struct bpfmon *m)
 				    "deny -> remediate: kernel lacks ring buffers or task storage");
 		else if ((r = enforce_load(m, &m->enforce)) < 0)
 			bpfmon_note(m, "deny -> remediate: BPF LSM program did not load: %s",
-				    strerror(-r));
+				    load_strerror(r));
 		else
 			m->effective = BPFMON_DENY;
 	}
