@@ -79,9 +79,18 @@ check)
 	# -L /: the target's loader and libraries are the multiarch ones installed here.
 	# Emulated code runs 5-50 times slower: the tests' wall-clock guards
 	# stretch by DRA_CPU_TEST_TIME_SCALE (testutil_time_scale()), native runs
-	# keep theirs.
-	B=$B RUNNER="$qemu -L /" DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} \
-		bash test/run.sh unit
+	# keep theirs. qemu-user passes no bpf() on: the tests that need it run
+	# again on the target's own kernel in qemu-system (tools/vm.sh), when that
+	# can be had here; else they stay skipped, and this says why.
+	kernel_runner=
+	if why=$(sh tools/vm.sh "$arch" prepare); then
+		kernel_runner="sh tools/vm.sh $arch run"
+		echo "cross: the tests that need bpf() run on $(cat "$B/vm/kernel") in qemu-system"
+	else
+		echo "cross: the tests that need bpf() stay skipped: $why"
+	fi
+	B=$B RUNNER="$qemu -L /" KERNEL_RUNNER=$kernel_runner \
+		DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} bash test/run.sh unit
 	;;
 *) echo "cross: $what: build, check or test" >&2; exit 2 ;;
 esac

@@ -5,8 +5,9 @@
 #   tools/deps.sh          build and test
 #   tools/deps.sh bench    also what make bench runs (rt-tests: cyclictest, figure 7)
 #   tools/deps.sh cross A  what tools/cross.sh needs for Debian architecture A (arm64):
-#                          the cross compiler, qemu-user-static and the target's
-#                          multiarch libraries, after dpkg --add-architecture A. Exit 3
+#                          the cross compiler, qemu-user-static, qemu-system (tools/vm.sh)
+#                          and the target's multiarch libraries, after
+#                          dpkg --add-architecture A. Exit 3
 #                          (nothing changed) when the apt sources carry no A packages.
 set -eu
 
@@ -35,7 +36,9 @@ if [ "${1:-}" = cross ]; then
 	arm64) triplet=aarch64-linux-gnu ;;
 	*) echo "deps: cross: $arch: only arm64 is known" >&2; exit 2 ;;
 	esac
-	PKGS="gcc-$triplet qemu-user-static"
+	# qemu-system-arm and cpio: tools/vm.sh, the tests that need bpf() on the
+	# target's own kernel
+	PKGS="gcc-$triplet qemu-user-static qemu-system-arm cpio"
 	for p in libbpf-dev libelf-dev zlib1g-dev libhwloc-dev libcurl4-openssl-dev libjson-c-dev \
 		libyaml-dev libprotobuf-c-dev libnghttp2-dev libcmocka-dev libevent-2.1-7; do
 		PKGS="$PKGS $p:$arch"

@@ -1,0 +1,122 @@
+#!/bin/sh
+# Runs one program of a cross build on a real kernel of its architecture: Debian's
+# arm64 kernel in qemu-system-aarch64 (software emulation), with an initramfs of the
+# program, the libraries it links and tools/vm/init.c. What qemu-user cannot do
+# (bpf(), cgroups, the scheduler's tracepoints) then runs for real.
+#
+#   tools/vm.sh arm64 prepare           fetch the kernel, build the init (once; prints why
+#                                       not and exits 1 when it cannot be had here)
+#   tools/vm.sh arm64 run PROG [ARG..]  boot, run PROG as root in the VM, its stdout and
+#                                       stderr here, its exit status as ours
+#
+# The kernel is the one Debian's linux-image-arm64 depends on now, from the apt
+# sources (the arm64 architecture is added by tools/deps.sh cross arm64); it lands in
+# build/arm64/vm with the init. PROG's environment in the VM is: CMOCKA_MESSAGE_OUTPUT,
+# DRA_CPU_TEST_TIME_SCALE and every DRA_CPU_* variable set here. Its working directory
+# is /work, which holds PROG at the same path relative to the project root, so a
+# test finds its files as at home when they sit next to it (the BPF tests need none).
+#
+# VM_CPUS (2) and VM_MEM_MB (1024) size the machine; VM_TIMEOUT_S (900) bounds a
+# run. A run that does not reach the end (kernel panic, timeout) exits 125 and shows
+# the console's last lines.
+set -eu
+arch=${1:?usage: tools/vm.sh arm64 prepare|run PROG [ARG...]}
+what=${2:?usage: tools/vm.sh arm64 prepare|run PROG [ARG...]}
+shift 2
+case "$arch" in
+arm64) triplet=aarch64-linux-gnu qemu_sys=qemu-system-aarch64 qemu_user=qemu-aarch64-static ;;
+*) echo "vm: $arch: only arm64 is known" >&2; exit 2 ;;
+esac
+root=$(cd "$(dirname "$0")/.." && pwd)
+V=$root/build/$arch/vm
+
+prepare() {
+	command -v "$qemu_sys" >/dev/null || { echo "vm: $qemu_sys is not installed (Debian package qemu-system-arm)"; return 1; }
+	command -v "$triplet-gcc" >/dev/null || { echo "vm: $triplet-gcc is not installed"; return 1; }
+	mkdir -p "$V"
+	if [ ! -s "$V/Image" ]; then
+		pkg=$(apt-cache depends "linux-image-$arch:$arch" 2>/dev/null |
+			sed -n "s/^ *Depends: \(linux-image-[0-9][^:]*-$arch\)\(:$arch\)\?$/\1/p" | head -1)
+		[ -n "$pkg" ] || { echo "vm: the apt sources name no linux-image-$arch:$arch"; return 1; }
+		tmp=$(mktemp -d)
+		if ! (cd "$tmp" && apt-get download -q "$pkg:$arch" >/dev/null 2>&1); then
+			rm -rf "$tmp"
+			echo "vm: apt-get download $pkg:$arch failed"
+			return 1
+		fi
+		# (called after ||, where set -e does not hold: each step says so itself)
+		if ! dpkg-deb --fsys-tarfile "$tmp"/*.deb |
+			tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' ||
+			! mv "$tmp"/boot/vmlinuz-* "$V/Image.part"; then
+			rm -rf "$tmp" "$V/Image.part"
+			echo "vm: no kernel image in $pkg"
+			return 1
+		fi
+		rm -rf "$tmp"
+		echo "$pkg" >"$V/kernel"
+		mv "$V/Image.part" "$V/Image"
+	fi
+	# (a second: built every time rather than trusted from an earlier checkout)
+	"$triplet-gcc" -static -O2 -Wall -Wextra -Werror -o "$V/init" "$root/tools/vm/init.c" ||
+		{ echo "vm: tools/vm/init.c did not build"; return 1; }
+}
+
+# The shared objects PROG loads, as the target's loader resolves them here.
+libs_of() {
+	LD_TRACE_LOADED_OBJECTS=1 "$qemu_user" -L / "$1" 2>/dev/null |
+		sed -n 's/.*=> \(\/[^ ]*\) (0x.*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (0x.*/\1/p'
+}
+
+run() {
+	prog=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+	shift
+	case "$prog" in
+	"$root"/*) rel=${prog#"$root"/} ;;
+	*) rel=$(basename "$prog") ;;
+	esac
+	if [ ! -x "$V/init" ] || [ ! -s "$V/Image" ]; then
+		echo "vm: not prepared: tools/vm.sh $arch prepare" >&2
+		exit 125
+	fi
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	mkdir -p "$work/root/work/$(dirname "$rel")"
+	cp "$V/init" "$work/root/init"
+	cp "$prog" "$work/root/work/$rel"
+	for l in $(libs_of "$prog"); do
+		mkdir -p "$work/root$(dirname "$l")"
+		cp -L "$l" "$work/root$l"
+	done
+	{
+		echo "/work/$rel"
+		for a in "$@"; do echo "$a"; done
+	} >"$work/root/run.argv"
+	env | grep -E '^(CMOCKA_MESSAGE_OUTPUT|DRA_CPU_[A-Z0-9_]*)=' >"$work/root/run.env" || true
+	(cd "$work/root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$work/initrd"
+	rc=0
+	timeout "${VM_TIMEOUT_S:-900}" "$qemu_sys" -M virt -cpu cortex-a72 -smp "${VM_CPUS:-2}" \
+		-m "${VM_MEM_MB:-1024}" -display none -monitor none -serial "file:$work/console" \
+		-nic none -no-reboot -kernel "$V/Image" -initrd "$work/initrd" \
+		-append "console=ttyAMA0 loglevel=1 panic=-1 rdinit=/init" >"$work/qemu.out" 2>&1 || rc=$?
+	tr -d '\r' <"$work/console" >"$work/out"
+	exit_line=$(grep -E '^@@vm-exit [0-9]+@@$' "$work/out" | tail -1)
+	if [ -z "$exit_line" ]; then
+		echo "vm: $rel did not finish (qemu exit $rc; ${VM_TIMEOUT_S:-900} s limit); the console's end:" >&2
+		tail -20 "$work/out" >&2
+		cat "$work/qemu.out" >&2
+		exit 125
+	fi
+	# The lines between the markers, less the empty line init put before each
+	# marker (a stream that ended without a newline loses nothing).
+	awk '/^@@vm-stdout@@$/ { on = 1; next } /^@@vm-stderr@@$/ { on = 0 } on' "$work/out" |
+		sed '${/^$/d}'
+	awk '/^@@vm-stderr@@$/ { on = 1; next } /^@@vm-exit [0-9]+@@$/ { on = 0 } on' "$work/out" |
+		sed '${/^$/d}' >&2
+	exit "$(echo "$exit_line" | sed 's/^@@vm-exit \([0-9]*\)@@$/\1/')"
+}
+
+case "$what" in
+prepare) out=$(prepare 2>&1) || { echo "$out" | tail -1; exit 1; } ;;
+run) [ $# -ge 1 ] || { echo "usage: tools/vm.sh $arch run PROG [ARG...]" >&2; exit 2; }; run "$@" ;;
+*) echo "vm: $what: prepare or run" >&2; exit 2 ;;
+esac
