@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs dra-cpu's tests and ends with one line: "N passed, N failed[, N skipped]".
 #   test/run.sh unit   cmocka unit tests + fuzz corpus replay
-#   test/run.sh all    unit + integration (pytest, the real binaries) + kernel tests
+#   test/run.sh all    unit + integration (pytest, the real binaries) + kernel tests,
+#                      the BPF unit tests also on Debian 12's kernel in qemu-system (VM=)
 # B selects the build dir (build or build/san). Exit status 1 if anything failed.
 # RUNNER prefixes each unit test and replay (a cross build under qemu-user:
 # tools/cross.sh check). KERNEL_RUNNER, when set, runs again each unit test that
@@ -47,8 +48,17 @@ tally_tap() { # name file
 		/^skipped: / { why = substr($0, 10) }' "$2")
 }
 
+# One test program's run: its TAP in $log/<file>.tap, its stderr in .err.
+tally_run() { # name file exit-status
+	tally_tap "$1" "$log/$2.tap"
+	if [ "$3" -ne 0 ] && ! grep -q '^not ok ' "$log/$2.tap"; then
+		failed=$((failed + 1))
+		failures+=("$1: exit $3: $(tail -3 "$log/$2.err" | tr '\n' ' ')")
+	fi
+}
+
 run_unit() {
-	local t name
+	local t name rc
 	for t in "$B"/test/*_test; do
 		[ -x "$t" ] || continue
 		name=$(basename "$t")
@@ -59,11 +69,7 @@ run_unit() {
 			CMOCKA_MESSAGE_OUTPUT=TAP $KERNEL_RUNNER "$t" >"$log/$name.tap" 2>"$log/$name.err"
 			rc=$?
 		fi
-		tally_tap "$name" "$log/$name.tap"
-		if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log/$name.tap"; then
-			failed=$((failed + 1))
-			failures+=("$name: exit $rc: $(tail -3 "$log/$name.err" | tr '\n' ' ')")
-		fi
+		tally_run "$name" "$name" "$rc"
 	done
 	for t in "$B"/fuzz/*_replay; do
 		[ -x "$t" ] || continue
@@ -103,6 +109,28 @@ PY
 	[ $((f + e)) -eq 0 ] || failures+=("pytest: $(grep -E '^(FAILED|ERROR) ' "$log/pytest.out" | head -10 | tr '\n' ' ')")
 }
 
+# The unit tests that load BPF programs (those that look for bpf() first), once
+# more on the kernel Debian 12 ships, booted in qemu-system (tools/vm.sh): the
+# machine's own kernel is one verifier, and nodes run others. VM=<arch> picks the
+# kernel's architecture (the machine's own by default), VM= leaves it out.
+run_vm() {
+	local arch=${VM-$(dpkg --print-architecture)} kernel src name rc
+	[ -n "$arch" ] || return 0
+	if ! kernel=$(sh tools/vm.sh "$arch" prepare); then
+		skipped=$((skipped + 1))
+		skips+=("the BPF tests on Debian's kernel: $kernel")
+		return
+	fi
+	for src in $(grep -l testutil_have_bpf_syscall test/unit/*_test.c); do
+		name=$(basename "$src" .c)
+		[ -x "$B/test/$name" ] || continue
+		DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} CMOCKA_MESSAGE_OUTPUT=TAP \
+			sh tools/vm.sh "$arch" run "$B/test/$name" >"$log/vm-$name.tap" 2>"$log/vm-$name.err"
+		rc=$?
+		tally_run "$kernel $name" "vm-$name" "$rc"
+	done
+}
+
 # The other architecture's run, its tally added to this one, its lines prefixed.
 run_cross() {
 	local out p f s line
@@ -133,6 +161,7 @@ run_cross() {
 
 run_unit
 if [ "$what" != unit ]; then
+	run_vm
 	run_cross
 	run_pytest
 fi

@@ -83,11 +83,11 @@ check)
 	# again on the target's own kernel in qemu-system (tools/vm.sh), when that
 	# can be had here; else they stay skipped, and this says why.
 	kernel_runner=
-	if why=$(sh tools/vm.sh "$arch" prepare); then
+	if kernel=$(sh tools/vm.sh "$arch" prepare); then
 		kernel_runner="sh tools/vm.sh $arch run"
-		echo "cross: the tests that need bpf() run on $(cat "$B/vm/kernel") in qemu-system"
+		echo "cross: the tests that need bpf() run on $kernel in qemu-system"
 	else
-		echo "cross: the tests that need bpf() stay skipped: $why"
+		echo "cross: the tests that need bpf() stay skipped: $kernel"
 	fi
 	B=$B RUNNER="$qemu -L /" KERNEL_RUNNER=$kernel_runner \
 		DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} bash test/run.sh unit

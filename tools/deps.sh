@@ -16,14 +16,19 @@ libhwloc-dev hwloc libcurl4-openssl-dev libjson-c-dev libyaml-dev
 libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libnghttp2-dev libevent-dev libcmocka-dev
 libclang-rt-14-dev python3 python3-pytest python3-grpcio python3-protobuf
 python3-jsonschema python3-yaml prometheus openssl curl nghttp2-proxy bzip2 iproute2
-valgrind podman runc mmdebstrap cppcheck"
+valgrind podman runc mmdebstrap cppcheck cpio"
 # podman, runc, mmdebstrap: make image and test/integration/test_image.py (no registry:
-# the base image is made from Debian's mirror). cppcheck: make lint.
+# the base image is made from Debian's mirror). cppcheck: make lint. cpio: tools/vm.sh.
 # kubectl renders deploy/ with kustomize; any installed kubectl will do (some images
 # ship a non-Debian one that conflicts with Debian's kubernetes-client).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 [ "${1:-}" = bench ] && PKGS="$PKGS rt-tests"
 native=$(dpkg --print-architecture)
+# qemu-system and cpio: tools/vm.sh boots Debian's own kernel for the BPF unit tests
+case "$native" in
+amd64) PKGS="$PKGS qemu-system-x86" ;;
+arm64) PKGS="$PKGS qemu-system-arm" ;;
+esac
 
 # Cross: the libraries of tools/image-build.sh TARGET_DEVS (less libssl-dev: the
 # image's own libcurl needs it, the cross build links Debian's) plus cmocka for

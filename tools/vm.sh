@@ -1,17 +1,21 @@
 #!/bin/sh
-# Runs one program of a cross build on a real kernel of its architecture: Debian's
-# arm64 kernel in qemu-system-aarch64 (software emulation), with an initramfs of the
-# program, the libraries it links and tools/vm/init.c. What qemu-user cannot do
-# (bpf(), cgroups, the scheduler's tracepoints) then runs for real.
+# Runs one program on Debian 12's own kernel in qemu-system, with an initramfs of the
+# program, the libraries it links and tools/vm/init.c:
+#   arm64  a cross build's program on the arm64 kernel (software emulation): what
+#          qemu-user cannot do (bpf()) runs for real
+#   amd64  a native program on the amd64 kernel (emulated too: KVM need not work
+#          where the tests run, often a VM): the BPF programs meet the kernel Debian 12
+#          ships, not only the machine's own
 #
-#   tools/vm.sh arm64 prepare           fetch the kernel, build the init (once; prints why
-#                                       not and exits 1 when it cannot be had here)
-#   tools/vm.sh arm64 run PROG [ARG..]  boot, run PROG as root in the VM, its stdout and
-#                                       stderr here, its exit status as ours
+#   tools/vm.sh ARCH prepare           fetch the kernel, build the init; prints the kernel
+#                                      package, or why not and exits 1 when it cannot be
+#                                      had here
+#   tools/vm.sh ARCH run PROG [ARG..]  boot, run PROG as root in the VM, its stdout and
+#                                      stderr here, its exit status as ours
 #
-# The kernel is the one Debian's linux-image-arm64 depends on now, from the apt
-# sources (the arm64 architecture is added by tools/deps.sh cross arm64); it lands in
-# build/arm64/vm with the init. PROG's environment in the VM is: CMOCKA_MESSAGE_OUTPUT,
+# The kernel is the one Debian's linux-image-ARCH depends on now, from the apt
+# sources (arm64's architecture is added by tools/deps.sh cross arm64); it lands in
+# build/ARCH/vm with the init (build/vm for the machine's own architecture). PROG's environment in the VM is: CMOCKA_MESSAGE_OUTPUT,
 # DRA_CPU_TEST_TIME_SCALE and every DRA_CPU_* variable set here. Its working directory
 # is /work, which holds PROG at the same path relative to the project root, so a
 # test finds its files as at home when they sit next to it (the BPF tests need none).
@@ -20,19 +24,31 @@
 # run. A run that does not reach the end (kernel panic, timeout) exits 125 and shows
 # the console's last lines.
 set -eu
-arch=${1:?usage: tools/vm.sh arm64 prepare|run PROG [ARG...]}
-what=${2:?usage: tools/vm.sh arm64 prepare|run PROG [ARG...]}
+usage="usage: tools/vm.sh arm64|amd64 prepare|run PROG [ARG...]"
+arch=${1:?$usage}
+what=${2:?$usage}
 shift 2
-case "$arch" in
-arm64) triplet=aarch64-linux-gnu qemu_sys=qemu-system-aarch64 qemu_user=qemu-aarch64-static ;;
-*) echo "vm: $arch: only arm64 is known" >&2; exit 2 ;;
-esac
 root=$(cd "$(dirname "$0")/.." && pwd)
-V=$root/build/$arch/vm
+native=$(dpkg --print-architecture)
+case "$arch" in
+arm64) triplet=aarch64-linux-gnu qemu_cpu=aarch64 qemu_pkg=qemu-system-arm console=ttyAMA0
+	board="-M virt" cpu=cortex-a72 ;;
+amd64) triplet=x86_64-linux-gnu qemu_cpu=x86_64 qemu_pkg=qemu-system-x86 console=ttyS0
+	board="-M pc" cpu=max ;;
+*) echo "vm: $arch: arm64 or amd64" >&2; exit 2 ;;
+esac
+qemu_sys=qemu-system-$qemu_cpu machine="$board -cpu $cpu"
+if [ "$arch" = "$native" ]; then
+	V=$root/build/vm cc=gcc loader=
+else
+	V=$root/build/$arch/vm cc=$triplet-gcc loader="qemu-$qemu_cpu-static -L /"
+fi
 
 prepare() {
-	command -v "$qemu_sys" >/dev/null || { echo "vm: $qemu_sys is not installed (Debian package qemu-system-arm)"; return 1; }
-	command -v "$triplet-gcc" >/dev/null || { echo "vm: $triplet-gcc is not installed"; return 1; }
+	command -v "$qemu_sys" >/dev/null ||
+		{ echo "vm: $qemu_sys is not installed (Debian package $qemu_pkg)"; return 1; }
+	command -v "$cc" >/dev/null || { echo "vm: $cc is not installed"; return 1; }
+	command -v cpio >/dev/null || { echo "vm: cpio is not installed"; return 1; }
 	mkdir -p "$V"
 	if [ ! -s "$V/Image" ]; then
 		pkg=$(apt-cache depends "linux-image-$arch:$arch" 2>/dev/null |
@@ -57,13 +73,14 @@ prepare() {
 		mv "$V/Image.part" "$V/Image"
 	fi
 	# (a second: built every time rather than trusted from an earlier checkout)
-	"$triplet-gcc" -static -O2 -Wall -Wextra -Werror -o "$V/init" "$root/tools/vm/init.c" ||
+	"$cc" -static -O2 -Wall -Wextra -Werror -o "$V/init" "$root/tools/vm/init.c" ||
 		{ echo "vm: tools/vm/init.c did not build"; return 1; }
 }
 
 # The shared objects PROG loads, as the target's loader resolves them here.
 libs_of() {
-	LD_TRACE_LOADED_OBJECTS=1 "$qemu_user" -L / "$1" 2>/dev/null |
+	# shellcheck disable=SC2086 # $loader: a command and its options, or nothing
+	LD_TRACE_LOADED_OBJECTS=1 $loader "$1" 2>/dev/null |
 		sed -n 's/.*=> \(\/[^ ]*\) (0x.*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (0x.*/\1/p'
 }
 
@@ -94,10 +111,11 @@ run() {
 	env | grep -E '^(CMOCKA_MESSAGE_OUTPUT|DRA_CPU_[A-Z0-9_]*)=' >"$work/root/run.env" || true
 	(cd "$work/root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$work/initrd"
 	rc=0
-	timeout "${VM_TIMEOUT_S:-900}" "$qemu_sys" -M virt -cpu cortex-a72 -smp "${VM_CPUS:-2}" \
+	# shellcheck disable=SC2086 # $machine: options
+	timeout "${VM_TIMEOUT_S:-900}" "$qemu_sys" $machine -smp "${VM_CPUS:-2}" \
 		-m "${VM_MEM_MB:-1024}" -display none -monitor none -serial "file:$work/console" \
 		-nic none -no-reboot -kernel "$V/Image" -initrd "$work/initrd" \
-		-append "console=ttyAMA0 loglevel=1 panic=-1 rdinit=/init" >"$work/qemu.out" 2>&1 || rc=$?
+		-append "console=$console loglevel=1 panic=-1 rdinit=/init" >"$work/qemu.out" 2>&1 || rc=$?
 	tr -d '\r' <"$work/console" >"$work/out"
 	exit_line=$(grep -E '^@@vm-exit [0-9]+@@$' "$work/out" | tail -1)
 	if [ -z "$exit_line" ]; then
@@ -116,7 +134,10 @@ run() {
 }
 
 case "$what" in
-prepare) out=$(prepare 2>&1) || { echo "$out" | tail -1; exit 1; } ;;
+prepare)
+	out=$(prepare 2>&1) || { echo "$out" | tail -1; exit 1; }
+	cat "$V/kernel"
+	;;
 run) [ $# -ge 1 ] || { echo "usage: tools/vm.sh $arch run PROG [ARG...]" >&2; exit 2; }; run "$@" ;;
 *) echo "vm: $what: prepare or run" >&2; exit 2 ;;
 esac
