@@ -111,7 +111,8 @@ PY
 
 # The unit tests that load BPF programs (those that look for bpf() first), once
 # more on the kernel Debian 12 ships, booted in qemu-system (tools/vm.sh): the
-# machine's own kernel is one verifier, and nodes run others. VM=<arch> picks the
+# machine's own kernel is one verifier, and nodes run others. Then isol_test's
+# running-kernel case on that kernel booted with CPU 1 isolated. VM=<arch> picks the
 # kernel's architecture (the machine's own by default), VM= leaves it out.
 run_vm() {
 	local arch=${VM-$(dpkg --print-architecture)} kernel src name rc
@@ -129,6 +130,13 @@ run_vm() {
 		rc=$?
 		tally_run "$kernel $name" "vm-$name" "$rc"
 	done
+	# and what the node reads of CPUs isolated at boot, from a kernel booted so
+	[ -x "$B/test/isol_test" ] || return 0
+	VM_APPEND="isolcpus=managed_irq,domain,1 nohz_full=1" DRA_CPU_TEST_BOOT_ISOLATED=1 \
+		DRA_CPU_TEST_FILTER=test_isol_read_the_running_kernel CMOCKA_MESSAGE_OUTPUT=TAP \
+		sh tools/vm.sh "$arch" run "$B/test/isol_test" >"$log/vm-isol_test.tap" 2>"$log/vm-isol_test.err"
+	rc=$?
+	tally_run "$kernel isolcpus=1 isol_test" "vm-isol_test" "$rc"
 }
 
 # The other architecture's run, its tally added to this one, its lines prefixed.

@@ -20,8 +20,8 @@
 # is /work, which holds PROG at the same path relative to the project root, so a
 # test finds its files as at home when they sit next to it (the BPF tests need none).
 #
-# VM_CPUS (2) and VM_MEM_MB (1024) size the machine; VM_TIMEOUT_S (900) bounds a
-# run. A run that does not reach the end (kernel panic, timeout) exits 125 and shows
+# VM_CPUS (2) and VM_MEM_MB (1024) size the machine; VM_APPEND adds to the kernel's
+# command line (isolcpus=, nohz_full=); VM_TIMEOUT_S (900) bounds a run. A run that does not reach the end (kernel panic, timeout) exits 125 and shows
 # the console's last lines.
 set -eu
 usage="usage: tools/vm.sh arm64|amd64 prepare|run PROG [ARG...]"
@@ -115,7 +115,8 @@ run() {
 	timeout "${VM_TIMEOUT_S:-900}" "$qemu_sys" $machine -smp "${VM_CPUS:-2}" \
 		-m "${VM_MEM_MB:-1024}" -display none -monitor none -serial "file:$work/console" \
 		-nic none -no-reboot -kernel "$V/Image" -initrd "$work/initrd" \
-		-append "console=$console loglevel=1 panic=-1 rdinit=/init" >"$work/qemu.out" 2>&1 || rc=$?
+		-append "console=$console loglevel=1 panic=-1 rdinit=/init ${VM_APPEND:-}" \
+		>"$work/qemu.out" 2>&1 || rc=$?
 	tr -d '\r' <"$work/console" >"$work/out"
 	exit_line=$(grep -E '^@@vm-exit [0-9]+@@$' "$work/out" | tail -1)
 	if [ -z "$exit_line" ]; then

@@ -1,7 +1,8 @@
 /* isol: the kernel's isolated, tickless and managed-interrupt CPUs from
  * sysfs and /proc/cmdline, over fake trees and over the capture of
  * test/data/topologies derived with isolated CPUs; what the kernel prints
- * when there are none, on new and old kernels. */
+ * when there are none, on new and old kernels; and the running kernel,
+ * which test/run.sh also boots with isolated CPUs. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +234,43 @@ static void test_isol_read_the_capture_with_isolated_cpus(void **st)
 	assert_list(&s.managed_irq, "");
 }
 
+/* The running kernel, as the node reads it: whatever it isolated, the lists
+ * isol_read() gives are the ones its own files print. When the test runs on
+ * a kernel booted with isolated CPUs (test/run.sh boots Debian's kernel with
+ * "isolcpus=managed_irq,domain,1 nohz_full=1" in tools/vm.sh and says so in
+ * DRA_CPU_TEST_BOOT_ISOLATED), they are also the CPUs the boot asked for. */
+static void test_isol_read_the_running_kernel(void **st)
+{
+	const char *want = getenv("DRA_CPU_TEST_BOOT_ISOLATED");
+	struct cpuset files;
+	struct errbuf eb = { "" };
+	char text[256] = "";
+	struct isol s;
+	FILE *f;
+
+	assert_int_equal(isol_read("", &s, &eb), 0);
+	f = fopen("/sys/devices/system/cpu/isolated", "r");
+	if (f) { /* "" or "\n" when none */
+		if (!fgets(text, sizeof(text), f))
+			text[0] = 0;
+		fclose(f);
+		text[strcspn(text, "\n")] = 0;
+		assert_int_equal(cpuset_parse(text, &files, &eb), 0);
+		assert_true(cpuset_equal(&s.domain, &files));
+	}
+	if (want) {
+		struct cpuset w;
+
+		print_message("booted with CPUs %s isolated\n", want);
+		assert_int_equal(cpuset_parse(want, &w, &eb), 0);
+		assert_true(cpuset_equal(&s.domain, &w));
+		assert_true(cpuset_equal(&s.nohz_full, &w));
+		assert_true(cpuset_equal(&s.managed_irq, &w));
+		assert_true(cpuset_equal(&s.isolated, &w));
+		assert_string_equal(s.domain_source, "sysfs");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,9 +281,14 @@ int main(void)
 		cmocka_unit_test(test_isol_read_old_kernels_and_bad_files),
 		cmocka_unit_test(test_isol_read_the_capture_with_isolated_cpus),
 		cmocka_unit_test(test_isol_read_partitions_and_same),
+		cmocka_unit_test(test_isol_read_the_running_kernel),
 	};
 	int r;
 
+	/* DRA_CPU_TEST_FILTER=test_isol_read_the_running_kernel: that one alone
+	 * (the VM of test/run.sh has no tar for the captures) */
+	if (getenv("DRA_CPU_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("DRA_CPU_TEST_FILTER"));
 	(void)snprintf(base, sizeof(base), "/tmp/isol-test.%d", (int)getpid());
 	testutil_put(base, "x", NULL);
 	r = cmocka_run_group_tests(tests, NULL, NULL);
