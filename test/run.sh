@@ -112,7 +112,8 @@ PY
 # The unit tests that load BPF programs (those that look for bpf() first), once
 # more on the kernel Debian 12 ships, booted in qemu-system (tools/vm.sh): the
 # machine's own kernel is one verifier, and nodes run others. Then isol_test's
-# running-kernel case on that kernel booted with CPU 1 isolated. VM=<arch> picks the
+# running-kernel case on that kernel booted with CPU 1 isolated, and
+# cgroup_test's quota case on it with cgroup v2 alone (tools/vm/init.c). VM=<arch> picks the
 # kernel's architecture (the machine's own by default), VM= leaves it out.
 run_vm() {
 	local arch=${VM-$(dpkg --print-architecture)} kernel src name rc
@@ -130,13 +131,21 @@ run_vm() {
 		rc=$?
 		tally_run "$kernel $name" "vm-$name" "$rc"
 	done
-	# and what the node reads of CPUs isolated at boot, from a kernel booted so
-	[ -x "$B/test/isol_test" ] || return 0
-	VM_APPEND="isolcpus=managed_irq,domain,1 nohz_full=1" DRA_CPU_TEST_BOOT_ISOLATED=1 \
-		DRA_CPU_TEST_FILTER=test_isol_read_the_running_kernel CMOCKA_MESSAGE_OUTPUT=TAP \
-		sh tools/vm.sh "$arch" run "$B/test/isol_test" >"$log/vm-isol_test.tap" 2>"$log/vm-isol_test.err"
-	rc=$?
-	tally_run "$kernel isolcpus=1 isol_test" "vm-isol_test" "$rc"
+	# what the node reads of CPUs isolated at boot, from a kernel booted so
+	if [ -x "$B/test/isol_test" ]; then
+		VM_APPEND="isolcpus=managed_irq,domain,1 nohz_full=1" DRA_CPU_TEST_BOOT_ISOLATED=1 \
+			DRA_CPU_TEST_FILTER=test_isol_read_the_running_kernel CMOCKA_MESSAGE_OUTPUT=TAP \
+			sh tools/vm.sh "$arch" run "$B/test/isol_test" \
+			>"$log/vm-isol_test.tap" 2>"$log/vm-isol_test.err"
+		tally_run "$kernel isolcpus=1 isol_test" "vm-isol_test" $?
+	fi
+	# the CFS quota dropped on cgroup v2's cpu.max (this machine mounts v1)
+	if [ -x "$B/test/cgroup_test" ]; then
+		VM_APPEND="vm.cgroup=v2" DRA_CPU_TEST_FILTER=test_cgroup_quota_drop_on_cgroupfs \
+			CMOCKA_MESSAGE_OUTPUT=TAP sh tools/vm.sh "$arch" run "$B/test/cgroup_test" \
+			>"$log/vm-cgroup_test.tap" 2>"$log/vm-cgroup_test.err"
+		tally_run "$kernel cgroup v2 cgroup_test" "vm-cgroup_test" $?
+	fi
 }
 
 # The other architecture's run, its tally added to this one, its lines prefixed.

@@ -1,7 +1,8 @@
 /* cgroup: the path rules (tables), the hierarchies of the recorded mountinfo
  * files, placing directories, runtime cgroupsPaths, and id <-> path both on
  * a fake tree (tmpfs: the walk) and on the real cgroupfs (root only: file
- * handles), which is skipped with its reason where it cannot run. */
+ * handles), which is skipped with its reason where it cannot run; the CFS
+ * quota dropped on the real cgroupfs, v1 here, v2 in tools/vm.sh. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -558,6 +561,140 @@ static void test_cgroup_hierarchy_on_cgroupfs_v1_cpuset(void **st)
 	check_real(CGROUP_V1);
 }
 
+/* ---- CFS quota on the real cgroupfs -------------------------------------------------------- */
+
+/* The text of cgroup file dir/name (a kernel file: its size says nothing). */
+static void cg_read(const char *dir, const char *name, char *buf, size_t size)
+{
+	char path[PATH_MAX + 64];
+	ssize_t n;
+	int fd;
+
+	assert_true(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, size - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = 0;
+}
+
+/* nr_throttled of the cpu.stat in dir. */
+static uint64_t nr_throttled(const char *dir)
+{
+	char text[1024], *at;
+
+	cg_read(dir, "cpu.stat", text, sizeof(text));
+	at = strstr(text, "nr_throttled ");
+	assert_non_null(at);
+	return strtoull(at + strlen("nr_throttled "), NULL, 10);
+}
+
+/* The test's cgroup, removed by the teardown whatever failed. */
+static char quota_dir[PATH_MAX];
+
+static int quota_teardown(void **st)
+{
+	(void)st;
+	if (quota_dir[0])
+		(void)rmdir(quota_dir);
+	quota_dir[0] = 0;
+	return 0;
+}
+
+/* text into the cgroup file path: 0 or -errno (the kernel says no at the write). */
+static int cg_write(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* A child that joins dir and spins until it has had ms of CPU. */
+static void burn_in(const char *dir, int ms)
+{
+	char procs[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	assert_true(snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir) < (int)sizeof(procs));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct timespec t = { 0, 0 };
+		FILE *f = fopen(procs, "w");
+
+		if (!f || fprintf(f, "0\n") < 0 || fclose(f) != 0)
+			_exit(2);
+		while (t.tv_sec * 1000 + t.tv_nsec / 1000000 < ms)
+			(void)clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* cgroup_cpu_quota_drop() on the kernel's own files: a task that needs
+ * 250 ms of CPU under a 20 % quota (20 of every 100 ms) spans 13 periods and
+ * is throttled in at least 5 of them (the first and last are partial, and the
+ * kernel hands out quota in slices); after the drop the same task is not
+ * throttled once, and the quota file says "no limit". The cpu hierarchy is v1's where one is mounted
+ * (this machine), else v2's, with the cpu controller enabled for the test's
+ * cgroup (test/run.sh also runs this on a pure v2 kernel, tools/vm.sh). */
+static void test_cgroup_quota_drop_on_cgroupfs(void **st)
+{
+	struct cgroup_mounts m;
+	char dir[PATH_MAX], path[PATH_MAX + 64], name[64];
+	const struct cgroup_mount *cpu;
+	char text[64];
+	uint64_t before;
+
+	if (geteuid() != 0) {
+		print_message("skipped: needs root to create cgroups\n");
+		skip();
+	}
+	assert_int_equal(cgroup_mounts_read(&m), 0);
+	cpu = m.cpu_v1.point ? &m.cpu_v1 : &m.h[CGROUP_V2];
+	if (!cpu->point) {
+		cgroup_mounts_done(&m);
+		print_message("skipped: no cpu controller mounted here\n");
+		skip();
+	}
+	(void)snprintf(name, sizeof(name), "/dra-cpu-quota-test-%d", (int)getpid());
+	assert_int_equal(cgroup_cpu_dir(&m, name, dir, sizeof(dir)), 0);
+	if (!m.cpu_v1.point) {
+		/* v2: the root hands the cpu controller down, as a node's does */
+		(void)snprintf(path, sizeof(path), "%s/cgroup.subtree_control", cpu->point);
+		assert_int_equal(cg_write(path, "+cpu"), 0);
+	}
+	assert_int_equal(mkdir(dir, 0755), 0);
+	(void)snprintf(quota_dir, sizeof(quota_dir), "%s", dir);
+	if (m.cpu_v1.point) {
+		(void)snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+		assert_int_equal(cg_write(path, "100000"), 0);
+	}
+	(void)snprintf(path, sizeof(path), "%s/%s", dir, m.cpu_v1.point ? "cpu.cfs_quota_us" : "cpu.max");
+	assert_int_equal(cg_write(path, m.cpu_v1.point ? "20000" : "20000 100000"), 0);
+
+	before = nr_throttled(dir);
+	burn_in(dir, 250);
+	assert_true(nr_throttled(dir) >= before + 5);
+
+	assert_int_equal(cgroup_cpu_quota_drop(dir), 1);
+	assert_int_equal(cgroup_cpu_quota_drop(dir), 0); /* none left */
+	cg_read(dir, m.cpu_v1.point ? "cpu.cfs_quota_us" : "cpu.max", text, sizeof(text));
+	assert_string_equal(text, m.cpu_v1.point ? "-1\n" : "max 100000\n");
+	before = nr_throttled(dir);
+	burn_in(dir, 250);
+	assert_int_equal(nr_throttled(dir), before);
+	cgroup_mounts_done(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,7 +718,12 @@ int main(void)
 						tree_setup, tree_teardown),
 		cmocka_unit_test(test_cgroup_hierarchy_on_cgroupfs_v2),
 		cmocka_unit_test(test_cgroup_hierarchy_on_cgroupfs_v1_cpuset),
+		cmocka_unit_test_teardown(test_cgroup_quota_drop_on_cgroupfs, quota_teardown),
 	};
 
+	/* DRA_CPU_TEST_FILTER=test_cgroup_quota_drop_on_cgroupfs: that one alone
+	 * (test/run.sh, on a pure v2 kernel in tools/vm.sh) */
+	if (getenv("DRA_CPU_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("DRA_CPU_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

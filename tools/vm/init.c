@@ -14,7 +14,9 @@
  *
  * The mounts are a hybrid node's (the development machine's layout): cgroup v1
  * controllers under /sys/fs/cgroup, cgroup2 at /sys/fs/cgroup/unified, and
- * bpffs, tracefs and debugfs where the kernel documents them.
+ * bpffs, tracefs and debugfs where the kernel documents them. With
+ * "vm.cgroup=v2" on the kernel's command line (VM_APPEND), a unified node's:
+ * cgroup2 alone at /sys/fs/cgroup.
  *
  * Hand-written, not a shell script: the initramfs carries no shell, and a
  * static init has no library to find before / is set up.
@@ -51,6 +53,27 @@ static int mount_at(const char *src, const char *dir, const char *type, const ch
 	return 0;
 }
 
+/* Whether the kernel's command line holds word (the kernel passes an
+ * unknown dotted option on to nobody, so init reads it there). */
+static int cmdline_has(const char *word)
+{
+	char buf[4096], *at;
+	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	for (at = strstr(buf, word); at; at = strstr(at + 1, word))
+		if ((at == buf || at[-1] == ' ') && strchr(" \n", at[strlen(word)]))
+			return 1;
+	return 0;
+}
+
 static void mount_node(void)
 {
 	static const char *const v1[] = { "cpuset", "cpu,cpuacct", "memory", "pids", "freezer" };
@@ -71,6 +94,10 @@ static void mount_node(void)
 	mount_at("bpf", "/sys/fs/bpf", "bpf", "mode=700");
 	mount_at("debugfs", "/sys/kernel/debug", "debugfs", NULL);
 	mount_at("tracefs", "/sys/kernel/tracing", "tracefs", NULL);
+	if (cmdline_has("vm.cgroup=v2")) { /* a unified node's: cgroup2 alone */
+		mount_at("cgroup2", "/sys/fs/cgroup", "cgroup2", NULL);
+		return;
+	}
 	mount_at("tmpfs", "/sys/fs/cgroup", "tmpfs", "mode=755");
 	for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
 		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", v1[i]);
