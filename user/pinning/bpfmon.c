@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "host/cgroup.h"
 #include "host/procfs.h"
 #include "lib/buf.h"
+#include "lib/cleanup.h"
 #include "lib/clock.h"
 #include "lib/cpuset.h"
 #include "lib/fileio.h"
@@ -120,19 +122,40 @@ static int open_hierarchy(struct bpfmon *m, const char *mount)
 	return r;
 }
 
+/* libbpf's messages, at debug level, a log line for each of their lines. A
+ * failed load's message holds the verifier's whole log, whose reason is at
+ * its end ("R2 unbounded memory access", then "processed N insns"): its
+ * first LIBBPF_LOG_HEAD lines and its last LIBBPF_LOG_TAIL are kept, the
+ * count of those between said. */
+enum { LIBBPF_LOG_HEAD = 2, LIBBPF_LOG_TAIL = 12 };
+
 __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level,
 							    const char *fmt, va_list ap)
 {
-	char buf[512];
-	size_t n;
+	_cleanup_free_ char *text = NULL;
+	size_t lines = 1, i = 0, n;
+	char *line;
 
-	if (level == LIBBPF_DEBUG || !log_enabled(LOG_DEBUG))
+	if (level == LIBBPF_DEBUG || !log_enabled(LOG_DEBUG) || vasprintf(&text, fmt, ap) < 0)
 		return 0;
-	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	while (n && buf[n - 1] == '\n')
-		buf[--n] = 0;
-	log_debug("libbpf", "msg=%s", log_quote(buf));
+	n = strlen(text);
+	while (n && text[n - 1] == '\n')
+		text[--n] = 0;
+	for (size_t k = 0; k < n; k++)
+		lines += text[k] == '\n';
+	for (line = text; *line; i++) {
+		char *end = line + strcspn(line, "\n");
+		bool more = *end != 0;
+
+		*end = 0;
+		if (i < LIBBPF_LOG_HEAD || i + LIBBPF_LOG_TAIL >= lines)
+			log_debug("libbpf", "msg=%s", log_quote(line));
+		else if (i == LIBBPF_LOG_HEAD)
+			log_debug("libbpf", "msg=%s lines_left_out=%zu",
+				  log_quote("(the verifier log goes on)"),
+				  lines - LIBBPF_LOG_HEAD - LIBBPF_LOG_TAIL);
+		line = more ? end + 1 : end;
+	}
 	return 0;
 }
 

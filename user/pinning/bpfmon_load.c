@@ -196,7 +196,8 @@ void bpfmon_load_all(struct bpfmon *m)
 		bpfmon_note(m, "raw_tp programs: kernel lacks tp_btf (< 5.5) or refused the probe");
 	r = pinning_load(m, contention, &m->skel);
 	if (r < 0 && contention) {
-		bpfmon_note(m, "contention off: its programs did not load (%s)", load_strerror(r));
+		bpfmon_note(m, "contention off: its programs did not load (%s; -v 1 logs why)",
+			    load_strerror(r));
 		contention = false;
 		r = pinning_load(m, false, &m->skel);
 	}
@@ -218,7 +219,8 @@ void bpfmon_load_all(struct bpfmon *m)
 			bpfmon_note(m,
 				    "deny -> remediate: kernel lacks ring buffers or task storage");
 		else if ((r = enforce_load(m, &m->enforce)) < 0)
-			bpfmon_note(m, "deny -> remediate: BPF LSM program did not load: %s",
+			bpfmon_note(m, "deny -> remediate: BPF LSM program did not load: %s (-v 1 "
+				    "logs why)",
 				    load_strerror(r));
 		else
 			m->effective = BPFMON_DENY;
