@@ -441,7 +441,7 @@ def test_probe_lists_features_and_objects():
     assert rc == 0, out + err
     for word in ("features:", "btf ", "tp_btf", "ringbuf", "task_storage", "bpf_lsm",
                  "objects:", "pinning    loaded and attached", "baseline   loaded and attached",
-                 "enforce"):
+                 "runqueue   loaded and attached", "rt         loaded and attached", "enforce"):
         assert word in out, out
     if "enforce    FAILED" in out:
         assert "    | libbpf: " in out  # libbpf's reasons, the verifier log if any
@@ -450,7 +450,8 @@ def test_probe_lists_features_and_objects():
     j = json.loads(out)
     assert j["verdict"] == "ok"
     assert j["features"]["btf"] is True and j["features"]["tpBtf"] is True
-    assert [o["name"] for o in j["objects"]] == ["pinning", "enforce", "baseline"]
+    assert [o["name"] for o in j["objects"]] == ["pinning", "enforce", "baseline", "runqueue",
+                                                 "rt"]
     assert j["objects"][0]["loaded"] and j["objects"][0]["attached"]
 
 

@@ -902,6 +902,14 @@ static void test_bpfmon_probe_loads_every_object(void **st)
 	assert_string_equal(p->obj[BPFMON_OBJ_BASELINE].name, "baseline");
 	assert_int_equal(p->obj[BPFMON_OBJ_BASELINE].load, 0);
 	assert_int_equal(p->obj[BPFMON_OBJ_BASELINE].attach, 0);
+	/* the run-queue programs and the real-time monitor: every kernel with
+	 * tp_btf takes them (6.1's verifier once refused the first) */
+	assert_string_equal(p->obj[BPFMON_OBJ_RUNQUEUE].name, "runqueue");
+	assert_int_equal(p->obj[BPFMON_OBJ_RUNQUEUE].load, 0);
+	assert_int_equal(p->obj[BPFMON_OBJ_RUNQUEUE].attach, 0);
+	assert_string_equal(p->obj[BPFMON_OBJ_RT].name, "rt");
+	assert_int_equal(p->obj[BPFMON_OBJ_RT].load, 0);
+	assert_int_equal(p->obj[BPFMON_OBJ_RT].attach, 0);
 	for (int i = 0; i < BPFMON_OBJ_MAX; i++)
 		assert_non_null(p->obj[i].log);
 	if (p->obj[BPFMON_OBJ_ENFORCE].load < 0) {

@@ -166,14 +166,16 @@ int bpfmon_metrics_register(struct bpfmon *m, struct metrics *reg);
 /* ---- probe: every BPF object of the project against the running kernel -------------- */
 
 enum bpfmon_obj {
-	BPFMON_OBJ_PINNING = 0,	 /* bpf/pinning.bpf.c, run-queue programs included */
+	BPFMON_OBJ_PINNING = 0,	 /* bpf/pinning.bpf.c: the pinning check */
 	BPFMON_OBJ_ENFORCE = 1,	 /* bpf/enforce.bpf.c (deny mode) */
 	BPFMON_OBJ_BASELINE = 2, /* bpf/baseline.bpf.c (the benchmark yardstick) */
-	BPFMON_OBJ_MAX = 3,
+	BPFMON_OBJ_RUNQUEUE = 3, /* bpf/pinning.bpf.c with the run-queue programs */
+	BPFMON_OBJ_RT = 4,	 /* bpf/rt.bpf.c (the real-time monitor) */
+	BPFMON_OBJ_MAX = 5,
 };
 
 struct bpfmon_probe_obj {
-	const char *name; /* "pinning", "enforce", "baseline" */
+	const char *name; /* "pinning", "enforce", "baseline", "runqueue", "rt" */
 	int load;	  /* 0 loaded, else -errno */
 	int attach;	  /* 0 attached (and detached again), -errno, 1 not tried */
 	char *log;	  /* what libbpf said meanwhile (the verifier log on failure), never NULL */

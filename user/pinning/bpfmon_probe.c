@@ -25,6 +25,7 @@
 #include "baseline.skel.h"
 #include "enforce.skel.h"
 #include "pinning.skel.h"
+#include "rt.skel.h"
 
 /* ---- kernel features ----------------------------------------------------------------- */
 
@@ -120,30 +121,59 @@ __attribute__((format(printf, 2, 0))) static int probe_print(enum libbpf_print_l
 	return 0;
 }
 
-/* With the run-queue programs, and if they are what fails, without them (as
- * bpfmon_new() does): the log then holds why they did not load. */
+/* pinning.bpf.c without the run-queue programs (the pinning check), or with
+ * them (contention): the two ways bpfmon_new() may load it. */
+static void probe_pinning_with(const struct bpfmon *tmp, struct bpfmon_probe_obj *o,
+			       bool contention)
+{
+	struct pinning_bpf *s = pinning_bpf__open();
+	int r;
+
+	if (!s) {
+		o->load = -errno;
+		return;
+	}
+	r = bpfmon_pinning_prepare(tmp, s, contention);
+	if (!r)
+		r = pinning_bpf__load(s);
+	o->load = r < 0 ? r : r ? -EINVAL : 0;
+	if (!o->load) {
+		r = pinning_bpf__attach(s);
+		o->attach = r < 0 ? r : r ? -EINVAL : 0;
+	}
+	pinning_bpf__destroy(s);
+}
+
 static void probe_pinning(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
 {
-	for (int contention = 1; contention >= 0; contention--) {
-		struct pinning_bpf *s = pinning_bpf__open();
-		int r;
+	probe_pinning_with(tmp, o, false);
+}
 
-		if (!s) {
-			o->load = -errno;
-			return;
-		}
-		r = bpfmon_pinning_prepare(tmp, s, contention);
-		if (!r)
-			r = pinning_bpf__load(s);
-		o->load = r < 0 ? r : r ? -EINVAL : 0;
-		if (!o->load) {
-			r = pinning_bpf__attach(s);
-			o->attach = r < 0 ? r : r ? -EINVAL : 0;
-		}
-		pinning_bpf__destroy(s);
-		if (!o->load || o->load == -EPERM)
-			return;
+static void probe_runqueue(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
+{
+	probe_pinning_with(tmp, o, true);
+}
+
+static void probe_rt(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
+{
+	struct rt_bpf *s = rt_bpf__open();
+	int r;
+
+	if (!s) {
+		o->load = -errno;
+		return;
 	}
+	s->rodata->cgroup_mode = tmp->opts.cgroup == CGROUP_V1 ? PINNING_CGROUP_V1
+							       : PINNING_CGROUP_V2;
+	r = bpf_map__set_max_entries(s->maps.rt_cpus, (__u32)tmp->ncpu);
+	if (!r)
+		r = rt_bpf__load(s);
+	o->load = r < 0 ? r : r ? -EINVAL : 0;
+	if (!o->load) {
+		r = rt_bpf__attach(s);
+		o->attach = r < 0 ? r : r ? -EINVAL : 0;
+	}
+	rt_bpf__destroy(s);
 }
 
 static void probe_enforce(const struct bpfmon *tmp, struct bpfmon_probe_obj *o)
@@ -196,6 +226,8 @@ int bpfmon_probe_new(enum cgroup_hier cgroup, struct bpfmon_probe **ret)
 		[BPFMON_OBJ_PINNING] = { "pinning", probe_pinning },
 		[BPFMON_OBJ_ENFORCE] = { "enforce", probe_enforce },
 		[BPFMON_OBJ_BASELINE] = { "baseline", probe_baseline },
+		[BPFMON_OBJ_RUNQUEUE] = { "runqueue", probe_runqueue },
+		[BPFMON_OBJ_RT] = { "rt", probe_rt },
 	};
 	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
 	_cleanup_free_ struct bpfmon *tmp = NULL;
