@@ -95,6 +95,10 @@ run() {
 		echo "vm: not prepared: tools/vm.sh $arch prepare" >&2
 		exit 125
 	fi
+	# an init older than its source is built again (a checkout changed it)
+	if [ -n "$(find "$root/tools/vm/init.c" -newer "$V/init")" ]; then
+		out=$(prepare 2>&1) || { echo "$out" | tail -1 >&2; exit 125; }
+	fi
 	work=$(mktemp -d)
 	trap 'rm -rf "$work"' EXIT
 	mkdir -p "$work/root/work/$(dirname "$rel")"
