@@ -239,6 +239,9 @@ static struct {
 	int64_t rv;
 	int suffix;
 	bool echo; /* writes come back on the watch */
+	/* run between storing an update and answering it, with the watch's
+	 * event already sent: someone acts before our answer is read */
+	void (*race)(const char *name);
 	/* drop this attribute from every device the server stores (a gate off) */
 	const char *drop_attr;
 } srv;
@@ -416,6 +419,17 @@ static void serve_one(struct kube_call *c)
 			   strcmp(meta(o, "uid"), meta(srv.slices[i], "uid"))) {
 			json_object_put(o);
 			fail_call(c, 409, -1);
+		} else if (srv.race) {
+			struct json_object *answer;
+			void (*race)(const char *) = srv.race;
+
+			drop_fields(o);
+			server_put(o, false);
+			answer = copy(o);
+			echo(KUBE_EVENT_MODIFIED, o);
+			srv.race = NULL;
+			race(name);
+			respond(c, 200, answer, -1);
 		} else {
 			drop_fields(o);
 			server_put(o, false);
@@ -702,6 +716,56 @@ static void test_watch_event_editing_our_slice_is_repaired(void **st)
 				 json_object_object_get(slice_at(1), "spec"), "devices")),
 			 4);
 	assert_pool(1);
+}
+
+static void delete_it(const char *name)
+{
+	server_delete(name, true);
+}
+
+static void edit_it(const char *name)
+{
+	struct json_object *o = copy(srv.slices[find_slice(name)]);
+
+	json_object_object_add(json_object_object_get(o, "spec"), "devices",
+			       json_object_new_array());
+	server_put(o, true);
+}
+
+/* Someone deletes, or edits, a slice between the server storing our update
+ * of it and our reading the answer: the watch brings that first, and the
+ * older answer must not put back what we believe the server holds. Seen in
+ * the end-to-end test under load: the deleted slice stayed deleted. */
+static void race_after_our_update(void (*race)(const char *name), int want_creates)
+{
+	struct json_object *o;
+	int from;
+
+	published();
+	from = n_kcalls;
+	o = copy(slice_at(1));
+	json_object_object_add(json_object_object_get(o, "spec"), "devices",
+			       json_object_new_array());
+	server_put(o, true); /* an edit: the repair is our update */
+	srv.race = race;
+	settle(5000);
+	assert_null(srv.race); /* it ran */
+	assert_true(fx.in_sync);
+	assert_int_equal(n_slices(), 4);
+	assert_int_equal(count_calls(KUBE_CREATE, from), want_creates);
+	assert_int_equal(json_object_array_length(json_object_object_get(
+				 json_object_object_get(slice_at(1), "spec"), "devices")),
+			 4);
+}
+
+static void test_a_delete_seen_before_our_update_answer_is_repaired(void **st)
+{
+	race_after_our_update(delete_it, 1);
+}
+
+static void test_an_edit_seen_before_our_update_answer_is_repaired(void **st)
+{
+	race_after_our_update(edit_it, 0);
 }
 
 static void test_obsolete_slices_are_deleted_with_preconditions(void **st)
@@ -1165,6 +1229,8 @@ int main(void)
 		T(test_rt_capacity_change_rewrites_the_slice_at_once),
 		T(test_watch_event_deleting_our_slice_is_repaired),
 		T(test_watch_event_editing_our_slice_is_repaired),
+		T(test_a_delete_seen_before_our_update_answer_is_repaired),
+		T(test_an_edit_seen_before_our_update_answer_is_repaired),
 		T(test_obsolete_slices_are_deleted_with_preconditions),
 		T(test_delete_of_a_slice_already_gone_is_success),
 		T(test_conflict_on_update_relists_and_recovers),

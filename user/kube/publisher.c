@@ -91,6 +91,12 @@ struct publisher {
 	/* current sync */
 	struct op *ops;
 	int n_ops, next_op;
+	/* Names the watch spoke of while the current write was in flight. The
+	 * server sends a write's answer and the watch's events in no set order:
+	 * for these names the watch's word may be newer than the answer, which
+	 * is then not recorded (a sync after puts right whatever is left). */
+	char **raced;
+	int n_raced, cap_raced;
 	int64_t sync_gen; /* pool generation the current sync writes */
 	bool syncing, dirty, in_sync;
 	bool ready, published_once;
@@ -274,6 +280,43 @@ static void set_rv(struct publisher *p, const char *rv)
 	p->rv = n;
 }
 
+static void raced_clear(struct publisher *p)
+{
+	for (int i = 0; i < p->n_raced; i++)
+		free(p->raced[i]);
+	p->n_raced = 0;
+}
+
+static bool raced_has(const struct publisher *p, const char *name)
+{
+	for (int i = 0; name && i < p->n_raced; i++)
+		if (!strcmp(p->raced[i], name))
+			return true;
+	return false;
+}
+
+/* On no memory the name is not kept: the answer is then recorded, as
+ * before this list, and the next event or resync repairs. */
+static void raced_add(struct publisher *p, const char *name)
+{
+	char *copy;
+
+	if (raced_has(p, name))
+		return;
+	if (p->n_raced == p->cap_raced) {
+		int cap = p->cap_raced ? 2 * p->cap_raced : 4;
+		char **n = realloc(p->raced, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return;
+		p->raced = n;
+		p->cap_raced = cap;
+	}
+	copy = strdup(name);
+	if (copy)
+		p->raced[p->n_raced++] = copy;
+}
+
 static void ops_clear(struct publisher *p)
 {
 	for (int i = 0; i < p->n_ops; i++)
@@ -281,6 +324,7 @@ static void ops_clear(struct publisher *p)
 	free(p->ops);
 	p->ops = NULL;
 	p->n_ops = p->next_op = 0;
+	raced_clear(p);
 }
 
 /* Backoff, then do `what` (re-list, usually). */
@@ -535,6 +579,8 @@ static void on_event(void *ud, const struct kube_watch_event *ev)
 		seen_del(p, name);
 	else
 		seen_put(p, ev->object);
+	if (p->syncing && p->call)
+		raced_add(p, name);
 	log_debug("slice_event", "type=%d name=%s", (int)ev->type, name);
 	/* Our own writes come back here too; a sync that finds nothing to do
 	 * writes nothing, so there is no need to tell them apart. */
@@ -768,7 +814,8 @@ static void on_op_done(void *ud, const struct kube_result *r)
 		seen_del(p, op->old.name);
 	} else if (r->body) {
 		check_dropped(p, op, r->body);
-		seen_put(p, r->body);
+		if (!raced_has(p, meta_str(r->body, "name")))
+			seen_put(p, r->body);
 	}
 	p->next_op++;
 	next_op(p);
@@ -805,6 +852,7 @@ static void next_op(struct publisher *p)
 		return;
 	}
 	op = &p->ops[p->next_op];
+	raced_clear(p); /* what the watch said before this write is older than its answer */
 	if (op->kind == OP_DELETE) {
 		(void)snprintf(path, sizeof(path), "%s/%s", SLICES_PATH, op->old.name);
 		ro.precondition_uid = op->old.uid;
@@ -926,6 +974,8 @@ struct publisher *publisher_free(struct publisher *p)
 	free(p->adopted);
 	seen_clear(p);
 	free(p->seen);
+	raced_clear(p);
+	free(p->raced);
 	free(p->node);
 	free(p->node_uid);
 	free(p->rv);
