@@ -28,6 +28,7 @@
 #include "core/devices.h"
 #include "lib/clock.h"
 #include "lib/hash.h"
+#include "lib/hashtab.h"
 #include "kube/kube.h"
 #include "lib/log.h"
 #include "obs/metrics.h"
@@ -95,8 +96,7 @@ struct publisher {
 	 * server sends a write's answer and the watch's events in no set order:
 	 * for these names the watch's word may be newer than the answer, which
 	 * is then not recorded (a sync after puts right whatever is left). */
-	char **raced;
-	int n_raced, cap_raced;
+	struct hashtab raced; /* name -> the publisher itself (a set) */
 	int64_t sync_gen; /* pool generation the current sync writes */
 	bool syncing, dirty, in_sync;
 	bool ready, published_once;
@@ -282,39 +282,13 @@ static void set_rv(struct publisher *p, const char *rv)
 
 static void raced_clear(struct publisher *p)
 {
-	for (int i = 0; i < p->n_raced; i++)
-		free(p->raced[i]);
-	p->n_raced = 0;
+	hashtab_done(&p->raced);
+	hashtab_init(&p->raced, 0);
 }
 
 static bool raced_has(const struct publisher *p, const char *name)
 {
-	for (int i = 0; name && i < p->n_raced; i++)
-		if (!strcmp(p->raced[i], name))
-			return true;
-	return false;
-}
-
-/* On no memory the name is not kept: the answer is then recorded, as
- * before this list, and the next event or resync repairs. */
-static void raced_add(struct publisher *p, const char *name)
-{
-	char *copy;
-
-	if (raced_has(p, name))
-		return;
-	if (p->n_raced == p->cap_raced) {
-		int cap = p->cap_raced ? 2 * p->cap_raced : 4;
-		char **n = realloc(p->raced, (size_t)cap * sizeof(*n));
-
-		if (!n)
-			return;
-		p->raced = n;
-		p->cap_raced = cap;
-	}
-	copy = strdup(name);
-	if (copy)
-		p->raced[p->n_raced++] = copy;
+	return name && hashtab_get_str(&p->raced, name);
 }
 
 static void ops_clear(struct publisher *p)
@@ -579,8 +553,10 @@ static void on_event(void *ud, const struct kube_watch_event *ev)
 		seen_del(p, name);
 	else
 		seen_put(p, ev->object);
+	/* without memory the name is not kept: the answer is recorded, and
+	 * the next event or resync repairs */
 	if (p->syncing && p->call)
-		raced_add(p, name);
+		(void)hashtab_put_str(&p->raced, name, p, NULL);
 	log_debug("slice_event", "type=%d name=%s", (int)ev->type, name);
 	/* Our own writes come back here too; a sync that finds nothing to do
 	 * writes nothing, so there is no need to tell them apart. */
@@ -974,8 +950,7 @@ struct publisher *publisher_free(struct publisher *p)
 	free(p->adopted);
 	seen_clear(p);
 	free(p->seen);
-	raced_clear(p);
-	free(p->raced);
+	hashtab_done(&p->raced);
 	free(p->node);
 	free(p->node_uid);
 	free(p->rv);
