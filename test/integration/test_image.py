@@ -685,7 +685,7 @@ def remediation_run(run_pod, kubelet, runtime_default, sys_nice):
         os.setgid(65534)
         os.setuid(65534)
 
-    p = subprocess.Popen(["/usr/bin/python3", "-c", "import time\nend = time.time() + 30\n"
+    p = subprocess.Popen(["/usr/bin/python3", "-c", "import time\nend = time.time() + 60\n"
                           "while time.time() < end: pass"], preexec_fn=intruder)
     try:
         want = "action=remediated" if sys_nice else "action=remediate_failed"
@@ -694,8 +694,15 @@ def remediation_run(run_pod, kubelet, runtime_default, sys_nice):
                  step=0.1)
         lines = [l for l in pod.logs().splitlines() if "pid=%d " % p.pid in l]
         assert any(want in l for l in lines), lines
-        moved = os.sched_getaffinity(p.pid) != {cpu}
-        assert moved == sys_nice, os.sched_getaffinity(p.pid)
+        if sys_nice:
+            # The fork may run on the claim's CPU before intruder() pins it
+            # there: a move made then is undone by intruder()'s own call, and
+            # the driver moves the task again once its per-task interval
+            # (10 s) is over. Moved in the end is what counts.
+            wait_for(lambda: os.sched_getaffinity(p.pid) != {cpu}, 25, "the intruder moved",
+                     step=0.1)
+        else:
+            assert os.sched_getaffinity(p.pid) == {cpu}
     finally:
         p.kill()
         p.wait()
