@@ -99,6 +99,8 @@ run() {
 	if [ -n "$(find "$root/tools/vm/init.c" -newer "$V/init")" ]; then
 		out=$(prepare 2>&1) || { echo "$out" | tail -1 >&2; exit 125; }
 	fi
+	# /work below is a directory of the VM's initramfs (init.c's working
+	# directory), built here from the clone; nothing outside the clone is read
 	work=$(mktemp -d)
 	trap 'rm -rf "$work"' EXIT
 	mkdir -p "$work/root/work/$(dirname "$rel")"

@@ -884,6 +884,14 @@ static void test_bpfmon_raw_tp_twins_load_and_count(void **st)
 /* The probe loads and attaches every object it can and says why the others
  * fail; enforce is allowed to fail (BPF LSM is not everywhere), but then
  * with a reason. */
+/* Object i of the probe is name, loaded and attached. */
+static void assert_probed(const struct bpfmon_probe *p, int i, const char *name)
+{
+	assert_string_equal(p->obj[i].name, name);
+	assert_int_equal(p->obj[i].load, 0);
+	assert_int_equal(p->obj[i].attach, 0);
+}
+
 static void test_bpfmon_probe_loads_every_object(void **st)
 {
 	_cleanup_(bpfmon_probe_freep) struct bpfmon_probe *p = NULL;
@@ -896,20 +904,12 @@ static void test_bpfmon_probe_loads_every_object(void **st)
 	assert_int_equal(bpfmon_probe_new(CGROUP_V2, &p), 0);
 	assert_true(p->features & BPFMON_FEAT_BTF);
 	assert_true(p->features & BPFMON_FEAT_TP_BTF);
-	assert_string_equal(p->obj[BPFMON_OBJ_PINNING].name, "pinning");
-	assert_int_equal(p->obj[BPFMON_OBJ_PINNING].load, 0);
-	assert_int_equal(p->obj[BPFMON_OBJ_PINNING].attach, 0);
-	assert_string_equal(p->obj[BPFMON_OBJ_BASELINE].name, "baseline");
-	assert_int_equal(p->obj[BPFMON_OBJ_BASELINE].load, 0);
-	assert_int_equal(p->obj[BPFMON_OBJ_BASELINE].attach, 0);
+	assert_probed(p, BPFMON_OBJ_PINNING, "pinning");
+	assert_probed(p, BPFMON_OBJ_BASELINE, "baseline");
 	/* the run-queue programs and the real-time monitor: every kernel with
 	 * tp_btf takes them (6.1's verifier once refused the first) */
-	assert_string_equal(p->obj[BPFMON_OBJ_RUNQUEUE].name, "runqueue");
-	assert_int_equal(p->obj[BPFMON_OBJ_RUNQUEUE].load, 0);
-	assert_int_equal(p->obj[BPFMON_OBJ_RUNQUEUE].attach, 0);
-	assert_string_equal(p->obj[BPFMON_OBJ_RT].name, "rt");
-	assert_int_equal(p->obj[BPFMON_OBJ_RT].load, 0);
-	assert_int_equal(p->obj[BPFMON_OBJ_RT].attach, 0);
+	assert_probed(p, BPFMON_OBJ_RUNQUEUE, "runqueue");
+	assert_probed(p, BPFMON_OBJ_RT, "rt");
 	for (int i = 0; i < BPFMON_OBJ_MAX; i++)
 		assert_non_null(p->obj[i].log);
 	if (p->obj[BPFMON_OBJ_ENFORCE].load < 0) {

@@ -697,17 +697,22 @@ static void test_watch_event_deleting_our_slice_is_repaired(void **st)
 	assert_pool(2);
 }
 
+/* Someone else empties the devices of the slice stored as o. */
+static void edit_slice(struct json_object *o)
+{
+	o = copy(o);
+	json_object_object_add(json_object_object_get(o, "spec"), "devices",
+			       json_object_new_array());
+	server_put(o, true);
+}
+
 static void test_watch_event_editing_our_slice_is_repaired(void **st)
 {
-	struct json_object *o;
 	int from;
 
 	published();
 	from = n_kcalls;
-	o = copy(slice_at(1));
-	json_object_object_add(json_object_object_get(o, "spec"), "devices",
-			       json_object_new_array());
-	server_put(o, true);
+	edit_slice(slice_at(1));
 	settle(2000);
 	/* one slice changed: fixed in place, the generation stays */
 	assert_int_equal(count_writes(from), 1);
@@ -725,11 +730,7 @@ static void delete_it(const char *name)
 
 static void edit_it(const char *name)
 {
-	struct json_object *o = copy(srv.slices[find_slice(name)]);
-
-	json_object_object_add(json_object_object_get(o, "spec"), "devices",
-			       json_object_new_array());
-	server_put(o, true);
+	edit_slice(srv.slices[find_slice(name)]);
 }
 
 /* Someone deletes, or edits, a slice between the server storing our update
@@ -738,15 +739,11 @@ static void edit_it(const char *name)
  * the end-to-end test under load: the deleted slice stayed deleted. */
 static void race_after_our_update(void (*race)(const char *name), int want_creates)
 {
-	struct json_object *o;
 	int from;
 
 	published();
 	from = n_kcalls;
-	o = copy(slice_at(1));
-	json_object_object_add(json_object_object_get(o, "spec"), "devices",
-			       json_object_new_array());
-	server_put(o, true); /* an edit: the repair is our update */
+	edit_slice(slice_at(1)); /* an edit: the repair is our update */
 	srv.race = race;
 	settle(5000);
 	assert_null(srv.race); /* it ran */
