@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs dra-cpu's tests and ends with one line: "N passed, N failed[, N skipped]".
 #   test/run.sh unit   cmocka unit tests + fuzz corpus replay
-#   test/run.sh all    unit + integration (pytest, the real binaries) + kernel tests,
-#                      the BPF unit tests also on Debian 12's kernel in qemu-system (VM=)
+#   test/run.sh vm     the unit tests that meet the kernel, on Debian 12's kernel in
+#                      qemu-system (run_vm below; VM=)
+#   test/run.sh all    unit + vm + integration (pytest, the real binaries) + kernel tests
 # B selects the build dir (build or build/san). Exit status 1 if anything failed.
 # RUNNER prefixes each unit test and replay (a cross build under qemu-user:
 # tools/cross.sh check). KERNEL_RUNNER, when set, runs again each unit test that
@@ -112,11 +113,13 @@ PY
 # The unit tests that load BPF programs (those that look for bpf() first), once
 # more on the kernel Debian 12 ships, booted in qemu-system (tools/vm.sh): the
 # machine's own kernel is one verifier, and nodes run others. Then isol_test's
-# running-kernel case on that kernel booted with CPU 1 isolated, and
-# cgroup_test's quota case on it with cgroup v2 alone (tools/vm/init.c). VM=<arch> picks the
-# kernel's architecture (the machine's own by default), VM= leaves it out.
+# running-kernel case on that kernel booted with CPU 1 isolated. Then the tests
+# that read the running node's cgroups (its mounts, or /sys/fs/cgroup) on that
+# kernel with cgroup v2 alone, as Debian 12 and most nodes mount them
+# (tools/vm/init.c; this machine mounts a hybrid). VM=<arch> picks the kernel's
+# architecture (the machine's own by default), VM= leaves it out.
 run_vm() {
-	local arch=${VM-$(dpkg --print-architecture)} kernel src name rc
+	local arch=${VM-$(dpkg --print-architecture)} kernel src name
 	[ -n "$arch" ] || return 0
 	if ! kernel=$(sh tools/vm.sh "$arch" prepare); then
 		skipped=$((skipped + 1))
@@ -128,8 +131,7 @@ run_vm() {
 		[ -x "$B/test/$name" ] || continue
 		DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} CMOCKA_MESSAGE_OUTPUT=TAP \
 			sh tools/vm.sh "$arch" run "$B/test/$name" >"$log/vm-$name.tap" 2>"$log/vm-$name.err"
-		rc=$?
-		tally_run "$kernel $name" "vm-$name" "$rc"
+		tally_run "$kernel $name" "vm-$name" $?
 	done
 	# what the node reads of CPUs isolated at boot, from a kernel booted so
 	if [ -x "$B/test/isol_test" ]; then
@@ -139,13 +141,17 @@ run_vm() {
 			>"$log/vm-isol_test.tap" 2>"$log/vm-isol_test.err"
 		tally_run "$kernel isolcpus=1 isol_test" "vm-isol_test" $?
 	fi
-	# the CFS quota dropped on cgroup v2's cpu.max (this machine mounts v1)
-	if [ -x "$B/test/cgroup_test" ]; then
-		VM_APPEND="vm.cgroup=v2" DRA_CPU_TEST_FILTER=test_cgroup_quota_drop_on_cgroupfs \
-			CMOCKA_MESSAGE_OUTPUT=TAP sh tools/vm.sh "$arch" run "$B/test/cgroup_test" \
-			>"$log/vm-cgroup_test.tap" 2>"$log/vm-cgroup_test.err"
-		tally_run "$kernel cgroup v2 cgroup_test" "vm-cgroup_test" $?
-	fi
+	# the node's cgroups as a unified node has them (the v1 cpuset cases are
+	# this machine's; a unified node has no such hierarchy to find)
+	for src in $(grep -l -e 'cgroup_mounts_read(' -e '/sys/fs/cgroup' test/unit/*_test.c); do
+		name=$(basename "$src" .c)
+		[ -x "$B/test/$name" ] || continue
+		VM_APPEND="vm.cgroup=v2" DRA_CPU_TEST_SKIP='*_v1_cpuset*' \
+			DRA_CPU_TEST_TIME_SCALE=${DRA_CPU_TEST_TIME_SCALE:-20} CMOCKA_MESSAGE_OUTPUT=TAP \
+			sh tools/vm.sh "$arch" run "$B/test/$name" \
+			>"$log/vm-v2-$name.tap" 2>"$log/vm-v2-$name.err"
+		tally_run "$kernel cgroup v2 $name" "vm-v2-$name" $?
+	done
 }
 
 # The other architecture's run, its tally added to this one, its lines prefixed.
@@ -176,12 +182,12 @@ run_cross() {
 	done <<<"$out"
 }
 
-run_unit
-if [ "$what" != unit ]; then
-	run_vm
-	run_cross
-	run_pytest
-fi
+case "$what" in
+unit) run_unit ;;
+vm) run_vm ;;
+all) run_unit; run_vm; run_cross; run_pytest ;;
+*) echo "usage: test/run.sh [unit|vm|all]" >&2; exit 2 ;;
+esac
 
 for f in "${skips[@]+"${skips[@]}"}"; do echo "SKIP $f"; done
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAIL $f"; done

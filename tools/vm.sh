@@ -17,8 +17,8 @@
 # sources (arm64's architecture is added by tools/deps.sh cross arm64); it lands in
 # build/ARCH/vm with the init (build/vm for the machine's own architecture). PROG's environment in the VM is: CMOCKA_MESSAGE_OUTPUT,
 # DRA_CPU_TEST_TIME_SCALE and every DRA_CPU_* variable set here. Its working directory
-# is /work, which holds PROG at the same path relative to the project root, so a
-# test finds its files as at home when they sit next to it (the BPF tests need none).
+# is /work, which holds PROG at the same path relative to the project root and the
+# project's test/data, so a unit test finds its fixtures as at home.
 #
 # VM_CPUS (2) and VM_MEM_MB (1024) size the machine; VM_APPEND adds to the kernel's
 # command line (isolcpus=, nohz_full=); VM_TIMEOUT_S (300) bounds a run. A run that
@@ -113,6 +113,11 @@ run() {
 	mkdir -p "$work/root/work/$(dirname "$rel")"
 	cp "$V/init" "$work/root/init"
 	cp "$prog" "$work/root/work/$rel"
+	# the unit tests' fixtures, where the tests look for them (2.6 MB)
+	if [ -d "$root/test/data" ]; then
+		mkdir -p "$work/root/work/test"
+		cp -R "$root/test/data" "$work/root/work/test/data"
+	fi
 	for l in $(libs_of "$prog"); do
 		mkdir -p "$work/root$(dirname "$l")"
 		cp -L "$l" "$work/root$l"

@@ -39,6 +39,7 @@
 #include "lib/log.h"
 #include "obs/metrics.h"
 #include "pinning/bpfmon.h"
+#include "testfilter.h"
 #include "testutil.h"
 
 #define EXCL_CPU 1
@@ -959,5 +960,6 @@ int main(void)
 	};
 
 	log_set_level(LOG_ERROR); /* violations by the machine's own tasks are warnings */
+	testfilter_from_env();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 
 #include "host/cgroup.h"
 #include "lib/cleanup.h"
+#include "testfilter.h"
 #include "testutil.h"
 
 #define DATA "test/data/procfs"
@@ -721,9 +722,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_cgroup_quota_drop_on_cgroupfs, quota_teardown),
 	};
 
-	/* DRA_CPU_TEST_FILTER=test_cgroup_quota_drop_on_cgroupfs: that one alone
-	 * (test/run.sh, on a pure v2 kernel in tools/vm.sh) */
-	if (getenv("DRA_CPU_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("DRA_CPU_TEST_FILTER"));
+	testfilter_from_env();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

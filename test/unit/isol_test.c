@@ -17,6 +17,7 @@
 
 #include "host/isol.h"
 #include "lib/errbuf.h"
+#include "testfilter.h"
 #include "testutil.h"
 
 static char base[64];
@@ -287,10 +288,7 @@ int main(void)
 	};
 	int r;
 
-	/* DRA_CPU_TEST_FILTER=test_isol_read_the_running_kernel: that one alone
-	 * (the VM of test/run.sh has no tar for the captures) */
-	if (getenv("DRA_CPU_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("DRA_CPU_TEST_FILTER"));
+	testfilter_from_env();
 	(void)snprintf(base, sizeof(base), "/tmp/isol-test.%d", (int)getpid());
 	testutil_put(base, "x", NULL);
 	r = cmocka_run_group_tests(tests, NULL, NULL);
