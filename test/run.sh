@@ -117,7 +117,8 @@ PY
 # that read the running node's cgroups (its mounts, or /sys/fs/cgroup) on that
 # kernel with cgroup v2 alone, as Debian 12 and most nodes mount them
 # (tools/vm/init.c; this machine mounts a hybrid). VM=<arch> picks the kernel's
-# architecture (the machine's own by default), VM= leaves it out.
+# architecture (the machine's own by default; another one wants B= a build for it,
+# e.g. B=build/arm64 VM=arm64), VM= leaves it out.
 run_vm() {
 	local arch=${VM-$(dpkg --print-architecture)} kernel src name
 	[ -n "$arch" ] || return 0
