@@ -239,8 +239,8 @@ static struct {
 	int64_t rv;
 	int suffix;
 	bool echo; /* writes come back on the watch */
-	/* run between storing an update and answering it, with the watch's
-	 * event already sent: someone acts before our answer is read */
+	/* run between storing an update or a delete and answering it, with the
+	 * watch's event already sent: someone acts before our answer is read */
 	void (*race)(const char *name);
 	/* drop this attribute from every device the server stores (a gate off) */
 	const char *drop_attr;
@@ -446,10 +446,18 @@ static void serve_one(struct kube_call *c)
 			fail_call(c, 409, -1);
 		} else {
 			struct json_object *o = copy(srv.slices[i]);
+			void (*race)(const char *) = srv.race;
 
 			server_delete(name, false);
-			respond(c, 200, copy(o), -1);
-			echo(KUBE_EVENT_DELETED, o);
+			if (race) { /* the watch first, then the answer */
+				echo(KUBE_EVENT_DELETED, o);
+				srv.race = NULL;
+				race(name);
+				respond(c, 200, copy(o), -1);
+			} else {
+				respond(c, 200, copy(o), -1);
+				echo(KUBE_EVENT_DELETED, o);
+			}
 			json_object_put(o);
 		}
 	} else {
@@ -763,6 +771,38 @@ static void test_a_delete_seen_before_our_update_answer_is_repaired(void **st)
 static void test_an_edit_seen_before_our_update_answer_is_repaired(void **st)
 {
 	race_after_our_update(edit_it, 0);
+}
+
+/* Someone stores a slice of the name we just deleted (same driver and node)
+ * before our delete's answer arrives: the answer must not erase it from what
+ * we believe the server holds, or it would stay. */
+static void recreate_it(const char *name)
+{
+	struct json_object *o = copy(slice_at(0));
+
+	set_meta(o, "name", name);
+	set_meta(o, "uid", "00000000-0000-4000-8000-0000000000fe");
+	server_put(o, true);
+}
+
+static void test_a_slice_recreated_before_our_delete_answer_is_deleted(void **st)
+{
+	struct json_object *extra;
+	int from;
+
+	published();
+	extra = copy(slice_at(3));
+	set_meta(extra, "name", "0000b-dra.cpu-node-1-stale");
+	set_meta(extra, "uid", "00000000-0000-4000-8000-0000000000fd");
+	from = n_kcalls;
+	srv.race = recreate_it;
+	server_put(extra, true);
+	settle(5000);
+	assert_null(srv.race); /* it ran */
+	assert_int_equal(count_calls(KUBE_DELETE, from), 2);
+	assert_int_equal(find_slice("0000b-dra.cpu-node-1-stale"), -1);
+	assert_int_equal(n_slices(), 4);
+	assert_true(fx.in_sync);
 }
 
 static void test_obsolete_slices_are_deleted_with_preconditions(void **st)
@@ -1228,6 +1268,7 @@ int main(void)
 		T(test_watch_event_editing_our_slice_is_repaired),
 		T(test_a_delete_seen_before_our_update_answer_is_repaired),
 		T(test_an_edit_seen_before_our_update_answer_is_repaired),
+		T(test_a_slice_recreated_before_our_delete_answer_is_deleted),
 		T(test_obsolete_slices_are_deleted_with_preconditions),
 		T(test_delete_of_a_slice_already_gone_is_success),
 		T(test_conflict_on_update_relists_and_recovers),

@@ -787,7 +787,8 @@ static void on_op_done(void *ud, const struct kube_result *r)
 	}
 	metric_series_add(metric_with(p->writes, verbs[op->kind]), 1);
 	if (op->kind == OP_DELETE) {
-		seen_del(p, op->old.name);
+		if (!raced_has(p, op->old.name))
+			seen_del(p, op->old.name);
 	} else if (r->body) {
 		check_dropped(p, op, r->body);
 		if (!raced_has(p, meta_str(r->body, "name")))
