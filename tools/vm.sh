@@ -17,7 +17,7 @@
 # sources (arm64's architecture is added by tools/deps.sh cross arm64); it lands in
 # build/ARCH/vm with the init (build/vm for the machine's own architecture). PROG's environment in the VM is: CMOCKA_MESSAGE_OUTPUT,
 # DRA_CPU_TEST_TIME_SCALE and every DRA_CPU_* variable set here. Its working directory
-# is /work, which holds PROG at the same path relative to the project root and the
+# is /project, which holds PROG at the same path relative to the project root and the
 # project's test/data, so a unit test finds its fixtures as at home.
 #
 # VM_CPUS (2) and VM_MEM_MB (1024) size the machine; VM_APPEND adds to the kernel's
@@ -106,24 +106,24 @@ run() {
 	if [ -n "$(find "$root/tools/vm/init.c" -newer "$V/init")" ]; then
 		out=$(prepare 2>&1) || { echo "$out" | tail -1 >&2; exit 125; }
 	fi
-	# /work below is a directory of the VM's initramfs (init.c's working
-	# directory), built here from the clone; nothing outside the clone is read
+	# root/ is the VM's initramfs; its /project (init.c's working directory)
+	# holds PROG and test/data from the clone
 	work=$(mktemp -d)
 	trap 'rm -rf "$work"' EXIT
-	mkdir -p "$work/root/work/$(dirname "$rel")"
+	mkdir -p "$work/root/project/$(dirname "$rel")"
 	cp "$V/init" "$work/root/init"
-	cp "$prog" "$work/root/work/$rel"
+	cp "$prog" "$work/root/project/$rel"
 	# the unit tests' fixtures, where the tests look for them (2.6 MB)
 	if [ -d "$root/test/data" ]; then
-		mkdir -p "$work/root/work/test"
-		cp -R "$root/test/data" "$work/root/work/test/data"
+		mkdir -p "$work/root/project/test"
+		cp -R "$root/test/data" "$work/root/project/test/data"
 	fi
 	for l in $(libs_of "$prog"); do
 		mkdir -p "$work/root$(dirname "$l")"
 		cp -L "$l" "$work/root$l"
 	done
 	{
-		echo "/work/$rel"
+		echo "/project/$rel"
 		for a in "$@"; do echo "$a"; done
 	} >"$work/root/run.argv"
 	env | grep -E '^(CMOCKA_MESSAGE_OUTPUT|DRA_CPU_[A-Z0-9_]*)=' >"$work/root/run.env" || true

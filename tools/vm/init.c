@@ -159,7 +159,7 @@ static int run(char **argv)
 		err = open("/tmp/vm.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 			_exit(125);
-		if (chdir("/work") < 0)
+		if (chdir("/project") < 0)
 			_exit(125);
 		execv(argv[0], argv);
 		fprintf(stderr, "vminit: exec %s: %s\n", argv[0], strerror(errno));
